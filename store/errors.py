@@ -1,0 +1,57 @@
+"""The one error tree of vectorsync.
+
+    VectorsyncError
+    ├── ConfigError          bad settings or bad input: fix the value named in the message
+    ├── StoreUnavailable     a backend (PostgreSQL, Qdrant, Redis) could not be reached
+    └── EmbeddingError       an embedding call failed
+        ├── TransientError   worth retrying: 429, 5xx, timeouts, connection errors
+        ├── PermanentError   this endpoint will not work: 401, 403, 404; try the next model
+        └── InputError       the text itself was refused (400): the record's fault
+
+Driver errors (psycopg, qdrant-client, redis, openai) are translated inside the
+module that talks to the driver and raised ``from`` the original.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "EmbeddingError",
+    "InputError",
+    "PermanentError",
+    "StoreUnavailable",
+    "TransientError",
+    "VectorsyncError",
+]
+
+
+class VectorsyncError(Exception):
+    """Base of every error vectorsync raises on purpose."""
+
+
+class ConfigError(VectorsyncError, ValueError):
+    """A setting or an input value is wrong; the message names it and the fix."""
+
+
+class StoreUnavailable(VectorsyncError):
+    """A backend could not be reached or failed while answering."""
+
+
+class EmbeddingError(VectorsyncError):
+    """An embedding provider call failed."""
+
+
+class TransientError(EmbeddingError):
+    """A failure that may go away when retried (429, 5xx, timeout, connection)."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class PermanentError(EmbeddingError):
+    """The endpoint refuses every call (401, 403, 404): move on to the next model."""
+
+
+class InputError(EmbeddingError):
+    """The provider refused this input (400): retrying or failing over will not help."""

@@ -1,0 +1,274 @@
+"""Metadata filters: one small tree that every backend compiles into its own query.
+
+Semantics every backend must share (the conformance suite checks them):
+comparisons are typed (numbers with numbers, strings with strings, booleans
+only by equality); a missing field or a field of another type does not match;
+a field holding a list matches when one of its elements does; ``not_`` matches
+exactly the records its operand does not match, missing fields included.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, TypeAlias
+
+from store.errors import ConfigError
+
+__all__ = ["And", "AnyOf", "Compare", "Eq", "Filter", "Not", "Or", "Scalar", "check_field"]
+
+Scalar: TypeAlias = str | int | float | bool
+CompareOp = Literal["gt", "gte", "lt", "lte"]
+
+_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+_MISSING = object()
+
+
+def check_field(field: object) -> str:
+    """Return ``field`` if it is a safe field name, else raise ConfigError."""
+    if not isinstance(field, str) or len(field) > 200 or not _FIELD.fullmatch(field):
+        raise ConfigError(
+            f"filter field {field!r} is not allowed: use letters, digits and '_', "
+            "dotted for nested objects (e.g. 'owner.id')"
+        )
+    return field
+
+
+def _check_value(value: object, *, field: str, comparable: bool = False) -> Scalar:
+    kinds = "a string or a number" if comparable else "a string, a number or a boolean"
+    if isinstance(value, bool) and comparable:
+        raise ConfigError(f"filter value {value!r} for {field!r} cannot be ordered: use {kinds}")
+    if not isinstance(value, str | int | float) or (isinstance(value, float) and not math.isfinite(value)):
+        raise ConfigError(f"filter value {value!r} for {field!r} is not allowed: use {kinds}")
+    return value
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "other"
+
+
+def _lookup(metadata: Mapping[str, Any], field: str) -> Any:
+    value: Any = metadata
+    for part in field.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return _MISSING
+        value = value[part]
+    return value
+
+
+def _leaf_values(metadata: Mapping[str, Any], field: str) -> list[Any]:
+    value = _lookup(metadata, field)
+    if value is _MISSING:
+        return []
+    return list(value) if isinstance(value, list) else [value]
+
+
+class Filter:
+    """Base of the filter tree; build filters with the class methods and ``& | ~``."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def eq(field: str, value: Scalar) -> Eq:
+        return Eq(check_field(field), _check_value(value, field=field))
+
+    @staticmethod
+    def any_of(field: str, values: Iterable[Scalar]) -> AnyOf:
+        if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+            raise ConfigError(f"any_of({field!r}, ...) takes a list of values, got {values!r}")
+        checked = tuple(_check_value(v, field=field) for v in values)
+        if not checked:
+            raise ConfigError(f"any_of({field!r}, []) can never match: pass at least one value")
+        return AnyOf(check_field(field), checked)
+
+    @staticmethod
+    def gt(field: str, value: str | float) -> Compare:
+        return Compare(check_field(field), "gt", _check_value(value, field=field, comparable=True))
+
+    @staticmethod
+    def gte(field: str, value: str | float) -> Compare:
+        return Compare(check_field(field), "gte", _check_value(value, field=field, comparable=True))
+
+    @staticmethod
+    def lt(field: str, value: str | float) -> Compare:
+        return Compare(check_field(field), "lt", _check_value(value, field=field, comparable=True))
+
+    @staticmethod
+    def lte(field: str, value: str | float) -> Compare:
+        return Compare(check_field(field), "lte", _check_value(value, field=field, comparable=True))
+
+    @staticmethod
+    def not_(operand: Filter) -> Not:
+        if not isinstance(operand, Filter):
+            raise ConfigError(f"not_ takes a Filter, got {operand!r}")
+        return Not(operand)
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> Filter:
+        """Build a filter from its JSON form, e.g. ``{"kind": "call", "n": {"$gte": 2}}``."""
+        return _from_dict(data)
+
+    def __and__(self, other: Filter) -> And:
+        return And((self, _as_filter(other)))
+
+    def __or__(self, other: Filter) -> Or:
+        return Or((self, _as_filter(other)))
+
+    def __invert__(self) -> Not:
+        return Not(self)
+
+    def matches(self, metadata: Mapping[str, Any]) -> bool:
+        """Evaluate this filter against one record's metadata in memory."""
+        raise NotImplementedError
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form that ``Filter.from_dict`` reads back."""
+        raise NotImplementedError
+
+
+def _as_filter(value: object) -> Filter:
+    if not isinstance(value, Filter):
+        raise ConfigError(f"filters combine only with filters, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Eq(Filter):
+    field: str
+    value: Scalar
+
+    def matches(self, metadata: Mapping[str, Any]) -> bool:
+        want = _kind(self.value)
+        return any(_kind(v) == want and v == self.value for v in _leaf_values(metadata, self.field))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {self.field: {"$eq": self.value}}
+
+
+@dataclass(frozen=True, slots=True)
+class AnyOf(Filter):
+    field: str
+    values: tuple[Scalar, ...]
+
+    def matches(self, metadata: Mapping[str, Any]) -> bool:
+        return any(Eq(self.field, value).matches(metadata) for value in self.values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {self.field: {"$in": list(self.values)}}
+
+
+@dataclass(frozen=True, slots=True)
+class Compare(Filter):
+    field: str
+    op: CompareOp
+    value: str | float
+
+    _TESTS: ClassVar[dict[str, Any]] = {
+        "gt": lambda a, b: a > b,
+        "gte": lambda a, b: a >= b,
+        "lt": lambda a, b: a < b,
+        "lte": lambda a, b: a <= b,
+    }
+
+    def matches(self, metadata: Mapping[str, Any]) -> bool:
+        want, test = _kind(self.value), self._TESTS[self.op]
+        return any(_kind(v) == want and test(v, self.value) for v in _leaf_values(metadata, self.field))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {self.field: {f"${self.op}": self.value}}
+
+
+@dataclass(frozen=True, slots=True)
+class Not(Filter):
+    operand: Filter
+
+    def matches(self, metadata: Mapping[str, Any]) -> bool:
+        return not self.operand.matches(metadata)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"$not": self.operand.to_dict()}
+
+
+@dataclass(frozen=True, slots=True)
+class And(Filter):
+    parts: tuple[Filter, ...]
+
+    def matches(self, metadata: Mapping[str, Any]) -> bool:
+        return all(part.matches(metadata) for part in self.parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"$and": [part.to_dict() for part in self.parts]}
+
+
+@dataclass(frozen=True, slots=True)
+class Or(Filter):
+    parts: tuple[Filter, ...]
+
+    def matches(self, metadata: Mapping[str, Any]) -> bool:
+        return any(part.matches(metadata) for part in self.parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"$or": [part.to_dict() for part in self.parts]}
+
+
+_FIELD_OPS = {
+    "$eq": Filter.eq,
+    "$in": Filter.any_of,
+    "$gt": Filter.gt,
+    "$gte": Filter.gte,
+    "$lt": Filter.lt,
+    "$lte": Filter.lte,
+    "$ne": lambda f, v: Not(Filter.eq(f, v)),
+    "$nin": lambda f, v: Not(Filter.any_of(f, v)),
+}
+
+
+def _combine(parts: list[Filter], kind: type[And] | type[Or]) -> Filter:
+    return parts[0] if len(parts) == 1 else kind(tuple(parts))
+
+
+def _from_list(key: str, value: object) -> list[Filter]:
+    if not isinstance(value, list) or not value:
+        raise ConfigError(f"{key} takes a non-empty list of filters, got {value!r}")
+    return [_from_dict(item) for item in value]
+
+
+def _from_field(field: str, spec: object) -> list[Filter]:
+    if not isinstance(spec, Mapping):
+        return [Filter.eq(field, spec)]  # type: ignore[arg-type]
+    if not spec:
+        raise ConfigError(f"filter for {field!r} is an empty object: give a value or an operator")
+    parts = []
+    for op, value in spec.items():
+        if op not in _FIELD_OPS:
+            raise ConfigError(
+                f"unknown filter operator {op!r} for {field!r}: use one of {', '.join(_FIELD_OPS)}"
+            )
+        parts.append(_FIELD_OPS[op](field, value))
+    return parts
+
+
+def _from_dict(data: object) -> Filter:
+    if not isinstance(data, Mapping) or not data:
+        raise ConfigError(f"a filter is a non-empty JSON object, got {data!r}")
+    parts: list[Filter] = []
+    for key, value in data.items():
+        if key == "$and":
+            parts.append(_combine(_from_list(key, value), And))
+        elif key == "$or":
+            parts.append(_combine(_from_list(key, value), Or))
+        elif key == "$not":
+            parts.append(Not(_from_dict(value)))
+        elif isinstance(key, str) and key.startswith("$"):
+            raise ConfigError(f"unknown filter operator {key!r}: use $and, $or, $not or a field name")
+        else:
+            parts.extend(_from_field(check_field(key), value))
+    return _combine(parts, And)

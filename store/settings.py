@@ -1,0 +1,215 @@
+"""Settings: one TOML file, overridden by ``VECTORSYNC_<SECTION>__<KEY>`` environment variables.
+
+Every section rejects unknown keys, and a bad value fails at load with a
+message naming the key, the value and what is allowed. Secrets (the Qdrant
+key, provider API keys) come only from the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from store.errors import ConfigError
+from store.records import check_collection_name
+
+__all__ = [
+    "DEFAULT_BROKER_URL",
+    "DEFAULT_CONFIG_PATH",
+    "BrokerSettings",
+    "CacheSettings",
+    "ChunkerSettings",
+    "CollectionSettings",
+    "EmbeddingSettings",
+    "ModelSettings",
+    "Settings",
+    "SourceSettings",
+    "StateSettings",
+    "VectorSettings",
+    "load_settings",
+]
+
+#: Where settings are read from when neither an argument nor VECTORSYNC_CONFIG names a file.
+DEFAULT_CONFIG_PATH = Path("vectorsync.toml")
+#: The broker when none is configured: the Redis a development machine runs.
+DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/0"
+ENV_PREFIX = "VECTORSYNC_"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class BrokerSettings(_Section):
+    url: str = DEFAULT_BROKER_URL
+
+
+class StateSettings(_Section):
+    url: str | None = None  # None: the pgvector database (vectors.url)
+
+
+class CacheSettings(_Section):
+    url: str | None = None  # None: the broker's Redis
+
+
+class ModelSettings(_Section):
+    provider: Literal["openai", "ollama", "local", "fake"]
+    model: str
+    dimensions: int = Field(gt=0, le=65536)
+    base_url: str | None = None
+    api_key_env: str | None = None
+    #: Azure OpenAI: the api-version query parameter; the deployment goes in ``model``.
+    api_version: str | None = None
+    timeout: float = Field(default=30.0, gt=0)
+    #: Whether to send ``dimensions`` to the API (OpenAI text-embedding-3 models take it).
+    send_dimensions: bool = False
+    max_inputs: int = Field(default=2048, gt=0)
+    max_tokens_per_request: int = Field(default=300_000, gt=0)
+    max_tokens_per_input: int = Field(default=8192, gt=0)
+
+
+class EmbeddingSettings(_Section):
+    chain: list[str] = Field(default_factory=list)
+    batch_size: int = Field(default=96, gt=0, le=2048)
+    cache_ttl_days: float = Field(default=30, ge=0)
+    #: Concurrent provider calls per ``embed_many``.
+    parallelism: int = Field(default=4, gt=0, le=64)
+    #: Entries with different model names embed into different spaces: opt in explicitly.
+    allow_mixed_models: bool = False
+    #: Seconds a model that keeps failing is skipped before it is tried again.
+    cooldown_seconds: float = Field(default=60, ge=0)
+    max_attempts: int = Field(default=5, gt=0)
+    max_wait_seconds: float = Field(default=30, gt=0)
+
+
+class VectorSettings(_Section):
+    store: Literal["pgvector", "qdrant", "memory"] = "pgvector"
+    url: str | None = None
+    key: SecretStr | None = None
+    dimensions: int = Field(default=1536, gt=0, le=65536)
+    metric: Literal["cosine", "dot", "euclidean"] = "cosine"
+    hnsw_m: int = Field(default=16, ge=2, le=100)
+    hnsw_ef_construction: int = Field(default=64, ge=4, le=1000)
+    ef_search: int = Field(default=100, ge=1, le=1000)
+    #: Prefix of the pgvector table that holds a collection.
+    table_prefix: str = Field(default="vs_", pattern=r"^[a-z][a-z0-9_]{0,14}$")
+    #: Payload fields Qdrant indexes for filtering, besides record_id.
+    index_fields: list[str] = Field(default_factory=list)
+
+
+class SourceSettings(_Section):
+    kind: Literal["sql", "python", "push"] = "push"
+    url: str | None = None
+    table: str | None = None
+    id: str = "id"
+    text: str | None = None
+    metadata: list[str] = Field(default_factory=list)
+    updated_at: str | None = None
+    where: str | None = None
+    loader: str | None = None
+
+
+class ChunkerSettings(_Section):
+    max_tokens: int = Field(default=512, gt=0)
+    overlap: int = Field(default=64, ge=0)
+    markdown: bool = False
+
+
+class CollectionSettings(_Section):
+    source: SourceSettings = Field(default_factory=SourceSettings)
+    chunker: ChunkerSettings = Field(default_factory=ChunkerSettings)
+
+
+class Settings(BaseSettings):
+    """All of vectorsync's settings; build with ``load_settings``."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", frozen=True
+    )
+
+    broker: BrokerSettings = Field(default_factory=BrokerSettings)
+    state: StateSettings = Field(default_factory=StateSettings)
+    cache: CacheSettings = Field(default_factory=CacheSettings)
+    models: dict[str, ModelSettings] = Field(default_factory=dict)
+    embeddings: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    vectors: VectorSettings = Field(default_factory=VectorSettings)
+    collections: dict[str, CollectionSettings] = Field(default_factory=dict)
+
+    @field_validator("collections")
+    @classmethod
+    def _collection_names(cls, value: dict[str, CollectionSettings]) -> dict[str, CollectionSettings]:
+        for name in value:
+            check_collection_name(name)
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The TOML file arrives as init kwargs; the environment overrides it.
+        return (env_settings, init_settings)
+
+    @property
+    def state_url(self) -> str | None:
+        return self.state.url or (self.vectors.url if self.vectors.store == "pgvector" else None)
+
+    @property
+    def cache_url(self) -> str:
+        return self.cache.url or self.broker.url
+
+
+_SECRET_KEYS = {("vectors", "key")}
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    for section, key in _SECRET_KEYS:
+        if isinstance(data.get(section), dict) and key in data[section]:
+            env = f"{ENV_PREFIX}{section.upper()}__{key.upper()}"
+            raise ConfigError(
+                f"{section}.{key} is a secret and is read only from the environment: "
+                f"remove it from {path} and set {env}"
+            )
+    return data
+
+
+def _describe(error: Any) -> str:
+    loc = ".".join(str(part) for part in error["loc"])
+    env = ENV_PREFIX + "__".join(str(part).upper() for part in error["loc"])
+    if error["type"] == "extra_forbidden":
+        return f"unknown setting {loc!r}: remove it or check its spelling (env {env})"
+    if error["type"] == "missing":
+        return f"setting {loc!r} is required (env {env})"
+    return f"setting {loc} = {error.get('input')!r} is not allowed: {error['msg']} (env {env})"
+
+
+def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
+    """Read settings from ``path``, else ``$VECTORSYNC_CONFIG``, else ./vectorsync.toml.
+
+    A file named explicitly must exist; the default file is optional. Raises
+    ConfigError naming the key, the bad value and what is allowed.
+    """
+    named = path if path is not None else os.environ.get(f"{ENV_PREFIX}CONFIG")
+    file = Path(named) if named else DEFAULT_CONFIG_PATH
+    if named and not file.is_file():
+        raise ConfigError(f"settings file {str(file)!r} does not exist (VECTORSYNC_CONFIG or --config)")
+    data = _read_toml(file) if file.is_file() else {}
+    try:
+        return Settings(**data)
+    except ValidationError as exc:
+        problems = "; ".join(_describe(error) for error in exc.errors())
+        raise ConfigError(f"bad settings in {file}: {problems}") from None
