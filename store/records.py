@@ -69,7 +69,9 @@ def _clean_json(value: Any) -> Any:
     if isinstance(value, str):
         return clean_text(value)
     if isinstance(value, Mapping):
-        return {clean_text(str(k)): _clean_json(v) for k, v in value.items()}
+        if not all(isinstance(k, str) for k in value):
+            raise TypeError(f"keys must be strings, got {[k for k in value if not isinstance(k, str)]!r}")
+        return {clean_text(k): _clean_json(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_clean_json(v) for v in value]
     return value
@@ -88,7 +90,7 @@ def validate_metadata(metadata: object, *, record_id: str) -> dict[str, Any]:
             "pass a dict such as {'kind': 'note'}"
         )
     try:
-        cleaned = json.loads(canonical_json(_clean_json(metadata)))
+        cleaned = json.loads(canonical_json(_clean_json(metadata)))  # a deep, JSON-plain copy
     except (TypeError, ValueError) as exc:
         raise ConfigError(
             f"metadata of record {record_id!r} cannot be encoded as JSON ({exc}): "

@@ -1,0 +1,55 @@
+"""Build any backend for a test: memory, pgvector (real PostgreSQL) or Qdrant (local mode or server)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from store import VectorStore
+from store.collection import Metric
+
+__all__ = ["BACKENDS", "StoreFactory", "make_store_factory", "unique_name"]
+
+BACKENDS = ["memory", "pgvector", "qdrant"] + (["qdrant_server"] if os.environ.get("VECTORSYNC_TEST_QDRANT_URL") else [])
+_names = itertools.count()
+
+StoreFactory = Callable[..., VectorStore]
+
+
+def unique_name(prefix: str = "c") -> str:
+    """A collection name no other test in this session uses."""
+    return f"{prefix}_{os.getpid()}_{next(_names)}"
+
+
+def make_store_factory(request: pytest.FixtureRequest, kind: str) -> Iterator[StoreFactory]:
+    """Yield ``make(dimensions=, metric=) -> VectorStore``; closes every store afterwards."""
+    made: list[VectorStore] = []
+
+    def make(*, dimensions: int = 4, metric: Metric = "cosine") -> VectorStore:
+        store: VectorStore
+        if kind == "memory":
+            store = VectorStore.memory(dimensions=dimensions, metric=metric)
+        elif kind == "pgvector":
+            from store.pgvector import PgvectorStore
+
+            store = PgvectorStore(request.getfixturevalue("postgres_url"), dimensions=dimensions, metric=metric)
+        elif kind == "qdrant":
+            from store.qdrant import QdrantStore
+
+            store = QdrantStore(":memory:", dimensions=dimensions, metric=metric)
+        else:
+            from store.qdrant import QdrantStore
+
+            store = QdrantStore(os.environ["VECTORSYNC_TEST_QDRANT_URL"], dimensions=dimensions, metric=metric)
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:
+        for name in store.list_collections():
+            if name.startswith(f"c_{os.getpid()}_"):
+                store.drop_collection(name)
+        store.close()
