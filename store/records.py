@@ -110,10 +110,11 @@ def validate_vector(vector: object, *, dimensions: int, collection: str, what: s
     """Return ``vector`` as a list of floats, or raise ConfigError naming both sizes."""
     if isinstance(vector, str | bytes) or not isinstance(vector, (Sequence, *_array_types())):
         raise ConfigError(f"{what} must be a sequence of numbers, got {type(vector).__name__}")
+    items: Sequence[Any] = vector  # type: ignore[assignment]
     try:
-        values = [float(x) for x in vector]  # type: ignore[union-attr]
+        values = [float(x) for x in items]
     except (TypeError, ValueError):
-        raise ConfigError(f"{what} must contain only numbers, got {list(vector)[:5]!r}...") from None
+        raise ConfigError(f"{what} must contain only numbers, got {list(items)[:5]!r}...") from None
     if len(values) != dimensions:
         raise ConfigError(
             f"{what} has {len(values)} dimensions; collection {collection!r} expects "

@@ -13,7 +13,9 @@ from store.collection import Metric
 
 __all__ = ["BACKENDS", "StoreFactory", "make_store_factory", "unique_name"]
 
-BACKENDS = ["memory", "pgvector", "qdrant"] + (["qdrant_server"] if os.environ.get("VECTORSYNC_TEST_QDRANT_URL") else [])
+BACKENDS = ["memory", "pgvector", "qdrant"]
+if os.environ.get("VECTORSYNC_TEST_QDRANT_URL"):
+    BACKENDS.append("qdrant_server")
 _names = itertools.count()
 
 StoreFactory = Callable[..., VectorStore]

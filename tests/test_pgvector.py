@@ -1,0 +1,130 @@
+"""pgvector specifics: HNSW filtered search at low selectivity, schema, halfvec, bulk loads."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+
+from store import ConfigError, Filter, VectorRecord, VectorStore
+from store.pgvector import PgvectorStore, compile_filter
+from tests.backends import unique_name
+
+DIMENSIONS = 64
+
+
+@pytest.fixture
+def pg(postgres_url: str) -> Iterator[PgvectorStore]:
+    store = PgvectorStore(postgres_url, dimensions=DIMENSIONS, metric="cosine", ef_search=40)
+    yield store
+    store.close()
+
+
+def clustered(count: int, *, seed: int = 7) -> np.ndarray:
+    """Vectors around 50 centres: uniform random vectors make recall tests meaningless."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((50, DIMENSIONS))
+    return centres[rng.integers(0, 50, count)] + 0.3 * rng.standard_normal((count, DIMENSIONS))
+
+
+def test_filtered_search_at_one_percent_selectivity_fills_the_limit_under_hnsw(pg: PgvectorStore) -> None:
+    vectors = clustered(20_000)
+    records = [VectorRecord(f"v{i}", vectors[i], "", {"bucket": i % 100, "kind": "rare" if i % 100 == 7 else "common"})
+               for i in range(len(vectors))]
+    collection = pg.collection(unique_name())
+    collection.upsert_many(records)
+    assert collection.count() == 20_000
+    wanted = Filter.eq("kind", "rare")  # 200 of 20,000 records
+    query = vectors[3]
+
+    with pg.transaction() as conn:
+        pg.tune_search(conn)
+        plan = "\n".join(conn.execute(sa.text("EXPLAIN " + _search_sql(collection, query, wanted))).scalars())
+    assert f"{collection.table.name}_embedding_idx" in plan  # the HNSW index answers, not a sequential scan
+
+    found = collection.search(query, filter=wanted, limit=50)
+    assert len(found) == 50
+    assert all(m.metadata["kind"] == "rare" for m in found)
+
+    exact = VectorStore.memory(dimensions=DIMENSIONS).collection("exact")
+    exact.upsert_many(records)
+    truth = {m.id for m in exact.search(query, filter=wanted, limit=50)}
+    recall = len(truth & {m.id for m in found}) / 50
+    assert recall >= 0.8, recall
+
+
+def _search_sql(collection: object, query: np.ndarray, filter: Filter) -> str:
+    table = collection.table  # type: ignore[attr-defined]
+    statement = (
+        sa.select(table.c.id)
+        .where(compile_filter(filter, table))
+        .order_by(table.c.embedding.cosine_distance(query.tolist()))
+        .limit(50)
+    )
+    return str(statement.compile(dialect=sa.dialects.postgresql.dialect(), compile_kwargs={"literal_binds": True}))
+
+
+def test_schema_has_the_documented_columns_and_indexes(pg: PgvectorStore) -> None:
+    collection = pg.collection(unique_name())
+    inspector = sa.inspect(pg.engine)
+    table = collection.table.name  # type: ignore[attr-defined]
+    columns = {c["name"] for c in inspector.get_columns(table)}
+    assert columns == {"id", "record_id", "chunk", "embedding", "text", "metadata", "model", "updated_at"}
+    with pg.transaction() as conn:
+        indexes = dict(conn.execute(sa.text("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = :t"),
+                                    {"t": table}).all())
+    definitions = " ".join(indexes.values())
+    assert "USING hnsw (embedding vector_cosine_ops)" in definitions
+    assert "USING gin (metadata jsonb_path_ops)" in definitions
+    assert "USING btree (record_id)" in definitions
+
+
+def test_record_id_and_chunk_metadata_fill_their_columns(pg: PgvectorStore) -> None:
+    collection = pg.collection(unique_name())
+    collection.upsert(VectorRecord("r1:2", np.ones(DIMENSIONS), "t", {"record_id": "r1", "chunk": 2}, model="m1"))
+    with pg.transaction() as conn:
+        row = conn.execute(sa.select(collection.table.c.record_id, collection.table.c.chunk,  # type: ignore[attr-defined]
+                                     collection.table.c.model)).one()  # type: ignore[attr-defined]
+    assert tuple(row) == ("r1", 2, "m1")
+
+
+def test_above_2000_dimensions_the_column_is_halfvec(postgres_url: str) -> None:
+    store = PgvectorStore(postgres_url, dimensions=3072)
+    try:
+        collection = store.collection(unique_name())
+        vector = np.zeros(3072)
+        vector[0] = 1.0
+        collection.upsert(VectorRecord("big", vector))
+        [match] = collection.search(vector)
+        assert match.score == pytest.approx(1.0, abs=1e-3)
+        with store.transaction() as conn:
+            kind = store._existing_type(conn, collection.table.name)  # type: ignore[attr-defined]
+        assert kind == "halfvec(3072)"
+    finally:
+        store.close()
+
+
+def test_more_dimensions_than_pgvector_can_index_is_a_config_error(postgres_url: str) -> None:
+    with pytest.raises(ConfigError, match="vectors.dimensions = 5000 is more than pgvector can index"):
+        PgvectorStore(postgres_url, dimensions=5000)
+
+
+def test_a_bulk_load_into_a_non_empty_table_keeps_existing_rows(pg: PgvectorStore) -> None:
+    collection = pg.collection(unique_name())
+    vectors = clustered(2_500, seed=1)
+    collection.upsert(VectorRecord("first", vectors[0]))
+    collection.upsert_many(VectorRecord(f"v{i}", vectors[i]) for i in range(1, 2_500))
+    assert collection.count() == 2_500
+    collection.upsert_many(VectorRecord(f"v{i}", vectors[i], "again") for i in range(1, 2_500))
+    assert collection.count() == 2_500
+
+
+def test_unreachable_database_is_store_unavailable_without_the_password() -> None:
+    from store import StoreUnavailable
+
+    with pytest.raises(StoreUnavailable) as error:
+        PgvectorStore("postgresql://app:s3cret@127.0.0.1:1/nowhere", dimensions=4)
+    assert "s3cret" not in str(error.value)
+    assert "127.0.0.1:1" in str(error.value)
