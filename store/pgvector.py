@@ -11,7 +11,6 @@ transaction: ``replace_where`` readers see the old set or the new set.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -30,8 +29,9 @@ from store.errors import ConfigError, StoreUnavailable
 from store.filters import And, AnyOf, Compare, Eq, Filter, Not, Or
 from store.records import VectorMatch, VectorRecord, canonical_json
 from store.settings import Settings
+from store.sql import engine_url, safe_url
 
-__all__ = ["PgvectorCollection", "PgvectorStore", "compile_filter", "engine_url"]
+__all__ = ["PgvectorCollection", "PgvectorStore", "compile_filter"]
 
 #: Above this many dimensions the column is halfvec: HNSW indexes vector only up to 2000.
 MAX_VECTOR_DIMENSIONS = 2000
@@ -46,15 +46,6 @@ _OPS = {"cosine": "cosine", "dot": "ip", "euclidean": "l2"}
 _COLUMNS = ("id", "record_id", "chunk", "embedding", "text", "metadata", "model")
 _COPY_TYPES = ["text", "text", "int4", None, "text", "jsonb", "text"]
 _COMPARE = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
-
-
-def engine_url(url: str) -> str:
-    """Point a plain ``postgresql://`` URL at psycopg 3, SQLAlchemy's default being psycopg2."""
-    return re.sub(r"^(postgres|postgresql)(\+psycopg2?)?://", "postgresql+psycopg://", url)
-
-
-def _safe_url(url: str) -> str:
-    return sa.engine.make_url(engine_url(url)).render_as_string(hide_password=True)
 
 
 # -- filters ---------------------------------------------------------------------------
@@ -239,7 +230,7 @@ class PgvectorStore(VectorStore):
                 f"({MAX_HALFVEC_DIMENSIONS} as halfvec): use a model with fewer dimensions"
             )
         self.url = url
-        self.safe_url = _safe_url(url)
+        self.safe_url = safe_url(url)
         self.hnsw_m, self.hnsw_ef_construction, self.ef_search = hnsw_m, hnsw_ef_construction, ef_search
         self.table_prefix = table_prefix
         self.half = dimensions > MAX_VECTOR_DIMENSIONS
