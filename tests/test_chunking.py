@@ -1,0 +1,463 @@
+"""The chunker: exact examples, then the properties every split must keep."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import itertools
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import worker.chunking as chunking
+from store.errors import ConfigError
+from store.settings import ChunkerSettings
+from worker.chunking import CHUNKER_VERSION, Chunk, Chunker, estimate_tokens
+
+PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+# --- examples ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "tokens"), [("", 0), ("a", 1), ("abcd", 1), ("abcde", 2), ("x" * 2048, 512)])
+def test_estimate_tokens_is_four_characters_a_token_rounded_up(text: str, tokens: int) -> None:
+    assert estimate_tokens(text) == tokens
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\n\t \r\n", "\u00a0\u2003"])
+def test_blank_text_gives_no_chunks(text: str) -> None:
+    assert Chunker().split(text) == []
+    assert Chunker.markdown().split(text) == []
+
+
+def test_text_that_fits_is_one_stripped_chunk() -> None:
+    assert Chunker(max_tokens=3, overlap=1).split("  hello world \n") == [Chunk(0, "hello world", "", 2, 13)]
+
+
+def test_paragraphs_then_sentences_are_packed_with_an_overlap_at_a_word_start() -> None:
+    text = "Alpha beta gamma. Delta epsilon zeta eta.\n\nTheta iota kappa lambda mu nu xi omicron pi."
+    assert Chunker(max_tokens=8, overlap=2).split(text) == [
+        Chunk(0, "Alpha beta gamma.", "", 0, 17),
+        Chunk(1, "gamma. Delta epsilon zeta eta.", "", 11, 41),
+        Chunk(2, "eta.\n\nTheta iota kappa lambda mu", "", 37, 69),
+        Chunk(3, "mu nu xi omicron pi.", "", 67, 87),
+    ]
+
+
+def test_whole_paragraphs_stay_together_when_they_fit() -> None:
+    text = "One two three.\n\nFour five six.\n\nSeven eight nine."
+    assert [c.text for c in Chunker(max_tokens=8, overlap=0).split(text)] == [
+        "One two three.\n\nFour five six.",
+        "Seven eight nine.",
+    ]
+
+
+def test_a_word_longer_than_a_chunk_is_cut_into_pieces_of_max_tokens() -> None:
+    assert Chunker(max_tokens=2, overlap=1).split("abcdefghijklmnopqrst uvw") == [
+        Chunk(0, "abcdefgh", "", 0, 8),
+        Chunk(1, "ijklmnop", "", 8, 16),
+        Chunk(2, "qrst uvw", "", 16, 24),
+    ]
+
+
+MARKDOWN = """intro text
+# Pricing
+base
+## Discounts
+ten percent off.
+```
+# not heading
+code
+```
+# Other #
+more"""
+
+
+def test_markdown_chunks_start_with_their_heading_path() -> None:
+    assert Chunker.markdown(max_tokens=16, overlap=4).split(MARKDOWN) == [
+        Chunk(0, "intro text", "", 0, 10),
+        Chunk(1, "Pricing\n\nbase", "Pricing", 21, 25),
+        Chunk(
+            2,
+            "Pricing > Discounts\n\nten percent off.\n```\n# not heading\ncode\n```",
+            "Pricing > Discounts",
+            39,
+            82,
+        ),
+        Chunk(3, "Other\n\nmore", "Other", 93, 97),
+    ]
+
+
+def test_markdown_heading_path_counts_against_max_tokens() -> None:
+    text = "# Title\n\nAlpha beta gamma delta epsilon"
+    chunks = Chunker.markdown(max_tokens=6, overlap=0).split(text)
+    # 24 characters a chunk; "Title\n\n" takes 7, leaving 17 for the body.
+    assert [c.text for c in chunks] == ["Title\n\nAlpha beta gamma", "Title\n\ndelta epsilon"]
+    assert all(estimate_tokens(c.text) <= 6 for c in chunks)
+
+
+def test_markdown_fence_is_kept_whole_and_overlap_never_starts_inside_it() -> None:
+    text = "# Code\n\nSee below.\n\n```py\nx = 1\ny = 2\n```\n\nAfter the fence."
+    chunks = Chunker.markdown(max_tokens=10, overlap=5).split(text)
+    assert [c.body for c in chunks] == ["See below.\n\n```py\nx = 1\ny = 2\n```", "After the fence."]
+
+
+def test_markdown_fence_longer_than_a_chunk_is_cut_at_line_breaks() -> None:
+    text = "```\nline one\nline two\nline three\n```"
+    assert [c.text for c in Chunker.markdown(max_tokens=4, overlap=0).split(text)] == [
+        "```\nline one",
+        "line two",
+        "line three\n```",
+    ]
+
+
+def test_markdown_unclosed_fence_runs_to_the_end_and_hides_headings() -> None:
+    text = "# A\n~~~\n# B\ntext"
+    assert Chunker.markdown().split(text) == [Chunk(0, "A\n\n~~~\n# B\ntext", "A", 4, 16)]
+
+
+def test_markdown_heading_levels_pop_and_sections_without_body_give_no_chunk() -> None:
+    text = "# A\n## B\nb\n### C\nc\n## D\nd\n    # indented code\n#nothashtag\n# E\ne"
+    chunks = Chunker.markdown().split(text)
+    assert [(c.heading, c.body) for c in chunks] == [
+        ("A > B", "b"),
+        ("A > B > C", "c"),
+        ("A > D", "d\n    # indented code\n#nothashtag"),
+        ("E", "e"),
+    ]
+
+
+def test_plain_chunker_treats_headings_as_text() -> None:
+    assert Chunker().split("# A\nbody") == [Chunk(0, "# A\nbody", "", 0, 8)]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"max_tokens": 0},
+            "chunker max_tokens is 0; it must be a whole number >= 1 (chunker.max_tokens)",
+        ),
+        (
+            {"max_tokens": True},
+            "chunker max_tokens is True; it must be a whole number >= 1 (chunker.max_tokens)",
+        ),
+        (
+            {"max_tokens": 4, "overlap": 4},
+            "chunker overlap is 4; it must be a whole number from 0 to 3, below max_tokens=4 (chunker.overlap)",
+        ),
+        (
+            {"max_tokens": 4, "overlap": -1},
+            "chunker overlap is -1; it must be a whole number from 0 to 3, below max_tokens=4 (chunker.overlap)",
+        ),
+        (
+            {"overlap": 1.5},
+            "chunker overlap is 1.5; it must be a whole number from 0 to 511, below max_tokens=512 (chunker.overlap)",
+        ),
+    ],
+)
+def test_bad_settings_are_config_errors_naming_value_and_range(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        Chunker(**kwargs)  # type: ignore[arg-type]
+    assert str(info.value) == message
+    with pytest.raises(ConfigError):
+        Chunker.markdown(**kwargs)  # type: ignore[arg-type]
+
+
+def test_describe_and_from_settings() -> None:
+    assert Chunker().describe() == {
+        "max_tokens": 512,
+        "overlap": 64,
+        "markdown": False,
+        "version": CHUNKER_VERSION,
+    }
+    chunker = Chunker.from_settings(ChunkerSettings(max_tokens=100, overlap=10, markdown=True))
+    assert chunker == Chunker.markdown(max_tokens=100, overlap=10)
+    assert chunker.describe() == {
+        "max_tokens": 100,
+        "overlap": 10,
+        "markdown": True,
+        "version": CHUNKER_VERSION,
+    }
+    assert repr(chunker) == "Chunker.markdown(max_tokens=100, overlap=10)"
+    with pytest.raises(ConfigError, match="overlap is 100"):
+        Chunker.from_settings(ChunkerSettings(max_tokens=100, overlap=100))
+
+
+def test_chunking_imports_only_the_standard_library_and_store_errors() -> None:
+    tree = ast.parse(Path(chunking.__file__).read_text())
+    modules = {
+        (node.module or "") if isinstance(node, ast.ImportFrom) else alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+    outside = {m for m in modules if m.split(".")[0] not in sys.stdlib_module_names}
+    # store.settings is imported only under TYPE_CHECKING.
+    assert outside == {"store.errors", "store.settings"}
+
+
+def test_all_is_honest() -> None:
+    public = {
+        n for n in vars(chunking) if not n.startswith("_") and getattr(chunking, n).__class__.__name__ != "module"
+    }
+    imported = {"Callable", "ConfigError", "Iterator", "TYPE_CHECKING", "annotations", "dataclass"}
+    assert set(chunking.__all__) == public - imported
+
+
+# --- properties: plain text ----------------------------------------------------------------------
+
+word = st.one_of(
+    st.text(alphabet="abcdefghijklmnopqrstuvwxyzé", min_size=1, max_size=9),
+    st.text(alphabet="xyz", min_size=10, max_size=60),
+)
+punctuation = st.sampled_from(["", "", "", ".", "!", "?", ",", '."', ".)", "…"])
+separator = st.sampled_from([" ", " ", " ", "  ", "\n", "\n\n", "\n \n", "\t", "\r\n\r\n", "\u00a0", "\n\n\n"])
+prose = st.lists(st.tuples(word, punctuation, separator), max_size=60).map(
+    lambda parts: "".join(w + p + s for w, p, s in parts)
+)
+any_text = st.one_of(prose, prose.map(lambda t: "  \n" + t), st.text(max_size=300))
+
+
+@st.composite
+def chunkers(draw: st.DrawFn, *, markdown: bool = False) -> Chunker:
+    max_tokens = draw(st.integers(1, 30))
+    overlap = draw(st.integers(0, max_tokens - 1))
+    return Chunker(max_tokens, overlap, markdown=markdown)
+
+
+def _word_starts(text: str, start: int, end: int) -> list[int]:
+    return [m.start() for m in re.finditer(r"(?<!\S)\S", text) if start <= m.start() < end]
+
+
+@PROPERTY
+@given(chunkers(), any_text)
+def test_chunks_are_stripped_slices_that_cover_the_text_in_order(chunker: Chunker, text: str) -> None:
+    chunks = chunker.split(text)
+    if not text.strip():
+        assert chunks == []
+        return
+    assert [c.index for c in chunks] == list(range(len(chunks)))
+    for chunk in chunks:
+        assert chunk.text == text[chunk.start : chunk.end] == chunk.text.strip() != ""
+        assert chunk.heading == ""
+    assert chunks[0].start == len(text) - len(text.lstrip())
+    assert chunks[-1].end == len(text.rstrip())
+    for previous, chunk in itertools.pairwise(chunks):
+        assert previous.start < chunk.start and previous.end < chunk.end
+        # Between neighbours that do not overlap there is only whitespace.
+        assert text[previous.end : chunk.start].strip() == ""
+
+
+@PROPERTY
+@given(chunkers(), any_text)
+def test_no_chunk_exceeds_max_tokens(chunker: Chunker, text: str) -> None:
+    # A word longer than a chunk is cut into pieces of exactly max_tokens, so even those fit.
+    for chunk in chunker.split(text):
+        assert estimate_tokens(chunk.text) <= chunker.max_tokens
+
+
+@PROPERTY
+@given(chunkers(), any_text)
+def test_neighbours_share_a_word_aligned_tail_of_at_most_overlap_tokens_as_long_as_fits(
+    chunker: Chunker, text: str
+) -> None:
+    chunks = chunker.split(text)
+    limit, overlap = chunker.max_tokens * 4, chunker.overlap * 4
+    for previous, chunk in itertools.pairwise(chunks):
+        shared = text[chunk.start : previous.end]
+        assert estimate_tokens(shared) <= chunker.overlap
+        if shared:
+            assert previous.text.endswith(shared) and chunk.text.startswith(shared)
+            assert text[chunk.start - 1].isspace(), "the overlap starts at a word start"
+        # The overlap is as long as it can be: one more word would break a limit.
+        longer = _word_starts(text, previous.start + 1, min(chunk.start, previous.end))
+        if longer:
+            start = longer[-1]
+            assert previous.end - start > overlap or chunk.end - start > limit
+
+
+@settings(max_examples=60, deadline=None)
+@given(chunkers(), st.integers(3, 8))
+def test_overlap_is_close_to_overlap_tokens_for_prose_of_short_words(chunker: Chunker, size: int) -> None:
+    text = " ".join(f"w{i % 10 ** (size - 1):0{size - 1}d}" for i in range(200))
+    chunks = chunker.split(text)
+    for previous, chunk in itertools.pairwise(chunks):
+        shared = max(0, previous.end - chunk.start)
+        # Short of the target by less than one word and its space, unless the new word would not fit.
+        if chunker.overlap * 4 + 2 * (size + 1) <= chunker.max_tokens * 4:
+            assert shared > chunker.overlap * 4 - (size + 1)
+
+
+@PROPERTY
+@given(chunkers(), any_text)
+def test_text_that_fits_is_one_chunk_and_splitting_is_deterministic(chunker: Chunker, text: str) -> None:
+    chunks = chunker.split(text)
+    assert chunks == chunker.split(text) == Chunker(chunker.max_tokens, chunker.overlap).split(text)
+    stripped = text.strip()
+    if stripped and estimate_tokens(stripped) <= chunker.max_tokens:
+        start = len(text) - len(text.lstrip())
+        assert chunks == [Chunk(0, stripped, "", start, start + len(stripped))]
+
+
+@PROPERTY
+@given(st.text(alphabet=" \t\n\r\u00a0\u2003\x0b\x0c", max_size=50), chunkers(), st.booleans())
+def test_blank_text_never_gives_chunks(text: str, chunker: Chunker, markdown: bool) -> None:
+    assert Chunker(chunker.max_tokens, chunker.overlap, markdown=markdown).split(text) == []
+
+
+# --- properties: Markdown ------------------------------------------------------------------------
+
+FENCE_LINES = [
+    "# not a heading",
+    "## also code",
+    "x = 1",
+    "",
+    "    y = 2",
+    "print('hi')  # comment",
+    "z" * 40,
+]
+
+
+@dataclass
+class Doc:
+    """A generated Markdown document and what a correct parse of it knows."""
+
+    text: str = ""
+    #: (heading path, body start, body end) for every section, the one before the first heading included.
+    sections: list[tuple[str, int, int]] = field(default_factory=lambda: [("", 0, 0)])
+    fences: list[tuple[int, int]] = field(default_factory=list)
+    titles: list[tuple[int, str]] = field(default_factory=list)
+
+    def add(self, block: str) -> tuple[int, int]:
+        start = len(self.text)
+        self.text += block
+        return start, len(self.text)
+
+    def heading(self, level: int, title: str, line: str) -> None:
+        self.close_section()
+        self.add(line)
+        while self.titles and self.titles[-1][0] >= level:
+            self.titles.pop()
+        self.titles.append((level, title))
+        path = " > ".join(t for _, t in self.titles)
+        self.sections.append((path, len(self.text), len(self.text)))
+
+    def close_section(self) -> None:
+        path, start, _ = self.sections[-1]
+        self.sections[-1] = (path, start, len(self.text))
+
+
+def _add_heading(level: int, title: str, indent: str, closing: str, doc: Doc) -> None:
+    doc.heading(level, title, f"{indent}{'#' * level} {title}{closing}\n")
+
+
+def _add_prose(text: str, doc: Doc) -> None:
+    # Prose is letters and punctuation: no line of it is a heading or a fence.
+    doc.add(text.replace("\r", "") + "\n")
+
+
+def _add_fence(opener: str, lines: list[str], doc: Doc) -> None:
+    closer = opener.removesuffix("py")
+    doc.fences.append(doc.add(opener + "\n" + "".join(line + "\n" for line in lines) + closer))
+    doc.add("\n")
+
+
+title = st.lists(st.text(alphabet="abcdefghij", min_size=1, max_size=6), min_size=1, max_size=3).map(" ".join)
+block = st.one_of(
+    st.builds(
+        functools.partial,
+        st.just(_add_heading),
+        st.integers(1, 6),
+        title,
+        st.sampled_from(["", " ", "  "]),
+        st.sampled_from(["", " #", " ###"]),
+    ),
+    st.builds(functools.partial, st.just(_add_prose), prose),
+    st.builds(
+        functools.partial,
+        st.just(_add_fence),
+        st.sampled_from(["```", "~~~", "````", "```py"]),
+        st.lists(st.sampled_from(FENCE_LINES), max_size=6),
+    ),
+)
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> Doc:
+    doc = Doc()
+    for add_block in draw(st.lists(block, max_size=12)):
+        add_block(doc)
+        doc.add(draw(st.sampled_from(["", "\n"])))
+    doc.close_section()
+    return doc
+
+
+def _budget(chunker: Chunker, heading: str) -> int:
+    prefix = len(heading) + 2 if heading else 0
+    return max(chunker.max_tokens * 4 - prefix, chunker.max_tokens * 2)
+
+
+def _section_of(doc: Doc, chunk: Chunk) -> tuple[str, int, int]:
+    [section] = [s for s in doc.sections if s[1] <= chunk.start and chunk.end <= s[2]]
+    return section
+
+
+@PROPERTY
+@given(chunkers(markdown=True), documents())
+def test_markdown_chunks_carry_their_section_heading_path_and_cover_each_section(chunker: Chunker, doc: Doc) -> None:
+    chunks = chunker.split(doc.text)
+    assert [c.index for c in chunks] == list(range(len(chunks)))
+    for chunk in chunks:
+        path, _, _ = _section_of(doc, chunk)
+        assert chunk.heading == path
+        body = doc.text[chunk.start : chunk.end]
+        assert chunk.text == (f"{path}\n\n{body}" if path else body)
+        assert chunk.body == body == body.strip() != ""
+        assert "not a heading" not in chunk.heading and "also code" not in chunk.heading
+    for _path, start, end in doc.sections:
+        own = [c for c in chunks if start <= c.start and c.end <= end]
+        text = doc.text[start:end]
+        if not text.strip():
+            assert own == []
+            continue
+        assert own[0].start == start + len(text) - len(text.lstrip())
+        assert own[-1].end == start + len(text.rstrip())
+        for previous, chunk in itertools.pairwise(own):
+            assert previous.start < chunk.start and previous.end < chunk.end
+            assert doc.text[previous.end : chunk.start].strip() == ""
+            assert estimate_tokens(doc.text[chunk.start : previous.end]) <= chunker.overlap
+
+
+@PROPERTY
+@given(chunkers(markdown=True), documents())
+def test_markdown_chunks_fit_once_the_heading_path_is_budgeted(chunker: Chunker, doc: Doc) -> None:
+    for chunk in chunker.split(doc.text):
+        prefix = len(chunk.text) - len(chunk.body)
+        assert len(chunk.body) <= _budget(chunker, chunk.heading)
+        # Over max_tokens only when the heading path takes more than half a chunk.
+        assert len(chunk.text) <= max(chunker.max_tokens * 4, prefix + chunker.max_tokens * 2)
+
+
+@PROPERTY
+@given(chunkers(markdown=True), documents())
+def test_markdown_code_fences_that_fit_are_never_split_or_entered(chunker: Chunker, doc: Doc) -> None:
+    chunks = chunker.split(doc.text)
+    fits = all(
+        end - start <= _budget(chunker, _section_of(doc, Chunk(0, "", "", start, end))[0]) for start, end in doc.fences
+    )
+    for chunk in chunks:
+        for start, end in doc.fences:
+            if end - start <= _budget(chunker, chunk.heading):
+                inside = chunk.start <= start and end <= chunk.end
+                apart = chunk.end <= start or end <= chunk.start
+                assert inside or apart
+        if fits:
+            fence_lines = [line for line in chunk.body.split("\n") if re.match(r"(`{3,}|~{3,})", line)]
+            assert len(fence_lines) % 2 == 0, "no chunk ends inside an open fence"

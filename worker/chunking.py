@@ -1,0 +1,351 @@
+"""Split record text into chunks small enough to embed.
+
+``Chunker(max_tokens=512, overlap=64).split(text)`` cuts plain text;
+``Chunker.markdown(...)`` first cuts Markdown at its ATX headings and starts
+every chunk with the heading path ("Pricing > Discounts").
+
+How a text is cut, and the rules the tests hold it to:
+
+* Tokens are estimated at 4 characters a token (``estimate_tokens``), so a
+  chunk of ``max_tokens`` tokens holds at most ``4 * max_tokens`` characters.
+* Blank text gives no chunks; a text that fits is exactly one chunk, stripped.
+* Otherwise the text is cut at paragraph boundaries (blank lines); a paragraph
+  that does not fit is cut at sentence ends (``.``, ``!``, ``?`` or ``…``, an
+  optional closing quote or bracket, then whitespace); a sentence that does not
+  fit is cut at whitespace; a word that does not fit is cut into pieces of
+  exactly ``max_tokens`` tokens. The pieces are packed greedily, in order, into
+  chunks of at most ``max_tokens`` tokens.
+* A chunk is a stripped slice of the source, ``text[chunk.start:chunk.end]``:
+  the whitespace between its pieces is kept as it was.
+* Each chunk after the first starts with the longest tail of the previous
+  chunk that begins at a word start, is at most ``overlap`` tokens, and still
+  leaves room for the next new piece; the tail is never the whole previous
+  chunk. When no such tail exists (the last word alone is longer than
+  ``overlap``) neighbours do not overlap.
+
+Markdown mode (``Chunker.markdown``):
+
+* The document is cut into sections at ATX headings (``#`` to ``######``,
+  up to three spaces of indentation); a ``#`` line inside a fenced code block
+  (three or more backticks
+  or tildes) is code, not a heading. Setext headings are not recognised.
+* A section's chunks start with its heading path and a blank line:
+  ``"Pricing > Discounts\\n\\n" + body``. The heading line itself is not
+  repeated in the body. Text before the first heading has an empty path and no
+  prefix. A section whose body is blank gives no chunk (its title still shows
+  in the paths of the sections under it). Sections never share a chunk, so a
+  short document with two headings gives two chunks.
+* The prefix counts against ``max_tokens``: the body of a chunk gets
+  ``4 * max_tokens - len(prefix)`` characters, but never less than half of
+  ``4 * max_tokens``; only a heading path longer than half a chunk makes a
+  chunk exceed ``max_tokens``, by at most the excess of the path.
+* A fenced code block is one piece and is never split across chunks, and no
+  overlap starts inside one. A block longer than a chunk's body is the one
+  exception: it is cut at line breaks, and a line that is still too long like
+  a long word, so those chunks hold an unbalanced fence line.
+
+Chunking is deterministic. ``Chunker.describe()`` gives the settings (and
+``CHUNKER_VERSION``) for the pipeline's content hash.
+
+Only the standard library is imported here: lightweight processes import it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from store.errors import ConfigError
+
+if TYPE_CHECKING:
+    from store.settings import ChunkerSettings
+
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "CHUNKER_VERSION",
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_OVERLAP",
+    "HEADING_SEPARATOR",
+    "Chunk",
+    "Chunker",
+    "estimate_tokens",
+]
+
+#: Characters counted as one token by ``estimate_tokens``.
+CHARS_PER_TOKEN = 4
+#: Largest chunk, in estimated tokens, unless configured.
+DEFAULT_MAX_TOKENS = 512
+#: Tokens that neighbouring chunks share, unless configured.
+DEFAULT_OVERLAP = 64
+#: Joins the titles of a heading path: "Pricing > Discounts".
+HEADING_SEPARATOR = " > "
+#: Bumped whenever the same settings would cut a text differently; part of ``describe()``.
+CHUNKER_VERSION = 1
+
+_Span = tuple[int, int]
+_Splitter = Callable[[str, int, int], Iterator[_Span]]
+
+_PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n\s*")
+# A sentence ends at . ! ? or an ellipsis, maybe closed by one quote or bracket, before whitespace.
+_SENTENCE_BREAK = re.compile(r"(?:(?<=[.!?\u2026])|(?<=[.!?\u2026][\"'\u201d\u2019)\]]))\s+")
+_LINE_BREAK = re.compile(r"\s*\n\s*")
+_WHITESPACE = re.compile(r"\s+")
+_WORD_START = re.compile(r"(?<!\S)\S")
+_LINE = re.compile(r"[^\n]*\n?")
+_HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t\r]*\n?")
+_CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+$")
+_FENCE_OPEN = re.compile(r" {0,3}(`{3,}(?=[^`]*$)|~{3,})")
+
+
+def estimate_tokens(text: str) -> int:
+    """Estimate the tokens of ``text`` at ``CHARS_PER_TOKEN`` characters a token, rounded up."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One piece of a record's text, ready to embed.
+
+    ``text`` is what gets embedded: ``heading`` and a blank line (when there is
+    a heading path), then ``body``, the stripped slice ``source[start:end]``.
+    """
+
+    index: int
+    text: str
+    heading: str = ""
+    start: int = 0
+    end: int = 0
+
+    @property
+    def body(self) -> str:
+        """The chunk's text without its heading-path prefix."""
+        return self.text[len(_prefix(self.heading)) :] if self.heading else self.text
+
+
+class Chunker:
+    """Cuts text into overlapping chunks of at most ``max_tokens`` estimated tokens.
+
+    Raises ``ConfigError`` unless ``max_tokens >= 1`` and ``0 <= overlap < max_tokens``.
+    """
+
+    def __init__(
+        self, max_tokens: int = DEFAULT_MAX_TOKENS, overlap: int = DEFAULT_OVERLAP, *, markdown: bool = False
+    ) -> None:
+        _check_settings(max_tokens, overlap)
+        self.max_tokens = max_tokens
+        self.overlap = overlap
+        self.is_markdown = bool(markdown)
+
+    @classmethod
+    def markdown(cls, max_tokens: int = DEFAULT_MAX_TOKENS, overlap: int = DEFAULT_OVERLAP) -> Chunker:
+        """A chunker that cuts at Markdown headings first and prefixes chunks with their heading path."""
+        return cls(max_tokens, overlap, markdown=True)
+
+    @classmethod
+    def from_settings(cls, settings: ChunkerSettings) -> Chunker:
+        """The chunker a collection's ``[collections.<name>.chunker]`` settings describe."""
+        return cls(settings.max_tokens, settings.overlap, markdown=settings.markdown)
+
+    def describe(self) -> dict[str, int | bool]:
+        """The settings that decide how a text is cut, for content hashes; JSON-plain."""
+        return {
+            "max_tokens": self.max_tokens,
+            "overlap": self.overlap,
+            "markdown": self.is_markdown,
+            "version": CHUNKER_VERSION,
+        }
+
+    def split(self, text: str) -> list[Chunk]:
+        """Cut ``text`` into chunks, in order; blank text gives an empty list."""
+        if self.is_markdown:
+            sections, fences = _parse_markdown(text)
+        else:
+            sections, fences = [("", 0, len(text))], []
+        chunks: list[Chunk] = []
+        for heading, start, end in sections:
+            for s, e in self._section_spans(text, start, end, _prefix(heading), fences):
+                chunk_text = _prefix(heading) + text[s:e]
+                chunks.append(Chunk(len(chunks), chunk_text, heading, s, e))
+        return chunks
+
+    def __repr__(self) -> str:
+        kind = "Chunker.markdown" if self.is_markdown else "Chunker"
+        return f"{kind}(max_tokens={self.max_tokens}, overlap={self.overlap})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Chunker) and self.describe() == other.describe()
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.describe().items()))
+
+    def _section_spans(self, text: str, start: int, end: int, prefix: str, fences: list[_Span]) -> list[_Span]:
+        start, end = _strip(text, start, end)
+        if start == end:
+            return []
+        limit = self.max_tokens * CHARS_PER_TOKEN
+        budget = max(limit - len(prefix), limit // 2)
+        pieces = _section_pieces(text, start, end, budget, fences)
+        return _pack(text, pieces, budget, self.overlap * CHARS_PER_TOKEN, fences)
+
+
+def _check_settings(max_tokens: object, overlap: object) -> None:
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+        raise ConfigError(f"chunker max_tokens is {max_tokens!r}; it must be a whole number >= 1 (chunker.max_tokens)")
+    if not isinstance(overlap, int) or isinstance(overlap, bool) or not 0 <= overlap < max_tokens:
+        raise ConfigError(
+            f"chunker overlap is {overlap!r}; it must be a whole number from 0 to {max_tokens - 1}, "
+            f"below max_tokens={max_tokens} (chunker.overlap)"
+        )
+
+
+def _prefix(heading: str) -> str:
+    return f"{heading}\n\n" if heading else ""
+
+
+def _strip(text: str, start: int, end: int) -> _Span:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+# --- cutting a section into pieces that each fit -------------------------------------------------
+
+
+def _splitter(pattern: re.Pattern[str]) -> _Splitter:
+    def split(text: str, start: int, end: int) -> Iterator[_Span]:
+        pos = start
+        for match in pattern.finditer(text, start, end):
+            yield from _nonblank(text, pos, match.start())
+            pos = match.end()
+        yield from _nonblank(text, pos, end)
+
+    return split
+
+
+def _nonblank(text: str, start: int, end: int) -> Iterator[_Span]:
+    start, end = _strip(text, start, end)
+    if start < end:
+        yield start, end
+
+
+_PROSE_LEVELS = (_splitter(_PARAGRAPH_BREAK), _splitter(_SENTENCE_BREAK), _splitter(_WHITESPACE))
+_CODE_LEVELS = (_splitter(_LINE_BREAK), _splitter(_WHITESPACE))
+
+
+def _section_pieces(text: str, start: int, end: int, budget: int, fences: list[_Span]) -> list[_Span]:
+    if end - start <= budget:
+        return [(start, end)]
+    pieces: list[_Span] = []
+    pos = start
+    for fence_start, fence_end in _fences_within(fences, start, end):
+        pieces += _fit(text, pos, fence_start, budget, _PROSE_LEVELS)
+        pieces += _fit(text, fence_start, fence_end, budget, _CODE_LEVELS)
+        pos = fence_end
+    pieces += _fit(text, pos, end, budget, _PROSE_LEVELS)
+    return pieces
+
+
+def _fit(text: str, start: int, end: int, budget: int, levels: tuple[_Splitter, ...]) -> list[_Span]:
+    """Stripped pieces of ``text[start:end]`` of at most ``budget`` characters, cut as coarsely as can be."""
+    start, end = _strip(text, start, end)
+    if end - start <= budget:
+        return [(start, end)] if start < end else []
+    if not levels:
+        return [(s, min(s + budget, end)) for s in range(start, end, budget)]
+    pieces: list[_Span] = []
+    for s, e in levels[0](text, start, end):
+        pieces += _fit(text, s, e, budget, levels[1:])
+    return pieces
+
+
+def _fences_within(fences: list[_Span], start: int, end: int) -> list[_Span]:
+    # A fence never crosses a section boundary: the ones that start in the section end in it.
+    return fences[bisect.bisect_left(fences, start, key=_first) : bisect.bisect_left(fences, end, key=_first)]
+
+
+# --- packing pieces into overlapping chunks ------------------------------------------------------
+
+
+def _pack(text: str, pieces: list[_Span], budget: int, overlap: int, fences: list[_Span]) -> list[_Span]:
+    spans: list[_Span] = []
+    i = 0
+    while i < len(pieces):
+        start, end = pieces[i]
+        if spans:
+            start = _overlap_start(text, spans[-1], pieces[i], budget, overlap, fences)
+        i += 1
+        while i < len(pieces) and pieces[i][1] - start <= budget:
+            end = pieces[i][1]
+            i += 1
+        spans.append((start, end))
+    return spans
+
+
+def _overlap_start(text: str, previous: _Span, piece: _Span, budget: int, overlap: int, fences: list[_Span]) -> int:
+    """Where the chunk that begins with ``piece`` starts: the earliest allowed word start in ``previous``."""
+    prev_start, prev_end = previous
+    earliest = max(prev_start + 1, prev_end - overlap, piece[1] - budget)
+    for match in _WORD_START.finditer(text, earliest, prev_end):
+        if not _inside_fence(fences, match.start()):
+            return match.start()
+    return piece[0]
+
+
+def _inside_fence(fences: list[_Span], pos: int) -> bool:
+    i = bisect.bisect_right(fences, pos, key=_first) - 1
+    return i >= 0 and fences[i][0] < pos < fences[i][1]
+
+
+def _first(span: _Span) -> int:
+    return span[0]
+
+
+# --- Markdown structure --------------------------------------------------------------------------
+
+
+def _parse_markdown(text: str) -> tuple[list[tuple[str, int, int]], list[_Span]]:
+    """The sections (heading path, body start, body end) and fenced code blocks of ``text``."""
+    sections: list[tuple[str, int, int]] = []
+    fences: list[_Span] = []
+    titles: list[tuple[int, str]] = []
+    heading, body_start = "", 0
+    fence: tuple[str, int] | None = None  # the open fence's marker and where it starts
+    for line in _LINE.finditer(text):
+        if line.start() == len(text):
+            break
+        if fence is not None:
+            if _closes(line, fence[0]):
+                fences.append(_strip(text, fence[1], line.end()))
+                fence = None
+            continue
+        opening = _FENCE_OPEN.match(text, line.start(), line.end())
+        if opening:
+            fence = (opening.group(1), line.start())
+            continue
+        match = _HEADING.fullmatch(text, line.start(), line.end())
+        if match:
+            sections.append((heading, body_start, line.start()))
+            heading = _heading_path(titles, len(match.group(1)), match.group(2) or "")
+            body_start = line.end()
+    if fence is not None:
+        fences.append(_strip(text, fence[1], len(text)))
+    sections.append((heading, body_start, len(text)))
+    return sections, fences
+
+
+def _closes(line: re.Match[str], marker: str) -> bool:
+    content = line.group().rstrip()
+    stripped = content.lstrip(" ")
+    return len(content) - len(stripped) <= 3 and len(stripped) >= len(marker) and stripped == marker[0] * len(stripped)
+
+
+def _heading_path(titles: list[tuple[int, str]], level: int, title: str) -> str:
+    while titles and titles[-1][0] >= level:
+        titles.pop()
+    titles.append((level, _CLOSING_HASHES.sub("", title.strip()).strip()))
+    return HEADING_SEPARATOR.join(t for _, t in titles if t)
