@@ -1,0 +1,220 @@
+"""A local server speaking OpenAI's ``POST /v1/embeddings`` (and Ollama's ``/api/embed``).
+
+Vectors come from the fake provider's word hashing, so they mean something.
+Every request is recorded; scripted replies (``push``) make it fail on command:
+a status with headers, a delay past the client's timeout, vectors of the wrong
+size or one vector too few. ``always`` sets the reply once the script is used up.
+Use it as a context manager: ``with FakeOpenAI() as server: ...``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from store.providers.fake import hash_embed
+from store.settings import Settings
+
+__all__ = ["FakeOpenAI", "Reply", "Request", "settings_for"]
+
+#: Retry settings that keep tests fast: three tries, waits of at most 50 ms.
+FAST_RETRIES = {"max_attempts": 3, "max_wait_seconds": 0.05, "cooldown_seconds": 60}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reply:
+    """One scripted answer: an error status, or a success that may be slow or malformed."""
+
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    #: Seconds to sleep before answering (past the client's timeout: a timeout).
+    delay: float = 0.0
+    #: Answer with vectors of this size instead of the requested one.
+    dimensions: int | None = None
+    #: Leave this many vectors out of the answer.
+    drop: int = 0
+    message: str = "scripted failure"
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request the server received."""
+
+    path: str
+    body: dict[str, Any]
+
+    @property
+    def inputs(self) -> list[str]:
+        value = self.body.get("input", [])
+        return [value] if isinstance(value, str) else list(value)
+
+
+class FakeOpenAI:
+    """The server; ``url`` is the OpenAI base URL (``.../v1``), ``root`` the bare host."""
+
+    def __init__(self, *, dimensions: int = 8) -> None:
+        self.dimensions = dimensions
+        self.requests: list[Request] = []
+        self.script: deque[Reply] = deque()
+        self.default = Reply()
+        #: The most requests ever being answered at once.
+        self.max_in_flight = 0
+        self._in_flight = 0
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
+
+    @property
+    def root(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.root}/v1"
+
+    @property
+    def calls(self) -> int:
+        """How many requests arrived."""
+        with self._lock:
+            return len(self.requests)
+
+    def push(self, **reply: Any) -> None:
+        """Queue one scripted reply (``Reply``'s fields); used before the default."""
+        self.script.append(Reply(**reply))
+
+    def always(self, **reply: Any) -> None:
+        """Answer every request past the script with this reply."""
+        self.default = Reply(**reply)
+
+    def start(self) -> FakeOpenAI:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @contextmanager
+    def tracking(self) -> Iterator[None]:
+        """Count a request in flight while the block runs."""
+        with self._lock:
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    def answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, str], dict[str, Any], float]:
+        """Record the request and decide the reply: (status, headers, body, delay)."""
+        request = Request(path, body)
+        with self._lock:
+            self.requests.append(request)
+            reply = self.script.popleft() if self.script else self.default
+        if reply.status != 200:
+            return reply.status, reply.headers, _error_body(path, reply), reply.delay
+        size = reply.dimensions or body.get("dimensions") or self.dimensions
+        vectors = [hash_embed(text, size) for text in request.inputs]
+        vectors = vectors[: len(vectors) - reply.drop]
+        return 200, reply.headers, _ok_body(path, body.get("model", ""), vectors), reply.delay
+
+
+def _ok_body(path: str, model: str, vectors: list[list[float]]) -> dict[str, Any]:
+    if path == "/api/embed":
+        return {"model": model, "embeddings": vectors}
+    # Reversed on purpose: clients must sort by index, not trust the order.
+    data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)][::-1]
+    tokens = sum(len(v) for v in vectors)
+    return {"object": "list", "data": data, "model": model, "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+
+
+def _error_body(path: str, reply: Reply) -> dict[str, Any]:
+    if path == "/api/embed":
+        return {"error": reply.message}
+    return {"error": {"message": reply.message, "type": "scripted", "code": str(reply.status)}}
+
+
+def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            path = self.path.split("?")[0]
+            if path not in ("/v1/embeddings", "/api/embed"):
+                self._send(404, {}, {"error": {"message": f"no route {path}"}})
+                return
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            with server.tracking():
+                status, headers, payload, delay = server.answer(path, body)
+                if delay:
+                    time.sleep(delay)
+            self._send(status, headers, payload)
+
+        def _send(self, status: int, headers: dict[str, str], payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (a timeout test)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    return Handler
+
+
+def settings_for(
+    *servers: FakeOpenAI,
+    dimensions: int = 8,
+    models: list[str] | None = None,
+    model: dict[str, Any] | None = None,
+    cache_url: str = "redis://127.0.0.1:1/0",
+    **embeddings: Any,
+) -> Settings:
+    """Settings with one ``openai`` entry per server (``m0``, ``m1``...) in chain order.
+
+    ``models`` names each entry's model (default: one shared name); ``model`` adds
+    fields to every ``[models.NAME]``; ``embeddings`` overrides ``[embeddings]``
+    (cache off and fast retries unless given).
+    """
+    names = models or ["text-embedding-test"] * len(servers)
+    entries = {
+        f"m{i}": {
+            "provider": "openai",
+            "model": names[i],
+            "dimensions": dimensions,
+            "base_url": server.url,
+            "timeout": 2.0,
+            **(model or {}),
+        }
+        for i, server in enumerate(servers)
+    }
+    section = {"chain": list(entries), "cache_ttl_days": 0, **FAST_RETRIES, **embeddings}
+    return Settings.model_validate(
+        {
+            "models": entries,
+            "embeddings": section,
+            "vectors": {"store": "memory", "dimensions": dimensions},
+            "cache": {"url": cache_url},
+        }
+    )

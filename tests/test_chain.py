@@ -1,0 +1,217 @@
+"""The failover chain against fake OpenAI servers: retries, Retry-After, failover, cool-down."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from store.chain import FailoverChain, check_entries, resolve_entries
+from store.errors import ConfigError, InputError, PermanentError, TransientError
+from store.providers.fake import hash_embed
+from store.settings import ModelSettings, Settings
+from tests.fake_openai import FakeOpenAI, settings_for
+
+
+@pytest.fixture
+def primary() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture
+def backup() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+def chain_of(*servers: FakeOpenAI, **options: Any) -> FailoverChain:
+    return FailoverChain.from_settings(settings_for(*servers, **options))
+
+
+def model(name: str = "text-embedding-3-small", dimensions: int = 8) -> ModelSettings:
+    return ModelSettings(provider="openai", model=name, dimensions=dimensions)
+
+
+# -- building -------------------------------------------------------------------------------
+
+
+def test_entries_of_different_sizes_are_refused() -> None:
+    entries = [("primary", model()), ("backup", model(dimensions=16))]
+    with pytest.raises(ConfigError) as raised:
+        check_entries(entries, dimensions=8, allow_mixed_models=True)
+    assert str(raised.value) == (
+        "models in one chain must have the same dimensions: 'primary' (text-embedding-3-small) has 8, "
+        "'backup' (text-embedding-3-small) has 16"
+    )
+
+
+def test_different_models_need_the_opt_in() -> None:
+    entries = [("primary", model()), ("backup", model("mistral-embed"))]
+    with pytest.raises(ConfigError, match=r"set embeddings.allow_mixed_models = true"):
+        check_entries(entries, dimensions=8, allow_mixed_models=False)
+    check_entries(entries, dimensions=8, allow_mixed_models=True)
+
+
+def test_entry_size_must_match_the_vectors() -> None:
+    with pytest.raises(ConfigError) as raised:
+        check_entries([("primary", model(dimensions=16))], dimensions=8, allow_mixed_models=False)
+    assert str(raised.value) == (
+        "model 'primary' (text-embedding-3-small) has 16 dimensions; vectors.dimensions is 8: make them equal"
+    )
+
+
+def test_unknown_or_missing_chain_names_are_config_errors() -> None:
+    unknown = Settings.model_validate(
+        {"models": {"primary": model().model_dump()}, "embeddings": {"chain": ["primary", "backup"]}}
+    )
+    with pytest.raises(ConfigError) as raised:
+        resolve_entries(unknown)
+    assert str(raised.value) == (
+        "embeddings.chain names 'backup', which is not a [models.backup] section (configured: 'primary')"
+    )
+    empty = Settings.model_validate({"models": {"primary": model().model_dump()}})
+    with pytest.raises(ConfigError, match=r"embeddings.chain is empty .* chain = \['primary'\]"):
+        resolve_entries(empty)
+    with pytest.raises(ConfigError, match="the embedding chain is empty"):
+        FailoverChain([], dimensions=8)
+
+
+def test_no_models_at_all_is_the_fake_default() -> None:
+    [(name, entry)] = resolve_entries(Settings.model_validate({"vectors": {"dimensions": 32}}))
+    assert (name, entry.provider, entry.model, entry.dimensions) == ("fake", "fake", "fake", 32)
+
+
+# -- retries --------------------------------------------------------------------------------
+
+
+def test_429_then_success_waits_retry_after(primary: FakeOpenAI) -> None:
+    primary.push(status=429, headers={"Retry-After": "0.3"})
+    chain = chain_of(primary, max_wait_seconds=0.4)
+    started = time.monotonic()
+    vectors, made_by = chain.embed_batch(["alpha", "beta"])
+    assert time.monotonic() - started >= 0.3
+    assert primary.calls == 2
+    assert vectors == [hash_embed("alpha", 8), hash_embed("beta", 8)]
+    assert made_by == "text-embedding-test"
+    assert chain.stats.retries == {"m0": 1}
+    assert chain.stats.calls == {"m0": 2}
+
+
+def test_retry_after_is_capped_by_max_wait(primary: FakeOpenAI) -> None:
+    primary.push(status=429, headers={"Retry-After": "30"})
+    chain = chain_of(primary, max_wait_seconds=0.1)
+    started = time.monotonic()
+    chain.embed_batch(["alpha"])
+    assert time.monotonic() - started < 1.0
+    assert primary.calls == 2
+
+
+def test_timeout_then_success(primary: FakeOpenAI) -> None:
+    primary.push(delay=0.6)
+    chain = chain_of(primary, model={"timeout": 0.2})
+    chain.embed_batch(["alpha"])
+    assert primary.calls == 2
+
+
+def test_transient_errors_stop_after_max_attempts(primary: FakeOpenAI) -> None:
+    primary.always(status=500)
+    chain = chain_of(primary, max_attempts=4)
+    with pytest.raises(TransientError, match="answered 500"):
+        chain.embed_batch(["alpha"])
+    assert primary.calls == 4
+    assert chain.stats.retries == {"m0": 3}
+
+
+# -- failover -------------------------------------------------------------------------------
+
+
+def test_primary_down_for_good_fails_over_and_cools_down(primary: FakeOpenAI, backup: FakeOpenAI) -> None:
+    primary.always(status=500)
+    chain = chain_of(primary, backup)
+    vectors, _ = chain.embed_batch(["alpha"])
+    assert vectors == [hash_embed("alpha", 8)]
+    assert (primary.calls, backup.calls) == (3, 1)
+    chain.embed_batch(["beta"])
+    assert (primary.calls, backup.calls) == (3, 2)  # cooling down: not touched
+    assert chain.stats.failovers == {"m0": 1}
+
+
+def test_cool_down_ends(primary: FakeOpenAI, backup: FakeOpenAI) -> None:
+    primary.push(status=401)
+    chain = chain_of(primary, backup, cooldown_seconds=0.2)
+    chain.embed_batch(["alpha"])
+    time.sleep(0.25)
+    chain.embed_batch(["beta"])
+    assert (primary.calls, backup.calls) == (2, 1)
+
+
+def test_400_is_raised_at_once_without_failover(primary: FakeOpenAI, backup: FakeOpenAI) -> None:
+    primary.push(status=400, message="input is too long")
+    chain = chain_of(primary, backup)
+    with pytest.raises(InputError) as raised:
+        chain.embed_batch(["alpha"])
+    assert str(raised.value) == f"model 'text-embedding-test' at {primary.url} answered 400: input is too long"
+    assert (primary.calls, backup.calls) == (1, 0)
+    chain.embed_batch(["beta"])
+    assert primary.calls == 2  # an input error is no reason to cool down
+
+
+def test_401_fails_over_at_once(primary: FakeOpenAI, backup: FakeOpenAI) -> None:
+    primary.always(status=401)
+    chain = chain_of(primary, backup)
+    chain.embed_batch(["alpha"])
+    assert (primary.calls, backup.calls) == (1, 1)
+    assert chain.stats.retries == {}
+    chain.embed_batch(["beta"])
+    assert (primary.calls, backup.calls) == (1, 2)
+
+
+def test_every_entry_failing_raises_the_transient_error(primary: FakeOpenAI, backup: FakeOpenAI) -> None:
+    primary.always(status=503)
+    backup.always(status=401)
+    chain = chain_of(primary, backup)
+    with pytest.raises(TransientError, match="answered 503"):
+        chain.embed_batch(["alpha"])
+    with pytest.raises(TransientError, match=r"every embedding model \('m0', 'm1'\) is cooling down") as raised:
+        chain.embed_batch(["alpha"])
+    assert 59 < (raised.value.retry_after or 0) <= 60
+    assert (primary.calls, backup.calls) == (3, 1)
+
+
+def test_every_entry_permanent_raises_the_last_permanent_error(primary: FakeOpenAI, backup: FakeOpenAI) -> None:
+    primary.always(status=401)
+    backup.always(status=404)
+    with pytest.raises(PermanentError, match="answered 404"):
+        chain_of(primary, backup).embed_batch(["alpha"])
+
+
+def test_mixed_models_say_which_model_made_the_vectors(primary: FakeOpenAI, backup: FakeOpenAI) -> None:
+    primary.push(status=403)
+    chain = chain_of(primary, backup, models=["model-a", "model-b"], allow_mixed_models=True)
+    assert chain.embed_batch(["alpha"])[1] == "model-b"
+    assert chain.model == "model-a"
+
+
+# -- checking answers -----------------------------------------------------------------------
+
+
+def test_vectors_of_the_wrong_size_are_a_config_error(primary: FakeOpenAI, backup: FakeOpenAI) -> None:
+    primary.push(dimensions=5)
+    chain = chain_of(primary, backup)
+    with pytest.raises(ConfigError) as raised:
+        chain.embed_batch(["alpha"])
+    assert str(raised.value).startswith(
+        "model 'text-embedding-test' returned 5-dimensional vectors; vectors.dimensions is 8"
+    )
+    assert (primary.calls, backup.calls) == (1, 0)
+
+
+def test_a_wrong_count_fails_over(primary: FakeOpenAI, backup: FakeOpenAI) -> None:
+    primary.push(drop=1)
+    chain = chain_of(primary, backup)
+    vectors, _ = chain.embed_batch(["alpha", "beta"])
+    assert len(vectors) == 2
+    assert (primary.calls, backup.calls) == (1, 1)
