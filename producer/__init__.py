@@ -1,0 +1,55 @@
+"""What app code imports to keep its vector index in sync.
+
+    from producer import index_record, reindex_all, reindex_status
+    index_record("activity_notes", note.id)                     # now
+    index_record("activity_notes", note.id, session=session)    # when the session commits
+    run_id = reindex_all("activity_notes")
+
+Tasks are sent by name: importing this loads no embedding client, numpy,
+torch or qdrant-client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from producer.client import Producer, default_producer
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from store.state import RunProgress
+
+__all__ = ["Producer", "delete_document", "index_document", "index_record", "reindex_all", "reindex_status"]
+
+
+def index_record(collection: str, record_id: str | int, *, session: Session | None = None) -> None:
+    """Enqueue the record ``record_id``; with ``session``, only once that session commits."""
+    producer = default_producer()
+    if session is None:
+        producer.index_record(collection, record_id)
+        return
+    from producer.sqlalchemy import after_commit
+
+    after_commit(session, lambda: producer.index_record(collection, record_id))
+
+
+def index_document(collection: str, id: str | int, text: str, metadata: Mapping[str, Any] | None = None) -> None:
+    """Enqueue a document pushed with its content."""
+    default_producer().index_document(collection, id, text, metadata)
+
+
+def delete_document(collection: str, id: str | int) -> None:
+    """Enqueue the removal of a pushed document."""
+    default_producer().delete_document(collection, id)
+
+
+def reindex_all(collection: str, *, full: bool = False, allow_empty: bool = False) -> str:
+    """Start a reindex of ``collection``; returns the run id to follow with ``reindex_status``."""
+    return default_producer().reindex_all(collection, full=full, allow_empty=allow_empty)
+
+
+def reindex_status(run_id: str) -> RunProgress:
+    """The run's ``status`` (running, done, failed) and ``total``, ``done``, ``skipped``, ``failed``."""
+    return default_producer().reindex_status(run_id)

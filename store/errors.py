@@ -2,7 +2,8 @@
 
     VectorsyncError
     ├── ConfigError          bad settings or bad input: fix the value named in the message
-    ├── StoreUnavailable     a backend (PostgreSQL, Qdrant, Redis) could not be reached
+    ├── StoreError           a backend refused an operation (not worth retrying)
+    │   └── StoreUnavailable a backend (PostgreSQL, Qdrant, Redis) could not be reached: retry later
     └── EmbeddingError       an embedding call failed
         ├── TransientError   worth retrying: 429, 5xx, timeouts, connection errors
         ├── PermanentError   this endpoint will not work: 401, 403, 404; try the next model
@@ -19,6 +20,7 @@ __all__ = [
     "EmbeddingError",
     "InputError",
     "PermanentError",
+    "StoreError",
     "StoreUnavailable",
     "TransientError",
     "VectorsyncError",
@@ -33,8 +35,12 @@ class ConfigError(VectorsyncError, ValueError):
     """A setting or an input value is wrong; the message names it and the fix."""
 
 
-class StoreUnavailable(VectorsyncError):
-    """A backend could not be reached or failed while answering."""
+class StoreError(VectorsyncError):
+    """A backend refused an operation; retrying the same call will not help."""
+
+
+class StoreUnavailable(StoreError):
+    """A backend could not be reached or failed while answering; retrying later may help."""
 
 
 class EmbeddingError(VectorsyncError):

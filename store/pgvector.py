@@ -25,7 +25,7 @@ from sqlalchemy.dialects.postgresql import JSONB, JSONPATH, TIMESTAMP
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from store.collection import Collection, Metric, QueryEmbedder, VectorStore
-from store.errors import ConfigError, StoreUnavailable
+from store.errors import ConfigError, StoreError, StoreUnavailable
 from store.filters import And, AnyOf, Compare, Eq, Filter, Not, Or
 from store.records import VectorMatch, VectorRecord, canonical_json
 from store.settings import Settings
@@ -259,10 +259,10 @@ class PgvectorStore(VectorStore):
         try:
             with self.engine.begin() as conn:
                 yield conn
-        except sa.exc.OperationalError as exc:
+        except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
             raise StoreUnavailable(f"PostgreSQL at {self.safe_url} failed: {exc.orig}") from exc
         except sa.exc.DBAPIError as exc:
-            raise StoreUnavailable(f"PostgreSQL at {self.safe_url} refused a statement: {exc.orig}") from exc
+            raise StoreError(f"PostgreSQL at {self.safe_url} refused a statement: {exc.orig}") from exc
 
     def adapt(self, vector: np.ndarray) -> Any:
         from pgvector import HalfVector, Vector

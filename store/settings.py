@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from store.errors import ConfigError
@@ -31,6 +31,7 @@ __all__ = [
     "SourceSettings",
     "StateSettings",
     "VectorSettings",
+    "WorkerSettings",
     "load_settings",
 ]
 
@@ -47,6 +48,23 @@ class _Section(BaseModel):
 
 class BrokerSettings(_Section):
     url: str = DEFAULT_BROKER_URL
+    #: Seconds before Redis hands an unacknowledged task to another worker; above worker.time_limit.
+    visibility_timeout: int = Field(default=3600, gt=0)
+    #: Seconds an enqueued record is coalesced with later enqueues of it (until its task starts).
+    coalesce_seconds: int = Field(default=600, ge=0)
+
+
+class WorkerSettings(_Section):
+    #: Hard limit of one task, seconds; a task past it is killed and redelivered.
+    time_limit: int = Field(default=1800, gt=0)
+    #: Record ids per bulk batch task.
+    batch_size: int = Field(default=100, gt=0, le=10_000)
+    #: Retries of a batch whose provider calls keep failing, before its records go to failures.
+    max_retries: int = Field(default=5, ge=0)
+    #: First retry delay in seconds; doubles each time.
+    retry_delay: float = Field(default=10, ge=0)
+    #: Prometheus metrics port of a worker (0: off).
+    metrics_port: int = Field(default=0, ge=0, le=65535)
 
 
 class StateSettings(_Section):
@@ -133,6 +151,7 @@ class Settings(BaseSettings):
     )
 
     broker: BrokerSettings = Field(default_factory=BrokerSettings)
+    worker: WorkerSettings = Field(default_factory=WorkerSettings)
     state: StateSettings = Field(default_factory=StateSettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
     models: dict[str, ModelSettings] = Field(default_factory=dict)
@@ -146,6 +165,15 @@ class Settings(BaseSettings):
         for name in value:
             check_collection_name(name)
         return value
+
+    @model_validator(mode="after")
+    def _visibility_above_time_limit(self) -> Settings:
+        if self.broker.visibility_timeout <= self.worker.time_limit:
+            raise ValueError(
+                f"broker.visibility_timeout ({self.broker.visibility_timeout}) must be above worker.time_limit "
+                f"({self.worker.time_limit}), or Redis redelivers tasks that are still running"
+            )
+        return self
 
     @classmethod
     def settings_customise_sources(
@@ -188,6 +216,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 def _describe(error: Any) -> str:
+    if not error["loc"]:
+        return str(error["msg"]).removeprefix("Value error, ")
     loc = ".".join(str(part) for part in error["loc"])
     env = ENV_PREFIX + "__".join(str(part).upper() for part in error["loc"])
     if error["type"] == "extra_forbidden":

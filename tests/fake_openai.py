@@ -64,6 +64,8 @@ class FakeOpenAI:
         self.requests: list[Request] = []
         self.script: deque[Reply] = deque()
         self.default = Reply()
+        #: Refuse (400) every request with an input containing this text: a record the provider rejects.
+        self.reject_containing: str | None = None
         #: The most requests ever being answered at once.
         self.max_in_flight = 0
         self._in_flight = 0
@@ -126,6 +128,8 @@ class FakeOpenAI:
         with self._lock:
             self.requests.append(request)
             reply = self.script.popleft() if self.script else self.default
+        if self.reject_containing and any(self.reject_containing in text for text in request.inputs):
+            reply = Reply(status=400, message=f"input contains {self.reject_containing!r}", delay=reply.delay)
         if reply.status != 200:
             return reply.status, reply.headers, _error_body(path, reply), reply.delay
         size = reply.dimensions or body.get("dimensions") or self.dimensions

@@ -1,0 +1,8 @@
+"""vectorsync workers: the Celery app, the indexing pipeline, the chunker and the sources.
+
+``celery -A worker worker`` finds ``app`` here.
+"""
+
+from worker.app import app
+
+__all__ = ["app"]

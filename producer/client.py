@@ -1,0 +1,111 @@
+"""The producer: enqueue indexing tasks by name, read run progress. Never imports the worker."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from celery import Celery
+
+from store.coalesce import Coalescer
+from store.errors import ConfigError
+from store.messaging import (
+    BULK_QUEUE,
+    INDEX_DOCUMENT,
+    INDEX_RECORD,
+    LIVE_QUEUE,
+    REINDEX_ALL,
+    celery_config,
+)
+from store.records import check_collection_name, validate_metadata
+from store.settings import Settings, load_settings
+from store.state import RunProgress, State
+
+__all__ = ["Producer", "default_producer"]
+
+
+def _record_id(record_id: object) -> str:
+    if isinstance(record_id, bool) or not isinstance(record_id, str | int) or record_id == "":
+        raise ConfigError(f"record id {record_id!r} is not allowed: use a non-empty string or an integer")
+    return str(record_id)
+
+
+class Producer:
+    """Sends vectorsync tasks through the broker the settings name."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.app = Celery("vectorsync-producer", set_as_current=False)
+        self.app.conf.update(celery_config(settings))
+        self.coalescer = Coalescer(settings.cache_url, ttl_seconds=settings.broker.coalesce_seconds)
+        self._state: State | None = None
+
+    @property
+    def state(self) -> State:
+        if self._state is None:
+            self._state = State(self.settings.state_url)
+        return self._state
+
+    def index_record(self, collection: str, record_id: str | int) -> bool:
+        """Enqueue one record; False when it was already queued and not yet started (coalesced)."""
+        collection, key = check_collection_name(collection), _record_id(record_id)
+        if not self.coalescer.claim(collection, key):
+            return False
+        try:
+            self.app.send_task(INDEX_RECORD, args=(collection, key), queue=LIVE_QUEUE)
+        except Exception:
+            self.coalescer.release(collection, key)
+            raise
+        return True
+
+    def index_records(self, collection: str, record_ids: Iterable[str | int]) -> int:
+        """Enqueue several records; returns how many were sent (the rest were already queued)."""
+        return sum(self.index_record(collection, record_id) for record_id in record_ids)
+
+    def index_document(
+        self, collection: str, id: str | int, text: str, metadata: Mapping[str, Any] | None = None
+    ) -> None:
+        """Enqueue a document with its content (for collections whose records are pushed)."""
+        key = _record_id(id)
+        if not isinstance(text, str):
+            raise ConfigError(f"text of document {key!r} must be a string, got {type(text).__name__}")
+        clean = validate_metadata(metadata or {}, record_id=key)
+        self.app.send_task(INDEX_DOCUMENT, args=(check_collection_name(collection), key, text, clean, time.time_ns()),
+                           queue=LIVE_QUEUE)
+
+    def delete_document(self, collection: str, id: str | int) -> None:
+        """Enqueue the removal of a pushed document."""
+        self.app.send_task(INDEX_DOCUMENT, args=(check_collection_name(collection), _record_id(id), None, None,
+                                                 time.time_ns()), queue=LIVE_QUEUE)
+
+    def reindex_all(self, collection: str, *, full: bool = False, allow_empty: bool = False) -> str:
+        """Start a reindex of the whole collection and return its run id at once."""
+        collection = check_collection_name(collection)
+        run_id = self.state.create_run(collection, full=full)
+        self.app.send_task(REINDEX_ALL, args=(collection, full, run_id, allow_empty), queue=BULK_QUEUE)
+        return run_id
+
+    def reindex_status(self, run_id: str) -> RunProgress:
+        """A run's status (running, done, failed) and its total, done, skipped and failed counts."""
+        return self.state.run(run_id)
+
+    def close(self) -> None:
+        self.coalescer.close()
+        if self._state is not None:
+            self._state.close()
+        self.app.close()
+
+
+_default: Producer | None = None
+_lock = threading.Lock()
+
+
+def default_producer() -> Producer:
+    """One producer per process, from ``load_settings()``."""
+    global _default
+    with _lock:
+        if _default is None:
+            _default = Producer(load_settings())
+        return _default

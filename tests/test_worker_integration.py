@@ -1,0 +1,322 @@
+"""The worker system end to end: real Redis (or RabbitMQ), real PostgreSQL+pgvector, real celery workers.
+
+Each test writes a vectorsync.toml, starts ``celery -A worker worker`` processes
+with it, drives them through the producer API and the CLI, and checks that the
+store ends up exactly equal to the source.
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import random
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import redis
+import sqlalchemy as sa
+from celery import Celery
+
+from producer.client import Producer
+from store.messaging import INDEX_RECORD, LIVE_QUEUE, celery_config
+from store.settings import Settings, load_settings
+from store.sql import engine_url
+from store.state import RunStatus, State
+from tests.backends import unique_name
+from tests.fake_openai import FakeOpenAI
+from tests.workers import (
+    ROOT,
+    CrmTable,
+    celery_worker,
+    expected_chunks,
+    pool_processes,
+    run_cli,
+    settings_toml,
+    stored_chunks,
+    wait_for,
+)
+
+pytestmark = pytest.mark.slow
+AMQP_URL = os.environ.get("VECTORSYNC_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672//")
+WORDS = ("onboarding rollout invoice renewal pricing discount contract meeting call email churn support "
+         "integration migration security review budget approval timeline pilot feedback").split()
+
+
+def amqp_answers() -> bool:
+    from kombu import Connection
+
+    try:
+        with Connection(AMQP_URL, connect_timeout=2) as conn:
+            conn.ensure_connection(max_retries=1)
+        return True
+    except Exception:
+        return False
+
+
+def _redis_db(url: str, db: int) -> str:
+    base = url.rsplit("/", 1)[0] if url.count("/") > 2 else url
+    return f"{base}/{db}"
+
+
+@dataclass
+class World:
+    """One test's system: its settings file, source table, fake provider and helpers."""
+
+    config: Path
+    settings: Settings
+    collection: str
+    crm: CrmTable
+    openai: FakeOpenAI
+    database: str
+
+    @property
+    def table(self) -> str:
+        return self.settings.vectors.table_prefix + self.collection
+
+    def producer(self) -> Producer:
+        return Producer(self.settings)
+
+    def expected(self) -> dict[str, tuple[str, dict[str, object]]]:
+        return expected_chunks(self.settings, self.collection, self.crm.rows())
+
+    def stored(self) -> dict[str, tuple[str, dict[str, object]]]:
+        return stored_chunks(self.database, self.table)
+
+    def in_sync(self) -> bool:
+        return self.stored() == self.expected()
+
+    def state(self) -> State:
+        return State(self.database)
+
+
+def note(i: int, *, version: int = 0, rng: random.Random | None = None) -> dict[str, object]:
+    rng = rng or random.Random(i * 7919 + version)
+    body = " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 120)))
+    return {"id": i, "title": f"Note {i} v{version}", "body": body, "kind": rng.choice(["call", "email", "meeting"])}
+
+
+@pytest.fixture(params=["redis", pytest.param("rabbitmq", marks=pytest.mark.rabbitmq)])
+def broker(request: pytest.FixtureRequest, redis_url: str) -> str:
+    if request.param == "rabbitmq":
+        if not amqp_answers():
+            pytest.skip(f"RabbitMQ does not answer at {AMQP_URL} (set VECTORSYNC_TEST_AMQP_URL)")
+        return AMQP_URL
+    url = _redis_db(redis_url, 12)
+    redis.Redis.from_url(url).flushdb()
+    return url
+
+
+@pytest.fixture
+def world(tmp_path: Path, broker: str, redis_url: str, postgres_url: str) -> Iterator[World]:
+    cache = _redis_db(redis_url, 13)
+    redis.Redis.from_url(cache).flushdb()
+    collection = unique_name("notes")
+    with FakeOpenAI(dimensions=8) as openai:
+        crm = CrmTable(postgres_url, f"crm_{collection}")
+        config = tmp_path / "vectorsync.toml"
+        config.write_text(settings_toml(broker=broker, cache=cache, database=postgres_url, openai_url=openai.url,
+                                        table=crm.name, collection=collection))
+        settings = load_settings(config)
+        if broker.startswith("amqp"):
+            app = Celery(set_as_current=False)
+            app.conf.update(celery_config(settings))
+            app.control.purge()
+            app.close()
+        yield World(config, settings, collection, crm, openai, postgres_url)
+        crm.close()
+
+
+def reindex_and_wait(world: World, *extra: str) -> subprocess.CompletedProcess[str]:
+    result = run_cli(world.config, "reindex", world.collection, "--wait", *extra)
+    assert result.returncode in (0, 1), result.stderr
+    return result
+
+
+def test_reindex_then_skip_then_incremental_updates(world: World) -> None:
+    world.crm.insert([note(i) for i in range(1, 1001)])
+    with celery_worker(world.config):
+        result = reindex_and_wait(world)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "done: 1000 records, 1000 indexed, 0 unchanged, 0 failed" in result.stdout
+        assert world.in_sync()
+        calls = world.openai.calls
+        assert calls > 0
+
+        last_write = _last_write(world)
+        again = reindex_and_wait(world)
+        assert "done: 1000 records, 0 indexed, 1000 unchanged, 0 failed" in again.stdout
+        assert world.openai.calls == calls  # no embedding call
+        assert _last_write(world) == last_write  # no write
+
+        rng = random.Random(5)
+        edited = rng.sample(range(1, 1001), 60)
+        for i in edited[:50]:
+            world.crm.update(i, body=note(i, version=1)["body"])
+        world.crm.delete(edited[50:])
+        world.crm.insert([note(i) for i in range(1001, 1006)])
+        producer = world.producer()
+        for i in [*edited, *range(1001, 1006)]:
+            producer.index_record(world.collection, i)
+        wait_for(world.in_sync, timeout=120, what="the store to follow 50 edits, 10 deletes and 5 inserts")
+        producer.close()
+
+
+def _last_write(world: World) -> tuple[object, ...]:
+    engine = sa.create_engine(engine_url(world.database))
+    with engine.connect() as conn:
+        row = conn.execute(sa.text(f'SELECT max(updated_at), count(*) FROM "{world.table}"')).one()
+        ledger = conn.execute(sa.text("SELECT max(indexed_at) FROM vectorsync_ledger WHERE collection = :c"),
+                              {"c": world.collection}).scalar_one()
+    engine.dispose()
+    return (*row, ledger)
+
+
+def test_concurrent_index_tasks_for_changing_rows_leave_no_stale_or_duplicate_chunk(world: World) -> None:
+    ids = list(range(1, 21))
+    world.crm.insert([note(i) for i in ids])
+    app = Celery(set_as_current=False)
+    app.conf.update(celery_config(world.settings))
+    rng = random.Random(11)
+    with celery_worker(world.config, concurrency=2):
+        for step in range(200):
+            record = rng.choice(ids)
+            if step % 2 == 0:
+                world.crm.update(record, body=note(record, version=step, rng=rng)["body"], kind=rng.choice(["a", "b"]))
+            app.send_task(INDEX_RECORD, args=(world.collection, str(record)), queue=LIVE_QUEUE)
+        for record in ids:  # the app enqueues after its last change of each row
+            app.send_task(INDEX_RECORD, args=(world.collection, str(record)), queue=LIVE_QUEUE)
+        wait_for(world.in_sync, timeout=120, what="the store to equal the final source")
+        _wait_idle(app)
+        assert world.in_sync()
+    stored = world.stored()
+    per_record: dict[str, int] = {}
+    for chunk_id in stored:
+        record_id = chunk_id.split(":")[0]
+        per_record[record_id] = per_record.get(record_id, 0) + 1
+    expected = world.expected()
+    assert len(stored) == len(expected) and set(per_record) == {str(i) for i in ids}
+    app.close()
+
+
+def _wait_idle(app: Celery) -> None:
+    def idle() -> bool:
+        inspect = app.control.inspect(timeout=1)
+        active, reserved = inspect.active() or {}, inspect.reserved() or {}
+        return not any(active.values()) and not any(reserved.values())
+
+    wait_for(idle, timeout=60, what="the workers to go idle")
+
+
+def test_kill_9_of_a_worker_process_mid_reindex_still_completes(world: World) -> None:
+    world.crm.insert([note(i) for i in range(1, 1001)])
+    world.openai.always(delay=0.05)  # slow the provider so the kill lands mid-run
+    producer = world.producer()
+    with celery_worker(world.config, concurrency=2) as worker:
+        run_id = producer.reindex_all(world.collection)
+        wait_for(lambda: producer.reindex_status(run_id).processed >= 100, timeout=120, what="the run to start")
+        victim = pool_processes(worker)[0]
+        os.kill(victim.pid, signal.SIGKILL)
+        run = wait_for(lambda: (r := producer.reindex_status(run_id)).status != RunStatus.RUNNING and r,
+                       timeout=180, what="the run to finish after a worker process was killed")
+        assert run.status == RunStatus.DONE
+        assert (run.total, run.failed) == (1000, 0)
+        assert run.done + run.skipped == 1000
+        assert world.in_sync()
+    producer.close()
+
+
+def test_a_record_the_provider_rejects_lands_in_failures_and_retries_once_fixed(world: World) -> None:
+    rows = [note(i) for i in range(1, 41)]
+    rows[16]["body"] = "this text carries POISON the provider refuses"
+    world.crm.insert(rows)
+    world.openai.reject_containing = "POISON"
+    with celery_worker(world.config):
+        result = reindex_and_wait(world)
+        assert result.returncode == 1
+        assert "done: 40 records, 39 indexed, 0 unchanged, 1 failed" in result.stdout
+        [failure] = world.state().failures(world.collection)
+        assert failure.record_id == "17" and "POISON" in failure.error and "InputError" in failure.error
+        listed = run_cli(world.config, "failures")
+        assert "17" in listed.stdout and "InputError" in listed.stdout
+        expected = world.expected()
+        assert world.stored() == {k: v for k, v in expected.items() if not k.startswith("17:")}
+
+        world.crm.update(17, body="now a perfectly ordinary note about the rollout")
+        replay = run_cli(world.config, "failures", "--retry")
+        assert "enqueued 1 failed records again" in replay.stdout, replay.stdout + replay.stderr
+        wait_for(world.in_sync, timeout=60, what="the fixed record to be indexed")
+        wait_for(lambda: not world.state().failures(world.collection), timeout=30, what="the failure to clear")
+
+
+def test_a_live_update_is_indexed_while_a_big_reindex_runs(world: World) -> None:
+    world.crm.insert([note(i) for i in range(1, 10_001)])
+    producer = world.producer()
+    with celery_worker(world.config, concurrency=2):
+        run_id = producer.reindex_all(world.collection)
+        wait_for(lambda: producer.reindex_status(run_id).processed >= 200, timeout=120, what="the reindex to start")
+        world.crm.insert([{"id": 20_000, "title": "Live", "body": "a live change", "kind": "call"}])
+        producer.index_record(world.collection, 20_000)
+        wait_for(lambda: "20000:0" in world.stored(), timeout=60, what="the live record")
+        progress = producer.reindex_status(run_id)
+        assert progress.status == RunStatus.RUNNING and progress.processed < 10_000, progress
+        wait_for(lambda: producer.reindex_status(run_id).status != RunStatus.RUNNING, timeout=300,
+                 what="the reindex to finish")
+        assert world.in_sync()
+    producer.close()
+
+
+def test_full_reindex_removes_gone_records_and_refuses_to_empty(world: World) -> None:
+    world.crm.insert([note(i) for i in range(1, 31)])
+    with celery_worker(world.config):
+        assert reindex_and_wait(world).returncode == 0
+        world.crm.delete(list(range(1, 11)))
+        assert reindex_and_wait(world, "--full").returncode == 0
+        assert world.in_sync()
+        world.crm.delete(list(range(11, 31)))
+        refused = reindex_and_wait(world, "--full")
+        assert refused.returncode == 1 and "would empty the collection" in refused.stdout
+        assert len(world.stored()) > 0
+        assert reindex_and_wait(world, "--full", "--allow-empty").returncode == 0
+        assert world.stored() == {}
+
+
+def test_reindex_wait_draws_a_bar_on_a_terminal_and_lines_on_a_pipe(world: World) -> None:
+    world.crm.insert([note(i) for i in range(1, 301)])
+    with celery_worker(world.config):
+        piped = reindex_and_wait(world)
+        assert f"/300 (done" in piped.stdout and "━" not in piped.stdout
+        screen = _run_on_terminal(world.config, "reindex", world.collection, "--wait")
+        assert "indexing" in screen and "━" in screen and "300/300" in screen
+
+
+def _run_on_terminal(config: Path, *args: str) -> str:
+    main, child = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VECTORSYNC_")}
+    env.update(VECTORSYNC_CONFIG=str(config), PYTHONPATH=str(ROOT), TERM="xterm-256color", COLUMNS="120")
+    process = subprocess.Popen([sys.executable, "-m", "producer.cli", *args], cwd=ROOT, env=env,
+                               stdin=child, stdout=child, stderr=child, close_fds=True)
+    os.close(child)
+    output = b""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([main], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            output += chunk
+        elif process.poll() is not None:
+            break
+    process.wait(timeout=30)
+    os.close(main)
+    return output.decode(errors="replace")

@@ -1,0 +1,205 @@
+"""Real ``celery worker`` processes for integration tests, and a SQL source table to index."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psutil
+import sqlalchemy as sa
+from celery import Celery
+
+from store.messaging import BULK_QUEUE, LIVE_QUEUE, celery_config
+from store.settings import Settings, load_settings
+from store.sql import engine_url
+
+__all__ = ["ROOT", "CrmTable", "celery_worker", "run_cli", "wait_for"]
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def wait_for(check: Callable[[], Any], *, timeout: float = 120, every: float = 0.2, what: str = "condition") -> Any:
+    """Poll ``check`` until it returns something truthy; fail with ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(every)
+
+
+def _env(config: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VECTORSYNC_")}
+    env["VECTORSYNC_CONFIG"] = str(config)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+@contextmanager
+def celery_worker(config: Path, *, concurrency: int = 2, name: str = "w1",
+                  queues: tuple[str, ...] = (LIVE_QUEUE, BULK_QUEUE)) -> Iterator[subprocess.Popen[bytes]]:
+    """``celery -A worker worker`` with these settings; yields once it answers a ping."""
+    log = open(config.parent / f"{name}.log", "wb")  # noqa: SIM115 - kept open for the process's life
+    command = [sys.executable, "-m", "celery", "-A", "worker", "worker", "--loglevel", "INFO", "-P", "prefork",
+               "-c", str(concurrency), "-n", f"{name}@%h", "-Q", ",".join(queues), "--without-gossip",
+               "--without-mingle", "-E"]
+    process = subprocess.Popen(command, cwd=ROOT, env=_env(config), stdout=log, stderr=subprocess.STDOUT)
+    app = Celery("vectorsync-test", set_as_current=False)
+    app.conf.update(celery_config(load_settings(config)))
+    try:
+        wait_for(lambda: process.poll() is not None or app.control.ping(timeout=0.5), timeout=60,
+                 what=f"worker {name} to answer a ping")
+        if process.poll() is not None:
+            raise AssertionError(f"worker {name} exited: {(config.parent / f'{name}.log').read_text()[-3000:]}")
+        yield process
+    finally:
+        _stop(process)
+        app.close()
+        log.close()
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    children = psutil.Process(process.pid).children(recursive=True)
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+    for child in children:
+        if child.is_running():
+            child.kill()
+
+
+def pool_processes(worker: subprocess.Popen[bytes]) -> list[psutil.Process]:
+    """The prefork children of a worker: the processes that run tasks."""
+    return psutil.Process(worker.pid).children()
+
+
+def run_cli(config: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run ``vectorsync ARGS`` as a user would, output to a pipe."""
+    return subprocess.run([sys.executable, "-m", "producer.cli", *args], cwd=ROOT, env=_env(config),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+class CrmTable:
+    """A source table of CRM notes: ``id``, ``title``, ``body``, ``kind``, ``updated_at``."""
+
+    def __init__(self, url: str, name: str) -> None:
+        self.engine = sa.create_engine(engine_url(url))
+        self.name = name
+        self.table = sa.Table(
+            name, sa.MetaData(),
+            sa.Column("id", sa.Integer, primary_key=True),
+            sa.Column("title", sa.Text, nullable=False),
+            sa.Column("body", sa.Text, nullable=False),
+            sa.Column("kind", sa.Text, nullable=False),
+            sa.Column("updated_at", sa.DateTime(timezone=True), server_default=sa.func.now(), nullable=False),
+        )
+        with self.engine.begin() as conn:
+            self.table.drop(conn, checkfirst=True)
+            self.table.create(conn)
+
+    def insert(self, rows: list[dict[str, Any]]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(sa.insert(self.table), rows)
+
+    def update(self, id: int, **values: Any) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(sa.update(self.table).where(self.table.c.id == id).values(**values, updated_at=sa.func.now()))
+
+    def delete(self, ids: list[int]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(self.table).where(self.table.c.id.in_(ids)))
+
+    def rows(self) -> dict[str, dict[str, Any]]:
+        with self.engine.connect() as conn:
+            return {str(r.id): dict(r._mapping) for r in conn.execute(sa.select(self.table))}
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def settings_toml(*, broker: str, cache: str, database: str, openai_url: str, table: str, collection: str,
+                  dimensions: int = 8, max_tokens: int = 64, overlap: int = 8, batch_size: int = 50,
+                  extra: str = "") -> str:
+    """A vectorsync.toml for integration tests: SQL source, fake OpenAI server, pgvector."""
+    return f"""
+[broker]
+url = "{broker}"
+visibility_timeout = 60
+
+[worker]
+time_limit = 50
+batch_size = {batch_size}
+max_retries = 2
+retry_delay = 0.2
+
+[cache]
+url = "{cache}"
+
+[models.fake_openai]
+provider = "openai"
+model = "text-embedding-test"
+dimensions = {dimensions}
+base_url = "{openai_url}"
+timeout = 5
+
+[embeddings]
+chain = ["fake_openai"]
+batch_size = 64
+max_attempts = 2
+max_wait_seconds = 0.2
+
+[vectors]
+store = "pgvector"
+url = "{database}"
+dimensions = {dimensions}
+
+[collections.{collection}.source]
+kind = "sql"
+url = "{database}"
+table = "{table}"
+text = "{{title}}\\n\\n{{body}}"
+metadata = ["kind"]
+updated_at = "updated_at"
+
+[collections.{collection}.chunker]
+max_tokens = {max_tokens}
+overlap = {overlap}
+{extra}
+"""
+
+
+def expected_chunks(settings: Settings, collection: str, rows: dict[str, dict[str, Any]]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """What the store must hold for these source rows: chunk id -> (text, metadata)."""
+    from worker.chunking import Chunker
+
+    chunker = Chunker.from_settings(settings.collections[collection].chunker)
+    expected = {}
+    for record_id, row in rows.items():
+        for index, chunk in enumerate(chunker.split(f"{row['title']}\n\n{row['body']}")):
+            expected[f"{record_id}:{index}"] = (chunk.text, {"kind": row["kind"], "record_id": record_id, "chunk": index})
+    return expected
+
+
+def stored_chunks(url: str, table: str) -> dict[str, tuple[str, dict[str, Any]]]:
+    """What the pgvector table holds: chunk id -> (text, metadata)."""
+    engine = sa.create_engine(engine_url(url))
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(sa.text(f'SELECT id, text, metadata FROM "{table}"')).all()  # test-owned name
+    finally:
+        engine.dispose()
+    return {r.id: (r.text, r.metadata) for r in rows}

@@ -1,0 +1,29 @@
+"""Sources of records: a SQL table, a Python loader, or documents pushed with their content."""
+
+from __future__ import annotations
+
+from store.errors import ConfigError
+from store.settings import SourceSettings
+from worker.sources.base import Source, SourceRecord
+
+__all__ = ["Source", "SourceRecord", "source_from_settings"]
+
+
+def source_from_settings(collection: str, settings: SourceSettings) -> Source | None:
+    """The source ``[collections.NAME.source]`` describes; None for pushed documents."""
+    if settings.kind == "push":
+        return None
+    if settings.kind == "python":
+        if not settings.loader:
+            raise ConfigError(f"collections.{collection}.source.loader is required for kind = 'python'")
+        from worker.sources.python import PythonSource
+
+        return PythonSource(loader=settings.loader)
+    missing = [key for key in ("url", "table", "text") if not getattr(settings, key)]
+    if missing:
+        raise ConfigError(f"collections.{collection}.source needs {', '.join(missing)} for kind = 'sql'")
+    from worker.sources.sql import SqlSource
+
+    assert settings.url and settings.table and settings.text
+    return SqlSource(url=settings.url, table=settings.table, id=settings.id, text=settings.text,
+                     metadata=settings.metadata, updated_at=settings.updated_at, where=settings.where)

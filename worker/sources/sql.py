@@ -1,0 +1,128 @@
+"""A SQL table as a source: a text template over columns, metadata columns, keyset paging by id.
+
+``where`` is a SQL condition from the operator's settings (trusted, like the
+URL); record ids and every other value are bound parameters.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import string
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from store.errors import ConfigError, StoreUnavailable
+from store.sql import engine_url, safe_url
+from worker.sources.base import SourceRecord
+
+__all__ = ["SqlSource", "json_value"]
+
+
+def json_value(value: Any) -> Any:
+    """A column value as plain JSON: dates as RFC 3339 strings, decimals as numbers."""
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, uuid.UUID | bytes):
+        return str(value) if isinstance(value, uuid.UUID) else value.hex()
+    if isinstance(value, Mapping):
+        return {str(k): json_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_value(v) for v in value]
+    return value
+
+
+def _template_fields(template: str) -> list[str]:
+    try:
+        return [name for _, name, _, _ in string.Formatter().parse(template) if name]
+    except ValueError as exc:
+        raise ConfigError(f"source text template {template!r} is not valid: {exc}") from None
+
+
+class SqlSource:
+    """Rows of one table; the id column gives record ids (as strings) and the paging order."""
+
+    def __init__(self, *, url: str, table: str, id: str = "id", text: str, metadata: Sequence[str] = (),
+                 updated_at: str | None = None, where: str | None = None) -> None:
+        self.engine = sa.create_engine(engine_url(url), pool_pre_ping=True)
+        self.safe_url = safe_url(url)
+        self.template = text
+        try:
+            self.table = sa.Table(table, sa.MetaData(), autoload_with=self.engine)
+        except sa.exc.NoSuchTableError:
+            raise ConfigError(f"source table {table!r} does not exist in {self.safe_url} (source.table)") from None
+        except sa.exc.DBAPIError as exc:
+            raise StoreUnavailable(f"source database {self.safe_url} failed: {exc.orig}") from exc
+        self.id_column = self._column(id, "source.id")
+        self.text_columns = [self._column(name, "source.text") for name in _template_fields(text)]
+        self.metadata_columns = [self._column(name, "source.metadata") for name in metadata]
+        self.updated_at = self._column(updated_at, "source.updated_at") if updated_at else None
+        self.where = sa.text(where) if where else sa.true()
+        self._id_type = self._python_type(self.id_column)
+
+    def _column(self, name: str, setting: str) -> sa.Column[Any]:
+        if name not in self.table.c:
+            known = ", ".join(self.table.c.keys())
+            raise ConfigError(f"{setting}: column {name!r} is not in table {self.table.name!r} (columns: {known})")
+        return self.table.c[name]
+
+    @staticmethod
+    def _python_type(column: sa.Column[Any]) -> type:
+        try:
+            return column.type.python_type
+        except NotImplementedError:
+            return str
+
+    def _key(self, record_id: str) -> Any:
+        """A string id in the id column's own type; None when it cannot be one."""
+        try:
+            return self._id_type(record_id) if self._id_type is not str else record_id
+        except (TypeError, ValueError):
+            return None
+
+    def _run(self, query: sa.Select[Any]) -> Sequence[sa.Row[Any]]:
+        try:
+            with self.engine.connect() as conn:
+                return conn.execute(query).all()
+        except sa.exc.DBAPIError as exc:
+            raise StoreUnavailable(f"source database {self.safe_url} failed: {exc.orig}") from exc
+
+    def fetch(self, ids: Sequence[str]) -> dict[str, SourceRecord]:
+        keys = [k for k in (self._key(i) for i in ids) if k is not None]
+        if not keys:
+            return {}
+        columns = {self.id_column, *self.text_columns, *self.metadata_columns}
+        rows = self._run(sa.select(*columns).where(self.id_column.in_(keys), self.where))
+        return {str(row._mapping[self.id_column]): self._record(row._mapping) for row in rows}
+
+    def _record(self, row: Mapping[Any, Any]) -> SourceRecord:
+        values = {c.name: ("" if row[c] is None else row[c]) for c in self.text_columns}
+        return SourceRecord(
+            id=str(row[self.id_column]),
+            text=self.template.format_map(values),
+            metadata={c.name: json_value(row[c]) for c in self.metadata_columns},
+        )
+
+    def page_ids(self, *, after: str | None, limit: int) -> list[str]:
+        query = sa.select(self.id_column).where(self.where)
+        if after is not None:
+            query = query.where(self.id_column > self._key(after))
+        rows = self._run(query.order_by(self.id_column).limit(limit))
+        return [str(row[0]) for row in rows]
+
+    def page_versions(self, *, after: str | None, limit: int) -> list[tuple[str, Any]]:
+        """(id, updated_at) pairs in id order, for reconcile sweeps; updated_at is None without the column."""
+        column: Any = self.updated_at if self.updated_at is not None else sa.null()
+        query = sa.select(self.id_column, column).where(self.where)
+        if after is not None:
+            query = query.where(self.id_column > self._key(after))
+        rows: Sequence[Any] = self._run(query.order_by(self.id_column).limit(limit))
+        return [(str(row[0]), row[1]) for row in rows]
+
+    def close(self) -> None:
+        self.engine.dispose()

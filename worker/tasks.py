@@ -1,0 +1,172 @@
+"""The tasks. Each is idempotent: running one twice, or two at once, leaves the same index.
+
+Payloads are small and JSON-plain: a collection name and record ids (or one
+pushed document). A batch whose provider calls keep failing is retried with
+backoff for the records that failed; after its retries they go to the
+failures table, and the rest of the batch is indexed regardless.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import Task
+from celery.exceptions import Retry
+
+from store.errors import ConfigError, StoreError, StoreUnavailable
+from store.messaging import BULK_QUEUE, INDEX_BATCH, INDEX_DOCUMENT, INDEX_RECORD, REINDEX_ALL
+from store.records import check_collection_name
+from worker.app import app
+from worker.context import context
+from worker.pipeline import BatchResult, Document
+
+__all__ = ["index_batch", "index_document", "index_record", "reindex_all"]
+
+log = logging.getLogger(__name__)
+#: Ledger ids checked per step when a full reindex looks for records gone from the source.
+GONE_PAGE = 500
+
+
+def _counts(result: BatchResult, carried: dict[str, int] | None) -> dict[str, int]:
+    carried = carried or {}
+    return {
+        "done": carried.get("done", 0) + result.done,
+        "skipped": carried.get("skipped", 0) + len(result.skipped),
+        "failed": carried.get("failed", 0) + len(result.failed),
+    }
+
+
+def _retry_delay(task: Task, base: float) -> float:
+    return float(base * (2 ** task.request.retries))
+
+
+def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None = None, batch: int | None = None,
+             carried: dict[str, int] | None = None) -> dict[str, int]:
+    """Index ``ids``; retry the ones that failed transiently; count the batch in its run once."""
+    ctx = context()
+    settings = ctx.settings.worker
+    try:
+        result = ctx.indexer(collection).index(ids)
+    except StoreUnavailable as exc:
+        log.warning("store unavailable for %s (%d records): %s", collection, len(ids), exc)
+        if task.request.retries < settings.max_retries:
+            raise task.retry(exc=exc, countdown=_retry_delay(task, settings.retry_delay),
+                             max_retries=settings.max_retries) from exc
+        result = BatchResult(retry={i: f"{type(exc).__name__}: {exc}" for i in ids})
+    except StoreError as exc:
+        result = BatchResult(failed={i: f"{type(exc).__name__}: {exc}" for i in ids})
+    except ConfigError as exc:
+        if run_id:
+            ctx.state.fail_run(run_id, str(exc))
+        raise
+    for record_id, error in result.failed.items():
+        ctx.state.record_failure(collection, record_id, error, run_id=run_id)
+    counts = _counts(result, carried)
+    if result.retry and task.request.retries < settings.max_retries:
+        log.info("retrying %d records of %s: %s", len(result.retry), collection, next(iter(result.retry.values())))
+        raise task.retry(
+            args=(collection, sorted(result.retry)),
+            kwargs={"run_id": run_id, "batch": batch, "carried": counts},
+            countdown=_retry_delay(task, settings.retry_delay),
+            max_retries=settings.max_retries,
+        )
+    for record_id, error in result.retry.items():
+        ctx.state.record_failure(collection, record_id, f"gave up after {task.request.retries} retries: {error}",
+                                 run_id=run_id)
+    counts["failed"] += len(result.retry)
+    if run_id is not None and batch is not None:
+        ctx.state.finish_batch(run_id, batch, **counts)
+    return counts
+
+
+@app.task(bind=True, name=INDEX_RECORD, max_retries=None)
+def index_record(self: Task, collection: str, record_id: str) -> dict[str, int]:
+    """Bring one record's chunks in line with its source (live queue)."""
+    if not self.request.retries:
+        context().coalescer.release(collection, str(record_id))
+    return _process(self, collection, [str(record_id)])
+
+
+@app.task(bind=True, name=INDEX_BATCH, max_retries=None)
+def index_batch(self: Task, collection: str, ids: list[str], run_id: str | None = None, batch: int | None = None,
+                carried: dict[str, int] | None = None) -> dict[str, int]:
+    """Index a batch of record ids (bulk queue); counted once in its run."""
+    return _process(self, collection, [str(i) for i in ids], run_id=run_id, batch=batch, carried=carried)
+
+
+@app.task(bind=True, name=INDEX_DOCUMENT, max_retries=None)
+def index_document(self: Task, collection: str, id: str, text: str | None, metadata: dict[str, Any] | None = None,
+                   version: int = 0) -> dict[str, int]:
+    """Index a document pushed with its content; ``text=None`` deletes it."""
+    ctx = context()
+    indexer = ctx.indexer(collection)
+    try:
+        if text is None:
+            result = indexer.delete_documents([str(id)])
+        else:
+            result = indexer.index_documents([Document(str(id), text, metadata or {}, version)])
+    except StoreUnavailable as exc:
+        raise self.retry(exc=exc, countdown=_retry_delay(self, ctx.settings.worker.retry_delay),
+                         max_retries=ctx.settings.worker.max_retries) from exc
+    for record_id, error in result.failed.items():
+        ctx.state.record_failure(collection, record_id, error)
+    if result.retry:
+        if self.request.retries < ctx.settings.worker.max_retries:
+            raise self.retry(countdown=_retry_delay(self, ctx.settings.worker.retry_delay),
+                             max_retries=ctx.settings.worker.max_retries)
+        for record_id, error in result.retry.items():
+            ctx.state.record_failure(collection, record_id, error)
+    return _counts(result, None)
+
+
+@app.task(bind=True, name=REINDEX_ALL, max_retries=None)
+def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | None = None,
+                allow_empty: bool = False) -> str:
+    """Fan a collection out as batch tasks on the bulk queue; with ``full``, drop records gone from the source."""
+    ctx = context()
+    check_collection_name(collection)
+    run_id = ctx.state.create_run(collection, full=full, run_id=run_id)
+    try:
+        total, batches, seen = _fan_out(collection, run_id, keep_ids=full)
+        if full:
+            _drop_gone(collection, seen, allow_empty=allow_empty)
+    except (ConfigError, StoreUnavailable) as exc:
+        ctx.state.fail_run(run_id, str(exc))
+        if isinstance(exc, StoreUnavailable):
+            raise self.retry(exc=exc, countdown=_retry_delay(self, ctx.settings.worker.retry_delay),
+                             max_retries=ctx.settings.worker.max_retries) from exc
+        raise
+    except Retry:
+        raise
+    ctx.state.set_run_total(run_id, total=total, batches=batches)
+    log.info("reindex %s of %s: %d records in %d batches", run_id, collection, total, batches)
+    return run_id
+
+
+def _fan_out(collection: str, run_id: str, *, keep_ids: bool) -> tuple[int, int, set[str]]:
+    ctx = context()
+    source = ctx.indexer(collection)._require_source()
+    after: str | None = None
+    total = batches = 0
+    seen: set[str] = set()
+    while ids := source.page_ids(after=after, limit=ctx.settings.worker.batch_size):
+        index_batch.apply_async(args=(collection, ids), kwargs={"run_id": run_id, "batch": batches},
+                                queue=BULK_QUEUE)
+        total, batches, after = total + len(ids), batches + 1, ids[-1]
+        if keep_ids:
+            seen.update(ids)
+    return total, batches, seen
+
+
+def _drop_gone(collection: str, seen: set[str], *, allow_empty: bool) -> None:
+    ctx = context()
+    indexer = ctx.indexer(collection)
+    if not seen and not allow_empty and indexer.collection.count() > 0:
+        raise ConfigError(
+            f"the source of {collection!r} returned no records; a full reindex would empty the collection. "
+            "Check the source, or pass allow_empty (vectorsync reindex --full --allow-empty)"
+        )
+    gone = sorted(ctx.state.ledger_ids(collection) - seen)
+    for start in range(0, len(gone), GONE_PAGE):
+        indexer.index(gone[start:start + GONE_PAGE])  # each is re-checked against the source, then deleted
