@@ -40,7 +40,8 @@ def _options(config: Annotated[str | None, typer.Option("--config", "-c", help="
 def _producer() -> Any:
     from producer.client import default_producer
 
-    return default_producer()
+    with _errors():
+        return default_producer()
 
 
 @contextmanager

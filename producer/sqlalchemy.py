@@ -18,27 +18,16 @@ _KEY = "vectorsync.pending"
 
 def after_commit(session: Session, send: Callable[[], Any]) -> None:
     """Call ``send`` once the session's current transaction commits; drop it on rollback."""
-    pending: list[Callable[[], Any]] | None = session.info.get(_KEY)
-    if pending is None:
-        pending = session.info[_KEY] = []
+    if not event.contains(session, "after_commit", _flush):
         event.listen(session, "after_commit", _flush)
         event.listen(session, "after_rollback", _drop)
-    pending.append(send)
+    session.info.setdefault(_KEY, []).append(send)
 
 
 def _flush(session: Session) -> None:
-    pending = session.info.pop(_KEY, [])
-    _unlisten(session)
-    for send in pending:
+    for send in session.info.pop(_KEY, []):
         send()
 
 
 def _drop(session: Session) -> None:
     session.info.pop(_KEY, None)
-    _unlisten(session)
-
-
-def _unlisten(session: Session) -> None:
-    for name, handler in (("after_commit", _flush), ("after_rollback", _drop)):
-        if event.contains(session, name, handler):
-            event.remove(session, name, handler)

@@ -198,6 +198,8 @@ def stored_chunks(url: str, table: str) -> dict[str, tuple[str, dict[str, Any]]]
     """What the pgvector table holds: chunk id -> (text, metadata)."""
     engine = sa.create_engine(engine_url(url))
     try:
+        if not sa.inspect(engine).has_table(table):
+            return {}
         with engine.connect() as conn:
             rows = conn.execute(sa.text(f'SELECT id, text, metadata FROM "{table}"')).all()  # test-owned name
     finally:

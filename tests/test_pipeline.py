@@ -1,0 +1,98 @@
+"""The Indexer in one process: memory store, fake embeddings, real state database, Python and pushed sources."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pytest
+
+from store import ConfigError, Filter, VectorStore
+from store.embeddings import Embeddings
+from store.settings import Settings
+from store.state import State
+from tests.backends import unique_name
+from worker.chunking import Chunker
+from worker.pipeline import Document, Indexer
+from worker.sources.python import PythonSource
+
+RECORDS: dict[str, dict[str, Any]] = {}
+
+
+def load_records(ids: list[str] | None) -> Iterable[dict[str, Any]]:
+    """The Python source these tests configure: ``tests.test_pipeline:load_records``."""
+    return [r for key, r in RECORDS.items() if ids is None or key in ids]
+
+
+class CountingEmbeddings(Embeddings):
+    def __init__(self, inner: Embeddings) -> None:
+        super().__init__(inner.chain, cache=None)
+        self.texts: list[str] = []
+
+    def embed_many_with_models(self, texts: Any) -> Any:
+        self.texts.extend(texts)
+        return super().embed_many_with_models(texts)
+
+
+@pytest.fixture
+def state(postgres_url: str) -> Iterator[State]:
+    made = State(postgres_url)
+    yield made
+    made.close()
+
+
+def make_indexer(state: State, *, source: Any) -> tuple[Indexer, CountingEmbeddings]:
+    settings = Settings.model_validate({"vectors": {"store": "memory", "dimensions": 16},
+                                        "embeddings": {"cache_ttl_days": 0}})
+    embeddings = CountingEmbeddings(Embeddings.from_settings(settings))
+    store = VectorStore.memory(dimensions=16)
+    name = unique_name()
+    indexer = Indexer(name=name, collection=store.collection(name), source=source,
+                      chunker=Chunker(max_tokens=8, overlap=2), embeddings=embeddings, state=state)
+    return indexer, embeddings
+
+
+def test_python_source_index_skip_and_delete(state: State) -> None:
+    RECORDS.clear()
+    RECORDS.update({"a": {"id": "a", "text": "alpha beta gamma delta " * 5, "metadata": {"kind": "x"}},
+                    "b": {"id": "b", "text": "short", "metadata": {"kind": "y"}}})
+    indexer, embeddings = make_indexer(state, source=PythonSource(loader="tests.test_pipeline:load_records"))
+    first = indexer.index(["a", "b", "missing"])
+    assert sorted(first.indexed) == ["a", "b"] and first.deleted == ["missing"]
+    chunks = indexer.collection.count(Filter.eq("record_id", "a"))
+    assert chunks > 1 and indexer.collection.count(Filter.eq("record_id", "b")) == 1
+    sent = len(embeddings.texts)
+
+    again = indexer.index(["a", "b"])
+    assert sorted(again.skipped) == ["a", "b"] and len(embeddings.texts) == sent
+
+    RECORDS["a"]["text"] = "now short"
+    del RECORDS["b"]
+    third = indexer.index(["a", "b"])
+    assert third.indexed == ["a"] and third.deleted == ["b"]
+    assert indexer.collection.count(Filter.eq("record_id", "a")) == 1  # no stale chunk left
+    assert indexer.collection.count() == 1
+
+
+def test_pushed_documents_newest_version_wins(state: State) -> None:
+    indexer, _ = make_indexer(state, source=None)
+    indexer.index_documents([Document("d1", "the newer text", {"v": 2}, version=20)])
+    stale = indexer.index_documents([Document("d1", "an older push arriving late", {"v": 1}, version=10)])
+    assert stale.skipped == ["d1"]
+    [match] = indexer.collection.search([1.0] * 16, filter=Filter.eq("record_id", "d1"))
+    assert match.metadata["v"] == 2
+    indexer.delete_documents(["d1"])
+    assert indexer.collection.count() == 0
+
+
+def test_a_collection_without_a_source_cannot_be_read_by_id(state: State) -> None:
+    indexer, _ = make_indexer(state, source=None)
+    with pytest.raises(ConfigError, match="has no source to read records from"):
+        indexer.index(["1"])
+
+
+def test_a_bad_python_loader_is_a_clear_error() -> None:
+    with pytest.raises(ConfigError, match="source.loader 'nope' is not 'module:function'"):
+        PythonSource(loader="nope")
+    with pytest.raises(ConfigError, match="cannot be loaded"):
+        PythonSource(loader="tests.test_pipeline:no_such_function")
