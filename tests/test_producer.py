@@ -30,7 +30,9 @@ def broker(redis_url: str) -> Iterator[redis.Redis]:
 
 
 @pytest.fixture
-def sender(broker: redis.Redis, redis_url: str, postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Producer]:
+def sender(
+    broker: redis.Redis, redis_url: str, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Producer]:
     url = redis_url.rsplit("/", 1)[0] + "/14"
     settings = Settings.model_validate({"broker": {"url": url}, "vectors": {"url": postgres_url}})
     made = Producer(settings)

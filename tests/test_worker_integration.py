@@ -45,8 +45,7 @@ from tests.workers import (
 
 pytestmark = pytest.mark.slow
 AMQP_URL = os.environ.get("VECTORSYNC_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672//")
-WORDS = ("onboarding rollout invoice renewal pricing discount contract meeting call email churn support "
-         "integration migration security review budget approval timeline pilot feedback").split()
+WORDS = ["onboarding", "rollout", "invoice", "renewal", "pricing", "discount", "contract", "meeting", "call", "email", "churn", "support", "integration", "migration", "security", "review", "budget", "approval", "timeline", "pilot", "feedback"]
 
 
 def amqp_answers() -> bool:
@@ -291,7 +290,7 @@ def test_reindex_wait_draws_a_bar_on_a_terminal_and_lines_on_a_pipe(world: World
     world.crm.insert([note(i) for i in range(1, 301)])
     with celery_worker(world.config):
         piped = reindex_and_wait(world)
-        assert f"/300 (done" in piped.stdout and "━" not in piped.stdout
+        assert "/300 (done" in piped.stdout and "━" not in piped.stdout
         screen = _run_on_terminal(world.config, "reindex", world.collection, "--wait")
         assert "indexing" in screen and "━" in screen and "300/300" in screen
 

@@ -182,7 +182,9 @@ overlap = {overlap}
 """
 
 
-def expected_chunks(settings: Settings, collection: str, rows: dict[str, dict[str, Any]]) -> dict[str, tuple[str, dict[str, Any]]]:
+def expected_chunks(
+    settings: Settings, collection: str, rows: dict[str, dict[str, Any]]
+) -> dict[str, tuple[str, dict[str, Any]]]:
     """What the store must hold for these source rows: chunk id -> (text, metadata)."""
     from worker.chunking import Chunker
 
@@ -190,7 +192,8 @@ def expected_chunks(settings: Settings, collection: str, rows: dict[str, dict[st
     expected = {}
     for record_id, row in rows.items():
         for index, chunk in enumerate(chunker.split(f"{row['title']}\n\n{row['body']}")):
-            expected[f"{record_id}:{index}"] = (chunk.text, {"kind": row["kind"], "record_id": record_id, "chunk": index})
+            metadata = {"kind": row["kind"], "record_id": record_id, "chunk": index}
+            expected[f"{record_id}:{index}"] = (chunk.text, metadata)
     return expected
 
 
