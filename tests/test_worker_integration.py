@@ -45,7 +45,10 @@ from tests.workers import (
 
 pytestmark = pytest.mark.slow
 AMQP_URL = os.environ.get("VECTORSYNC_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672//")
-WORDS = ["onboarding", "rollout", "invoice", "renewal", "pricing", "discount", "contract", "meeting", "call", "email", "churn", "support", "integration", "migration", "security", "review", "budget", "approval", "timeline", "pilot", "feedback"]
+WORDS = [
+    "onboarding", "rollout", "invoice", "renewal", "pricing", "discount", "contract", "meeting", "call", "email",
+    "churn", "support", "integration", "migration", "security", "review", "budget", "approval", "timeline", "pilot",
+]
 
 
 def amqp_answers() -> bool:
