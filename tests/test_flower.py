@@ -1,0 +1,187 @@
+"""Flower watching a real worker: its HTTP API lists the worker, its queues and the tasks it ran.
+
+One real ``celery -A worker worker`` (Redis db 11, PostgreSQL with pgvector, a fake
+OpenAI server) and one real ``celery -A worker flower`` are started for the module;
+tasks go through ``producer.client.Producer`` as app code sends them, and are read
+back from Flower's ``/api/workers`` and ``/api/tasks``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from producer.client import Producer
+from store.messaging import BULK_QUEUE, INDEX_BATCH, INDEX_RECORD, LIVE_QUEUE, REINDEX_ALL
+from store.settings import load_settings
+from store.state import RunStatus
+from tests.backends import unique_name
+from tests.fake_openai import FakeOpenAI
+from tests.services import free_port
+from tests.workers import ROOT, CrmTable, celery_worker, settings_toml, wait_for
+
+pytestmark = pytest.mark.slow
+
+REDIS_DB = 11
+WORKER = "flowerw"
+ROWS = 5
+BATCH = 2  # worker.batch_size: a reindex of 5 rows sends 3 index_batch tasks
+
+
+def _redis_db(url: str, db: int) -> str:
+    base = url.rsplit("/", 1)[0] if url.count("/") > 2 else url
+    return f"{base}/{db}"
+
+
+@dataclass
+class Flower:
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def get(self, path: str) -> Any:
+        with urllib.request.urlopen(self.url + path, timeout=10) as response:
+            return json.loads(response.read())
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")[-3000:]
+
+
+@dataclass
+class System:
+    flower: Flower
+    worker_name: str
+    collection: str
+    run_id: str
+
+
+def _flower_env(config: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VECTORSYNC_", "FLOWER_"))}
+    env["VECTORSYNC_CONFIG"] = str(config)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    # No login configured: Flower serves its API only when told to.
+    env["FLOWER_UNAUTHENTICATED_API"] = "true"
+    return env
+
+
+def _answers(flower: Flower) -> bool:
+    if flower.process.poll() is not None:
+        raise AssertionError(f"flower exited with {flower.process.returncode}: {flower.output()}")
+    try:
+        with urllib.request.urlopen(flower.url + "/healthcheck", timeout=2) as response:
+            return response.read() == b"OK"
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return False
+
+
+def _stop_flower(process: subprocess.Popen[bytes]) -> int:
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)  # Flower stops its loop and exits on Ctrl-C
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+            raise AssertionError("flower did not stop within 15 s of SIGINT") from None
+    return process.returncode
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory: pytest.TempPathFactory, redis_url: str, postgres_url: str) -> Iterator[System]:
+    folder = tmp_path_factory.mktemp("flower")
+    broker = _redis_db(redis_url, REDIS_DB)
+    redis.Redis.from_url(broker).flushdb()
+    collection = unique_name("flower")
+    with FakeOpenAI(dimensions=8) as openai:
+        crm = CrmTable(postgres_url, f"crm_{collection}")
+        crm.insert([{"id": i, "title": f"Note {i}", "body": f"call about the rollout number {i}", "kind": "call"}
+                    for i in range(1, ROWS + 1)])
+        config = folder / "vectorsync.toml"
+        config.write_text(settings_toml(broker=broker, cache=broker, database=postgres_url, openai_url=openai.url,
+                                        table=crm.name, collection=collection, batch_size=BATCH))
+        settings = load_settings(config)
+        port = free_port()
+        log_path = folder / "flower.log"
+        with celery_worker(config, concurrency=1, name=WORKER), open(log_path, "wb") as log:
+            command = [sys.executable, "-m", "celery", "-A", "worker", "flower", f"--port={port}",
+                       "--address=127.0.0.1"]
+            process = subprocess.Popen(command, cwd=ROOT, env=_flower_env(config), stdout=log,
+                                       stderr=subprocess.STDOUT)
+            flower = Flower(f"http://127.0.0.1:{port}", process, log_path)
+            try:
+                wait_for(lambda: _answers(flower), timeout=30, what="flower to answer /healthcheck")
+                # Flower records only the events it receives: wait until the worker's heartbeats arrive.
+                worker_name = wait_for(
+                    lambda: next((name for name, alive in flower.get("/api/workers?status=true").items()
+                                  if name.startswith(f"{WORKER}@") and alive), None),
+                    timeout=30, what="flower to receive the worker's heartbeat")
+                producer = Producer(settings)
+                try:
+                    assert producer.index_record(collection, 1)
+                    run_id = producer.reindex_all(collection)
+                    wait_for(lambda: producer.reindex_status(run_id).status is RunStatus.DONE, timeout=30,
+                             what=f"reindex run {run_id} to finish")
+                finally:
+                    producer.close()
+                yield System(flower, worker_name, collection, run_id)
+            finally:
+                code = _stop_flower(process)
+        crm.close()
+    assert code == 0, f"flower exited with {code} after SIGINT: {flower.output()}"
+
+
+def _tasks(flower: Flower) -> dict[str, dict[str, Any]]:
+    return flower.get("/api/tasks")
+
+
+def test_flower_lists_the_worker_with_both_queues_and_the_task_names(system: System) -> None:
+    workers = system.flower.get("/api/workers?refresh=true")
+    assert system.worker_name in workers, f"flower lists {sorted(workers)}, not {system.worker_name}"
+    info = workers[system.worker_name]
+    queues = {queue["name"] for queue in info["active_queues"]}
+    assert queues == {LIVE_QUEUE, BULK_QUEUE}
+    assert {INDEX_RECORD, INDEX_BATCH, REINDEX_ALL} <= set(info["registered"])
+    assert info["stats"]["pool"]["max-concurrency"] == 1
+
+
+def test_flower_lists_the_tasks_with_readable_names_and_arguments(system: System) -> None:
+    def finished() -> dict[str, list[dict[str, Any]]] | None:
+        by_name: dict[str, list[dict[str, Any]]] = {}
+        for task in _tasks(system.flower).values():
+            by_name.setdefault(task["name"], []).append(task)
+        done = {name: [t for t in tasks if t["state"] == "SUCCESS"] for name, tasks in by_name.items()}
+        expected = {INDEX_RECORD: 1, REINDEX_ALL: 1, INDEX_BATCH: -(-ROWS // BATCH)}
+        return done if all(len(done.get(n, [])) == count for n, count in expected.items()) else None
+
+    tasks = wait_for(finished, timeout=20, what="flower to list every task as SUCCESS")
+    assert set(tasks) == {INDEX_RECORD, REINDEX_ALL, INDEX_BATCH}, sorted(tasks)
+    for task in (t for group in tasks.values() for t in group):
+        assert task["worker"] == system.worker_name
+        assert system.collection in task["args"], task
+    (record,) = tasks[INDEX_RECORD]
+    assert record["args"] == repr((system.collection, "1")), record["args"]
+    assert record["routing_key"] == LIVE_QUEUE
+    (reindex,) = tasks[REINDEX_ALL]
+    assert system.run_id in reindex["args"], reindex["args"]
+    assert reindex["routing_key"] == BULK_QUEUE
+    for batch in tasks[INDEX_BATCH]:
+        assert batch["routing_key"] == BULK_QUEUE
+        assert batch["parent_id"] == reindex["uuid"]  # fanned out by the reindex
+        assert system.run_id in batch["kwargs"], batch["kwargs"]
+    ids = sorted(i for t in tasks[INDEX_BATCH] for i in range(1, ROWS + 1) if repr(str(i)) in t["args"])
+    assert ids == list(range(1, ROWS + 1)), [t["args"] for t in tasks[INDEX_BATCH]]
+
+    one = system.flower.get(f"/api/task/info/{record['uuid']}")
+    assert (one["name"], one["state"], one["worker"]) == (INDEX_RECORD, "SUCCESS", system.worker_name)
