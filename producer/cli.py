@@ -138,6 +138,22 @@ def index(collection: str, ids: Annotated[list[str], typer.Argument(help="record
 
 
 @app.command()
+def reconcile(
+    collection: str,
+    wait: Annotated[bool, typer.Option(help="follow the sweep until it ends")] = False,
+) -> None:
+    """Compare the source with what is indexed; index what is missing or stale, drop what is gone."""
+    producer = _producer()
+    run_id = _run(lambda: producer.reconcile(collection))
+    out.print(f"reconcile {run_id} started for {collection}", highlight=False)
+    if wait:
+        final = _run(lambda: _follow(producer, run_id))
+        _summary(final)
+        if final.status != RunStatus.DONE or final.failed:
+            raise typer.Exit(1)
+
+
+@app.command()
 def search(
     collection: str,
     query: str,
@@ -224,6 +240,24 @@ def collections() -> None:
     for name, kind, count in _run(go):
         table.add_row(name, kind, str(count))
     out.print(table)
+
+
+@app.command()
+def dev(
+    dir: Annotated[str, typer.Option("--dir", help="working folder: settings, data, logs")] = ".vectorsync-dev",
+    serve: Annotated[bool, typer.Option(help="keep serving after the sample searches (--no-serve: stop)")] = True,
+    fresh: Annotated[bool, typer.Option(help="drop the data of an earlier run first")] = False,
+    model: Annotated[str, typer.Option(help="embedding model: auto (local when installed, else fake), local, fake")]
+    = "auto",
+) -> None:
+    """Run the whole system on this machine (Redis, PostgreSQL, workers, Flower) with sample data; Ctrl-C stops it."""
+    from pathlib import Path
+
+    from producer.dev import run_dev
+
+    code = run_dev(Path(dir), serve=serve, fresh=fresh, model=model)
+    if code:
+        raise typer.Exit(code)
 
 
 def main() -> None:

@@ -16,6 +16,7 @@ from store.messaging import (
     INDEX_DOCUMENT,
     INDEX_RECORD,
     LIVE_QUEUE,
+    RECONCILE,
     REINDEX_ALL,
     celery_config,
 )
@@ -85,6 +86,13 @@ class Producer:
         collection = check_collection_name(collection)
         run_id = self.state.create_run(collection, full=full)
         self.app.send_task(REINDEX_ALL, args=(collection, full, run_id, allow_empty), queue=BULK_QUEUE)
+        return run_id
+
+    def reconcile(self, collection: str) -> str:
+        """Start a reconcile sweep (what beat runs periodically) and return its run id."""
+        collection = check_collection_name(collection)
+        run_id = self.state.create_run(collection, kind="reconcile")
+        self.app.send_task(RECONCILE, args=(collection, run_id), queue=BULK_QUEUE)
         return run_id
 
     def reindex_status(self, run_id: str) -> RunProgress:

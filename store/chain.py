@@ -85,6 +85,8 @@ class EmbeddingStats:
     failovers: Counter[str] = field(default_factory=Counter)
     cache_hits: int = 0
     cache_misses: int = 0
+    #: Called after every ``add`` with (counter, key, amount): how metrics exporters follow along.
+    listener: Callable[[str, str | None, int], None] | None = field(default=None, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, counter: str, key: str | None = None, amount: int = 1) -> None:
@@ -94,6 +96,8 @@ class EmbeddingStats:
                 setattr(self, counter, getattr(self, counter) + amount)
             else:
                 getattr(self, counter)[key] += amount
+        if self.listener is not None:
+            self.listener(counter, key, amount)
 
 
 def _wait_for(policy: ChainPolicy) -> Callable[[RetryCallState], float]:

@@ -18,6 +18,7 @@ __all__ = [
     "LIVE_QUEUE",
     "RECONCILE",
     "REINDEX_ALL",
+    "beat_schedule",
     "celery_config",
     "coalesce_key",
 ]
@@ -70,4 +71,18 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "worker_send_task_events": True,
         "task_send_sent_event": True,
         "worker_hijack_root_logger": False,
+        "beat_schedule": beat_schedule(settings),
+    }
+
+
+def beat_schedule(settings: Settings) -> dict[str, Any]:
+    """A reconcile sweep per collection that has a source to compare with."""
+    every = settings.worker.reconcile_seconds
+    if not every:
+        return {}
+    return {
+        f"reconcile-{name}": {"task": RECONCILE, "schedule": float(every), "args": (name,),
+                              "options": {"queue": BULK_QUEUE}}
+        for name, collection in sorted(settings.collections.items())
+        if collection.source.kind != "push"
     }

@@ -63,6 +63,8 @@ class WorkerSettings(_Section):
     max_retries: int = Field(default=5, ge=0)
     #: First retry delay in seconds; doubles each time.
     retry_delay: float = Field(default=10, ge=0)
+    #: Seconds between reconcile sweeps of each collection with a source, run by Celery beat (0: off).
+    reconcile_seconds: int = Field(default=3600, ge=0)
     #: Prometheus metrics port of a worker (0: off).
     metrics_port: int = Field(default=0, ge=0, le=65535)
 

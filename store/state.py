@@ -59,6 +59,7 @@ class RunProgress:
     started_at: datetime
     finished_at: datetime | None
     error: str = ""
+    kind: str = "reindex"
 
     @property
     def processed(self) -> int:
@@ -92,6 +93,7 @@ runs = sa.Table(
     sa.Column("run_id", sa.Text, primary_key=True),
     sa.Column("collection", sa.Text, nullable=False, index=True),
     sa.Column("status", sa.Text, nullable=False),
+    sa.Column("kind", sa.Text, nullable=False, server_default="reindex"),
     sa.Column("full", sa.Boolean, nullable=False),
     sa.Column("total", sa.Integer),
     sa.Column("batches", sa.Integer),
@@ -222,11 +224,13 @@ class State:
 
     # -- runs ------------------------------------------------------------------------
 
-    def create_run(self, collection: str, *, full: bool = False, run_id: str | None = None) -> str:
-        """Insert a running run (idempotent for a given run_id) and return its id."""
+    def create_run(self, collection: str, *, full: bool = False, run_id: str | None = None,
+                   kind: str = "reindex") -> str:
+        """Insert a running run (idempotent for a given run_id) and return its id; kind: reindex or reconcile."""
         run_id = run_id or uuid.uuid4().hex
         insert = postgresql.insert(runs).values(
-            run_id=run_id, collection=collection, status=RunStatus.RUNNING.value, full=full, started_at=_now()
+            run_id=run_id, collection=collection, status=RunStatus.RUNNING.value, full=full, started_at=_now(),
+            kind=kind,
         )
         with self.transaction() as conn:
             conn.execute(insert.on_conflict_do_nothing(index_elements=["run_id"]))
@@ -274,7 +278,8 @@ class State:
             ).where(run_batches.c.run_id == run_id)).one()
         return RunProgress(run_id=row.run_id, collection=row.collection, status=RunStatus(row.status),
                            total=row.total, done=int(sums[0]), skipped=int(sums[1]), failed=int(sums[2]),
-                           full=row.full, started_at=row.started_at, finished_at=row.finished_at, error=row.error)
+                           full=row.full, started_at=row.started_at, finished_at=row.finished_at, error=row.error,
+                           kind=row.kind)
 
     def recent_runs(self, limit: int = 20) -> list[RunProgress]:
         with self.transaction() as conn:

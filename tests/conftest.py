@@ -37,3 +37,17 @@ def redis_url() -> Iterator[str]:
     else:
         with redis_server() as (url, _process):
             yield url
+
+
+@pytest.fixture(scope="session")
+def broker_redis_url(redis_url: str) -> Iterator[str]:
+    """A Redis for Celery brokers in integration tests.
+
+    Its own redis-server, so two test runs on one machine never consume each
+    other's tasks; VECTORSYNC_TEST_REDIS_URL (database 12) when that is set.
+    """
+    if os.environ.get("VECTORSYNC_TEST_REDIS_URL"):
+        yield redis_url.rsplit("/", 1)[0] + "/12"
+        return
+    with redis_server() as (url, _process):
+        yield url

@@ -105,18 +105,18 @@ def note(i: int, *, version: int = 0, rng: random.Random | None = None) -> dict[
 
 
 @pytest.fixture(params=["redis", pytest.param("rabbitmq", marks=pytest.mark.rabbitmq)])
-def broker(request: pytest.FixtureRequest, redis_url: str) -> str:
+def broker(request: pytest.FixtureRequest, broker_redis_url: str) -> str:
     if request.param == "rabbitmq":
         if not amqp_answers():
             pytest.skip(f"RabbitMQ does not answer at {AMQP_URL} (set VECTORSYNC_TEST_AMQP_URL)")
         return AMQP_URL
-    url = _redis_db(redis_url, 12)
-    redis.Redis.from_url(url).flushdb()
-    return url
+    redis.Redis.from_url(broker_redis_url).flushdb()
+    return broker_redis_url
 
 
 @pytest.fixture
-def world(tmp_path: Path, broker: str, redis_url: str, postgres_url: str) -> Iterator[World]:
+def world(tmp_path: Path, broker: str, redis_url: str, postgres_url: str, request: pytest.FixtureRequest
+          ) -> Iterator[World]:
     cache = _redis_db(redis_url, 13)
     redis.Redis.from_url(cache).flushdb()
     collection = unique_name("notes")
@@ -124,7 +124,8 @@ def world(tmp_path: Path, broker: str, redis_url: str, postgres_url: str) -> Ite
         crm = CrmTable(postgres_url, f"crm_{collection}")
         config = tmp_path / "vectorsync.toml"
         config.write_text(settings_toml(broker=broker, cache=cache, database=postgres_url, openai_url=openai.url,
-                                        table=crm.name, collection=collection))
+                                        table=crm.name, collection=collection,
+                                        metrics_port=getattr(request, "param", 0)))
         settings = load_settings(config)
         if broker.startswith("amqp"):
             app = Celery(set_as_current=False)
@@ -322,3 +323,50 @@ def _run_on_terminal(config: Path, *args: str) -> str:
     process.wait(timeout=30)
     os.close(main)
     return output.decode(errors="replace")
+
+
+def test_reconcile_heals_a_reindex_whose_messages_were_lost(world: World) -> None:
+    if not world.settings.broker.url.startswith("redis"):
+        pytest.skip("flushing the broker is a Redis scenario")
+    world.crm.insert([note(i) for i in range(1, 1001)])
+    world.openai.always(delay=0.05)
+    producer = world.producer()
+    app = Celery(set_as_current=False)
+    app.conf.update(celery_config(world.settings))
+    with celery_worker(world.config, concurrency=2):
+        run_id = producer.reindex_all(world.collection)
+        wait_for(lambda: producer.reindex_status(run_id).processed >= 100, timeout=120, what="the run to start")
+        redis.Redis.from_url(world.settings.broker.url).flushdb()  # a Redis restart without persistence
+        _wait_idle(app)
+        assert not world.in_sync()  # batches were lost
+        world.openai.always()
+        result = run_cli(world.config, "reconcile", world.collection, "--wait")
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert world.in_sync()
+    producer.close()
+    app.close()
+
+
+def _free_port() -> int:
+    from tests.services import free_port
+
+    return free_port()
+
+
+@pytest.mark.parametrize("world", [_free_port()], indirect=True)
+def test_worker_metrics_are_scraped_after_real_work(world: World) -> None:
+    import urllib.request
+
+    world.crm.insert([note(i) for i in range(1, 41)])
+    with celery_worker(world.config):
+        assert reindex_and_wait(world).returncode == 0
+        port = world.settings.worker.metrics_port
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    c = world.collection
+    assert f'vectorsync_records_total{{collection="{c}",outcome="indexed"}} 40.0' in text
+    assert 'vectorsync_provider_calls_total{model="fake_openai"}' in text
+    assert 'vectorsync_embedding_cache_total{result="miss"}' in text
+    assert 'vectorsync_stage_seconds_count{stage="embed"}' in text
+    assert 'vectorsync_queue_depth{queue="vectorsync.bulk"}' in text
+    chunks = sum(1 for _ in world.stored())
+    assert f'vectorsync_chunks_embedded_total{{collection="{c}"}} {float(chunks)}' in text

@@ -133,7 +133,7 @@ class CrmTable:
 
 def settings_toml(*, broker: str, cache: str, database: str, openai_url: str, table: str, collection: str,
                   dimensions: int = 8, max_tokens: int = 64, overlap: int = 8, batch_size: int = 50,
-                  extra: str = "") -> str:
+                  metrics_port: int = 0, extra: str = "") -> str:
     """A vectorsync.toml for integration tests: SQL source, fake OpenAI server, pgvector."""
     return f"""
 [broker]
@@ -145,6 +145,7 @@ time_limit = 50
 batch_size = {batch_size}
 max_retries = 2
 retry_delay = 0.2
+metrics_port = {metrics_port}
 
 [cache]
 url = "{cache}"

@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_process_init
+from celery.signals import worker_process_init, worker_process_shutdown, worker_ready
 
-from store.messaging import celery_config
+from store.messaging import BULK_QUEUE, LIVE_QUEUE, celery_config
 from store.settings import load_settings
+from worker import metrics
 
 __all__ = ["app"]
 
@@ -22,6 +23,7 @@ def _config() -> dict[str, Any]:
     return celery_config(load_settings())
 
 
+metrics.prepare_environment()  # before any pool process starts
 app = Celery("vectorsync", include=["worker.tasks"])
 app.add_defaults(_config)
 
@@ -32,3 +34,16 @@ def _fresh_process(**_: Any) -> None:
     from worker.context import reset_context
 
     reset_context()
+
+
+@worker_ready.connect
+def _serve_metrics(**_: Any) -> None:
+    settings = load_settings()
+    if settings.worker.metrics_port:
+        metrics.serve(settings.worker.metrics_port, broker_url=settings.broker.url, queues=(LIVE_QUEUE, BULK_QUEUE))
+
+
+@worker_process_shutdown.connect
+def _process_gone(pid: int | None = None, **_: Any) -> None:
+    if pid is not None:
+        metrics.process_exited(pid)

@@ -16,6 +16,7 @@ from store.errors import ConfigError
 from store.settings import Settings, load_settings
 from store.state import State
 from worker.chunking import Chunker
+from worker.metrics import watch_embeddings
 from worker.pipeline import Indexer
 from worker.sources import source_from_settings
 
@@ -35,6 +36,7 @@ class WorkerContext:
     @classmethod
     def from_settings(cls, settings: Settings) -> WorkerContext:
         embeddings = Embeddings.from_settings(settings)
+        watch_embeddings(embeddings.stats)
         return cls(
             settings=settings,
             store=VectorStore.from_settings(settings, embedder=embeddings),

@@ -21,6 +21,7 @@ from store.filters import Filter
 from store.records import VectorRecord, canonical_json, clean_text
 from store.state import LedgerEntry, State
 from worker.chunking import Chunker
+from worker.metrics import stage
 from worker.sources.base import Source, SourceRecord
 
 __all__ = ["BatchResult", "Document", "Indexer", "content_hash"]
@@ -89,12 +90,15 @@ class Indexer:
         """Bring the chunks of ``ids`` in line with the source's current state."""
         source = self._require_source()
         ids = list(dict.fromkeys(str(i) for i in ids))
-        current = source.fetch(ids)
         result = BatchResult()
-        self._delete_gone([i for i in ids if i not in current], result)
-        planned = self._plan(list(current.values()), result)
-        ready = self._embed(planned, result)
-        self._swap(ready, result)
+        with stage("load"):
+            current = source.fetch(ids)
+            self._delete_gone([i for i in ids if i not in current], result)
+            planned = self._plan(list(current.values()), result)
+        with stage("embed"):
+            ready = self._embed(planned, result)
+        with stage("write"):
+            self._swap(ready, result)
         return result
 
     def index_documents(self, documents: Sequence[Document]) -> BatchResult:
@@ -117,6 +121,13 @@ class Indexer:
             self.state.forget(self.name, list(ids), conn)
         result.deleted.extend(ids)
         return result
+
+    def stale_ids(self, ids: Sequence[str]) -> list[str]:
+        """Which of ``ids`` the index does not follow: new, changed or gone (for reconcile sweeps)."""
+        current = self._require_source().fetch(ids)
+        ledger = self.state.ledger(self.name, list(ids))
+        return [i for i in ids if i not in current or i not in ledger
+                or ledger[i].content_hash != self._hash(current[i])]
 
     # -- stages ---------------------------------------------------------------------
 

@@ -15,13 +15,14 @@ from celery import Task
 from celery.exceptions import Retry
 
 from store.errors import ConfigError, StoreError, StoreUnavailable
-from store.messaging import BULK_QUEUE, INDEX_BATCH, INDEX_DOCUMENT, INDEX_RECORD, REINDEX_ALL
+from store.messaging import BULK_QUEUE, INDEX_BATCH, INDEX_DOCUMENT, INDEX_RECORD, RECONCILE, REINDEX_ALL
 from store.records import check_collection_name
 from worker.app import app
 from worker.context import context
+from worker.metrics import observe_batch
 from worker.pipeline import BatchResult, Document
 
-__all__ = ["index_batch", "index_document", "index_record", "reindex_all"]
+__all__ = ["index_batch", "index_document", "index_record", "reconcile", "reindex_all"]
 
 log = logging.getLogger(__name__)
 #: Ledger ids checked per step when a full reindex looks for records gone from the source.
@@ -60,6 +61,7 @@ def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None 
         if run_id:
             ctx.state.fail_run(run_id, str(exc))
         raise
+    observe_batch(collection, result)
     for record_id, error in result.failed.items():
         ctx.state.record_failure(collection, record_id, error, run_id=run_id)
     counts = _counts(result, carried)
@@ -170,3 +172,41 @@ def _drop_gone(collection: str, seen: set[str], *, allow_empty: bool) -> None:
     gone = sorted(ctx.state.ledger_ids(collection) - seen)
     for start in range(0, len(gone), GONE_PAGE):
         indexer.index(gone[start:start + GONE_PAGE])  # each is re-checked against the source, then deleted
+
+
+@app.task(bind=True, name=RECONCILE, max_retries=None)
+def reconcile(self: Task, collection: str, run_id: str | None = None) -> str:
+    """Compare the source with the ledger; enqueue what is missing, changed or gone.
+
+    Heals lost messages (a Redis restart without persistence, a flushed queue):
+    Celery beat runs it per collection every ``worker.reconcile_seconds``.
+    """
+    ctx = context()
+    run_id = ctx.state.create_run(collection, run_id=run_id, kind="reconcile")
+    try:
+        stale = _stale(collection)
+    except (ConfigError, StoreError) as exc:
+        ctx.state.fail_run(run_id, str(exc))
+        raise
+    size = ctx.settings.worker.batch_size
+    pages = [stale[start:start + size] for start in range(0, len(stale), size)]
+    for number, ids in enumerate(pages):
+        index_batch.apply_async(args=(collection, ids), kwargs={"run_id": run_id, "batch": number}, queue=BULK_QUEUE)
+    ctx.state.set_run_total(run_id, total=len(stale), batches=len(pages))
+    log.info("reconcile %s of %s: %d records to index", run_id, collection, len(stale))
+    return run_id
+
+
+def _stale(collection: str) -> list[str]:
+    ctx = context()
+    indexer = ctx.indexer(collection)
+    source = indexer._require_source()
+    stale: list[str] = []
+    seen: set[str] = set()
+    after: str | None = None
+    while ids := source.page_ids(after=after, limit=ctx.settings.worker.batch_size):
+        stale.extend(indexer.stale_ids(ids))
+        seen.update(ids)
+        after = ids[-1]
+    stale.extend(sorted(ctx.state.ledger_ids(collection) - seen))  # gone from the source: the batch deletes them
+    return stale

@@ -1,0 +1,348 @@
+"""``vectorsync dev`` and ``scripts/dev``: the first try, from a fresh clone, stopped with Ctrl-C.
+
+The unit tests check the sample corpus and the settings the command writes.
+The slow tests run the real thing: ``vectorsync dev --no-serve`` from this
+checkout, and the README's main-job command ``scripts/dev`` in a fresh clone
+with a temporary HOME, which bootstraps its own .venv, serves, and must stop
+every process it started on SIGINT.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+import sqlalchemy as sa
+
+from producer.corpus import CRM_TABLE, TOPICS_TABLE, crm_rows, length_bucket, load_corpus, topic_rows
+from producer.dev import SEARCHES, SERVING, ModelChoice, choose_model, settings_toml
+from store.settings import load_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+#: A match line: indented score, then the chunk id ("try:0", "14:0").
+MATCH = re.compile(r"^\s+-?\d+\.\d{3}\s+\S+:\d+\s")
+HEADER = re.compile(r"^search (\d+)/(\d+) .*: (\d+) matches")
+
+
+# --- the corpus ---------------------------------------------------------------------------------------------------
+
+def test_topic_rows_are_pythons_help_topics() -> None:
+    rows = topic_rows()
+    topics = [row["topic"] for row in rows]
+    assert len(rows) >= 50 and len(set(topics)) == len(topics)
+    assert {"try", "exceptions", "raise"} <= set(topics)
+    assert {row["kind"] for row in rows} == {"python-topic"}
+    assert {row["length"] for row in rows} <= {"short", "medium", "long"}
+    assert all(row["body"].strip() for row in rows)
+
+
+def test_length_bucket() -> None:
+    assert [length_bucket("x" * n) for n in (0, 999, 1000, 4999, 5000)] == ["short", "short", "medium", "medium",
+                                                                           "long"]
+
+
+def test_crm_rows() -> None:
+    rows = crm_rows()
+    assert 25 <= len(rows) <= 40
+    assert [row["id"] for row in rows] == list(range(1, len(rows) + 1))
+    assert {row["kind"] for row in rows} == {"call", "email", "meeting"}
+    assert all(row["created_at"].utcoffset() == dt.timedelta(0) for row in rows)
+    assert any(row["created_at"] >= dt.datetime(2026, 10, 1, tzinfo=dt.UTC) for row in rows)
+    assert any(row["created_at"] < dt.datetime(2026, 10, 1, tzinfo=dt.UTC) for row in rows)
+    assert len({row["owner"] for row in rows}) >= 3
+
+
+def test_load_corpus_twice_gives_the_same_tables(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'corpus.db'}"
+    first = load_corpus(url)
+    second = load_corpus(url)
+    assert first == second == {TOPICS_TABLE: len(topic_rows()), CRM_TABLE: len(crm_rows())}
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            assert conn.execute(sa.text(f"SELECT count(*) FROM {CRM_TABLE}")).scalar() == len(crm_rows())
+            body = conn.execute(sa.text(f"SELECT body FROM {TOPICS_TABLE} WHERE topic = 'try'")).scalar()
+    finally:
+        engine.dispose()
+    assert isinstance(body, str) and "try" in body
+
+
+# --- the settings it writes -----------------------------------------------------------------------------------------
+
+LOCAL = ModelChoice("minilm", "local", "all-MiniLM-L6-v2", "installed")
+FAKE = ModelChoice("fake", "fake", "fake", "not installed")
+
+
+@pytest.mark.parametrize("model", [LOCAL, FAKE], ids=["local", "fake"])
+def test_settings_load_with_load_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: ModelChoice) -> None:
+    for key in [k for k in os.environ if k.startswith("VECTORSYNC_")]:
+        monkeypatch.delenv(key)
+    database = "postgresql://postgres:@/vectorsync?host=/tmp/a \"quoted\" dir"
+    path = tmp_path / "vectorsync.toml"
+    path.write_text(settings_toml(broker_url="redis://127.0.0.1:6390/0", cache_url="redis://127.0.0.1:6390/1",
+                                  database_url=database, model=model))
+    settings = load_settings(path)
+    assert settings.broker.url == "redis://127.0.0.1:6390/0"
+    assert settings.cache_url == "redis://127.0.0.1:6390/1"
+    assert settings.vectors.store == "pgvector" and settings.vectors.url == database
+    assert settings.state_url == database
+    assert settings.vectors.dimensions == 384
+    assert settings.embeddings.chain == [model.name]
+    assert settings.models[model.name].provider == model.provider
+    assert settings.models[model.name].dimensions == 384
+    assert set(settings.collections) == {"docs", "crm_notes"}
+    docs, notes = settings.collections["docs"], settings.collections["crm_notes"]
+    assert (docs.source.kind, docs.source.table, docs.source.id) == ("sql", TOPICS_TABLE, "topic")
+    assert docs.source.metadata == ["kind", "topic", "length"]
+    assert docs.chunker.markdown is False and 0 < docs.chunker.overlap < docs.chunker.max_tokens
+    assert (notes.source.kind, notes.source.table) == ("sql", CRM_TABLE)
+    assert notes.source.metadata == ["kind", "owner", "created_at"]
+    assert notes.source.url == database
+
+
+def test_sources_read_the_corpus_tables(tmp_path: Path) -> None:
+    """The settings' text templates and metadata columns fit the tables load_corpus makes."""
+    from worker.sources.sql import SqlSource
+
+    url = f"sqlite:///{tmp_path / 'corpus.db'}"
+    load_corpus(url)
+    path = tmp_path / "vectorsync.toml"
+    path.write_text(settings_toml(broker_url="redis://127.0.0.1:1/0", cache_url="redis://127.0.0.1:1/1",
+                                  database_url=url, model=FAKE))
+    settings = load_settings(path)
+    for name, record_id in (("docs", "try"), ("crm_notes", "14")):
+        source = settings.collections[name].source
+        assert source.table and source.text
+        sql = SqlSource(url=url, table=source.table, id=source.id, text=source.text, metadata=source.metadata,
+                        updated_at=source.updated_at)
+        try:
+            record = sql.fetch([record_id])[record_id]
+        finally:
+            sql.close()
+        assert record.text.strip() and set(record.metadata) == set(source.metadata)
+    assert record.metadata["kind"] == "call"
+    assert str(record.metadata["created_at"]).startswith("2026-09-24T15:00:00")
+
+
+def test_choose_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert choose_model("fake").provider == "fake"
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import fails
+    choice = choose_model()
+    assert choice.provider == "fake" and "sentence-transformers" in choice.why
+    from producer.devservices import DevServiceError
+
+    with pytest.raises(DevServiceError, match="--model local"):
+        choose_model("local")
+
+
+# --- the real thing -----------------------------------------------------------------------------------------------
+
+def _referring_to(folder: Path) -> list[str]:
+    """Processes (other than this one) whose working directory, command line or VECTORSYNC_CONFIG is in ``folder``."""
+    marker, found = str(folder), []
+    for process in psutil.process_iter(["pid", "name", "cmdline", "cwd", "status", "environ"]):
+        if process.info["pid"] == os.getpid() or process.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        cmdline = " ".join(process.info["cmdline"] or [])
+        cwd = process.info["cwd"] or ""
+        config = (process.info["environ"] or {}).get("VECTORSYNC_CONFIG", "")
+        if marker in cmdline or marker in config or cwd == marker or cwd.startswith(marker + os.sep):
+            found.append(f"{process.info['pid']} {process.info['name']} (cwd {cwd}): {cmdline[:200]}")
+    return found
+
+
+def _kill_referring_to(folder: Path) -> None:
+    for line in _referring_to(folder):
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(int(line.split()[0])).kill()
+
+
+class _Output:
+    """Collects a process's output lines in a thread (and copies them to a log file)."""
+
+    def __init__(self, process: subprocess.Popen[str], log: Path) -> None:
+        self.lines: list[str] = []
+        self._log = log
+        self._thread = threading.Thread(target=self._read, args=(process,), daemon=True)
+        self._thread.start()
+
+    def _read(self, process: subprocess.Popen[str]) -> None:
+        assert process.stdout is not None
+        with self._log.open("w") as log:
+            for line in process.stdout:
+                self.lines.append(line.rstrip("\n"))
+                log.write(line)
+                log.flush()
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+    def tail(self, count: int = 60) -> str:
+        return "\n".join(self.lines[-count:])
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+
+def _wait_for_line(process: subprocess.Popen[str], output: _Output, needle: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not any(needle in line for line in output.lines):
+        if process.poll() is not None:
+            output.join(5)
+            pytest.fail(f"exited with {process.returncode} before {needle!r}:\n{output.tail()}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"no {needle!r} after {timeout}s:\n{output.tail()}")
+        time.sleep(0.5)
+
+
+def _assert_searches(lines: list[str]) -> None:
+    """Each of the searches printed a header with its match count, and that many lines with scores."""
+    seen = 0
+    for index, line in enumerate(lines):
+        header = HEADER.match(line)
+        if not header:
+            continue
+        seen += 1
+        count = int(header.group(3))
+        assert count >= 1, line
+        block = lines[index + 1: index + 1 + 2 * count]
+        assert sum(bool(MATCH.match(entry)) for entry in block) == count, "\n".join([line, *block])
+    assert seen == len(SEARCHES), "\n".join(lines[-80:])
+
+
+def _clean_env(home: Path) -> dict[str, str]:
+    """The machine's environment as a new user has it: a fresh HOME, no VECTORSYNC_*, no active venv.
+
+    The real pip cache stays (PIP_CACHE_DIR), so packages are not downloaded again.
+    """
+    real_cache = os.environ.get("PIP_CACHE_DIR") or str(
+        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pip")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("VECTORSYNC_") and k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "HOME",
+                                                              "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME")}
+    path = [entry for entry in env.get("PATH", "").split(os.pathsep)
+            if entry and not (Path(entry).parent / "pyvenv.cfg").exists()]
+    env.update(HOME=str(home), PATH=os.pathsep.join(path), PIP_CACHE_DIR=real_cache, PYTHONUNBUFFERED="1")
+    return env
+
+
+@pytest.fixture
+def fresh_clone(tmp_path: Path) -> Iterator[Path]:
+    if not (ROOT / ".git").exists():
+        pytest.skip(f"{ROOT} is not a git checkout to clone")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True, timeout=120)
+    try:
+        yield clone
+    finally:
+        _kill_referring_to(clone)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_scripts_dev_in_a_fresh_clone_serves_and_stops_on_ctrl_c(fresh_clone: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    env = _clean_env(home)
+    env["VECTORSYNC_SKIP_LOCAL"] = "1"  # no torch: minutes less; the dev system says it uses `fake`
+    started = time.monotonic()
+    process = subprocess.Popen(["scripts/dev"], cwd=fresh_clone, env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    output = _Output(process, tmp_path / "scripts-dev.log")
+    try:
+        _wait_for_line(process, output, SERVING, timeout=900)
+        ready = time.monotonic() - started
+        text = output.text
+        assert "embedding model: fake" in text and "sentence-transformers does not import" in text
+        assert (fresh_clone / ".venv" / "bin" / "vectorsync").exists()
+        _assert_searches(output.lines)
+        config = fresh_clone / ".vectorsync-dev" / "vectorsync.toml"
+        assert f"VECTORSYNC_CONFIG={config}" in text
+        assert re.search(r"Flower \(workers, tasks\):\s+http://127\.0\.0\.1:\d+", text)
+        assert re.search(r"Redis \(broker, cache\):\s+redis://127\.0\.0\.1:\d+/0", text)
+        assert "PostgreSQL (vectors, state):  postgresql://" in text
+        assert _referring_to(fresh_clone), "nothing runs in the clone while it serves?"
+
+        os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the foreground process group
+        stop = time.monotonic()
+        try:
+            code = process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"still running 60s after Ctrl-C:\n{output.tail()}")
+        stopped = time.monotonic() - stop
+        output.join(10)
+        assert code == 0, output.tail()
+        assert "Ctrl-C: stopping everything" in output.text
+        left: list[str] = []
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            left = _referring_to(fresh_clone)
+            if not left:
+                break
+            time.sleep(0.5)
+        assert not left, "left behind:\n" + "\n".join(left)
+        status = subprocess.run(["git", "status", "--porcelain"], cwd=fresh_clone, capture_output=True, text=True,
+                                check=True).stdout
+        assert status == "", f"the first try left the checkout dirty:\n{status}"
+        print(f"scripts/dev: serving after {ready:.0f}s, stopped {stopped:.1f}s after Ctrl-C")
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_vectorsync_dev_no_serve_runs_searches_and_cleans_up(tmp_path: Path) -> None:
+    """The dev command from this checkout, with the fake model: quick, and nothing left behind."""
+    folder = tmp_path / "dev"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VECTORSYNC_")}
+    result = subprocess.run([sys.executable, "-m", "producer.cli", "dev", "--dir", str(folder), "--no-serve",
+                             "--model", "fake"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=500)
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert "embedding model: fake" in result.stdout
+    _assert_searches(lines)
+    assert result.stdout.count(" 0 failed in ") == 2  # both reindex summaries
+    assert load_settings(folder / "vectorsync.toml").collections.keys() == {"docs", "crm_notes"}
+    time.sleep(0.5)
+    assert not _referring_to(folder)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_vectorsync_dev_stops_everything_on_sigterm(tmp_path: Path) -> None:
+    """SIGTERM (a service manager, `kill`) to the dev process alone: it stops what it started, then exits 0."""
+    folder = tmp_path / "dev"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VECTORSYNC_")}
+    process = subprocess.Popen([sys.executable, "-m", "producer.cli", "dev", "--dir", str(folder), "--model", "fake"],
+                               cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    output = _Output(process, tmp_path / "dev.log")
+    try:
+        _wait_for_line(process, output, SERVING, timeout=300)
+        _assert_searches(output.lines)
+        assert _referring_to(folder)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0, output.tail()
+        output.join(10)
+        assert "SIGTERM: stopping everything" in output.text
+        time.sleep(0.5)
+        assert not _referring_to(folder), "\n".join(_referring_to(folder))
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+        _kill_referring_to(folder)
