@@ -48,7 +48,8 @@ class LocalProvider:
         with self._lock:
             model = self._load()
             vectors = model.encode(
-                texts, batch_size=len(texts), normalize_embeddings=True, convert_to_numpy=True
+                texts, batch_size=len(texts), normalize_embeddings=True, convert_to_numpy=True,
+                show_progress_bar=False,
             )
         result: list[list[float]] = vectors.tolist()
         return result
