@@ -25,11 +25,11 @@ from sqlalchemy.dialects.postgresql import JSONB, JSONPATH, TIMESTAMP
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from store.collection import Collection, Metric, QueryEmbedder, VectorStore
-from store.errors import ConfigError, StoreError, StoreUnavailable
+from store.errors import ConfigError
 from store.filters import And, AnyOf, Compare, Eq, Filter, Not, Or
 from store.records import VectorMatch, VectorRecord, canonical_json
 from store.settings import Settings
-from store.sql import engine_url, safe_url
+from store.sql import engine_url, safe_url, transaction
 
 __all__ = ["PgvectorCollection", "PgvectorStore", "compile_filter"]
 
@@ -255,14 +255,9 @@ class PgvectorStore(VectorStore):
 
     @contextmanager
     def transaction(self) -> Iterator[sa.Connection]:
-        """A connection in a transaction; driver errors become StoreUnavailable."""
-        try:
-            with self.engine.begin() as conn:
-                yield conn
-        except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
-            raise StoreUnavailable(f"PostgreSQL at {self.safe_url} failed: {exc.orig}") from exc
-        except sa.exc.DBAPIError as exc:
-            raise StoreError(f"PostgreSQL at {self.safe_url} refused a statement: {exc.orig}") from exc
+        """A connection in a transaction; driver errors become StoreUnavailable or StoreError."""
+        with transaction(self.engine, f"PostgreSQL at {self.safe_url}") as conn:
+            yield conn
 
     def adapt(self, vector: np.ndarray) -> Any:
         from pgvector import HalfVector, Vector

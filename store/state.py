@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from store.errors import ConfigError, StoreError, StoreUnavailable
-from store.sql import engine_url
+from store.errors import ConfigError
+from store.sql import engine_url, transaction
 
 __all__ = ["Failure", "LedgerEntry", "RunProgress", "RunStatus", "State"]
 
@@ -144,14 +144,9 @@ class State:
 
     @contextmanager
     def transaction(self) -> Iterator[sa.Connection]:
-        """A transaction; driver errors become StoreUnavailable."""
-        try:
-            with self.engine.begin() as conn:
-                yield conn
-        except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
-            raise StoreUnavailable(f"state database {self.safe_url} failed: {exc.orig}") from exc
-        except sa.exc.DBAPIError as exc:
-            raise StoreError(f"state database {self.safe_url} refused a statement: {exc.orig}") from exc
+        """A connection in a transaction; driver errors become StoreUnavailable or StoreError."""
+        with transaction(self.engine, f"state database {self.safe_url}") as conn:
+            yield conn
 
     def _create(self) -> None:
         with self.transaction() as conn:
