@@ -219,10 +219,17 @@ def failures(
                       _short(f.error, 100))
     out.print(table)
     if retry:
+        sent = pushed = 0
         for f in found:
+            config = producer.settings.collections.get(f.collection)
+            if config is not None and config.source.kind == "push":
+                pushed += 1  # the content is the app's: only a new index_document can replay it
+                continue
             with _errors():
-                producer.index_record(f.collection, f.record_id)
-        out.print(f"enqueued {len(found)} failed records again")
+                sent += producer.index_record(f.collection, f.record_id)
+        out.print(f"enqueued {sent} failed records again")
+        if pushed:
+            out.print(f"{pushed} failed records belong to pushed collections: send them again with index_document")
 
 
 @app.command()

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +15,7 @@ from sqlalchemy.orm import Session
 __all__ = ["after_commit"]
 
 _KEY = "vectorsync.pending"
+log = logging.getLogger(__name__)
 
 
 def after_commit(session: Session, send: Callable[[], Any]) -> None:
@@ -25,8 +27,12 @@ def after_commit(session: Session, send: Callable[[], Any]) -> None:
 
 
 def _flush(session: Session) -> None:
+    # The commit has happened: one failed send must not lose the others, nor undo the commit.
     for send in session.info.pop(_KEY, []):
-        send()
+        try:
+            send()
+        except Exception:
+            log.exception("enqueue after commit failed; the reconcile sweep will pick the record up")
 
 
 def _drop(session: Session) -> None:

@@ -13,7 +13,7 @@ import logging
 
 import redis
 
-from store.messaging import coalesce_key
+from store.messaging import REDIS_SCHEMES, coalesce_key
 
 __all__ = ["Coalescer"]
 
@@ -24,7 +24,7 @@ class Coalescer:
     """Claims and releases the "queued" mark of records."""
 
     def __init__(self, url: str | None, *, ttl_seconds: int) -> None:
-        usable = bool(url) and url.startswith(("redis://", "rediss://", "unix://")) and ttl_seconds > 0  # type: ignore[union-attr]
+        usable = bool(url) and url.startswith(REDIS_SCHEMES) and ttl_seconds > 0  # type: ignore[union-attr]
         self.ttl = ttl_seconds
         self.client = redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1) if usable else None  # type: ignore[arg-type]
 

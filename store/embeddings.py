@@ -11,6 +11,7 @@ that made each vector, so a failover model's vectors never answer for another.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -19,9 +20,12 @@ from store.batching import plan_batches, run_batches
 from store.cache import EmbeddingCache
 from store.chain import EmbeddingStats, FailoverChain
 from store.errors import ConfigError
+from store.messaging import REDIS_SCHEMES
 
 if TYPE_CHECKING:
     from store.settings import Settings
+
+log = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_PARALLELISM", "Embedding", "EmbeddingStats", "Embeddings"]
 
@@ -68,8 +72,11 @@ class Embeddings:
         chain = FailoverChain.from_settings(settings, stats=stats)
         ttl_days = settings.embeddings.cache_ttl_days
         cache = None
-        if ttl_days > 0:
+        if ttl_days > 0 and settings.cache_url.startswith(REDIS_SCHEMES):
             cache = EmbeddingCache.from_url(settings.cache_url, ttl_seconds=ttl_days * SECONDS_PER_DAY)
+        elif ttl_days > 0:
+            log.warning("embedding cache off: cache.url %r is not a Redis URL (set [cache] url to a Redis)",
+                        settings.cache_url.split("://")[0] + "://...")
         return cls(
             chain,
             cache=cache,

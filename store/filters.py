@@ -145,6 +145,9 @@ class Eq(Filter):
     field: str
     value: Scalar
 
+    def __post_init__(self) -> None:
+        check_field(self.field)  # also when built directly, not through Filter.eq
+
     def matches(self, metadata: Mapping[str, Any]) -> bool:
         want = _kind(self.value)
         return any(_kind(v) == want and v == self.value for v in _leaf_values(metadata, self.field))
@@ -158,6 +161,9 @@ class AnyOf(Filter):
     field: str
     values: tuple[Scalar, ...]
 
+    def __post_init__(self) -> None:
+        check_field(self.field)
+
     def matches(self, metadata: Mapping[str, Any]) -> bool:
         return any(Eq(self.field, value).matches(metadata) for value in self.values)
 
@@ -170,6 +176,11 @@ class Compare(Filter):
     field: str
     op: CompareOp
     value: str | float
+
+    def __post_init__(self) -> None:
+        check_field(self.field)
+        if self.op not in ("gt", "gte", "lt", "lte"):
+            raise ConfigError(f"comparison {self.op!r} is not one of gt, gte, lt, lte")
 
     _TESTS: ClassVar[dict[str, Any]] = {
         "gt": lambda a, b: a > b,

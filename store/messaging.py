@@ -17,12 +17,15 @@ __all__ = [
     "INDEX_RECORD",
     "LIVE_QUEUE",
     "RECONCILE",
+    "REDIS_SCHEMES",
     "REINDEX_ALL",
     "beat_schedule",
     "celery_config",
     "coalesce_key",
 ]
 
+#: URL schemes of a Redis (coalescing and the embedding cache need one; a RabbitMQ URL is not).
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 #: Single records: latency matters.
 LIVE_QUEUE = "vectorsync.live"
 #: Reindex batches: throughput matters, and a backfill never starves live updates.

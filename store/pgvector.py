@@ -29,7 +29,7 @@ from store.errors import ConfigError
 from store.filters import And, AnyOf, Compare, Eq, Filter, Not, Or
 from store.records import VectorMatch, VectorRecord, canonical_json
 from store.settings import Settings
-from store.sql import engine_url, safe_url, transaction
+from store.sql import make_engine, safe_url, transaction
 
 __all__ = ["PgvectorCollection", "PgvectorStore", "compile_filter"]
 
@@ -128,7 +128,7 @@ class PgvectorCollection(Collection):
             key = f"{self.table.name}:{canonical_json(filter.to_dict())}"
             conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(key, 0))))
             conn.execute(sa.delete(self.table).where(self._where(filter)))
-            self._write(conn, records)
+            self._write(conn, records, bulk=False)  # a table lock after the DELETE could deadlock
 
     def _search(self, vector: list[float], filter: Filter | None, limit: int) -> list[VectorMatch]:
         distance, score = self._distance(vector)
@@ -161,10 +161,10 @@ class PgvectorCollection(Collection):
 
     # -- COPY ------------------------------------------------------------------------
 
-    def _write(self, conn: sa.Connection, records: list[VectorRecord]) -> None:
+    def _write(self, conn: sa.Connection, records: list[VectorRecord], *, bulk: bool = True) -> None:
         if not records:
             return
-        if len(records) >= BULK_LOAD_ROWS and self._empty_for_bulk(conn):
+        if bulk and len(records) >= BULK_LOAD_ROWS and self._empty_for_bulk(conn):
             self._store.load_then_index(conn, self, records)
             return
         staging = f"vs_staging_{self.table.name}"
@@ -235,7 +235,7 @@ class PgvectorStore(VectorStore):
         self.table_prefix = table_prefix
         self.half = dimensions > MAX_VECTOR_DIMENSIONS
         self.vector_type = "halfvec" if self.half else "vector"
-        self.engine = sa.create_engine(engine_url(url), pool_size=pool_size, pool_pre_ping=True)
+        self.engine = make_engine(url, setting="vectors.url", pool_size=pool_size, pool_pre_ping=True)
         self._metadata = sa.MetaData()
         self._create_extension()
         sa.event.listen(self.engine, "connect", lambda dbapi, _record: register_vector(dbapi))
@@ -324,7 +324,21 @@ class PgvectorStore(VectorStore):
                     f"settings say {self.vector_type}({self.dimensions}) (vectors.dimensions): "
                     "drop the table or use another collection name"
                 )
+            else:
+                self._check_metric(conn, table.name, name)
         return PgvectorCollection(self, name, table)
+
+    def _check_metric(self, conn: sa.Connection, table_name: str, name: str) -> None:
+        """An HNSW index built for another metric would never be used: refuse, naming both."""
+        query = sa.text("SELECT indexdef FROM pg_indexes WHERE tablename = :t AND indexname = :i")
+        definition = conn.execute(query, {"t": table_name, "i": f"{table_name}_embedding_idx"}).scalar_one_or_none()
+        wanted = f"{self.vector_type}_{_OPS[self.metric]}_ops"
+        if definition is not None and wanted not in definition:
+            found = next((m for m, ops in _OPS.items() if f"_{ops}_ops" in definition), "another metric")
+            raise ConfigError(
+                f"collection {name!r} is indexed for {found}; settings say {self.metric} (vectors.metric): "
+                "drop the table or use another collection name"
+            )
 
     @staticmethod
     def _existing_type(conn: sa.Connection, table_name: str) -> str | None:

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 from qdrant_client import QdrantClient, models
 
 from store.collection import Collection, Metric, QueryEmbedder, VectorStore
-from store.errors import ConfigError, StoreUnavailable, VectorsyncError
+from store.errors import ConfigError, StoreError, StoreUnavailable, VectorsyncError
 from store.filters import And, AnyOf, Compare, Eq, Filter, Not, Or, check_field
 from store.records import VectorMatch, VectorRecord
 
@@ -81,9 +81,10 @@ def point_id(record_id: str) -> str:
 def _driver_errors() -> tuple[type[BaseException], ...]:
     """The exceptions qdrant-client and its transports raise; ValueError is local mode's 'not found'."""
     import httpx
+    from qdrant_client.common.client_exceptions import QdrantException
     from qdrant_client.http.exceptions import ApiException
 
-    errors: list[type[BaseException]] = [ApiException, httpx.HTTPError, OSError, ValueError]
+    errors: list[type[BaseException]] = [ApiException, QdrantException, httpx.HTTPError, OSError, ValueError]
     try:
         import grpc
     except ImportError:  # pragma: no cover - grpcio ships with qdrant-client
@@ -101,6 +102,9 @@ def _translated(where: str, what: str) -> Iterator[None]:
     except VectorsyncError:
         raise
     except _driver_errors() as exc:
+        status = getattr(exc, "status_code", None)
+        if isinstance(status, int) and 400 <= status < 500 and status not in (408, 429):
+            raise StoreError(f"Qdrant at {where} refused to {what}: {exc}") from exc  # retrying will not help
         raise StoreUnavailable(f"Qdrant at {where} failed to {what}: {exc}") from exc
 
 

@@ -139,6 +139,12 @@ class ChunkerSettings(_Section):
     overlap: int = Field(default=64, ge=0)
     markdown: bool = False
 
+    @model_validator(mode="after")
+    def _overlap_below_max_tokens(self) -> ChunkerSettings:
+        if self.overlap >= self.max_tokens:
+            raise ValueError(f"chunker overlap ({self.overlap}) must be below max_tokens ({self.max_tokens})")
+        return self
+
 
 class CollectionSettings(_Section):
     source: SourceSettings = Field(default_factory=SourceSettings)
@@ -226,7 +232,18 @@ def _describe(error: Any) -> str:
         return f"unknown setting {loc!r}: remove it or check its spelling (env {env})"
     if error["type"] == "missing":
         return f"setting {loc!r} is required (env {env})"
-    return f"setting {loc} = {error.get('input')!r} is not allowed: {error['msg']} (env {env})"
+    return f"setting {loc} = {_shown(error.get('input'))} is not allowed: {error['msg']} (env {env})"
+
+
+def _shown(value: Any) -> str:
+    """A bad value as a message may show it: no whole sections (they hold URLs), no passwords."""
+    if isinstance(value, dict | list):
+        return f"<{type(value).__name__}>"
+    if isinstance(value, str) and "://" in value:
+        from store.sql import safe_url
+
+        return repr(safe_url(value))
+    return repr(value)
 
 
 def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:

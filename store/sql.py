@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import sqlalchemy as sa
 
-from store.errors import StoreError, StoreUnavailable
+from store.errors import ConfigError, StoreError, StoreUnavailable
 
-__all__ = ["engine_url", "safe_url", "transaction"]
+__all__ = ["engine_url", "make_engine", "safe_url", "transaction"]
 
 
 def engine_url(url: str) -> str:
@@ -22,8 +23,21 @@ def safe_url(url: str) -> str:
     """The URL with its password hidden, for messages and logs."""
     try:
         return sa.engine.make_url(engine_url(url)).render_as_string(hide_password=True)
-    except sa.exc.ArgumentError:
+    except (sa.exc.ArgumentError, ValueError):
         return "<unparseable URL>"
+
+
+def make_engine(url: str, *, setting: str, **options: Any) -> sa.Engine:
+    """A SQLAlchemy engine for ``url``; a malformed URL is a ConfigError naming ``setting``."""
+    try:
+        return sa.create_engine(engine_url(url), **options)
+    except (sa.exc.ArgumentError, ValueError) as exc:
+        raise ConfigError(
+            f"{setting} = {safe_url(url)!r} is not a usable database URL ({exc}); "
+            "e.g. postgresql://user@host:5432/dbname"
+        ) from None
+    except ModuleNotFoundError as exc:
+        raise ConfigError(f"{setting}: the database driver {exc.name!r} is not installed (pip install it)") from None
 
 
 @contextmanager
@@ -37,3 +51,11 @@ def transaction(engine: sa.Engine, what: str) -> Iterator[sa.Connection]:
         raise StoreUnavailable(f"{what} failed: {exc.orig}") from exc
     except sa.exc.DBAPIError as exc:
         raise StoreError(f"{what} refused a statement: {exc.orig}") from exc
+    except Exception as exc:  # raw psycopg calls (COPY, LOCK) bypass SQLAlchemy's wrapping
+        import psycopg
+
+        if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):  # deadlocks included: retry
+            raise StoreUnavailable(f"{what} failed: {exc}") from exc
+        if isinstance(exc, psycopg.Error):
+            raise StoreError(f"{what} refused a statement: {exc}") from exc
+        raise

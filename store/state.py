@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from store.errors import ConfigError
-from store.sql import engine_url, transaction
+from store.sql import make_engine, transaction
 
 __all__ = ["Failure", "LedgerEntry", "RunProgress", "RunStatus", "State"]
 
@@ -133,7 +133,7 @@ class State:
                 "no state database: set state.url (VECTORSYNC_STATE__URL) to a PostgreSQL URL, "
                 "or use the pgvector store, whose database is the default"
             )
-        self.engine = sa.create_engine(engine_url(url), pool_size=5, pool_pre_ping=True)
+        self.engine = make_engine(url, setting="state.url", pool_size=5, pool_pre_ping=True)
         self.safe_url = self.engine.url.render_as_string(hide_password=True)
         if self.engine.dialect.name != "postgresql":
             raise ConfigError(f"state.url {self.safe_url!r} is not PostgreSQL; the state needs PostgreSQL locks")

@@ -128,3 +128,21 @@ def test_unreachable_database_is_store_unavailable_without_the_password() -> Non
         PgvectorStore("postgresql://app:s3cret@127.0.0.1:1/nowhere", dimensions=4)
     assert "s3cret" not in str(error.value)
     assert "127.0.0.1:1" in str(error.value)
+
+
+def test_an_existing_table_indexed_for_another_metric_is_refused(postgres_url: str) -> None:
+    name = unique_name()
+    first = PgvectorStore(postgres_url, dimensions=4, metric="cosine")
+    first.collection(name)
+    second = PgvectorStore(postgres_url, dimensions=4, metric="euclidean")
+    with pytest.raises(ConfigError, match=f"collection '{name}' is indexed for cosine; settings say euclidean"):
+        second.collection(name)
+    first.drop_collection(name)
+    first.close()
+    second.close()
+
+
+def test_a_malformed_database_url_is_a_config_error_without_the_password() -> None:
+    with pytest.raises(ConfigError, match="vectors.url = .* is not a usable database URL") as error:
+        PgvectorStore("postgresql://app:s3cret@db:notaport/x", dimensions=4)
+    assert "s3cret" not in str(error.value)

@@ -96,3 +96,13 @@ def test_a_bad_python_loader_is_a_clear_error() -> None:
         PythonSource(loader="nope")
     with pytest.raises(ConfigError, match="cannot be loaded"):
         PythonSource(loader="tests.test_pipeline:no_such_function")
+
+
+def test_one_record_with_unencodable_metadata_fails_alone(state: State) -> None:
+    RECORDS.clear()
+    RECORDS.update({"ok": {"id": "ok", "text": "fine text", "metadata": {"n": 1}},
+                    "bad": {"id": "bad", "text": "also text", "metadata": {"n": float("nan")}}})
+    indexer, _ = make_indexer(state, source=PythonSource(loader="tests.test_pipeline:load_records"))
+    result = indexer.index(["ok", "bad"])
+    assert result.indexed == ["ok"]
+    assert list(result.failed) == ["bad"] and "cannot be encoded as JSON" in result.failed["bad"]

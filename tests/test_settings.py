@@ -143,3 +143,19 @@ def test_secrets_are_refused_in_the_file(tmp_path: Path) -> None:
 def test_broken_toml_names_the_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="vectorsync.toml is not valid TOML"):
         load_settings(write(tmp_path, "[vectors\n"))
+
+
+def test_a_bad_section_is_reported_without_the_passwords_inside_it(tmp_path: Path) -> None:
+    text = '[collections.Bad.source]\nkind = "sql"\nurl = "postgresql://app:hunter2@db/crm"\n'
+    with pytest.raises(ConfigError) as error:
+        load_settings(write(tmp_path, text))
+    assert "hunter2" not in str(error.value) and "collection name 'Bad' is not allowed" in str(error.value)
+    with pytest.raises(ConfigError) as error:
+        bad = '[state]\nurl = "postgresql://app:hunter2@db:bad/x"\n[worker]\ntime_limit = -1\n'
+        load_settings(write(tmp_path, bad))
+    assert "hunter2" not in str(error.value)
+
+
+def test_chunker_overlap_must_be_below_max_tokens_at_load(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"chunker overlap \(64\) must be below max_tokens \(64\)"):
+        load_settings(write(tmp_path, "[collections.notes.chunker]\nmax_tokens = 64\noverlap = 64\n"))

@@ -370,3 +370,16 @@ def test_worker_metrics_are_scraped_after_real_work(world: World) -> None:
     assert 'vectorsync_queue_depth{queue="vectorsync.bulk"}' in text
     chunks = sum(1 for _ in world.stored())
     assert f'vectorsync_chunks_embedded_total{{collection="{c}"}} {float(chunks)}' in text
+
+
+def test_a_live_record_whose_provider_fails_for_a_while_is_retried_and_indexed(world: World) -> None:
+    world.crm.insert([note(1)])
+    for _ in range(2):  # both tries of the first attempt (embeddings.max_attempts = 2) fail
+        world.openai.push(status=500)
+    producer = world.producer()
+    with celery_worker(world.config, concurrency=1):
+        producer.index_record(world.collection, 1)
+        wait_for(world.in_sync, timeout=60, what="the record, after its task retried")
+    assert world.openai.calls >= 3
+    assert world.state().failures(world.collection) == []
+    producer.close()

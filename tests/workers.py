@@ -162,6 +162,7 @@ chain = ["fake_openai"]
 batch_size = 64
 max_attempts = 2
 max_wait_seconds = 0.2
+cooldown_seconds = 1
 
 [vectors]
 store = "pgvector"

@@ -18,7 +18,7 @@ from store.collection import Collection
 from store.embeddings import Embedding, Embeddings
 from store.errors import ConfigError, EmbeddingError, InputError
 from store.filters import Filter
-from store.records import VectorRecord, canonical_json, clean_text
+from store.records import VectorRecord, canonical_json, clean_text, validate_metadata
 from store.state import LedgerEntry, State
 from worker.chunking import Chunker
 from worker.metrics import stage
@@ -49,6 +49,8 @@ class BatchResult:
     superseded: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     retry: dict[str, str] = field(default_factory=dict)
+    #: Seconds before a retry can succeed (a provider's Retry-After, or the chain's cool-down).
+    retry_after: float = 0.0
     chunks: int = 0
 
     @property
@@ -69,7 +71,11 @@ def content_hash(record: SourceRecord, *, chunker: Chunker, model: str, dimensio
     """sha256 of everything that shapes a record's chunks: text, metadata, chunker, model."""
     payload = {"text": clean_text(record.text), "metadata": record.metadata, "chunker": chunker.describe(),
                "model": model, "dimensions": dimensions}
-    return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
+    try:
+        encoded = canonical_json(payload)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"metadata of record {record.id!r} cannot be encoded as JSON ({exc})") from None
+    return hashlib.sha256(encoded.encode()).hexdigest()
 
 
 class Indexer:
@@ -126,8 +132,13 @@ class Indexer:
         """Which of ``ids`` the index does not follow: new, changed or gone (for reconcile sweeps)."""
         current = self._require_source().fetch(ids)
         ledger = self.state.ledger(self.name, list(ids))
-        return [i for i in ids if i not in current or i not in ledger
-                or ledger[i].content_hash != self._hash(current[i])]
+        return [i for i in ids if i not in current or i not in ledger or not self._current(ledger[i], current[i])]
+
+    def _current(self, known: LedgerEntry, record: SourceRecord) -> bool:
+        try:
+            return self._unchanged(known, self._hash(record))
+        except ConfigError:
+            return False
 
     # -- stages ---------------------------------------------------------------------
 
@@ -140,7 +151,9 @@ class Indexer:
         return self.source
 
     def _hash(self, record: SourceRecord) -> str:
-        return content_hash(record, chunker=self.chunker, model=self.embeddings.model,
+        """The content hash of the record as it will be stored (metadata cleaned). Raises ConfigError."""
+        clean = SourceRecord(record.id, record.text, validate_metadata(record.metadata, record_id=record.id))
+        return content_hash(clean, chunker=self.chunker, model=self.embeddings.model,
                             dimensions=self.embeddings.dimensions)
 
     def _delete_gone(self, gone: list[str], result: BatchResult) -> None:
@@ -158,16 +171,25 @@ class Indexer:
               versions: Mapping[str, int] | None = None) -> list[_Planned]:
         ledger = self.state.ledger(self.name, [r.id for r in records])
         planned = []
-        for record in records:
-            digest = self._hash(record)
+        for raw in records:
+            try:  # one record's bad metadata fails that record, not its batch
+                record = SourceRecord(raw.id, raw.text, validate_metadata(raw.metadata, record_id=raw.id))
+                digest = self._hash(record)
+            except ConfigError as exc:
+                result.failed[raw.id] = f"ConfigError: {exc}"
+                continue
             known = ledger.get(record.id)
             version = (versions or {}).get(record.id, 0)
-            if known is not None and (known.content_hash == digest or known.version > version):
+            if known is not None and (known.version > version or self._unchanged(known, digest)):
                 result.skipped.append(record.id)
                 continue
             texts = [chunk.text for chunk in self.chunker.split(record.text)]
             planned.append(_Planned(record, digest, texts, version))
         return planned
+
+    def _unchanged(self, known: LedgerEntry, digest: str) -> bool:
+        # A record a fallback model embedded is not current once the chain's first model is back.
+        return known.content_hash == digest and known.model == self.embeddings.model
 
     def _embed(self, planned: list[_Planned], result: BatchResult) -> list[tuple[_Planned, list[Embedding]]]:
         """Embed every chunk of the batch together; on failure, each record alone, so one bad record
@@ -193,6 +215,7 @@ class Indexer:
             result.failed[plan.record.id] = f"{type(exc).__name__}: {exc}"
         else:
             result.retry[plan.record.id] = f"{type(exc).__name__}: {exc}"
+            result.retry_after = max(result.retry_after, getattr(exc, "retry_after", None) or 0.0)
 
     def _swap(self, ready: list[tuple[_Planned, list[Embedding]]], result: BatchResult) -> None:
         if not ready:
@@ -222,7 +245,10 @@ class Indexer:
             known = ledger.get(plan.record.id)
             return known is None or known.version <= plan.version
         fresh = now.get(plan.record.id)
-        return fresh is not None and self._hash(fresh) == plan.hash
+        try:
+            return fresh is not None and self._hash(fresh) == plan.hash
+        except ConfigError:
+            return False
 
     def _chunk_records(self, plan: _Planned, embeddings: Iterable[Embedding]) -> list[VectorRecord]:
         record = plan.record

@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from celery import Task
-from celery.exceptions import Retry
+from celery.exceptions import Retry, SoftTimeLimitExceeded
 
 from store.errors import ConfigError, StoreError, StoreUnavailable
 from store.messaging import BULK_QUEUE, INDEX_BATCH, INDEX_DOCUMENT, INDEX_RECORD, RECONCILE, REINDEX_ALL
@@ -44,7 +44,11 @@ def _retry_delay(task: Task, base: float) -> float:
 
 def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None = None, batch: int | None = None,
              carried: dict[str, int] | None = None) -> dict[str, int]:
-    """Index ``ids``; retry the ones that failed transiently; count the batch in its run once."""
+    """Index ``ids``; retry the ones that failed transiently; count the batch in its run once.
+
+    Whatever goes wrong, a batch of a run ends counted (its records as failed),
+    so the run cannot stay ``running`` because of it.
+    """
     ctx = context()
     settings = ctx.settings.worker
     try:
@@ -55,24 +59,27 @@ def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None 
             raise task.retry(exc=exc, countdown=_retry_delay(task, settings.retry_delay),
                              max_retries=settings.max_retries) from exc
         result = BatchResult(retry={i: f"{type(exc).__name__}: {exc}" for i in ids})
-    except StoreError as exc:
-        result = BatchResult(failed={i: f"{type(exc).__name__}: {exc}" for i in ids})
     except ConfigError as exc:
         if run_id:
             ctx.state.fail_run(run_id, str(exc))
         raise
+    except (Retry, SoftTimeLimitExceeded):
+        raise
+    except Exception as exc:  # a bug or an untranslated error: fail these records, not the run
+        log.exception("indexing %d records of %s failed", len(ids), collection)
+        result = BatchResult(failed={i: f"{type(exc).__name__}: {exc}" for i in ids})
     observe_batch(collection, result)
     for record_id, error in result.failed.items():
         ctx.state.record_failure(collection, record_id, error, run_id=run_id)
     counts = _counts(result, carried)
     if result.retry and task.request.retries < settings.max_retries:
         log.info("retrying %d records of %s: %s", len(result.retry), collection, next(iter(result.retry.values())))
-        raise task.retry(
-            args=(collection, sorted(result.retry)),
-            kwargs={"run_id": run_id, "batch": batch, "carried": counts},
-            countdown=_retry_delay(task, settings.retry_delay),
-            max_retries=settings.max_retries,
-        )
+        countdown = max(_retry_delay(task, settings.retry_delay), result.retry_after)
+        if batch is None:  # index_record: its own arguments
+            raise task.retry(countdown=countdown, max_retries=settings.max_retries)
+        raise task.retry(args=(collection, sorted(result.retry)),
+                         kwargs={"run_id": run_id, "batch": batch, "carried": counts},
+                         countdown=countdown, max_retries=settings.max_retries)
     for record_id, error in result.retry.items():
         ctx.state.record_failure(collection, record_id, f"gave up after {task.request.retries} retries: {error}",
                                  run_id=run_id)
@@ -115,7 +122,7 @@ def index_document(self: Task, collection: str, id: str, text: str | None, metad
         ctx.state.record_failure(collection, record_id, error)
     if result.retry:
         if self.request.retries < ctx.settings.worker.max_retries:
-            raise self.retry(countdown=_retry_delay(self, ctx.settings.worker.retry_delay),
+            raise self.retry(countdown=max(_retry_delay(self, ctx.settings.worker.retry_delay), result.retry_after),
                              max_retries=ctx.settings.worker.max_retries)
         for record_id, error in result.retry.items():
             ctx.state.record_failure(collection, record_id, error)
@@ -133,13 +140,14 @@ def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | N
         total, batches, seen = _fan_out(collection, run_id, keep_ids=full)
         if full:
             _drop_gone(collection, seen, allow_empty=allow_empty)
-    except (ConfigError, StoreUnavailable) as exc:
-        ctx.state.fail_run(run_id, str(exc))
-        if isinstance(exc, StoreUnavailable):
+    except StoreUnavailable as exc:
+        if self.request.retries < ctx.settings.worker.max_retries:
             raise self.retry(exc=exc, countdown=_retry_delay(self, ctx.settings.worker.retry_delay),
                              max_retries=ctx.settings.worker.max_retries) from exc
+        ctx.state.fail_run(run_id, str(exc))
         raise
-    except Retry:
+    except ConfigError as exc:
+        ctx.state.fail_run(run_id, str(exc))
         raise
     ctx.state.set_run_total(run_id, total=total, batches=batches)
     log.info("reindex %s of %s: %d records in %d batches", run_id, collection, total, batches)

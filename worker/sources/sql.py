@@ -16,7 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from store.errors import ConfigError, StoreUnavailable
-from store.sql import engine_url, safe_url
+from store.sql import make_engine, safe_url
 from worker.sources.base import SourceRecord
 
 __all__ = ["SqlSource", "json_value"]
@@ -49,7 +49,7 @@ class SqlSource:
 
     def __init__(self, *, url: str, table: str, id: str = "id", text: str, metadata: Sequence[str] = (),
                  updated_at: str | None = None, where: str | None = None) -> None:
-        self.engine = sa.create_engine(engine_url(url), pool_pre_ping=True)
+        self.engine = make_engine(url, setting="source.url", pool_pre_ping=True)
         self.safe_url = safe_url(url)
         self.template = text
         try:
