@@ -106,3 +106,15 @@ def test_one_record_with_unencodable_metadata_fails_alone(state: State) -> None:
     result = indexer.index(["ok", "bad"])
     assert result.indexed == ["ok"]
     assert list(result.failed) == ["bad"] and "cannot be encoded as JSON" in result.failed["bad"]
+
+
+def test_python_source_pages_ids_in_order_loading_them_once_per_sweep() -> None:
+    RECORDS.clear()
+    RECORDS.update({f"r{i:02d}": {"id": f"r{i:02d}", "text": "t"} for i in range(25)})
+    source = PythonSource(loader="tests.test_pipeline:load_records")
+    pages, after = [], None
+    while page := source.page_ids(after=after, limit=10):
+        pages.append(page)
+        after = page[-1]
+    assert [len(p) for p in pages] == [10, 10, 5]
+    assert [i for p in pages for i in p] == sorted(RECORDS)

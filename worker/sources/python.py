@@ -8,6 +8,7 @@ records; each record is a mapping with ``id``, ``text`` and optional
 
 from __future__ import annotations
 
+import bisect
 import importlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -46,6 +47,7 @@ class PythonSource:
     def __init__(self, *, loader: str) -> None:
         self.spec = loader
         self.loader = load_callable(loader)
+        self._ids: list[str] | None = None
 
     def fetch(self, ids: Sequence[str]) -> dict[str, SourceRecord]:
         wanted = set(ids)
@@ -53,8 +55,11 @@ class PythonSource:
         return {r.id: r for r in records if r.id in wanted}
 
     def page_ids(self, *, after: str | None, limit: int) -> list[str]:
-        ids = sorted(_record(item, self.spec).id for item in self.loader(None))
-        return [i for i in ids if after is None or i > after][:limit]
+        # A sweep starts at after=None: load every id once then, and page through that list.
+        if after is None or self._ids is None:
+            self._ids = sorted(_record(item, self.spec).id for item in self.loader(None))
+        start = 0 if after is None else bisect.bisect_right(self._ids, after)
+        return self._ids[start:start + limit]
 
     def close(self) -> None:
         """Nothing to release."""
