@@ -21,7 +21,7 @@ __all__ = ["app", "main"]
 
 app = typer.Typer(help="Keep vector indexes in sync with your records.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False)
-out = Console()
+out = Console(soft_wrap=True)  # messages stay whole lines on a pipe; tables still fit the width
 err = Console(stderr=True)
 T = TypeVar("T")
 #: Seconds between progress polls of ``reindex --wait``.
