@@ -22,7 +22,7 @@ __all__ = ["app", "main"]
 app = typer.Typer(help="Keep vector indexes in sync with your records.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False)
 out = Console(soft_wrap=True)  # messages stay whole lines on a pipe; tables still fit the width
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 T = TypeVar("T")
 #: Seconds between progress polls of ``reindex --wait``.
 POLL_SECONDS = 0.5
@@ -72,6 +72,7 @@ def reindex(
     full: Annotated[bool, typer.Option(help="also remove records gone from the source")] = False,
     allow_empty: Annotated[bool, typer.Option(help="with --full, allow emptying the collection")] = False,
     wait: Annotated[bool, typer.Option(help="follow the run until it ends")] = False,
+    timeout: Annotated[float | None, typer.Option(help="with --wait, stop following after this many seconds")] = None,
 ) -> None:
     """Reindex a whole collection; --wait shows progress until it ends."""
     producer = _producer()
@@ -79,19 +80,26 @@ def reindex(
     out.print(f"run {run_id} started for {collection}", highlight=False)
     if not wait:
         return
-    final = _run(lambda: _follow(producer, run_id))
+    final = _run(lambda: _follow(producer, run_id, timeout))
     _summary(final)
     if final.status != RunStatus.DONE or final.failed:
         raise typer.Exit(1)
 
 
-def _follow(producer: Any, run_id: str) -> RunProgress:
+def _follow(producer: Any, run_id: str, timeout: float | None = None) -> RunProgress:
+    deadline = None if timeout is None else time.monotonic() + timeout
     if out.is_terminal:
-        return _follow_bar(producer, run_id)
-    return _follow_plain(producer, run_id)
+        return _follow_bar(producer, run_id, deadline)
+    return _follow_plain(producer, run_id, deadline)
 
 
-def _follow_bar(producer: Any, run_id: str) -> RunProgress:
+def _give_up(run_id: str, deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        err.print(f"run {run_id} is still running; follow it with `vectorsync status {run_id}`", highlight=False)
+        raise typer.Exit(3)
+
+
+def _follow_bar(producer: Any, run_id: str, deadline: float | None) -> RunProgress:
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(),
                TextColumn("{task.fields[rate]}"), TimeRemainingColumn(),
                TextColumn("[red]{task.fields[failed]} failed"))
@@ -104,10 +112,11 @@ def _follow_bar(producer: Any, run_id: str) -> RunProgress:
             bar.update(task, total=run.total, completed=run.processed, rate=f"{rate:,.0f} rec/s", failed=run.failed)
             if run.status != RunStatus.RUNNING:
                 return run  # type: ignore[no-any-return]
+            _give_up(run_id, deadline)
             time.sleep(POLL_SECONDS)
 
 
-def _follow_plain(producer: Any, run_id: str) -> RunProgress:
+def _follow_plain(producer: Any, run_id: str, deadline: float | None) -> RunProgress:
     last_line, last_time = "", 0.0
     while True:
         run = producer.reindex_status(run_id)
@@ -118,6 +127,7 @@ def _follow_plain(producer: Any, run_id: str) -> RunProgress:
             last_line, last_time = line, time.monotonic()
         if run.status != RunStatus.RUNNING:
             return run  # type: ignore[no-any-return]
+        _give_up(run_id, deadline)
         time.sleep(POLL_SECONDS)
 
 
@@ -141,13 +151,14 @@ def index(collection: str, ids: Annotated[list[str], typer.Argument(help="record
 def reconcile(
     collection: str,
     wait: Annotated[bool, typer.Option(help="follow the sweep until it ends")] = False,
+    timeout: Annotated[float | None, typer.Option(help="with --wait, stop following after this many seconds")] = None,
 ) -> None:
     """Compare the source with what is indexed; index what is missing or stale, drop what is gone."""
     producer = _producer()
     run_id = _run(lambda: producer.reconcile(collection))
     out.print(f"reconcile {run_id} started for {collection}", highlight=False)
     if wait:
-        final = _run(lambda: _follow(producer, run_id))
+        final = _run(lambda: _follow(producer, run_id, timeout))
         _summary(final)
         if final.status != RunStatus.DONE or final.failed:
             raise typer.Exit(1)

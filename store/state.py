@@ -198,7 +198,9 @@ class State:
         insert = postgresql.insert(ledger).values(rows)
         upsert = insert.on_conflict_do_update(
             index_elements=["collection", "record_id"],
-            set_={c: insert.excluded[c] for c in ("content_hash", "model", "chunks", "version", "indexed_at")},
+            set_={**{c: insert.excluded[c] for c in ("content_hash", "model", "chunks", "indexed_at")},
+                  # pushed documents: a version never goes back (a late older push stays dropped)
+                  "version": sa.func.greatest(ledger.c.version, insert.excluded.version)},
         )
         with self._conn(conn) as c:
             c.execute(upsert)

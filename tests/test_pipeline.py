@@ -81,7 +81,7 @@ def test_pushed_documents_newest_version_wins(state: State) -> None:
     assert stale.skipped == ["d1"]
     [match] = indexer.collection.search([1.0] * 16, filter=Filter.eq("record_id", "d1"))
     assert match.metadata["v"] == 2
-    indexer.delete_documents(["d1"])
+    indexer.delete_documents(["d1"], version=21)
     assert indexer.collection.count() == 0
 
 
@@ -118,3 +118,24 @@ def test_python_source_pages_ids_in_order_loading_them_once_per_sweep() -> None:
         after = page[-1]
     assert [len(p) for p in pages] == [10, 10, 5]
     assert [i for p in pages for i in p] == sorted(RECORDS)
+
+
+def test_pushes_and_deletes_arriving_out_of_order_leave_the_newest(state: State) -> None:
+    indexer, _ = make_indexer(state, source=None)
+
+    def text_of(doc_id: str) -> list[str]:
+        return [m.text for m in indexer.collection.search([1.0] * 16, filter=Filter.eq("record_id", doc_id))]
+
+    indexer.index_documents([Document("d", "alpha", version=10)])
+    indexer.index_documents([Document("d", "alpha", version=30)])  # same content, newer: remembered
+    assert indexer.index_documents([Document("d", "beta", version=20)]).skipped == ["d"]  # late and older
+    assert text_of("d") == ["alpha"]
+
+    assert indexer.delete_documents(["d"], version=40).deleted == ["d"]
+    assert indexer.index_documents([Document("d", "gamma", version=35)]).skipped == ["d"]  # older than the delete
+    assert text_of("d") == []
+    assert indexer.delete_documents(["e"], version=5).deleted == ["e"]  # never pushed: a tombstone all the same
+    indexer.index_documents([Document("d", "delta", version=50)])
+    assert text_of("d") == ["delta"]
+    assert indexer.delete_documents(["d"], version=45).superseded == ["d"]  # a delete older than the push
+    assert text_of("d") == ["delta"]

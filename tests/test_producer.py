@@ -105,3 +105,15 @@ def test_cli_errors_are_one_line_without_a_traceback(tmp_path: Path) -> None:
     assert len(result.stderr.strip().splitlines()) == 1 or "vectors.metric" in result.stderr
     bad_filter = run_cli(config, "search", "notes", "hello", "--filter", "{kind")
     assert bad_filter.returncode == 2 and "Traceback" not in bad_filter.stderr
+
+
+def test_reindex_wait_gives_up_after_its_timeout_when_no_worker_runs(
+    tmp_path: Path, broker_redis_url: str, postgres_url: str
+) -> None:
+    config = tmp_path / "vectorsync.toml"
+    config.write_text(f'[broker]\nurl = "{broker_redis_url}"\n[vectors]\nurl = "{postgres_url}"\n'
+                      '[collections.notes.source]\nkind = "python"\nloader = "tests.test_pipeline:load_records"\n')
+    result = run_cli(config, "reindex", "notes", "--wait", "--timeout", "1")
+    assert result.returncode == 3
+    assert "is still running; follow it with `vectorsync status" in result.stderr
+    redis.Redis.from_url(broker_redis_url).flushdb()

@@ -125,7 +125,8 @@ def world(tmp_path: Path, broker: str, redis_url: str, postgres_url: str, reques
         config = tmp_path / "vectorsync.toml"
         config.write_text(settings_toml(broker=broker, cache=cache, database=postgres_url, openai_url=openai.url,
                                         table=crm.name, collection=collection,
-                                        metrics_port=getattr(request, "param", 0)))
+                                        metrics_port=getattr(request, "param", 0),
+                                        extra=f'[collections.{collection}_pushed.source]\nkind = "push"\n'))
         settings = load_settings(config)
         if broker.startswith("amqp"):
             app = Celery(set_as_current=False)
@@ -382,4 +383,19 @@ def test_a_live_record_whose_provider_fails_for_a_while_is_retried_and_indexed(w
         wait_for(world.in_sync, timeout=60, what="the record, after its task retried")
     assert world.openai.calls >= 3
     assert world.state().failures(world.collection) == []
+    producer.close()
+
+
+def test_pushed_documents_are_indexed_and_deleted_through_the_worker(world: World, postgres_url: str) -> None:
+    pushed = f"{world.collection}_pushed"
+    producer = world.producer()
+    table = world.settings.vectors.table_prefix + pushed
+    with celery_worker(world.config, concurrency=1):
+        producer.index_document(pushed, "doc-1", "Pricing > Discounts\n\nVolume discounts start at 50 seats.",
+                                {"kind": "handbook"})
+        stored = wait_for(lambda: stored_chunks(postgres_url, table), timeout=60, what="the pushed document")
+        assert stored == {"doc-1:0": ("Pricing > Discounts\n\nVolume discounts start at 50 seats.",
+                                      {"kind": "handbook", "record_id": "doc-1", "chunk": 0})}
+        producer.delete_document(pushed, "doc-1")
+        wait_for(lambda: stored_chunks(postgres_url, table) == {}, timeout=60, what="the pushed document to go")
     producer.close()

@@ -119,13 +119,21 @@ class Indexer:
         self._swap(self._embed(planned, result), result)
         return result
 
-    def delete_documents(self, ids: Sequence[str]) -> BatchResult:
-        """Remove pushed documents from the index."""
+    def delete_documents(self, ids: Sequence[str], *, version: int = 0) -> BatchResult:
+        """Remove pushed documents, unless a newer push of them was indexed.
+
+        The ledger keeps a tombstone (no content hash) at ``version``, so a push
+        older than the delete that arrives late is dropped too.
+        """
         result = BatchResult()
         with self.state.locked(self.name, ids) as conn:
-            self.collection.delete_where(Filter.any_of("record_id", list(ids)))
-            self.state.forget(self.name, list(ids), conn)
-        result.deleted.extend(ids)
+            ledger = self.state.ledger(self.name, list(ids), conn)
+            gone = [i for i in ids if i not in ledger or ledger[i].version <= version]
+            if gone:
+                self.collection.delete_where(Filter.any_of("record_id", gone))
+                self.state.record_indexed(self.name, [LedgerEntry(i, "", "", 0, version) for i in gone], conn)
+        result.deleted.extend(gone)
+        result.superseded.extend(i for i in ids if i not in gone)
         return result
 
     def stale_ids(self, ids: Sequence[str]) -> list[str]:
@@ -170,7 +178,8 @@ class Indexer:
     def _plan(self, records: list[SourceRecord], result: BatchResult,
               versions: Mapping[str, int] | None = None) -> list[_Planned]:
         ledger = self.state.ledger(self.name, [r.id for r in records])
-        planned = []
+        planned: list[_Planned] = []
+        bumps: list[LedgerEntry] = []
         for raw in records:
             try:  # one record's bad metadata fails that record, not its batch
                 record = SourceRecord(raw.id, raw.text, validate_metadata(raw.metadata, record_id=raw.id))
@@ -182,9 +191,14 @@ class Indexer:
             version = (versions or {}).get(record.id, 0)
             if known is not None and (known.version > version or self._unchanged(known, digest)):
                 result.skipped.append(record.id)
+                if known.version < version:  # same content pushed again: remember the newer version
+                    bumps.append(LedgerEntry(known.record_id, known.content_hash, known.model, known.chunks, version))
                 continue
             texts = [chunk.text for chunk in self.chunker.split(record.text)]
             planned.append(_Planned(record, digest, texts, version))
+        if bumps:
+            with self.state.locked(self.name, [b.record_id for b in bumps]) as conn:
+                self.state.record_indexed(self.name, bumps, conn)
         return planned
 
     def _unchanged(self, known: LedgerEntry, digest: str) -> bool:

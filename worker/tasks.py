@@ -112,7 +112,7 @@ def index_document(self: Task, collection: str, id: str, text: str | None, metad
     indexer = ctx.indexer(collection)
     try:
         if text is None:
-            result = indexer.delete_documents([str(id)])
+            result = indexer.delete_documents([str(id)], version=version)
         else:
             result = indexer.index_documents([Document(str(id), text, metadata or {}, version)])
     except StoreUnavailable as exc:
