@@ -106,6 +106,14 @@ class Collection:
         """How many records match ``filter`` (all when None). Raises StoreUnavailable."""
         return self._count(_check_filter(filter))
 
+    def defer_index(self) -> bool:
+        """Before a bulk load: drop the ANN index while the collection is empty (building it after the
+        rows beats inserting into it). True when deferred; ``ensure_index`` builds it again."""
+        return False
+
+    def ensure_index(self) -> None:
+        """Build the ANN index if it is missing (after a bulk load). Raises StoreUnavailable."""
+
     # -- shared checks ----------------------------------------------------------------
 
     def _validate(self, records: Iterable[VectorRecord]) -> list[VectorRecord]:

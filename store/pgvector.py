@@ -159,6 +159,20 @@ class PgvectorCollection(Collection):
         with self._store.transaction() as conn:
             return int(conn.execute(query).scalar_one())
 
+    def defer_index(self) -> bool:
+        with self._store.transaction() as conn:
+            self._store.lock_table(conn, self.table.name)
+            if conn.execute(sa.select(sa.exists().select_from(self.table))).scalar_one():
+                return False
+            self._store.embedding_index(self.table).drop(conn, checkfirst=True)
+        return True
+
+    def ensure_index(self) -> None:
+        with self._store.transaction() as conn:
+            self._store.lock_table(conn, self.table.name)
+            conn.execute(sa.select(sa.func.set_config("maintenance_work_mem", "512MB", sa.true())))
+            self._store.embedding_index(self.table).create(conn, checkfirst=True)
+
     # -- COPY ------------------------------------------------------------------------
 
     def _write(self, conn: sa.Connection, records: list[VectorRecord], *, bulk: bool = True) -> None:
@@ -314,7 +328,7 @@ class PgvectorStore(VectorStore):
     def _ensure(self, name: str) -> Collection:
         table = self._table(name)
         with self.transaction() as conn:
-            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(table.name, 0))))
+            self.lock_table(conn, table.name)
             found = self._existing_type(conn, table.name)
             if found is None:
                 table.create(conn)
@@ -362,10 +376,19 @@ class PgvectorStore(VectorStore):
             names = conn.execute(query, {"prefix": self.table_prefix}).scalars().all()
         return [n[len(self.table_prefix):] for n in names]
 
+    @staticmethod
+    def embedding_index(table: sa.Table) -> sa.Index:
+        return next(i for i in table.indexes if i.name and i.name.endswith("_embedding_idx"))
+
+    @staticmethod
+    def lock_table(conn: sa.Connection, table_name: str) -> None:
+        """Serialize schema changes of one table across processes (advisory, until commit)."""
+        conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(table_name, 0))))
+
     def load_then_index(self, conn: sa.Connection, collection: PgvectorCollection, records: list[VectorRecord]) -> None:
         """Bulk load into an empty table: drop HNSW, COPY, rebuild (an index build beats inserts)."""
-        index = next(i for i in collection.table.indexes if i.name and i.name.endswith("_embedding_idx"))
-        index.drop(conn)
+        index = self.embedding_index(collection.table)
+        index.drop(conn, checkfirst=True)
         collection.copy_rows(_driver(conn), collection.table.name, records)
         conn.execute(sa.select(sa.func.set_config("maintenance_work_mem", "512MB", sa.true())))
         index.create(conn)

@@ -146,3 +146,21 @@ def test_a_malformed_database_url_is_a_config_error_without_the_password() -> No
     with pytest.raises(ConfigError, match="vectors.url = .* is not a usable database URL") as error:
         PgvectorStore("postgresql://app:s3cret@db:notaport/x", dimensions=4)
     assert "s3cret" not in str(error.value)
+
+
+def test_an_empty_collection_defers_its_index_for_a_bulk_load_and_builds_it_after(pg: PgvectorStore) -> None:
+    collection = pg.collection(unique_name())
+    table = collection.table.name  # type: ignore[attr-defined]
+
+    def has_index() -> bool:
+        return f"{table}_embedding_idx" in {i["name"] for i in sa.inspect(pg.engine).get_indexes(table)}
+
+    assert collection.defer_index() is True and not has_index()
+    vectors = clustered(300, seed=2)
+    for start in range(0, 300, 100):  # batches, as reindex tasks write them
+        collection.upsert_many(VectorRecord(f"v{i}", vectors[i]) for i in range(start, start + 100))
+    assert collection.search(vectors[5], limit=1)[0].id == "v5"  # exact search meanwhile
+    collection.ensure_index()
+    collection.ensure_index()  # idempotent
+    assert has_index() and collection.count() == 300
+    assert collection.defer_index() is False and has_index()  # never on a collection with records

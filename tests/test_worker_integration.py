@@ -150,6 +150,7 @@ def test_reindex_then_skip_then_incremental_updates(world: World) -> None:
         assert result.returncode == 0, result.stdout + result.stderr
         assert "done: 1000 records, 1000 indexed, 0 unchanged, 0 failed" in result.stdout
         assert world.in_sync()
+        assert _has_vector_index(world)  # deferred for the bulk load, built when the run was done
         calls = world.openai.calls
         assert calls > 0
 
@@ -170,6 +171,13 @@ def test_reindex_then_skip_then_incremental_updates(world: World) -> None:
             producer.index_record(world.collection, i)
         wait_for(world.in_sync, timeout=120, what="the store to follow 50 edits, 10 deletes and 5 inserts")
         producer.close()
+
+
+def _has_vector_index(world: World) -> bool:
+    engine = sa.create_engine(engine_url(world.database))
+    names = {i["name"] for i in sa.inspect(engine).get_indexes(world.table)}
+    engine.dispose()
+    return f"{world.table}_embedding_idx" in names
 
 
 def _last_write(world: World) -> tuple[object, ...]:

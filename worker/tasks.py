@@ -17,6 +17,7 @@ from celery.exceptions import Retry, SoftTimeLimitExceeded
 from store.errors import ConfigError, StoreError, StoreUnavailable
 from store.messaging import BULK_QUEUE, INDEX_BATCH, INDEX_DOCUMENT, INDEX_RECORD, RECONCILE, REINDEX_ALL
 from store.records import check_collection_name
+from store.state import RunProgress, RunStatus
 from worker.app import app
 from worker.context import context
 from worker.metrics import observe_batch
@@ -85,7 +86,7 @@ def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None 
                                  run_id=run_id)
     counts["failed"] += len(result.retry)
     if run_id is not None and batch is not None:
-        ctx.state.finish_batch(run_id, batch, **counts)
+        _finished(collection, ctx.state.finish_batch(run_id, batch, **counts))
     return counts
 
 
@@ -137,6 +138,8 @@ def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | N
     check_collection_name(collection)
     run_id = ctx.state.create_run(collection, full=full, run_id=run_id)
     try:
+        if ctx.indexer(collection).collection.defer_index():
+            log.info("%s is empty: its vector index is built once the reindex is done", collection)
         total, batches, seen = _fan_out(collection, run_id, keep_ids=full)
         if full:
             _drop_gone(collection, seen, allow_empty=allow_empty)
@@ -149,9 +152,15 @@ def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | N
     except ConfigError as exc:
         ctx.state.fail_run(run_id, str(exc))
         raise
-    ctx.state.set_run_total(run_id, total=total, batches=batches)
+    _finished(collection, ctx.state.set_run_total(run_id, total=total, batches=batches))
     log.info("reindex %s of %s: %d records in %d batches", run_id, collection, total, batches)
     return run_id
+
+
+def _finished(collection: str, progress: RunProgress) -> None:
+    """When a run is done, build a vector index a bulk load deferred (a no-op when it exists)."""
+    if progress.status == RunStatus.DONE:
+        context().indexer(collection).collection.ensure_index()
 
 
 def _fan_out(collection: str, run_id: str, *, keep_ids: bool) -> tuple[int, int, set[str]]:
