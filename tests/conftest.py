@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.services import embedded_postgres, redis_answers, redis_server
+from tests.services import embedded_postgres, redis_answers, redis_db, redis_server
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -47,7 +47,7 @@ def broker_redis_url(redis_url: str) -> Iterator[str]:
     other's tasks; VECTORSYNC_TEST_REDIS_URL (database 12) when that is set.
     """
     if os.environ.get("VECTORSYNC_TEST_REDIS_URL"):
-        yield redis_url.rsplit("/", 1)[0] + "/12"
+        yield redis_db(redis_url, 12)
         return
     with redis_server() as (url, _process):
         yield url

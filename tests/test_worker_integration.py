@@ -31,6 +31,7 @@ from store.sql import engine_url
 from store.state import RunStatus, State
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
+from tests.services import free_port, redis_db
 from tests.workers import (
     ROOT,
     CrmTable,
@@ -60,11 +61,6 @@ def amqp_answers() -> bool:
         return True
     except Exception:
         return False
-
-
-def _redis_db(url: str, db: int) -> str:
-    base = url.rsplit("/", 1)[0] if url.count("/") > 2 else url
-    return f"{base}/{db}"
 
 
 @dataclass
@@ -117,7 +113,7 @@ def broker(request: pytest.FixtureRequest, broker_redis_url: str) -> str:
 @pytest.fixture
 def world(tmp_path: Path, broker: str, redis_url: str, postgres_url: str, request: pytest.FixtureRequest
           ) -> Iterator[World]:
-    cache = _redis_db(redis_url, 13)
+    cache = redis_db(redis_url, 13)
     redis.Redis.from_url(cache).flushdb()
     collection = unique_name("notes")
     with FakeOpenAI(dimensions=8) as openai:
@@ -356,13 +352,7 @@ def test_reconcile_heals_a_reindex_whose_messages_were_lost(world: World) -> Non
     app.close()
 
 
-def _free_port() -> int:
-    from tests.services import free_port
-
-    return free_port()
-
-
-@pytest.mark.parametrize("world", [_free_port()], indirect=True)
+@pytest.mark.parametrize("world", [free_port()], indirect=True)
 def test_worker_metrics_are_scraped_after_real_work(world: World) -> None:
     import urllib.request
 
