@@ -68,14 +68,13 @@ class _Planned:
 
 
 def content_hash(record: SourceRecord, *, chunker: Chunker, model: str, dimensions: int) -> str:
-    """sha256 of everything that shapes a record's chunks: text, metadata, chunker, model."""
+    """sha256 of everything that shapes a record's chunks: text, metadata, chunker, model.
+
+    ``record.metadata`` must be JSON-plain, as ``validate_metadata`` returns it.
+    """
     payload = {"text": clean_text(record.text), "metadata": record.metadata, "chunker": chunker.describe(),
                "model": model, "dimensions": dimensions}
-    try:
-        encoded = canonical_json(payload)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"metadata of record {record.id!r} cannot be encoded as JSON ({exc})") from None
-    return hashlib.sha256(encoded.encode()).hexdigest()
+    return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
 
 
 class Indexer:
@@ -94,7 +93,7 @@ class Indexer:
 
     def index(self, ids: Sequence[str]) -> BatchResult:
         """Bring the chunks of ``ids`` in line with the source's current state."""
-        source = self._require_source()
+        source = self.require_source()
         ids = list(dict.fromkeys(str(i) for i in ids))
         result = BatchResult()
         with stage("load"):
@@ -138,7 +137,7 @@ class Indexer:
 
     def stale_ids(self, ids: Sequence[str]) -> list[str]:
         """Which of ``ids`` the index does not follow: new, changed or gone (for reconcile sweeps)."""
-        current = self._require_source().fetch(ids)
+        current = self.require_source().fetch(ids)
         ledger = self.state.ledger(self.name, list(ids))
         return [i for i in ids if i not in current or i not in ledger or not self._current(ledger[i], current[i])]
 
@@ -150,7 +149,8 @@ class Indexer:
 
     # -- stages ---------------------------------------------------------------------
 
-    def _require_source(self) -> Source:
+    def require_source(self) -> Source:
+        """The source records are read from; ConfigError for a collection whose records are pushed."""
         if self.source is None:
             raise ConfigError(
                 f"collection {self.name!r} has no source to read records from (its records are pushed): "
@@ -158,17 +158,24 @@ class Indexer:
             )
         return self.source
 
-    def _hash(self, record: SourceRecord) -> str:
-        """The content hash of the record as it will be stored (metadata cleaned). Raises ConfigError."""
-        clean = SourceRecord(record.id, record.text, validate_metadata(record.metadata, record_id=record.id))
+    @staticmethod
+    def _clean(record: SourceRecord) -> SourceRecord:
+        """The record as it will be stored: metadata a clean JSON object. Raises ConfigError."""
+        return SourceRecord(record.id, record.text, validate_metadata(record.metadata, record_id=record.id))
+
+    def _digest(self, clean: SourceRecord) -> str:
         return content_hash(clean, chunker=self.chunker, model=self.embeddings.model,
                             dimensions=self.embeddings.dimensions)
+
+    def _hash(self, record: SourceRecord) -> str:
+        """The content hash of the record as it will be stored. Raises ConfigError."""
+        return self._digest(self._clean(record))
 
     def _delete_gone(self, gone: list[str], result: BatchResult) -> None:
         if not gone:
             return
         with self.state.locked(self.name, gone) as conn:
-            still_gone = [i for i in gone if i not in self._require_source().fetch(gone)]
+            still_gone = [i for i in gone if i not in self.require_source().fetch(gone)]
             if still_gone:
                 self.collection.delete_where(Filter.any_of("record_id", still_gone))
                 self.state.forget(self.name, still_gone, conn)
@@ -182,8 +189,8 @@ class Indexer:
         bumps: list[LedgerEntry] = []
         for raw in records:
             try:  # one record's bad metadata fails that record, not its batch
-                record = SourceRecord(raw.id, raw.text, validate_metadata(raw.metadata, record_id=raw.id))
-                digest = self._hash(record)
+                record = self._clean(raw)
+                digest = self._digest(record)
             except ConfigError as exc:
                 result.failed[raw.id] = f"ConfigError: {exc}"
                 continue

@@ -9,6 +9,7 @@ failures table, and the rest of the batch is indexed regardless.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from celery import Task
@@ -44,8 +45,9 @@ def _retry_delay(task: Task, base: float) -> float:
 
 
 def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None = None, batch: int | None = None,
-             carried: dict[str, int] | None = None) -> dict[str, int]:
-    """Index ``ids``; retry the ones that failed transiently; count the batch in its run once.
+             carried: dict[str, int] | None = None, work: Callable[[], BatchResult] | None = None) -> dict[str, int]:
+    """Index ``ids`` (or run ``work`` for them); retry the ones that failed transiently; count the batch
+    in its run once.
 
     Whatever goes wrong, a batch of a run ends counted (its records as failed),
     so the run cannot stay ``running`` because of it.
@@ -53,7 +55,7 @@ def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None 
     ctx = context()
     settings = ctx.settings.worker
     try:
-        result = ctx.indexer(collection).index(ids)
+        result = work() if work is not None else ctx.indexer(collection).index(ids)
     except StoreUnavailable as exc:
         log.warning("store unavailable for %s (%d records): %s", collection, len(ids), exc)
         if task.request.retries < settings.max_retries:
@@ -109,25 +111,15 @@ def index_batch(self: Task, collection: str, ids: list[str], run_id: str | None 
 def index_document(self: Task, collection: str, id: str, text: str | None, metadata: dict[str, Any] | None = None,
                    version: int = 0) -> dict[str, int]:
     """Index a document pushed with its content; ``text=None`` deletes it."""
-    ctx = context()
-    indexer = ctx.indexer(collection)
-    try:
+    indexer = context().indexer(collection)
+    doc_id = str(id)
+
+    def work() -> BatchResult:
         if text is None:
-            result = indexer.delete_documents([str(id)], version=version)
-        else:
-            result = indexer.index_documents([Document(str(id), text, metadata or {}, version)])
-    except StoreUnavailable as exc:
-        raise self.retry(exc=exc, countdown=_retry_delay(self, ctx.settings.worker.retry_delay),
-                         max_retries=ctx.settings.worker.max_retries) from exc
-    for record_id, error in result.failed.items():
-        ctx.state.record_failure(collection, record_id, error)
-    if result.retry:
-        if self.request.retries < ctx.settings.worker.max_retries:
-            raise self.retry(countdown=max(_retry_delay(self, ctx.settings.worker.retry_delay), result.retry_after),
-                             max_retries=ctx.settings.worker.max_retries)
-        for record_id, error in result.retry.items():
-            ctx.state.record_failure(collection, record_id, error)
-    return _counts(result, None)
+            return indexer.delete_documents([doc_id], version=version)
+        return indexer.index_documents([Document(doc_id, text, metadata or {}, version)])
+
+    return _process(self, collection, [doc_id], work=work)
 
 
 @app.task(bind=True, name=REINDEX_ALL, max_retries=None)
@@ -165,7 +157,7 @@ def _finished(collection: str, progress: RunProgress) -> None:
 
 def _fan_out(collection: str, run_id: str, *, keep_ids: bool) -> tuple[int, int, set[str]]:
     ctx = context()
-    source = ctx.indexer(collection)._require_source()
+    source = ctx.indexer(collection).require_source()
     after: str | None = None
     total = batches = 0
     seen: set[str] = set()
@@ -217,7 +209,7 @@ def reconcile(self: Task, collection: str, run_id: str | None = None) -> str:
 def _stale(collection: str) -> list[str]:
     ctx = context()
     indexer = ctx.indexer(collection)
-    source = indexer._require_source()
+    source = indexer.require_source()
     stale: list[str] = []
     seen: set[str] = set()
     after: str | None = None
