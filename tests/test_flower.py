@@ -9,7 +9,6 @@ back from Flower's ``/api/workers`` and ``/api/tasks``.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -30,7 +29,7 @@ from store.state import RunStatus
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
 from tests.services import free_port, redis_db
-from tests.workers import ROOT, CrmTable, celery_worker, settings_toml, wait_for
+from tests.workers import ROOT, CrmTable, celery_worker, process_env, settings_toml, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -63,9 +62,7 @@ class System:
 
 
 def _flower_env(config: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("VECTORSYNC_", "FLOWER_"))}
-    env["VECTORSYNC_CONFIG"] = str(config)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env = {k: v for k, v in process_env(config).items() if not k.startswith("FLOWER_")}
     # No login configured: Flower serves its API only when told to.
     env["FLOWER_UNAUTHENTICATED_API"] = "true"
     return env

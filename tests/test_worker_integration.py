@@ -38,6 +38,7 @@ from tests.workers import (
     celery_worker,
     expected_chunks,
     pool_processes,
+    process_env,
     run_cli,
     settings_toml,
     stored_chunks,
@@ -306,8 +307,7 @@ def test_reindex_wait_draws_a_bar_on_a_terminal_and_lines_on_a_pipe(world: World
 
 def _run_on_terminal(config: Path, *args: str) -> str:
     main, child = pty.openpty()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VECTORSYNC_")}
-    env.update(VECTORSYNC_CONFIG=str(config), PYTHONPATH=str(ROOT), TERM="xterm-256color", COLUMNS="120")
+    env = process_env(config) | {"TERM": "xterm-256color", "COLUMNS": "120"}
     process = subprocess.Popen([sys.executable, "-m", "producer.cli", *args], cwd=ROOT, env=env,
                                stdin=child, stdout=child, stderr=child, close_fds=True)
     os.close(child)

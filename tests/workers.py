@@ -20,7 +20,7 @@ from store.messaging import BULK_QUEUE, LIVE_QUEUE, celery_config
 from store.settings import Settings, load_settings
 from store.sql import engine_url
 
-__all__ = ["ROOT", "CrmTable", "celery_worker", "run_cli", "wait_for"]
+__all__ = ["ROOT", "CrmTable", "celery_worker", "process_env", "run_cli", "wait_for"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,7 +37,8 @@ def wait_for(check: Callable[[], Any], *, timeout: float = 120, every: float = 0
         time.sleep(every)
 
 
-def _env(config: Path) -> dict[str, str]:
+def process_env(config: Path) -> dict[str, str]:
+    """This environment for a vectorsync process: no stray VECTORSYNC_ settings, ``config`` as the file."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("VECTORSYNC_")}
     env["VECTORSYNC_CONFIG"] = str(config)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
@@ -52,7 +53,7 @@ def celery_worker(config: Path, *, concurrency: int = 2, name: str = "w1",
     command = [sys.executable, "-m", "celery", "-A", "worker", "worker", "--loglevel", "INFO", "-P", "prefork",
                "-c", str(concurrency), "-n", f"{name}@%h", "-Q", ",".join(queues), "--without-gossip",
                "--without-mingle", "-E"]
-    process = subprocess.Popen(command, cwd=ROOT, env=_env(config), stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(command, cwd=ROOT, env=process_env(config), stdout=log, stderr=subprocess.STDOUT)
     app = Celery("vectorsync-test", set_as_current=False)
     app.conf.update(celery_config(load_settings(config)))
     try:
@@ -89,7 +90,7 @@ def pool_processes(worker: subprocess.Popen[bytes]) -> list[psutil.Process]:
 
 def run_cli(config: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """Run ``vectorsync ARGS`` as a user would, output to a pipe."""
-    return subprocess.run([sys.executable, "-m", "producer.cli", *args], cwd=ROOT, env=_env(config),
+    return subprocess.run([sys.executable, "-m", "producer.cli", *args], cwd=ROOT, env=process_env(config),
                           capture_output=True, text=True, timeout=timeout)
 
 
