@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from store import Filter, VectorRecord, VectorStore
-from store.pgvector import PgvectorStore
+from store.vectors.pgvector import PgvectorStore
 
 
 @contextmanager

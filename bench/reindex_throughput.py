@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from producer.client import Producer
+from store.ledger import RunStatus
 from store.settings import load_settings
-from store.state import RunStatus
 from tests.fake_openai import FakeOpenAI
 from tests.services import embedded_postgres, redis_server
 from tests.workers import CrmTable, celery_worker, settings_toml

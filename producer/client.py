@@ -9,20 +9,13 @@ from typing import Any
 
 from celery import Celery
 
+from store.celeryconfig import celery_config
 from store.coalesce import Coalescer
+from store.contract import BULK_QUEUE, INDEX_DOCUMENT, INDEX_RECORD, LIVE_QUEUE, RECONCILE, REINDEX_ALL
 from store.errors import ConfigError
-from store.messaging import (
-    BULK_QUEUE,
-    INDEX_DOCUMENT,
-    INDEX_RECORD,
-    LIVE_QUEUE,
-    RECONCILE,
-    REINDEX_ALL,
-    celery_config,
-)
-from store.records import check_collection_name, validate_metadata
+from store.ledger import Ledger, RunProgress, ledger_from_settings
 from store.settings import Settings, load_settings
-from store.state import RunProgress, State
+from store.vectors.records import check_collection_name, validate_metadata
 
 __all__ = ["Producer", "default_producer"]
 
@@ -41,13 +34,14 @@ class Producer:
         self.app = Celery("vectorsync-producer", set_as_current=False)
         self.app.conf.update(celery_config(settings))
         self.coalescer = Coalescer(settings.cache_url, ttl_seconds=settings.broker.coalesce_seconds)
-        self._state: State | None = None
+        self._ledger: Ledger | None = None
 
     @property
-    def state(self) -> State:
-        if self._state is None:
-            self._state = State(self.settings.state_url)
-        return self._state
+    def ledger(self) -> Ledger:
+        """Runs and failures, read from the state database (connected on first use)."""
+        if self._ledger is None:
+            self._ledger = ledger_from_settings(self.settings)
+        return self._ledger
 
     def index_record(self, collection: str, record_id: str | int) -> bool:
         """Enqueue one record; False when it was already queued and not yet started (coalesced)."""
@@ -84,25 +78,25 @@ class Producer:
     def reindex_all(self, collection: str, *, full: bool = False, allow_empty: bool = False) -> str:
         """Start a reindex of the whole collection and return its run id at once."""
         collection = check_collection_name(collection)
-        run_id = self.state.create_run(collection, full=full)
+        run_id = self.ledger.create_run(collection, full=full)
         self.app.send_task(REINDEX_ALL, args=(collection, full, run_id, allow_empty), queue=BULK_QUEUE)
         return run_id
 
     def reconcile(self, collection: str) -> str:
         """Start a reconcile sweep (what beat runs periodically) and return its run id."""
         collection = check_collection_name(collection)
-        run_id = self.state.create_run(collection, kind="reconcile")
+        run_id = self.ledger.create_run(collection, kind="reconcile")
         self.app.send_task(RECONCILE, args=(collection, run_id), queue=BULK_QUEUE)
         return run_id
 
     def reindex_status(self, run_id: str) -> RunProgress:
         """A run's status (running, done, failed) and its total, done, skipped and failed counts."""
-        return self.state.run(run_id)
+        return self.ledger.run(run_id)
 
     def close(self) -> None:
         self.coalescer.close()
-        if self._state is not None:
-            self._state.close()
+        if self._ledger is not None:
+            self._ledger.close()
         self.app.close()
 
 

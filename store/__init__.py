@@ -3,7 +3,6 @@
 Backends (pgvector, Qdrant) and their drivers load lazily, on first use.
 """
 
-from store.collection import Collection, VectorStore
 from store.errors import (
     ConfigError,
     EmbeddingError,
@@ -14,9 +13,10 @@ from store.errors import (
     TransientError,
     VectorsyncError,
 )
-from store.filters import Filter
-from store.records import VectorMatch, VectorRecord
 from store.settings import Settings, load_settings
+from store.vectors.collection import Collection, VectorStore
+from store.vectors.filters import Filter
+from store.vectors.records import VectorMatch, VectorRecord
 
 __all__ = [
     "Collection",

@@ -13,7 +13,7 @@ import logging
 
 import redis
 
-from store.messaging import REDIS_SCHEMES, coalesce_key
+from store.contract import REDIS_SCHEMES, pending_key
 
 __all__ = ["Coalescer"]
 
@@ -33,7 +33,7 @@ class Coalescer:
         if self.client is None:
             return True
         try:
-            return bool(self.client.set(coalesce_key(collection, record_id), 1, nx=True, ex=self.ttl))
+            return bool(self.client.set(pending_key(collection, record_id), 1, nx=True, ex=self.ttl))
         except redis.RedisError as exc:
             log.warning("coalescing off, Redis failed: %s", exc)
             return True
@@ -43,7 +43,7 @@ class Coalescer:
         if self.client is None:
             return
         try:
-            self.client.delete(coalesce_key(collection, record_id))
+            self.client.delete(pending_key(collection, record_id))
         except redis.RedisError as exc:
             log.warning("could not clear the queued mark of %s/%s: %s", collection, record_id, exc)
 

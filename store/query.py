@@ -11,10 +11,10 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from store.collection import DEFAULT_LIMIT, VectorStore
-from store.filters import Filter
-from store.records import VectorMatch
 from store.settings import Settings, load_settings
+from store.vectors.collection import DEFAULT_LIMIT, VectorStore
+from store.vectors.filters import Filter
+from store.vectors.records import VectorMatch
 
 __all__ = ["asearch", "default_store", "search", "store_from_settings"]
 

@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from store.errors import ConfigError
-from store.records import check_collection_name
+from store.names import check_collection_name
+from store.urls import without_credentials
 
 __all__ = [
     "DEFAULT_BROKER_URL",
@@ -32,6 +33,7 @@ __all__ = [
     "StateSettings",
     "VectorSettings",
     "WorkerSettings",
+    "default",
     "load_settings",
 ]
 
@@ -240,10 +242,14 @@ def _shown(value: Any) -> str:
     if isinstance(value, dict | list):
         return f"<{type(value).__name__}>"
     if isinstance(value, str) and "://" in value:
-        from store.sql import safe_url
-
-        return repr(safe_url(value))
+        return repr(without_credentials(value))
     return repr(value)
+
+
+def default(section: type[BaseModel], key: str) -> Any:
+    """The default of ``key`` in ``section``: classes take their defaults from here, so each is stated once."""
+    field = section.model_fields[key]
+    return field.get_default(call_default_factory=True)
 
 
 def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from store import VectorStore
-from store.collection import Metric
+from store.vectors.collection import Metric
 
 __all__ = ["BACKENDS", "StoreFactory", "make_store_factory", "unique_name"]
 
@@ -35,15 +35,15 @@ def make_store_factory(request: pytest.FixtureRequest, kind: str) -> Iterator[St
         if kind == "memory":
             store = VectorStore.memory(dimensions=dimensions, metric=metric)
         elif kind == "pgvector":
-            from store.pgvector import PgvectorStore
+            from store.vectors.pgvector import PgvectorStore
 
             store = PgvectorStore(request.getfixturevalue("postgres_url"), dimensions=dimensions, metric=metric)
         elif kind == "qdrant":
-            from store.qdrant import QdrantStore
+            from store.vectors.qdrant import QdrantStore
 
             store = QdrantStore(":memory:", dimensions=dimensions, metric=metric)
         else:
-            from store.qdrant import QdrantStore
+            from store.vectors.qdrant import QdrantStore
 
             store = QdrantStore(os.environ["VECTORSYNC_TEST_QDRANT_URL"], dimensions=dimensions, metric=metric)
         made.append(store)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from store.providers.fake import hash_embed
+from store.embeddings.providers.fake import hash_embed
 from store.settings import Settings
 
 __all__ = ["FakeOpenAI", "Reply", "Request", "settings_for"]

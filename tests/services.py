@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # The dev command starts the same services; the tests use its helpers rather than copies.
-from producer.devservices import free_port, redis_answers, redis_server_binary
+from producer.cli.dev.services import free_port, redis_answers, redis_server_binary
 
 __all__ = ["embedded_postgres", "free_port", "redis_answers", "redis_db", "redis_server", "redis_server_binary"]
 

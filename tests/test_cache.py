@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import redis
 
-from store.cache import EmbeddingCache, cache_key, from_bytes, to_bytes
 from store.embeddings import Embeddings
-from store.providers.fake import hash_embed
+from store.embeddings.cache import EmbeddingCache, cache_key, from_bytes, to_bytes
+from store.embeddings.providers.fake import hash_embed
 from tests.fake_openai import FakeOpenAI, settings_for
 from tests.services import free_port, redis_server
 
@@ -149,11 +149,11 @@ def test_a_dead_redis_degrades_to_no_cache(
         assert fake_openai.calls == 1
         process.kill()
         process.wait()
-        with caplog.at_level(logging.WARNING, logger="store.cache"):
+        with caplog.at_level(logging.WARNING, logger="store.embeddings.cache"):
             assert embeddings.embed_many(["alpha", "beta"]) == [hash_embed("alpha", 8), hash_embed("beta", 8)]
             assert embeddings.embed_many(["gamma"]) == [hash_embed("gamma", 8)]
     assert fake_openai.calls == 3
-    warnings = [record.getMessage() for record in caplog.records if record.name == "store.cache"]
+    warnings = [record.getMessage() for record in caplog.records if record.name == "store.embeddings.cache"]
     assert len(warnings) == 1  # rate-limited
     assert warnings[0].startswith("embedding cache unavailable (ConnectionError")
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from store.chain import FailoverChain, check_entries, resolve_entries
+from store.embeddings.failover import FailoverChain, check_entries, resolve_entries
+from store.embeddings.providers.fake import hash_embed
 from store.errors import ConfigError, InputError, PermanentError, TransientError
-from store.providers.fake import hash_embed
 from store.settings import ModelSettings, Settings
 from tests.fake_openai import FakeOpenAI, settings_for
 

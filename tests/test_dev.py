@@ -25,8 +25,9 @@ import psutil
 import pytest
 import sqlalchemy as sa
 
-from producer.corpus import CRM_TABLE, TOPICS_TABLE, crm_rows, length_bucket, load_corpus, topic_rows
-from producer.dev import SEARCHES, SERVING, ModelChoice, choose_model, settings_toml
+from producer.cli.dev.config import ModelChoice, choose_model, settings_toml
+from producer.cli.dev.corpus import CRM_TABLE, TOPICS_TABLE, crm_rows, length_bucket, load_corpus, topic_rows
+from producer.cli.dev.harness import SEARCHES, SERVING
 from store.settings import load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -140,7 +141,7 @@ def test_choose_model(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import fails
     choice = choose_model()
     assert choice.provider == "fake" and "sentence-transformers" in choice.why
-    from producer.devservices import DevServiceError
+    from producer.cli.dev.services import DevServiceError
 
     with pytest.raises(DevServiceError, match="--model local"):
         choose_model("local")

@@ -8,14 +8,15 @@ from typing import Any
 
 import pytest
 
-from store.batching import estimate_tokens, plan_batches
-from store.collection import QueryEmbedder, VectorStore
 from store.embeddings import Embedding, Embeddings
+from store.embeddings.batching import plan_batches
+from store.embeddings.providers.base import Limits
+from store.embeddings.providers.fake import hash_embed
 from store.errors import ConfigError, InputError
-from store.providers.base import Limits
-from store.providers.fake import hash_embed
-from store.records import VectorRecord
 from store.settings import Settings
+from store.tokens import estimate_tokens
+from store.vectors.collection import QueryEmbedder, VectorStore
+from store.vectors.records import VectorRecord
 from tests.fake_openai import FakeOpenAI, settings_for
 
 

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from store import ConfigError, Filter
-from store.filters import And, Compare, Eq, Not, Or
+from store.vectors.filters import And, Compare, Eq, Not, Or
 
 
 def test_operators_build_the_tree() -> None:

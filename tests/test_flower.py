@@ -23,9 +23,9 @@ import pytest
 import redis
 
 from producer.client import Producer
-from store.messaging import BULK_QUEUE, INDEX_BATCH, INDEX_RECORD, LIVE_QUEUE, REINDEX_ALL
+from store.contract import BULK_QUEUE, INDEX_BATCH, INDEX_RECORD, LIVE_QUEUE, REINDEX_ALL
+from store.ledger import RunStatus
 from store.settings import load_settings
-from store.state import RunStatus
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
 from tests.services import free_port, redis_db

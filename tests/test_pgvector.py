@@ -9,7 +9,8 @@ import pytest
 import sqlalchemy as sa
 
 from store import ConfigError, Filter, VectorRecord, VectorStore
-from store.pgvector import PgvectorStore, compile_filter
+from store.vectors.pgvector import PgvectorStore, compile_filter
+from store.vectors.pgvector.schema import embedding_type
 from tests.backends import unique_name
 
 DIMENSIONS = 64
@@ -100,7 +101,7 @@ def test_above_2000_dimensions_the_column_is_halfvec(postgres_url: str) -> None:
         [match] = collection.search(vector)
         assert match.score == pytest.approx(1.0, abs=1e-3)
         with store.transaction() as conn:
-            kind = store._existing_type(conn, collection.table.name)  # type: ignore[attr-defined]
+            kind = embedding_type(conn, collection.table.name)  # type: ignore[attr-defined]
         assert kind == "halfvec(3072)"
     finally:
         store.close()

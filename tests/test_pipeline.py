@@ -1,19 +1,23 @@
-"""The Indexer in one process: memory store, fake embeddings, real state database, Python and pushed sources."""
+"""The Indexer in one process: memory store, fake embeddings, the memory ledger, Python and pushed sources.
+
+No database: the memory ledger is the reference the PostgreSQL one is held to (tests/test_ledger.py).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
 
 from store import ConfigError, Filter, VectorStore
 from store.embeddings import Embeddings
+from store.ledger import MemoryLedger
 from store.settings import Settings
-from store.state import State
 from tests.backends import unique_name
 from worker.chunking import Chunker
 from worker.pipeline import Document, Indexer
+from worker.sources.push import PushSource
 from worker.sources.python import PythonSource
 
 RECORDS: dict[str, dict[str, Any]] = {}
@@ -35,28 +39,27 @@ class CountingEmbeddings(Embeddings):
 
 
 @pytest.fixture
-def state(postgres_url: str) -> Iterator[State]:
-    made = State(postgres_url)
-    yield made
-    made.close()
+def ledger() -> MemoryLedger:
+    return MemoryLedger()
 
 
-def make_indexer(state: State, *, source: Any) -> tuple[Indexer, CountingEmbeddings]:
+def make_indexer(ledger: MemoryLedger, *, source: Any = None) -> tuple[Indexer, CountingEmbeddings]:
+    """An Indexer over a fresh memory collection; without ``source`` its records are pushed."""
     settings = Settings.model_validate({"vectors": {"store": "memory", "dimensions": 16},
                                         "embeddings": {"cache_ttl_days": 0}})
     embeddings = CountingEmbeddings(Embeddings.from_settings(settings))
     store = VectorStore.memory(dimensions=16)
     name = unique_name()
-    indexer = Indexer(name=name, collection=store.collection(name), source=source,
-                      chunker=Chunker(max_tokens=8, overlap=2), embeddings=embeddings, state=state)
+    indexer = Indexer(name=name, collection=store.collection(name), source=source or PushSource(name),
+                      chunker=Chunker(max_tokens=8, overlap=2), embeddings=embeddings, ledger=ledger)
     return indexer, embeddings
 
 
-def test_python_source_index_skip_and_delete(state: State) -> None:
+def test_python_source_index_skip_and_delete(ledger: MemoryLedger) -> None:
     RECORDS.clear()
     RECORDS.update({"a": {"id": "a", "text": "alpha beta gamma delta " * 5, "metadata": {"kind": "x"}},
                     "b": {"id": "b", "text": "short", "metadata": {"kind": "y"}}})
-    indexer, embeddings = make_indexer(state, source=PythonSource(loader="tests.test_pipeline:load_records"))
+    indexer, embeddings = make_indexer(ledger, source=PythonSource(loader="tests.test_pipeline:load_records"))
     first = indexer.index(["a", "b", "missing"])
     assert sorted(first.indexed) == ["a", "b"] and first.deleted == ["missing"]
     chunks = indexer.collection.count(Filter.eq("record_id", "a"))
@@ -74,8 +77,8 @@ def test_python_source_index_skip_and_delete(state: State) -> None:
     assert indexer.collection.count() == 1
 
 
-def test_pushed_documents_newest_version_wins(state: State) -> None:
-    indexer, _ = make_indexer(state, source=None)
+def test_pushed_documents_newest_version_wins(ledger: MemoryLedger) -> None:
+    indexer, _ = make_indexer(ledger)
     indexer.index_documents([Document("d1", "the newer text", {"v": 2}, version=20)])
     stale = indexer.index_documents([Document("d1", "an older push arriving late", {"v": 1}, version=10)])
     assert stale.skipped == ["d1"]
@@ -85,8 +88,8 @@ def test_pushed_documents_newest_version_wins(state: State) -> None:
     assert indexer.collection.count() == 0
 
 
-def test_a_collection_without_a_source_cannot_be_read_by_id(state: State) -> None:
-    indexer, _ = make_indexer(state, source=None)
+def test_a_collection_without_a_source_cannot_be_read_by_id(ledger: MemoryLedger) -> None:
+    indexer, _ = make_indexer(ledger)
     with pytest.raises(ConfigError, match="has no source to read records from"):
         indexer.index(["1"])
 
@@ -98,11 +101,11 @@ def test_a_bad_python_loader_is_a_clear_error() -> None:
         PythonSource(loader="tests.test_pipeline:no_such_function")
 
 
-def test_one_record_with_unencodable_metadata_fails_alone(state: State) -> None:
+def test_one_record_with_unencodable_metadata_fails_alone(ledger: MemoryLedger) -> None:
     RECORDS.clear()
     RECORDS.update({"ok": {"id": "ok", "text": "fine text", "metadata": {"n": 1}},
                     "bad": {"id": "bad", "text": "also text", "metadata": {"n": float("nan")}}})
-    indexer, _ = make_indexer(state, source=PythonSource(loader="tests.test_pipeline:load_records"))
+    indexer, _ = make_indexer(ledger, source=PythonSource(loader="tests.test_pipeline:load_records"))
     result = indexer.index(["ok", "bad"])
     assert result.indexed == ["ok"]
     assert list(result.failed) == ["bad"] and "cannot be encoded as JSON" in result.failed["bad"]
@@ -120,8 +123,8 @@ def test_python_source_pages_ids_in_order_loading_them_once_per_sweep() -> None:
     assert [i for p in pages for i in p] == sorted(RECORDS)
 
 
-def test_pushes_and_deletes_arriving_out_of_order_leave_the_newest(state: State) -> None:
-    indexer, _ = make_indexer(state, source=None)
+def test_pushes_and_deletes_arriving_out_of_order_leave_the_newest(ledger: MemoryLedger) -> None:
+    indexer, _ = make_indexer(ledger)
 
     def text_of(doc_id: str) -> list[str]:
         return [m.text for m in indexer.collection.search([1.0] * 16, filter=Filter.eq("record_id", doc_id))]

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 import producer
 from producer.client import Producer
 from store import ConfigError
-from store.messaging import INDEX_RECORD, LIVE_QUEUE
+from store.contract import INDEX_RECORD, LIVE_QUEUE
 from store.settings import Settings
 from tests.services import redis_db
 from tests.workers import ROOT, run_cli

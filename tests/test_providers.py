@@ -9,14 +9,15 @@ from email.utils import formatdate
 
 import pytest
 
+from store.embeddings.providers import build_provider
+from store.embeddings.providers.base import parse_retry_after, scrub
+from store.embeddings.providers.fake import FakeProvider, hash_embed
+from store.embeddings.providers.local import LocalProvider, model_location
+from store.embeddings.providers.ollama import OllamaProvider
+from store.embeddings.providers.openai import OpenAIProvider, make_client
 from store.errors import ConfigError, InputError, PermanentError, TransientError
-from store.providers import build_provider
-from store.providers.base import parse_retry_after, redact_url, scrub
-from store.providers.fake import FakeProvider, hash_embed
-from store.providers.local import LocalProvider, model_location
-from store.providers.ollama import OllamaProvider
-from store.providers.openai import OpenAIProvider, make_client
 from store.settings import ModelSettings
+from store.urls import redact_url
 from tests.fake_openai import FakeOpenAI
 
 

@@ -1,4 +1,4 @@
-"""Qdrant-specific behaviour of store.qdrant; the shared contract is in test_conformance.py.
+"""Qdrant-specific behaviour of store.vectors.qdrant; the shared contract is in test_conformance.py.
 
 Runs on qdrant-client's local mode (in memory and in a folder), and also
 against the server at VECTORSYNC_TEST_QDRANT_URL when it is set.
@@ -19,13 +19,13 @@ pytest.importorskip("qdrant_client")
 
 from qdrant_client import QdrantClient
 
-from store.collection import Collection, Metric
 from store.errors import ConfigError, StoreUnavailable
-from store.filters import Filter
-from store.memory import MemoryStore
-from store.qdrant import POINT_NAMESPACE, QdrantStore, point_id, split_filter
-from store.records import VectorRecord
 from store.settings import Settings, VectorSettings
+from store.vectors.collection import Collection, Metric
+from store.vectors.filters import Filter
+from store.vectors.memory import MemoryStore
+from store.vectors.qdrant import POINT_NAMESPACE, QdrantStore, point_id, split_filter
+from store.vectors.records import VectorRecord
 from tests.services import free_port
 
 SERVER_URL = os.environ.get("VECTORSYNC_TEST_QDRANT_URL")

@@ -25,10 +25,12 @@ import sqlalchemy as sa
 from celery import Celery
 
 from producer.client import Producer
-from store.messaging import INDEX_RECORD, LIVE_QUEUE, celery_config
+from store.celeryconfig import celery_config
+from store.contract import INDEX_RECORD, LIVE_QUEUE
+from store.ledger import RunStatus
+from store.ledger.postgres import PostgresLedger
 from store.settings import Settings, load_settings
 from store.sql import engine_url
-from store.state import RunStatus, State
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
 from tests.services import free_port, redis_db
@@ -91,8 +93,8 @@ class World:
     def in_sync(self) -> bool:
         return self.stored() == self.expected()
 
-    def state(self) -> State:
-        return State(self.database)
+    def ledger(self) -> PostgresLedger:
+        return PostgresLedger(self.database)
 
 
 def note(i: int, *, version: int = 0, rng: random.Random | None = None) -> dict[str, object]:
@@ -250,7 +252,7 @@ def test_a_record_the_provider_rejects_lands_in_failures_and_retries_once_fixed(
         result = reindex_and_wait(world)
         assert result.returncode == 1
         assert "done: 40 records, 39 indexed, 0 unchanged, 1 failed" in result.stdout
-        [failure] = world.state().failures(world.collection)
+        [failure] = world.ledger().failures(world.collection)
         assert failure.record_id == "17" and "POISON" in failure.error and "InputError" in failure.error
         listed = run_cli(world.config, "failures")
         assert "17" in listed.stdout and "InputError" in listed.stdout
@@ -261,7 +263,7 @@ def test_a_record_the_provider_rejects_lands_in_failures_and_retries_once_fixed(
         replay = run_cli(world.config, "failures", "--retry")
         assert "enqueued 1 failed records again" in replay.stdout, replay.stdout + replay.stderr
         wait_for(world.in_sync, timeout=60, what="the fixed record to be indexed")
-        wait_for(lambda: not world.state().failures(world.collection), timeout=30, what="the failure to clear")
+        wait_for(lambda: not world.ledger().failures(world.collection), timeout=30, what="the failure to clear")
 
 
 def test_a_live_update_is_indexed_while_a_big_reindex_runs(world: World) -> None:
@@ -380,7 +382,7 @@ def test_a_live_record_whose_provider_fails_for_a_while_is_retried_and_indexed(w
         producer.index_record(world.collection, 1)
         wait_for(world.in_sync, timeout=60, what="the record, after its task retried")
     assert world.openai.calls >= 3
-    assert world.state().failures(world.collection) == []
+    assert world.ledger().failures(world.collection) == []
     producer.close()
 
 

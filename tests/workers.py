@@ -16,7 +16,8 @@ import psutil
 import sqlalchemy as sa
 from celery import Celery
 
-from store.messaging import BULK_QUEUE, LIVE_QUEUE, celery_config
+from store.celeryconfig import celery_config
+from store.contract import BULK_QUEUE, LIVE_QUEUE
 from store.settings import Settings, load_settings
 from store.sql import engine_url
 

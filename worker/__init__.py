@@ -3,6 +3,6 @@
 ``celery -A worker worker`` finds ``app`` here.
 """
 
-from worker.app import app
+from worker.celery import app
 
 __all__ = ["app"]

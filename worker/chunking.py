@@ -6,8 +6,9 @@ every chunk with the heading path ("Pricing > Discounts").
 
 How a text is cut, and the rules the tests hold it to:
 
-* Tokens are estimated at 4 characters a token (``estimate_tokens``), so a
-  chunk of ``max_tokens`` tokens holds at most ``4 * max_tokens`` characters.
+* Tokens are estimated at 4 characters a token (``store.tokens.estimate_tokens``,
+  the estimate the embedding batcher uses too), so a chunk of ``max_tokens``
+  tokens holds at most ``4 * max_tokens`` characters.
 * Blank text gives no chunks; a text that fits is exactly one chunk, stripped.
 * Otherwise the text is cut at paragraph boundaries (blank lines); a paragraph
   that does not fit is cut at sentence ends (``.``, ``!``, ``?`` or ``…``, an
@@ -47,7 +48,8 @@ Markdown mode (``Chunker.markdown``):
 Chunking is deterministic. ``Chunker.describe()`` gives the settings (and
 ``CHUNKER_VERSION``) for the pipeline's content hash.
 
-Only the standard library is imported here: lightweight processes import it.
+Besides the standard library, only store's errors, settings (where the
+defaults are stated) and token estimate are imported.
 """
 
 from __future__ import annotations
@@ -56,12 +58,10 @@ import bisect
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from store.errors import ConfigError
-
-if TYPE_CHECKING:
-    from store.settings import ChunkerSettings
+from store.settings import ChunkerSettings, default
+from store.tokens import CHARS_PER_TOKEN, estimate_tokens
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -74,12 +74,10 @@ __all__ = [
     "estimate_tokens",
 ]
 
-#: Characters counted as one token by ``estimate_tokens``.
-CHARS_PER_TOKEN = 4
 #: Largest chunk, in estimated tokens, unless configured.
-DEFAULT_MAX_TOKENS = 512
+DEFAULT_MAX_TOKENS: int = default(ChunkerSettings, "max_tokens")
 #: Tokens that neighbouring chunks share, unless configured.
-DEFAULT_OVERLAP = 64
+DEFAULT_OVERLAP: int = default(ChunkerSettings, "overlap")
 #: Joins the titles of a heading path: "Pricing > Discounts".
 HEADING_SEPARATOR = " > "
 #: Bumped whenever the same settings would cut a text differently; part of ``describe()``.
@@ -98,11 +96,6 @@ _LINE = re.compile(r"[^\n]*\n?")
 _HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t\r]*\n?")
 _CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+$")
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}(?=[^`]*$)|~{3,})")
-
-
-def estimate_tokens(text: str) -> int:
-    """Estimate the tokens of ``text`` at ``CHARS_PER_TOKEN`` characters a token, rounded up."""
-    return -(-len(text) // CHARS_PER_TOKEN)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""What a worker process holds: settings, the store, embeddings, state and one Indexer per collection.
+"""What a worker process holds: settings, the store, embeddings, the ledger and one Indexer per collection.
 
 Built on first use inside each process (after the prefork fork), so no
 connection is shared between processes.
@@ -10,11 +10,11 @@ import threading
 from dataclasses import dataclass, field
 
 from store.coalesce import Coalescer
-from store.collection import VectorStore
 from store.embeddings import Embeddings
 from store.errors import ConfigError
+from store.ledger import Ledger, ledger_from_settings
 from store.settings import Settings, load_settings
-from store.state import State
+from store.vectors.collection import VectorStore
 from worker.chunking import Chunker
 from worker.metrics import watch_embeddings
 from worker.pipeline import Indexer
@@ -28,7 +28,7 @@ class WorkerContext:
     settings: Settings
     store: VectorStore
     embeddings: Embeddings
-    state: State
+    ledger: Ledger
     coalescer: Coalescer
     _indexers: dict[str, Indexer] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -41,7 +41,7 @@ class WorkerContext:
             settings=settings,
             store=VectorStore.from_settings(settings, embedder=embeddings),
             embeddings=embeddings,
-            state=State(settings.state_url),
+            ledger=ledger_from_settings(settings),
             coalescer=Coalescer(settings.cache_url, ttl_seconds=settings.broker.coalesce_seconds),
         )
 
@@ -64,16 +64,15 @@ class WorkerContext:
             source=source_from_settings(collection, config.source),
             chunker=Chunker.from_settings(config.chunker),
             embeddings=self.embeddings,
-            state=self.state,
+            ledger=self.ledger,
         )
 
     def close(self) -> None:
         for indexer in self._indexers.values():
-            if indexer.source is not None:
-                indexer.source.close()
+            indexer.source.close()
         self.store.close()
         self.embeddings.close()
-        self.state.close()
+        self.ledger.close()
         self.coalescer.close()
 
 

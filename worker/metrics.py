@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from store.chain import EmbeddingStats
+    from store.embeddings.failover import EmbeddingStats
     from worker.pipeline import BatchResult
 
 __all__ = ["observe_batch", "prepare_environment", "serve", "stage", "watch_embeddings"]

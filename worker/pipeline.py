@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from store.collection import Collection
 from store.embeddings import Embedding, Embeddings
 from store.errors import ConfigError, EmbeddingError, InputError
-from store.filters import Filter
-from store.records import VectorRecord, canonical_json, clean_text, validate_metadata
-from store.state import LedgerEntry, State
+from store.ledger import Held, Ledger, LedgerEntry
+from store.vectors.collection import Collection
+from store.vectors.filters import Filter
+from store.vectors.records import VectorRecord, canonical_json, clean_text, validate_metadata
 from worker.chunking import Chunker
 from worker.metrics import stage
 from worker.sources.base import Source, SourceRecord
@@ -80,30 +80,29 @@ def content_hash(record: SourceRecord, *, chunker: Chunker, model: str, dimensio
 class Indexer:
     """Keeps one collection's chunks equal to its source, a batch of record ids at a time."""
 
-    def __init__(self, *, name: str, collection: Collection, source: Source | None, chunker: Chunker,
-                 embeddings: Embeddings, state: State) -> None:
+    def __init__(self, *, name: str, collection: Collection, source: Source, chunker: Chunker,
+                 embeddings: Embeddings, ledger: Ledger) -> None:
         self.name = name
         self.collection = collection
         self.source = source
         self.chunker = chunker
         self.embeddings = embeddings
-        self.state = state
+        self.ledger = ledger
 
     # -- entry points ---------------------------------------------------------------
 
     def index(self, ids: Sequence[str]) -> BatchResult:
         """Bring the chunks of ``ids`` in line with the source's current state."""
-        source = self.require_source()
         ids = list(dict.fromkeys(str(i) for i in ids))
         result = BatchResult()
         with stage("load"):
-            current = source.fetch(ids)
+            current = self.source.fetch(ids)
             self._delete_gone([i for i in ids if i not in current], result)
             planned = self._plan(list(current.values()), result)
         with stage("embed"):
             ready = self._embed(planned, result)
         with stage("write"):
-            self._swap(ready, result)
+            self._swap(ready, result, still_current=self._unchanged_in_source)
         return result
 
     def index_documents(self, documents: Sequence[Document]) -> BatchResult:
@@ -115,7 +114,7 @@ class Indexer:
         result = BatchResult()
         records = [SourceRecord(d.id, d.text, dict(d.metadata)) for d in newest.values()]
         planned = self._plan(records, result, versions={d.id: d.version for d in newest.values()})
-        self._swap(self._embed(planned, result), result)
+        self._swap(self._embed(planned, result), result, still_current=self._newest_push)
         return result
 
     def delete_documents(self, ids: Sequence[str], *, version: int = 0) -> BatchResult:
@@ -125,21 +124,45 @@ class Indexer:
         older than the delete that arrives late is dropped too.
         """
         result = BatchResult()
-        with self.state.locked(self.name, ids) as conn:
-            ledger = self.state.ledger(self.name, list(ids), conn)
-            gone = [i for i in ids if i not in ledger or ledger[i].version <= version]
+        with self.ledger.locked(self.name, ids) as held:
+            known = held.entries(list(ids))
+            gone = [i for i in ids if i not in known or known[i].version <= version]
             if gone:
                 self.collection.delete_where(Filter.any_of("record_id", gone))
-                self.state.record_indexed(self.name, [LedgerEntry(i, "", "", 0, version) for i in gone], conn)
+                held.record_indexed([LedgerEntry(i, "", "", 0, version) for i in gone])
         result.deleted.extend(gone)
         result.superseded.extend(i for i in ids if i not in gone)
         return result
 
-    def stale_ids(self, ids: Sequence[str]) -> list[str]:
-        """Which of ``ids`` the index does not follow: new, changed or gone (for reconcile sweeps)."""
-        current = self.require_source().fetch(ids)
-        ledger = self.state.ledger(self.name, list(ids))
-        return [i for i in ids if i not in current or i not in ledger or not self._current(ledger[i], current[i])]
+    def stale_ids(self, stamped: Sequence[tuple[str, str]]) -> list[str]:
+        """Which of these (id, stamp) pairs the index does not follow: new, changed or gone.
+
+        For reconcile sweeps. A record whose stamp equals the ledger's, made by the
+        chain's first model, is taken as unchanged without reading it, so a sweep
+        reads and hashes only records whose stamp moved (or that keep no stamp).
+        """
+        ledger = self.ledger.entries(self.name, [i for i, _ in stamped])
+        moved = [i for i, stamp in stamped if not (stamp and i in ledger and ledger[i].stamp == stamp
+                                                   and ledger[i].model == self.embeddings.model)]
+        current = self.source.fetch(moved) if moved else {}
+        return [i for i in moved if i not in current or i not in ledger or not self._current(ledger[i], current[i])]
+
+    def stale(self, *, page_size: int) -> list[str]:
+        """Every id the index does not follow, for a reconcile sweep: new, changed, or gone from the source.
+
+        Pages through the source's ids with their stamps; only records whose stamp
+        moved are read and hashed (``stale_ids``); ledger ids the source no longer
+        has are gone (their batch deletes them).
+        """
+        stale: list[str] = []
+        seen: set[str] = set()
+        after: str | None = None
+        while stamped := self.source.page_stamps(after=after, limit=page_size):
+            stale.extend(self.stale_ids(stamped))
+            seen.update(record_id for record_id, _ in stamped)
+            after = stamped[-1][0]
+        stale.extend(sorted(self.ledger.record_ids(self.name) - seen))
+        return stale
 
     def _current(self, known: LedgerEntry, record: SourceRecord) -> bool:
         try:
@@ -149,19 +172,10 @@ class Indexer:
 
     # -- stages ---------------------------------------------------------------------
 
-    def require_source(self) -> Source:
-        """The source records are read from; ConfigError for a collection whose records are pushed."""
-        if self.source is None:
-            raise ConfigError(
-                f"collection {self.name!r} has no source to read records from (its records are pushed): "
-                f"use index_document, or set collections.{self.name}.source.kind to 'sql' or 'python'"
-            )
-        return self.source
-
     @staticmethod
     def _clean(record: SourceRecord) -> SourceRecord:
         """The record as it will be stored: metadata a clean JSON object. Raises ConfigError."""
-        return SourceRecord(record.id, record.text, validate_metadata(record.metadata, record_id=record.id))
+        return replace(record, metadata=validate_metadata(record.metadata, record_id=record.id))
 
     def _digest(self, clean: SourceRecord) -> str:
         return content_hash(clean, chunker=self.chunker, model=self.embeddings.model,
@@ -174,17 +188,17 @@ class Indexer:
     def _delete_gone(self, gone: list[str], result: BatchResult) -> None:
         if not gone:
             return
-        with self.state.locked(self.name, gone) as conn:
-            still_gone = [i for i in gone if i not in self.require_source().fetch(gone)]
+        with self.ledger.locked(self.name, gone) as held:
+            still_gone = [i for i in gone if i not in self.source.fetch(gone)]
             if still_gone:
                 self.collection.delete_where(Filter.any_of("record_id", still_gone))
-                self.state.forget(self.name, still_gone, conn)
+                held.forget(still_gone)
         result.deleted.extend(still_gone)
         result.superseded.extend(i for i in gone if i not in still_gone)
 
     def _plan(self, records: list[SourceRecord], result: BatchResult,
               versions: Mapping[str, int] | None = None) -> list[_Planned]:
-        ledger = self.state.ledger(self.name, [r.id for r in records])
+        ledger = self.ledger.entries(self.name, [r.id for r in records])
         planned: list[_Planned] = []
         bumps: list[LedgerEntry] = []
         for raw in records:
@@ -198,14 +212,15 @@ class Indexer:
             version = (versions or {}).get(record.id, 0)
             if known is not None and (known.version > version or self._unchanged(known, digest)):
                 result.skipped.append(record.id)
-                if known.version < version:  # same content pushed again: remember the newer version
-                    bumps.append(LedgerEntry(known.record_id, known.content_hash, known.model, known.chunks, version))
+                if known.version < version or known.stamp != record.stamp:
+                    # the same content pushed again, or touched in the source: remember the newer marker
+                    bumps.append(replace(known, version=max(known.version, version), stamp=record.stamp))
                 continue
             texts = [chunk.text for chunk in self.chunker.split(record.text)]
             planned.append(_Planned(record, digest, texts, version))
         if bumps:
-            with self.state.locked(self.name, [b.record_id for b in bumps]) as conn:
-                self.state.record_indexed(self.name, bumps, conn)
+            with self.ledger.locked(self.name, [b.record_id for b in bumps]) as held:
+                held.record_indexed(bumps)
         return planned
 
     def _unchanged(self, known: LedgerEntry, digest: str) -> bool:
@@ -238,38 +253,52 @@ class Indexer:
             result.retry[plan.record.id] = f"{type(exc).__name__}: {exc}"
             result.retry_after = max(result.retry_after, getattr(exc, "retry_after", None) or 0.0)
 
-    def _swap(self, ready: list[tuple[_Planned, list[Embedding]]], result: BatchResult) -> None:
+    def _swap(self, ready: list[tuple[_Planned, list[Embedding]]], result: BatchResult, *,
+              still_current: Callable[[Sequence[str], Held], Callable[[_Planned], bool]]) -> None:
+        """Write what is still current, under the records' locks; ``still_current`` judges it."""
         if not ready:
             return
         ids = [plan.record.id for plan, _ in ready]
-        with self.state.locked(self.name, ids) as conn:
-            now = self.source.fetch(ids) if self.source is not None else None
-            ledger = self.state.ledger(self.name, ids, conn) if self.source is None else {}
+        with self.ledger.locked(self.name, ids) as held:
+            current = still_current(ids, held)
             keep, records, entries = [], [], []
             for plan, embeddings in ready:
-                if not self._still_current(plan, now, ledger):
+                if not current(plan):
                     result.superseded.append(plan.record.id)
                     continue
                 keep.append(plan.record.id)
                 records.extend(self._chunk_records(plan, embeddings))
                 models = ",".join(sorted({e.model for e in embeddings}))
-                entries.append(LedgerEntry(plan.record.id, plan.hash, models, len(embeddings), plan.version))
+                entries.append(LedgerEntry(plan.record.id, plan.hash, models, len(embeddings), plan.version,
+                                           plan.record.stamp))
             if keep:
                 self.collection.replace_where(Filter.any_of("record_id", keep), records)
-                self.state.record_indexed(self.name, entries, conn)
+                held.record_indexed(entries)
         result.indexed.extend(keep)
         result.chunks += len(records)
 
-    def _still_current(self, plan: _Planned, now: Mapping[str, SourceRecord] | None,
-                       ledger: Mapping[str, LedgerEntry]) -> bool:
-        if now is None:  # pushed: the newest version wins
-            known = ledger.get(plan.record.id)
-            return known is None or known.version <= plan.version
-        fresh = now.get(plan.record.id)
-        try:
-            return fresh is not None and self._hash(fresh) == plan.hash
-        except ConfigError:
-            return False
+    def _unchanged_in_source(self, ids: Sequence[str], held: Held) -> Callable[[_Planned], bool]:
+        """Read records: a result is current when the source, read again under the locks, hashes the same."""
+        now = self.source.fetch(ids)
+
+        def current(plan: _Planned) -> bool:
+            fresh = now.get(plan.record.id)
+            try:
+                return fresh is not None and self._hash(fresh) == plan.hash
+            except ConfigError:
+                return False
+
+        return current
+
+    def _newest_push(self, ids: Sequence[str], held: Held) -> Callable[[_Planned], bool]:
+        """Pushed records: a result is current unless a newer push (or delete) was indexed meanwhile."""
+        known = held.entries(ids)
+
+        def current(plan: _Planned) -> bool:
+            entry = known.get(plan.record.id)
+            return entry is None or entry.version <= plan.version
+
+        return current
 
     def _chunk_records(self, plan: _Planned, embeddings: Iterable[Embedding]) -> list[VectorRecord]:
         record = plan.record

@@ -15,14 +15,15 @@ from typing import Any
 from celery import Task
 from celery.exceptions import Retry, SoftTimeLimitExceeded
 
+from store.contract import BULK_QUEUE, INDEX_BATCH, INDEX_DOCUMENT, INDEX_RECORD, RECONCILE, REINDEX_ALL
 from store.errors import ConfigError, StoreError, StoreUnavailable
-from store.messaging import BULK_QUEUE, INDEX_BATCH, INDEX_DOCUMENT, INDEX_RECORD, RECONCILE, REINDEX_ALL
-from store.records import check_collection_name
-from store.state import RunProgress, RunStatus
-from worker.app import app
+from store.ledger import RunProgress, RunStatus
+from store.vectors.records import check_collection_name
+from worker.celery import app
 from worker.context import context
 from worker.metrics import observe_batch
 from worker.pipeline import BatchResult, Document
+from worker.policy import RetryPolicy, as_failed, as_retry, decide
 
 __all__ = ["index_batch", "index_document", "index_record", "reconcile", "reindex_all"]
 
@@ -31,65 +32,49 @@ log = logging.getLogger(__name__)
 GONE_PAGE = 500
 
 
-def _counts(result: BatchResult, carried: dict[str, int] | None) -> dict[str, int]:
-    carried = carried or {}
-    return {
-        "done": carried.get("done", 0) + result.done,
-        "skipped": carried.get("skipped", 0) + len(result.skipped),
-        "failed": carried.get("failed", 0) + len(result.failed),
-    }
-
-
-def _retry_delay(task: Task, base: float) -> float:
-    return float(base * (2 ** task.request.retries))
+def _policy() -> RetryPolicy:
+    return RetryPolicy.from_settings(context().settings.worker)
 
 
 def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None = None, batch: int | None = None,
              carried: dict[str, int] | None = None, work: Callable[[], BatchResult] | None = None) -> dict[str, int]:
-    """Index ``ids`` (or run ``work`` for them); retry the ones that failed transiently; count the batch
-    in its run once.
+    """Index ``ids`` (or run ``work`` for them), then act on ``worker.policy.decide``: record failures,
+    retry what retrying can fix, count the batch in its run once.
 
     Whatever goes wrong, a batch of a run ends counted (its records as failed),
     so the run cannot stay ``running`` because of it.
     """
-    ctx = context()
-    settings = ctx.settings.worker
+    ctx, policy, retries = context(), _policy(), task.request.retries
     try:
         result = work() if work is not None else ctx.indexer(collection).index(ids)
     except StoreUnavailable as exc:
         log.warning("store unavailable for %s (%d records): %s", collection, len(ids), exc)
-        if task.request.retries < settings.max_retries:
-            raise task.retry(exc=exc, countdown=_retry_delay(task, settings.retry_delay),
-                             max_retries=settings.max_retries) from exc
-        result = BatchResult(retry={i: f"{type(exc).__name__}: {exc}" for i in ids})
+        if policy.may_retry(retries):
+            raise task.retry(exc=exc, countdown=policy.countdown(retries), max_retries=policy.max_retries) from exc
+        result = as_retry(ids, exc)
     except ConfigError as exc:
         if run_id:
-            ctx.state.fail_run(run_id, str(exc))
+            ctx.ledger.fail_run(run_id, str(exc))
         raise
     except (Retry, SoftTimeLimitExceeded):
         raise
     except Exception as exc:  # a bug or an untranslated error: fail these records, not the run
         log.exception("indexing %d records of %s failed", len(ids), collection)
-        result = BatchResult(failed={i: f"{type(exc).__name__}: {exc}" for i in ids})
+        result = as_failed(ids, exc)
     observe_batch(collection, result)
-    for record_id, error in result.failed.items():
-        ctx.state.record_failure(collection, record_id, error, run_id=run_id)
-    counts = _counts(result, carried)
-    if result.retry and task.request.retries < settings.max_retries:
-        log.info("retrying %d records of %s: %s", len(result.retry), collection, next(iter(result.retry.values())))
-        countdown = max(_retry_delay(task, settings.retry_delay), result.retry_after)
+    decision = decide(result, retries=retries, policy=policy, carried=carried)
+    for record_id, error in decision.failures.items():
+        ctx.ledger.record_failure(collection, record_id, error, run_id=run_id)
+    if decision.retry:
+        log.info("retrying %d records of %s: %s", len(decision.retry), collection, next(iter(result.retry.values())))
         if batch is None:  # index_record: its own arguments
-            raise task.retry(countdown=countdown, max_retries=settings.max_retries)
-        raise task.retry(args=(collection, sorted(result.retry)),
-                         kwargs={"run_id": run_id, "batch": batch, "carried": counts},
-                         countdown=countdown, max_retries=settings.max_retries)
-    for record_id, error in result.retry.items():
-        ctx.state.record_failure(collection, record_id, f"gave up after {task.request.retries} retries: {error}",
-                                 run_id=run_id)
-    counts["failed"] += len(result.retry)
+            raise task.retry(countdown=decision.countdown, max_retries=policy.max_retries)
+        raise task.retry(args=(collection, decision.retry),
+                         kwargs={"run_id": run_id, "batch": batch, "carried": decision.counts},
+                         countdown=decision.countdown, max_retries=policy.max_retries)
     if run_id is not None and batch is not None:
-        _finished(collection, ctx.state.finish_batch(run_id, batch, **counts))
-    return counts
+        _finished(collection, ctx.ledger.finish_batch(run_id, batch, **decision.counts))
+    return decision.counts
 
 
 @app.task(bind=True, name=INDEX_RECORD, max_retries=None)
@@ -128,7 +113,7 @@ def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | N
     """Fan a collection out as batch tasks on the bulk queue; with ``full``, drop records gone from the source."""
     ctx = context()
     check_collection_name(collection)
-    run_id = ctx.state.create_run(collection, full=full, run_id=run_id)
+    run_id = ctx.ledger.create_run(collection, full=full, run_id=run_id)
     try:
         if ctx.indexer(collection).collection.defer_index():
             log.info("%s is empty: its vector index is built once the reindex is done", collection)
@@ -136,15 +121,16 @@ def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | N
         if full:
             _drop_gone(collection, seen, allow_empty=allow_empty)
     except StoreUnavailable as exc:
-        if self.request.retries < ctx.settings.worker.max_retries:
-            raise self.retry(exc=exc, countdown=_retry_delay(self, ctx.settings.worker.retry_delay),
-                             max_retries=ctx.settings.worker.max_retries) from exc
-        ctx.state.fail_run(run_id, str(exc))
+        policy = _policy()
+        if policy.may_retry(self.request.retries):
+            raise self.retry(exc=exc, countdown=policy.countdown(self.request.retries),
+                             max_retries=policy.max_retries) from exc
+        ctx.ledger.fail_run(run_id, str(exc))
         raise
     except ConfigError as exc:
-        ctx.state.fail_run(run_id, str(exc))
+        ctx.ledger.fail_run(run_id, str(exc))
         raise
-    _finished(collection, ctx.state.set_run_total(run_id, total=total, batches=batches))
+    _finished(collection, ctx.ledger.set_run_total(run_id, total=total, batches=batches))
     log.info("reindex %s of %s: %d records in %d batches", run_id, collection, total, batches)
     return run_id
 
@@ -157,7 +143,7 @@ def _finished(collection: str, progress: RunProgress) -> None:
 
 def _fan_out(collection: str, run_id: str, *, keep_ids: bool) -> tuple[int, int, set[str]]:
     ctx = context()
-    source = ctx.indexer(collection).require_source()
+    source = ctx.indexer(collection).source
     after: str | None = None
     total = batches = 0
     seen: set[str] = set()
@@ -178,7 +164,7 @@ def _drop_gone(collection: str, seen: set[str], *, allow_empty: bool) -> None:
             f"the source of {collection!r} returned no records; a full reindex would empty the collection. "
             "Check the source, or pass allow_empty (vectorsync reindex --full --allow-empty)"
         )
-    gone = sorted(ctx.state.ledger_ids(collection) - seen)
+    gone = sorted(ctx.ledger.record_ids(collection) - seen)
     for start in range(0, len(gone), GONE_PAGE):
         indexer.index(gone[start:start + GONE_PAGE])  # each is re-checked against the source, then deleted
 
@@ -191,31 +177,16 @@ def reconcile(self: Task, collection: str, run_id: str | None = None) -> str:
     Celery beat runs it per collection every ``worker.reconcile_seconds``.
     """
     ctx = context()
-    run_id = ctx.state.create_run(collection, run_id=run_id, kind="reconcile")
+    run_id = ctx.ledger.create_run(collection, run_id=run_id, kind="reconcile")
     try:
-        stale = _stale(collection)
+        stale = ctx.indexer(collection).stale(page_size=ctx.settings.worker.batch_size)
     except (ConfigError, StoreError) as exc:
-        ctx.state.fail_run(run_id, str(exc))
+        ctx.ledger.fail_run(run_id, str(exc))
         raise
     size = ctx.settings.worker.batch_size
     pages = [stale[start:start + size] for start in range(0, len(stale), size)]
     for number, ids in enumerate(pages):
         index_batch.apply_async(args=(collection, ids), kwargs={"run_id": run_id, "batch": number}, queue=BULK_QUEUE)
-    ctx.state.set_run_total(run_id, total=len(stale), batches=len(pages))
+    ctx.ledger.set_run_total(run_id, total=len(stale), batches=len(pages))
     log.info("reconcile %s of %s: %d records to index", run_id, collection, len(stale))
     return run_id
-
-
-def _stale(collection: str) -> list[str]:
-    ctx = context()
-    indexer = ctx.indexer(collection)
-    source = indexer.require_source()
-    stale: list[str] = []
-    seen: set[str] = set()
-    after: str | None = None
-    while ids := source.page_ids(after=after, limit=ctx.settings.worker.batch_size):
-        stale.extend(indexer.stale_ids(ids))
-        seen.update(ids)
-        after = ids[-1]
-    stale.extend(sorted(ctx.state.ledger_ids(collection) - seen))  # gone from the source: the batch deletes them
-    return stale

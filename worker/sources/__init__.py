@@ -5,14 +5,15 @@ from __future__ import annotations
 from store.errors import ConfigError
 from store.settings import SourceSettings
 from worker.sources.base import Source, SourceRecord
+from worker.sources.push import PushSource
 
-__all__ = ["Source", "SourceRecord", "source_from_settings"]
+__all__ = ["PushSource", "Source", "SourceRecord", "source_from_settings"]
 
 
-def source_from_settings(collection: str, settings: SourceSettings) -> Source | None:
-    """The source ``[collections.NAME.source]`` describes; None for pushed documents."""
+def source_from_settings(collection: str, settings: SourceSettings) -> Source:
+    """The source ``[collections.NAME.source]`` describes. Raises ConfigError for an incomplete one."""
     if settings.kind == "push":
-        return None
+        return PushSource(collection)
     if settings.kind == "python":
         if not settings.loader:
             raise ConfigError(f"collections.{collection}.source.loader is required for kind = 'python'")

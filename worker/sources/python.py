@@ -61,5 +61,9 @@ class PythonSource:
         start = 0 if after is None else bisect.bisect_right(self._ids, after)
         return self._ids[start:start + limit]
 
+    def page_stamps(self, *, after: str | None, limit: int) -> list[tuple[str, str]]:
+        """Loaders keep no change marker: every id comes with an empty stamp (always re-read)."""
+        return [(record_id, "") for record_id in self.page_ids(after=after, limit=limit)]
+
     def close(self) -> None:
         """Nothing to release."""

@@ -97,6 +97,8 @@ class SqlSource:
         if not keys:
             return {}
         columns = {self.id_column, *self.text_columns, *self.metadata_columns}
+        if self.updated_at is not None:
+            columns.add(self.updated_at)
         rows = self._run(sa.select(*columns).where(self.id_column.in_(keys), self.where))
         return {str(row._mapping[self.id_column]): self._record(row._mapping) for row in rows}
 
@@ -106,7 +108,13 @@ class SqlSource:
             id=str(row[self.id_column]),
             text=self.template.format_map(values),
             metadata={c.name: json_value(row[c]) for c in self.metadata_columns},
+            stamp=self._stamp(row[self.updated_at]) if self.updated_at is not None else "",
         )
+
+    @staticmethod
+    def _stamp(value: Any) -> str:
+        """The ``updated_at`` value as text; NULL stamps nothing (such a row is always re-read)."""
+        return "" if value is None else str(json_value(value))
 
     def page_ids(self, *, after: str | None, limit: int) -> list[str]:
         query = sa.select(self.id_column).where(self.where)
@@ -115,14 +123,15 @@ class SqlSource:
         rows = self._run(query.order_by(self.id_column).limit(limit))
         return [str(row[0]) for row in rows]
 
-    def page_versions(self, *, after: str | None, limit: int) -> list[tuple[str, Any]]:
-        """(id, updated_at) pairs in id order, for reconcile sweeps; updated_at is None without the column."""
-        column: Any = self.updated_at if self.updated_at is not None else sa.null()
-        query = sa.select(self.id_column, column).where(self.where)
+    def page_stamps(self, *, after: str | None, limit: int) -> list[tuple[str, str]]:
+        """(id, updated_at as text) in id order; without ``source.updated_at`` every stamp is ""."""
+        if self.updated_at is None:
+            return [(record_id, "") for record_id in self.page_ids(after=after, limit=limit)]
+        query = sa.select(self.id_column, self.updated_at).where(self.where)
         if after is not None:
             query = query.where(self.id_column > self._key(after))
         rows: Sequence[Any] = self._run(query.order_by(self.id_column).limit(limit))
-        return [(str(row[0]), row[1]) for row in rows]
+        return [(str(row[0]), self._stamp(row[1])) for row in rows]
 
     def close(self) -> None:
         self.engine.dispose()

@@ -1,0 +1,5 @@
+"""``python -m producer.cli``: the ``vectorsync`` command."""
+
+from producer.cli.app import main
+
+main()

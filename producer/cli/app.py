@@ -1,0 +1,195 @@
+"""The ``vectorsync`` command: reindex with progress, index, search, status, failures, collections."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from producer.cli.console import errors, guarded, out, short
+from producer.cli.progress import follow, summary
+from store.ledger import RunStatus
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(help="Keep vector indexes in sync with your records.", no_args_is_help=True,
+                  pretty_exceptions_enable=False, add_completion=False)
+
+
+@app.callback()
+def _options(config: Annotated[str | None, typer.Option("--config", "-c", help="settings file (VECTORSYNC_CONFIG)")]
+             = None) -> None:
+    if config:
+        os.environ["VECTORSYNC_CONFIG"] = config
+
+
+def _producer() -> Any:
+    from producer.client import default_producer
+
+    with errors():
+        return default_producer()
+
+
+@app.command()
+def reindex(
+    collection: str,
+    full: Annotated[bool, typer.Option(help="also remove records gone from the source")] = False,
+    allow_empty: Annotated[bool, typer.Option(help="with --full, allow emptying the collection")] = False,
+    wait: Annotated[bool, typer.Option(help="follow the run until it ends")] = False,
+    timeout: Annotated[float | None, typer.Option(help="with --wait, stop following after this many seconds")] = None,
+) -> None:
+    """Reindex a whole collection; --wait shows progress until it ends."""
+    producer = _producer()
+    run_id = guarded(lambda: producer.reindex_all(collection, full=full, allow_empty=allow_empty))
+    out.print(f"run {run_id} started for {collection}", highlight=False)
+    if not wait:
+        return
+    final = guarded(lambda: follow(producer, run_id, timeout))
+    summary(final)
+    if final.status != RunStatus.DONE or final.failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def index(collection: str, ids: Annotated[list[str], typer.Argument(help="record ids")]) -> None:
+    """Enqueue records by id (coalesced with ones already queued)."""
+    sent = guarded(lambda: _producer().index_records(collection, ids))
+    out.print(f"enqueued {sent} of {len(ids)} records for {collection}")
+
+
+@app.command()
+def reconcile(
+    collection: str,
+    wait: Annotated[bool, typer.Option(help="follow the sweep until it ends")] = False,
+    timeout: Annotated[float | None, typer.Option(help="with --wait, stop following after this many seconds")] = None,
+) -> None:
+    """Compare the source with what is indexed; index what is missing or stale, drop what is gone."""
+    producer = _producer()
+    run_id = guarded(lambda: producer.reconcile(collection))
+    out.print(f"reconcile {run_id} started for {collection}", highlight=False)
+    if wait:
+        final = guarded(lambda: follow(producer, run_id, timeout))
+        summary(final)
+        if final.status != RunStatus.DONE or final.failed:
+            raise typer.Exit(1)
+
+
+@app.command()
+def search(
+    collection: str,
+    query: str,
+    filter: Annotated[str | None, typer.Option("--filter", "-f", help='JSON, e.g. {"kind": "call"}')] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n")] = 10,
+    min_score: Annotated[float | None, typer.Option("--min-score")] = None,
+) -> None:
+    """Search a collection with a text query and an optional metadata filter."""
+    from store.query import search as run_search
+
+    def go() -> list[Any]:
+        parsed = _parse_filter(filter)
+        return run_search(collection, query, filter=parsed, limit=limit, min_score=min_score)
+
+    matches = guarded(go)
+    table = Table("score", "id", "text", "metadata")
+    for m in matches:
+        table.add_row(f"{m.score:.3f}", m.id, short(m.text, 80), short(json.dumps(m.metadata), 60))
+    out.print(table)
+
+
+def _parse_filter(text: str | None) -> dict[str, Any] | None:
+    from store.errors import ConfigError
+
+    if text is None:
+        return None
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as exc:
+        example = '{"kind": "call"}'
+        raise ConfigError(f"--filter {text!r} is not JSON ({exc.msg}); e.g. --filter '{example}'") from None
+    return parsed  # type: ignore[no-any-return]
+
+
+@app.command()
+def status(run: Annotated[str | None, typer.Argument(help="a run id; all recent runs when omitted")] = None) -> None:
+    """Show reindex runs and their progress."""
+    producer = _producer()
+    runs = guarded(lambda: [producer.reindex_status(run)] if run else producer.ledger.recent_runs())
+    table = Table("run", "collection", "status", "total", "done", "skipped", "failed", "started")
+    for r in runs:
+        table.add_row(r.run_id, r.collection, str(r.status), str(r.total if r.total is not None else "?"),
+                      str(r.done), str(r.skipped), str(r.failed), r.started_at.strftime("%Y-%m-%d %H:%M:%S"))
+    out.print(table)
+
+
+@app.command()
+def failures(
+    collection: Annotated[str | None, typer.Option("--collection")] = None,
+    retry: Annotated[bool, typer.Option("--retry", help="enqueue every failed record again")] = False,
+) -> None:
+    """List records that failed to index; --retry enqueues them again."""
+    producer = _producer()
+    found = guarded(lambda: producer.ledger.failures(collection))
+    table = Table("collection", "record", "attempts", "last seen", "error")
+    for f in found:
+        table.add_row(f.collection, f.record_id, str(f.attempts), f.last_seen.strftime("%Y-%m-%d %H:%M:%S"),
+                      short(f.error, 100))
+    out.print(table)
+    if retry:
+        sent = pushed = 0
+        for f in found:
+            config = producer.settings.collections.get(f.collection)
+            if config is not None and config.source.kind == "push":
+                pushed += 1  # the content is the app's: only a new index_document can replay it
+                continue
+            with errors():
+                sent += producer.index_record(f.collection, f.record_id)
+        out.print(f"enqueued {sent} failed records again")
+        if pushed:
+            out.print(f"{pushed} failed records belong to pushed collections: send them again with index_document")
+
+
+@app.command()
+def collections() -> None:
+    """List the configured collections with their chunk counts."""
+    from store.query import default_store
+
+    def go() -> list[tuple[str, str, int]]:
+        producer = _producer()
+        store = default_store()
+        return [(name, c.source.kind, store.collection(name).count())
+                for name, c in sorted(producer.settings.collections.items())]
+
+    table = Table("collection", "source", "chunks")
+    for name, kind, count in guarded(go):
+        table.add_row(name, kind, str(count))
+    out.print(table)
+
+
+@app.command()
+def dev(
+    dir: Annotated[str, typer.Option("--dir", help="working folder: settings, data, logs")] = ".vectorsync-dev",
+    serve: Annotated[bool, typer.Option(help="keep serving after the sample searches (--no-serve: stop)")] = True,
+    fresh: Annotated[bool, typer.Option(help="drop the data of an earlier run first")] = False,
+    model: Annotated[str, typer.Option(help="embedding model: auto (local when installed, else fake), local, fake")]
+    = "auto",
+) -> None:
+    """Run the whole system on this machine (Redis, PostgreSQL, workers, Flower) with sample data; Ctrl-C stops it."""
+    from pathlib import Path
+
+    from producer.cli.dev.harness import run_dev
+
+    code = run_dev(Path(dir), serve=serve, fresh=fresh, model=model)
+    if code:
+        raise typer.Exit(code)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app(prog_name="vectorsync")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

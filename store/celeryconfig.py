@@ -1,0 +1,54 @@
+"""The Celery configuration producers and workers share, built from the settings.
+
+Producers send tasks by name with this configuration and never import the
+worker, so enqueueing loads no embedding client, numpy or torch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from store.contract import BULK_QUEUE, LIVE_QUEUE, RECONCILE, ROUTES
+from store.settings import Settings
+
+__all__ = ["beat_schedule", "celery_config"]
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    """Celery settings for at-least-once delivery of JSON tasks (never pickle)."""
+    time_limit = settings.worker.time_limit
+    return {
+        "broker_url": settings.broker.url,
+        "broker_connection_retry_on_startup": True,
+        "broker_transport_options": {"visibility_timeout": settings.broker.visibility_timeout},
+        "task_serializer": "json",
+        "result_serializer": "json",
+        "accept_content": ["json"],
+        "event_serializer": "json",
+        "task_ignore_result": True,
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "worker_prefetch_multiplier": 1,
+        "task_time_limit": time_limit,
+        "task_soft_time_limit": max(1, time_limit - 30) if time_limit > 60 else time_limit,
+        "task_default_queue": LIVE_QUEUE,
+        "task_routes": {name: {"queue": queue} for name, queue in ROUTES.items()},
+        "task_create_missing_queues": True,
+        "worker_send_task_events": True,
+        "task_send_sent_event": True,
+        "worker_hijack_root_logger": False,
+        "beat_schedule": beat_schedule(settings),
+    }
+
+
+def beat_schedule(settings: Settings) -> dict[str, Any]:
+    """A reconcile sweep per collection that has a source to compare with."""
+    every = settings.worker.reconcile_seconds
+    if not every:
+        return {}
+    return {
+        f"reconcile-{name}": {"task": RECONCILE, "schedule": float(every), "args": (name,),
+                              "options": {"queue": BULK_QUEUE}}
+        for name, collection in sorted(settings.collections.items())
+        if collection.source.kind != "push"
+    }

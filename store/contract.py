@@ -1,0 +1,58 @@
+"""What producers and workers agree on: task names, queues and Redis key prefixes.
+
+A leaf module: it imports nothing of vectorsync's, so every side can import
+it without loading anything else. Changing a value here breaks the wire
+between producers and workers of different versions.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BULK_QUEUE",
+    "CACHE_KEY_PREFIX",
+    "INDEX_BATCH",
+    "INDEX_DOCUMENT",
+    "INDEX_RECORD",
+    "LIVE_QUEUE",
+    "PENDING_KEY_PREFIX",
+    "QUEUES",
+    "RECONCILE",
+    "REDIS_SCHEMES",
+    "REINDEX_ALL",
+    "ROUTES",
+    "pending_key",
+]
+
+#: Single records: latency matters.
+LIVE_QUEUE = "vectorsync.live"
+#: Reindex batches: throughput matters, and a backfill never starves live updates.
+BULK_QUEUE = "vectorsync.bulk"
+#: Every queue a worker should consume.
+QUEUES = (LIVE_QUEUE, BULK_QUEUE)
+
+INDEX_RECORD = "vectorsync.index_record"
+INDEX_DOCUMENT = "vectorsync.index_document"
+INDEX_BATCH = "vectorsync.index_batch"
+REINDEX_ALL = "vectorsync.reindex_all"
+RECONCILE = "vectorsync.reconcile"
+
+#: The queue each task goes to.
+ROUTES = {
+    INDEX_RECORD: LIVE_QUEUE,
+    INDEX_DOCUMENT: LIVE_QUEUE,
+    INDEX_BATCH: BULK_QUEUE,
+    REINDEX_ALL: BULK_QUEUE,
+    RECONCILE: BULK_QUEUE,
+}
+
+#: URL schemes of a Redis (coalescing and the embedding cache need one; a RabbitMQ URL is not).
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+#: Prefix of the keys that mark a record whose index task is queued and not yet started.
+PENDING_KEY_PREFIX = "vectorsync:pending:"
+#: Prefix of the embedding cache's keys.
+CACHE_KEY_PREFIX = "vectorsync:emb:"
+
+
+def pending_key(collection: str, record_id: str) -> str:
+    """Redis key marking a record whose index task is queued and not yet started."""
+    return f"{PENDING_KEY_PREFIX}{collection}:{record_id}"

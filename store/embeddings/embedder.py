@@ -1,0 +1,173 @@
+"""``Embeddings``: texts in, vectors out, through the cache and then the failover chain.
+
+``embed_many`` looks every distinct text up in the cache (one MGET), sends the
+misses through the chain in token-aware batches (several at once), writes them
+back (one pipeline) and returns the vectors in input order. Each vector is
+made by one model: ``embed_many_with_models`` says which, for the chunks to
+record; ``embed_many`` is the plain form for callers that need only vectors.
+The cache is read under the first entry's model and written under the model
+that made each vector, so a failover model's vectors never answer for another.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from store.contract import REDIS_SCHEMES
+from store.embeddings.batching import plan_batches, run_batches
+from store.embeddings.cache import EmbeddingCache
+from store.embeddings.failover import FailoverChain
+from store.embeddings.stats import EmbeddingStats
+from store.errors import ConfigError
+from store.settings import EmbeddingSettings, Settings, default
+
+log = logging.getLogger(__name__)
+
+__all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_PARALLELISM", "Embedding", "Embeddings"]
+
+#: Texts per provider call unless told otherwise.
+DEFAULT_BATCH_SIZE: int = default(EmbeddingSettings, "batch_size")
+#: Provider calls in flight per ``embed_many`` unless told otherwise.
+DEFAULT_PARALLELISM: int = default(EmbeddingSettings, "parallelism")
+SECONDS_PER_DAY = 86_400
+
+
+@dataclass(frozen=True, slots=True)
+class Embedding:
+    """One text's vector and the model that made it (the cache's or the chain's)."""
+
+    vector: list[float]
+    model: str
+
+
+class Embeddings:
+    """The embedding facade; build with ``Embeddings.from_settings``. Thread-safe."""
+
+    def __init__(
+        self,
+        chain: FailoverChain,
+        *,
+        cache: EmbeddingCache | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        parallelism: int = DEFAULT_PARALLELISM,
+    ) -> None:
+        self.chain = chain
+        self.cache = cache
+        self.batch_size = batch_size
+        self.parallelism = parallelism
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Embeddings:
+        """The chain of ``[embeddings] chain`` behind the Redis cache at ``[cache] url``.
+
+        With no models configured at all, one ``fake`` model of ``vectors.dimensions``
+        (the first-try default, no network). ``cache_ttl_days = 0`` turns the cache off
+        and nothing connects to Redis. Raises ConfigError for a bad chain.
+        """
+        stats = EmbeddingStats()
+        chain = FailoverChain.from_settings(settings, stats=stats)
+        ttl_days = settings.embeddings.cache_ttl_days
+        cache = None
+        if ttl_days > 0 and settings.cache_url.startswith(REDIS_SCHEMES):
+            cache = EmbeddingCache.from_url(settings.cache_url, ttl_seconds=ttl_days * SECONDS_PER_DAY)
+        elif ttl_days > 0:
+            log.warning("embedding cache off: cache.url %r is not a Redis URL (set [cache] url to a Redis)",
+                        settings.cache_url.split("://")[0] + "://...")
+        return cls(
+            chain,
+            cache=cache,
+            batch_size=settings.embeddings.batch_size,
+            parallelism=settings.embeddings.parallelism,
+        )
+
+    def __repr__(self) -> str:
+        return f"<Embeddings {self.model!r} {self.dimensions}-d cache={'on' if self.cache else 'off'}>"
+
+    @property
+    def model(self) -> str:
+        """The model that embeds while the chain's first entry is healthy."""
+        return self.chain.model
+
+    @property
+    def dimensions(self) -> int:
+        return self.chain.dimensions
+
+    @property
+    def stats(self) -> EmbeddingStats:
+        """Provider calls, retries, failovers per entry; cache hits and misses."""
+        return self.chain.stats
+
+    def embed(self, text: str) -> list[float]:
+        """The vector of one text. Raises what ``embed_many`` raises."""
+        return self.embed_many([text])[0]
+
+    def embed_many(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in input order. Raises what ``embed_many_with_models`` raises."""
+        return [embedding.vector for embedding in self.embed_many_with_models(texts)]
+
+    def embed_many_with_models(self, texts: Sequence[str]) -> list[Embedding]:
+        """One ``Embedding`` per text, in input order; a repeated text is embedded once.
+
+        Raises ConfigError (not a list of strings; a model of the wrong size), InputError
+        (a text over the token limit or refused by the provider), TransientError or
+        PermanentError (every model in the chain failed).
+        """
+        unique = list(dict.fromkeys(_check_texts(texts)))
+        found = self._from_cache(unique)
+        misses = [text for text in unique if text not in found]
+        if misses:
+            made = self._from_chain(misses)
+            self._to_cache(made)
+            found.update(made)
+        return [found[text] for text in texts]
+
+    def close(self) -> None:
+        """Close the cache's connections and the providers' clients."""
+        if self.cache is not None:
+            self.cache.close()
+        for provider in self.chain.providers:
+            close = getattr(provider, "close", None)
+            if close is not None:
+                close()
+
+    def _from_cache(self, texts: list[str]) -> dict[str, Embedding]:
+        if self.cache is None:
+            return {}
+        vectors = self.cache.get_many(self.model, self.dimensions, texts)
+        found = {
+            text: Embedding(vector, self.model) for text, vector in zip(texts, vectors, strict=True) if vector
+        }
+        self.stats.add("cache_hits", amount=len(found))
+        self.stats.add("cache_misses", amount=len(texts) - len(found))
+        return found
+
+    def _from_chain(self, texts: list[str]) -> dict[str, Embedding]:
+        batches = plan_batches(texts, batch_size=self.batch_size, limits=self.chain.limits, model=self.model)
+
+        def embed(batch: range) -> list[Embedding]:
+            vectors, model = self.chain.embed_batch([texts[index] for index in batch])
+            return [Embedding(vector, model) for vector in vectors]
+
+        embeddings = run_batches(batches, embed, parallelism=self.parallelism)
+        return dict(zip(texts, embeddings, strict=True))
+
+    def _to_cache(self, made: dict[str, Embedding]) -> None:
+        if self.cache is None:
+            return
+        # Under the model that made each vector: a failover model's vectors never answer for another.
+        by_model: dict[str, list[tuple[str, list[float]]]] = {}
+        for text, embedding in made.items():
+            by_model.setdefault(embedding.model, []).append((text, embedding.vector))
+        for model, items in by_model.items():
+            self.cache.put_many(model, self.dimensions, items)
+
+
+def _check_texts(texts: Sequence[str]) -> Sequence[str]:
+    if isinstance(texts, str | bytes):
+        raise ConfigError("embed_many takes a list of strings, not a single string (use embed for one)")
+    for text in texts:
+        if not isinstance(text, str):
+            raise ConfigError(f"texts to embed must be strings, got {type(text).__name__}")
+    return texts

@@ -1,0 +1,31 @@
+"""Indexing state: the ledger of what is indexed, record write locks, runs and failures.
+
+``Ledger`` is the seam; ``MemoryLedger`` the reference; ``PostgresLedger``
+(loaded only when built, it needs SQLAlchemy) the one workers share.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from store.errors import ConfigError
+from store.ledger.base import Failure, Held, Ledger, LedgerEntry, RunProgress, RunStatus
+from store.ledger.memory import MemoryLedger
+
+if TYPE_CHECKING:
+    from store.settings import Settings
+
+__all__ = [
+    "Failure", "Held", "Ledger", "LedgerEntry", "MemoryLedger", "RunProgress", "RunStatus", "ledger_from_settings",
+]
+
+
+def ledger_from_settings(settings: Settings) -> Ledger:
+    """The PostgreSQL ledger at ``[state] url`` (default: the pgvector database). Raises ConfigError."""
+    try:
+        from store.ledger.postgres import PostgresLedger
+    except ModuleNotFoundError as exc:
+        raise ConfigError(
+            f"the state database needs {exc.name!r}, which is not installed: pip install 'vectorsync[pgvector]'"
+        ) from None
+    return PostgresLedger(settings.state_url)

@@ -1,0 +1,165 @@
+"""The ledger seam: what the index holds per record, the write locks, runs and failures.
+
+``MemoryLedger`` is the reference (one process: tests, the in-process test
+runner); ``PostgresLedger`` is the production one, shared by every worker.
+Writes of one record happen under its lock: ``locked`` yields the records'
+``Held`` view, and everything done through it commits together when the
+block ends.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+__all__ = [
+    "MAX_ERROR_CHARS", "Failure", "Held", "Ledger", "LedgerEntry", "RunProgress", "RunStatus", "now", "unknown_run",
+]
+
+#: Longest error text kept per failure.
+MAX_ERROR_CHARS = 2000
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEntry:
+    """What the index holds for one record: the content hash it was built from.
+
+    ``version`` orders pushed documents (a push older than the entry is dropped);
+    ``stamp`` is the source's ``updated_at`` the record was read at, so a
+    reconcile sweep can skip rows whose stamp has not moved.
+    """
+
+    record_id: str
+    content_hash: str
+    model: str
+    chunks: int
+    version: int = 0
+    stamp: str = ""
+
+
+class RunStatus(enum.StrEnum):
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class RunProgress:
+    """A reindex run: how many records it has, and how many are done, skipped or failed."""
+
+    run_id: str
+    collection: str
+    status: RunStatus
+    total: int | None
+    done: int
+    skipped: int
+    failed: int
+    full: bool
+    started_at: datetime
+    finished_at: datetime | None
+    error: str = ""
+    kind: str = "reindex"
+
+    @property
+    def processed(self) -> int:
+        return self.done + self.skipped + self.failed
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A record that could not be indexed after its retries."""
+
+    collection: str
+    record_id: str
+    error: str
+    attempts: int
+    last_seen: datetime
+
+
+def unknown_run(run_id: str) -> str:
+    return f"no reindex run {run_id!r}: `vectorsync status` lists the runs"
+
+
+class Held(Protocol):
+    """The ledger of records whose locks are held; what is written here commits when the lock is released."""
+
+    def entries(self, record_ids: Sequence[str]) -> dict[str, LedgerEntry]:
+        """The entries of these records that exist."""
+        ...
+
+    def record_indexed(self, entries: Sequence[LedgerEntry]) -> None:
+        """Remember what was indexed (a version never goes back) and clear the records' failures."""
+        ...
+
+    def forget(self, record_ids: Sequence[str]) -> None:
+        """Drop the entries and failures of records that no longer exist."""
+        ...
+
+
+class Ledger(Protocol):
+    """Indexing state of every collection. Raises StoreUnavailable when its database cannot be reached."""
+
+    # -- locks and entries -----------------------------------------------------------
+
+    def locked(self, collection: str, record_ids: Iterable[str]) -> AbstractContextManager[Held]:
+        """Hold the write locks of these records until the block ends (taken sorted: no deadlocks)."""
+        ...
+
+    def entries(self, collection: str, record_ids: Sequence[str]) -> dict[str, LedgerEntry]:
+        """The entries of these records that exist, read without their locks."""
+        ...
+
+    def record_ids(self, collection: str) -> set[str]:
+        """Every record id the collection's ledger holds."""
+        ...
+
+    def forget_collection(self, collection: str) -> None:
+        """Drop every entry and failure of ``collection``."""
+        ...
+
+    # -- runs ------------------------------------------------------------------------
+
+    def create_run(self, collection: str, *, full: bool = False, run_id: str | None = None,
+                   kind: str = "reindex") -> str:
+        """Insert a running run (idempotent for a given run_id) and return its id; kind: reindex or reconcile."""
+        ...
+
+    def set_run_total(self, run_id: str, *, total: int, batches: int) -> RunProgress:
+        """Fix how many records and batches the run has; it is done once that many batches are counted."""
+        ...
+
+    def finish_batch(self, run_id: str, batch: int, *, done: int, skipped: int, failed: int) -> RunProgress:
+        """Count one batch of a run, once, and mark the run done when its last batch is in."""
+        ...
+
+    def fail_run(self, run_id: str, error: str) -> None:
+        """End the run as failed with ``error``."""
+        ...
+
+    def run(self, run_id: str) -> RunProgress:
+        """A run's progress. Raises ConfigError for an unknown run."""
+        ...
+
+    def recent_runs(self, limit: int = 20) -> list[RunProgress]:
+        """The newest runs first."""
+        ...
+
+    # -- failures --------------------------------------------------------------------
+
+    def record_failure(self, collection: str, record_id: str, error: str, *, run_id: str | None = None) -> None:
+        """Remember that a record could not be indexed (counting the attempts)."""
+        ...
+
+    def failures(self, collection: str | None = None) -> list[Failure]:
+        """Failed records, of one collection or of all, ordered by collection and id."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,162 @@
+"""The memory ledger: the reference implementation, for one process (tests, in-process runs).
+
+One lock guards everything; writes made through ``Held`` are applied when the
+``locked`` block ends without an error, as the PostgreSQL ledger commits them.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+
+from store.errors import ConfigError
+from store.ledger.base import MAX_ERROR_CHARS, Failure, LedgerEntry, RunProgress, RunStatus, now, unknown_run
+
+__all__ = ["MemoryLedger"]
+
+
+@dataclass
+class _Run:
+    progress: RunProgress
+    batches: int | None = None
+    counted: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+
+
+class _Held:
+    """Writes staged under the lock, applied on a clean exit."""
+
+    def __init__(self, ledger: MemoryLedger, collection: str) -> None:
+        self._ledger = ledger
+        self._collection = collection
+        self.staged: list[Callable[[], None]] = []
+
+    def entries(self, record_ids: Sequence[str]) -> dict[str, LedgerEntry]:
+        return self._ledger.entries(self._collection, record_ids)
+
+    def record_indexed(self, entries: Sequence[LedgerEntry]) -> None:
+        self.staged.append(lambda: self._ledger._indexed(self._collection, list(entries)))
+
+    def forget(self, record_ids: Sequence[str]) -> None:
+        self.staged.append(lambda: self._ledger._forget(self._collection, list(record_ids)))
+
+
+class MemoryLedger:
+    """Entries, runs and failures in dicts; see the module docstring."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._entries: dict[tuple[str, str], LedgerEntry] = {}
+        self._runs: dict[str, _Run] = {}
+        self._failures: dict[tuple[str, str], Failure] = {}
+
+    # -- locks and entries -----------------------------------------------------------
+
+    @contextmanager
+    def locked(self, collection: str, record_ids: Iterable[str]) -> Iterator[_Held]:
+        with self._lock:
+            held = _Held(self, collection)
+            yield held
+            for write in held.staged:
+                write()
+
+    def entries(self, collection: str, record_ids: Sequence[str]) -> dict[str, LedgerEntry]:
+        with self._lock:
+            found = (self._entries.get((collection, i)) for i in record_ids)
+            return {e.record_id: e for e in found if e is not None}
+
+    def record_ids(self, collection: str) -> set[str]:
+        with self._lock:
+            return {record_id for name, record_id in self._entries if name == collection}
+
+    def forget_collection(self, collection: str) -> None:
+        with self._lock:
+            for table in (self._entries, self._failures):
+                for key in [k for k in table if k[0] == collection]:
+                    del table[key]
+
+    def _indexed(self, collection: str, entries: list[LedgerEntry]) -> None:
+        for entry in entries:
+            key = (collection, entry.record_id)
+            known = self._entries.get(key)
+            version = max(entry.version, known.version) if known is not None else entry.version
+            self._entries[key] = replace(entry, version=version)  # a version never goes back
+            self._failures.pop(key, None)
+
+    def _forget(self, collection: str, record_ids: list[str]) -> None:
+        for record_id in record_ids:
+            self._entries.pop((collection, record_id), None)
+            self._failures.pop((collection, record_id), None)
+
+    # -- runs ------------------------------------------------------------------------
+
+    def create_run(self, collection: str, *, full: bool = False, run_id: str | None = None,
+                   kind: str = "reindex") -> str:
+        run_id = run_id or uuid.uuid4().hex
+        with self._lock:
+            if run_id not in self._runs:
+                self._runs[run_id] = _Run(RunProgress(
+                    run_id=run_id, collection=collection, status=RunStatus.RUNNING, total=None, done=0, skipped=0,
+                    failed=0, full=full, started_at=now(), finished_at=None, kind=kind))
+        return run_id
+
+    def set_run_total(self, run_id: str, *, total: int, batches: int) -> RunProgress:
+        with self._lock:
+            run = self._get(run_id)
+            run.progress, run.batches = replace(run.progress, total=total), batches
+            return self._finish_if_complete(run)
+
+    def finish_batch(self, run_id: str, batch: int, *, done: int, skipped: int, failed: int) -> RunProgress:
+        with self._lock:
+            run = self._get(run_id)
+            run.counted.setdefault(batch, (done, skipped, failed))  # each batch counted once
+            return self._finish_if_complete(run)
+
+    def fail_run(self, run_id: str, error: str) -> None:
+        with self._lock:
+            run = self._get(run_id)
+            run.progress = replace(run.progress, status=RunStatus.FAILED, error=error[:MAX_ERROR_CHARS],
+                                   finished_at=now())
+
+    def run(self, run_id: str) -> RunProgress:
+        with self._lock:
+            run = self._get(run_id)
+            counts = list(run.counted.values())
+            done, skipped, failed = (sum(c[i] for c in counts) for i in range(3))
+            return replace(run.progress, done=done, skipped=skipped, failed=failed)
+
+    def recent_runs(self, limit: int = 20) -> list[RunProgress]:
+        with self._lock:
+            newest = sorted(self._runs.values(), key=lambda r: r.progress.started_at, reverse=True)[:limit]
+            return [self.run(r.progress.run_id) for r in newest]
+
+    def _get(self, run_id: str) -> _Run:
+        run = self._runs.get(run_id)
+        if run is None:
+            raise ConfigError(unknown_run(run_id))
+        return run
+
+    def _finish_if_complete(self, run: _Run) -> RunProgress:
+        complete = run.batches is not None and len(run.counted) >= run.batches
+        if run.progress.status == RunStatus.RUNNING and complete:
+            run.progress = replace(run.progress, status=RunStatus.DONE, finished_at=now())
+        return self.run(run.progress.run_id)
+
+    # -- failures --------------------------------------------------------------------
+
+    def record_failure(self, collection: str, record_id: str, error: str, *, run_id: str | None = None) -> None:
+        with self._lock:
+            known = self._failures.get((collection, record_id))
+            attempts = known.attempts + 1 if known is not None else 1
+            self._failures[(collection, record_id)] = Failure(collection, record_id, error[:MAX_ERROR_CHARS],
+                                                              attempts, now())
+
+    def failures(self, collection: str | None = None) -> list[Failure]:
+        with self._lock:
+            found = [f for f in self._failures.values() if collection is None or f.collection == collection]
+        return sorted(found, key=lambda f: (f.collection, f.record_id))
+
+    def close(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,258 @@
+"""The PostgreSQL ledger: what is indexed and from which content, runs and failures, shared by all workers.
+
+Record locks are PostgreSQL advisory locks held for a transaction, so the
+ledger must live in PostgreSQL (the pgvector database by default).
+
+Tables (created on first use): ``vectorsync_ledger``, ``vectorsync_runs``,
+``vectorsync_run_batches`` and ``vectorsync_failures``. A run's progress is
+the sum over its batches, each batch counted once by its primary key, so a
+batch redelivered after a worker died is not counted twice.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+
+from store.errors import ConfigError
+from store.ledger.base import MAX_ERROR_CHARS, Failure, LedgerEntry, RunProgress, RunStatus, now, unknown_run
+from store.sql import make_engine, transaction
+
+__all__ = ["PostgresLedger"]
+
+
+_meta = sa.MetaData()
+ledger = sa.Table(
+    "vectorsync_ledger", _meta,
+    sa.Column("collection", sa.Text, primary_key=True),
+    sa.Column("record_id", sa.Text, primary_key=True),
+    sa.Column("content_hash", sa.Text, nullable=False),
+    sa.Column("model", sa.Text, nullable=False),
+    sa.Column("chunks", sa.Integer, nullable=False),
+    sa.Column("version", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("stamp", sa.Text, nullable=False, server_default=""),
+    sa.Column("indexed_at", sa.DateTime(timezone=True), nullable=False),
+)
+runs = sa.Table(
+    "vectorsync_runs", _meta,
+    sa.Column("run_id", sa.Text, primary_key=True),
+    sa.Column("collection", sa.Text, nullable=False, index=True),
+    sa.Column("status", sa.Text, nullable=False),
+    sa.Column("kind", sa.Text, nullable=False, server_default="reindex"),
+    sa.Column("full", sa.Boolean, nullable=False),
+    sa.Column("total", sa.Integer),
+    sa.Column("batches", sa.Integer),
+    sa.Column("error", sa.Text, nullable=False, server_default=""),
+    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("finished_at", sa.DateTime(timezone=True)),
+)
+run_batches = sa.Table(
+    "vectorsync_run_batches", _meta,
+    sa.Column("run_id", sa.Text, primary_key=True),
+    sa.Column("batch", sa.Integer, primary_key=True),
+    sa.Column("done", sa.Integer, nullable=False),
+    sa.Column("skipped", sa.Integer, nullable=False),
+    sa.Column("failed", sa.Integer, nullable=False),
+)
+failures = sa.Table(
+    "vectorsync_failures", _meta,
+    sa.Column("collection", sa.Text, primary_key=True),
+    sa.Column("record_id", sa.Text, primary_key=True),
+    sa.Column("error", sa.Text, nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("run_id", sa.Text),
+    sa.Column("last_seen", sa.DateTime(timezone=True), nullable=False),
+)
+
+
+#: Columns added after the first release, created on tables that predate them.
+_ADDED_COLUMNS = (("vectorsync_ledger", "stamp", "text NOT NULL DEFAULT ''"),)
+
+
+def _entry(row: sa.Row) -> LedgerEntry:  # type: ignore[type-arg]
+    return LedgerEntry(row.record_id, row.content_hash, row.model, row.chunks, row.version, row.stamp)
+
+
+class _Held:
+    """The ledger inside a transaction that holds some records' locks."""
+
+    def __init__(self, ledger: PostgresLedger, collection: str, conn: sa.Connection) -> None:
+        self._ledger, self._collection, self._conn = ledger, collection, conn
+
+    def entries(self, record_ids: Sequence[str]) -> dict[str, LedgerEntry]:
+        return self._ledger._entries(self._conn, self._collection, record_ids)
+
+    def record_indexed(self, entries: Sequence[LedgerEntry]) -> None:
+        self._ledger._indexed(self._conn, self._collection, entries)
+
+    def forget(self, record_ids: Sequence[str]) -> None:
+        for table in (ledger, failures):
+            self._conn.execute(sa.delete(table).where(table.c.collection == self._collection,
+                                                      table.c.record_id.in_(list(record_ids))))
+
+
+class PostgresLedger:
+    """The ledger in PostgreSQL; see the module docstring."""
+
+    def __init__(self, url: str | None) -> None:
+        if not url:
+            raise ConfigError(
+                "no state database: set state.url (VECTORSYNC_STATE__URL) to a PostgreSQL URL, "
+                "or use the pgvector store, whose database is the default"
+            )
+        self.engine = make_engine(url, setting="state.url", pool_size=5, pool_pre_ping=True)
+        self.safe_url = self.engine.url.render_as_string(hide_password=True)
+        if self.engine.dialect.name != "postgresql":
+            raise ConfigError(f"state.url {self.safe_url!r} is not PostgreSQL; the state needs PostgreSQL locks")
+        self._create()
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sa.Connection]:
+        """A connection in a transaction; driver errors become StoreUnavailable or StoreError."""
+        with transaction(self.engine, f"state database {self.safe_url}") as conn:
+            yield conn
+
+    def _create(self) -> None:
+        with self.transaction() as conn:
+            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended("vectorsync:state", 0))))
+            _meta.create_all(conn, checkfirst=True)
+            for table, column, definition in _ADDED_COLUMNS:  # names are ours, never user values
+                conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {definition}"))
+
+    # -- locks and entries -----------------------------------------------------------
+
+    @contextmanager
+    def locked(self, collection: str, record_ids: Iterable[str]) -> Iterator[_Held]:
+        """Hold the write locks of these records until the block ends (sorted: no deadlocks)."""
+        with self.transaction() as conn:
+            for record_id in sorted(set(record_ids)):
+                key = sa.func.hashtextextended(f"{collection}/{record_id}", 0)
+                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(key)))
+            yield _Held(self, collection, conn)
+
+    def entries(self, collection: str, record_ids: Sequence[str]) -> dict[str, LedgerEntry]:
+        with self.transaction() as conn:
+            return self._entries(conn, collection, record_ids)
+
+    def _entries(self, conn: sa.Connection, collection: str, record_ids: Sequence[str]) -> dict[str, LedgerEntry]:
+        query = sa.select(ledger).where(ledger.c.collection == collection, ledger.c.record_id.in_(list(record_ids)))
+        return {row.record_id: _entry(row) for row in conn.execute(query).all()}
+
+    def record_ids(self, collection: str) -> set[str]:
+        with self.transaction() as conn:
+            return set(conn.execute(sa.select(ledger.c.record_id).where(ledger.c.collection == collection)).scalars())
+
+    def _indexed(self, conn: sa.Connection, collection: str, entries: Sequence[LedgerEntry]) -> None:
+        if not entries:
+            return
+        rows = [{"collection": collection, "record_id": e.record_id, "content_hash": e.content_hash,
+                 "model": e.model, "chunks": e.chunks, "version": e.version, "stamp": e.stamp,
+                 "indexed_at": now()} for e in entries]
+        insert = postgresql.insert(ledger).values(rows)
+        upsert = insert.on_conflict_do_update(
+            index_elements=["collection", "record_id"],
+            set_={**{c: insert.excluded[c] for c in ("content_hash", "model", "chunks", "stamp", "indexed_at")},
+                  # pushed documents: a version never goes back (a late older push stays dropped)
+                  "version": sa.func.greatest(ledger.c.version, insert.excluded.version)},
+        )
+        conn.execute(upsert)
+        conn.execute(sa.delete(failures).where(failures.c.collection == collection,
+                                               failures.c.record_id.in_([e.record_id for e in entries])))
+
+    def forget_collection(self, collection: str) -> None:
+        with self.transaction() as conn:
+            for table in (ledger, failures):
+                conn.execute(sa.delete(table).where(table.c.collection == collection))
+
+    # -- runs ------------------------------------------------------------------------
+
+    def create_run(self, collection: str, *, full: bool = False, run_id: str | None = None,
+                   kind: str = "reindex") -> str:
+        """Insert a running run (idempotent for a given run_id) and return its id; kind: reindex or reconcile."""
+        run_id = run_id or uuid.uuid4().hex
+        insert = postgresql.insert(runs).values(
+            run_id=run_id, collection=collection, status=RunStatus.RUNNING.value, full=full, started_at=now(),
+            kind=kind,
+        )
+        with self.transaction() as conn:
+            conn.execute(insert.on_conflict_do_nothing(index_elements=["run_id"]))
+        return run_id
+
+    def set_run_total(self, run_id: str, *, total: int, batches: int) -> RunProgress:
+        with self.transaction() as conn:
+            conn.execute(sa.update(runs).where(runs.c.run_id == run_id).values(total=total, batches=batches))
+        return self._finish_if_complete(run_id)
+
+    def finish_batch(self, run_id: str, batch: int, *, done: int, skipped: int, failed: int) -> RunProgress:
+        """Count one batch of a run, once, and mark the run done when its last batch is in."""
+        insert = postgresql.insert(run_batches).values(run_id=run_id, batch=batch, done=done, skipped=skipped,
+                                                       failed=failed)
+        with self.transaction() as conn:
+            conn.execute(insert.on_conflict_do_nothing(index_elements=["run_id", "batch"]))
+        return self._finish_if_complete(run_id)
+
+    def _finish_if_complete(self, run_id: str) -> RunProgress:
+        with self.transaction() as conn:
+            row = conn.execute(sa.select(runs).where(runs.c.run_id == run_id).with_for_update()).one_or_none()
+            if row is None:
+                raise ConfigError(unknown_run(run_id))
+            counted = conn.execute(sa.select(sa.func.count()).where(run_batches.c.run_id == run_id)).scalar_one()
+            if row.status == RunStatus.RUNNING and row.batches is not None and counted >= row.batches:
+                conn.execute(sa.update(runs).where(runs.c.run_id == run_id)
+                             .values(status=RunStatus.DONE.value, finished_at=now()))
+        return self.run(run_id)
+
+    def fail_run(self, run_id: str, error: str) -> None:
+        with self.transaction() as conn:
+            conn.execute(sa.update(runs).where(runs.c.run_id == run_id).values(
+                status=RunStatus.FAILED.value, error=error[:MAX_ERROR_CHARS], finished_at=now()))
+
+    def run(self, run_id: str) -> RunProgress:
+        """A run's progress. Raises ConfigError for an unknown run."""
+        with self.transaction() as conn:
+            row = conn.execute(sa.select(runs).where(runs.c.run_id == run_id)).one_or_none()
+            if row is None:
+                raise ConfigError(unknown_run(run_id))
+            sums = conn.execute(sa.select(
+                sa.func.coalesce(sa.func.sum(run_batches.c.done), 0),
+                sa.func.coalesce(sa.func.sum(run_batches.c.skipped), 0),
+                sa.func.coalesce(sa.func.sum(run_batches.c.failed), 0),
+            ).where(run_batches.c.run_id == run_id)).one()
+        return RunProgress(run_id=row.run_id, collection=row.collection, status=RunStatus(row.status),
+                           total=row.total, done=int(sums[0]), skipped=int(sums[1]), failed=int(sums[2]),
+                           full=row.full, started_at=row.started_at, finished_at=row.finished_at, error=row.error,
+                           kind=row.kind)
+
+    def recent_runs(self, limit: int = 20) -> list[RunProgress]:
+        with self.transaction() as conn:
+            ids = conn.execute(sa.select(runs.c.run_id).order_by(runs.c.started_at.desc()).limit(limit)).scalars().all()
+        return [self.run(run_id) for run_id in ids]
+
+    # -- failures --------------------------------------------------------------------
+
+    def record_failure(self, collection: str, record_id: str, error: str, *, run_id: str | None = None) -> None:
+        insert = postgresql.insert(failures).values(collection=collection, record_id=record_id,
+                                                    error=error[:MAX_ERROR_CHARS], attempts=1, run_id=run_id,
+                                                    last_seen=now())
+        upsert = insert.on_conflict_do_update(
+            index_elements=["collection", "record_id"],
+            set_={"error": insert.excluded.error, "run_id": insert.excluded.run_id,
+                  "last_seen": insert.excluded.last_seen, "attempts": failures.c.attempts + 1},
+        )
+        with self.transaction() as conn:
+            conn.execute(upsert)
+
+    def failures(self, collection: str | None = None) -> list[Failure]:
+        query = sa.select(failures).order_by(failures.c.collection, failures.c.record_id)
+        if collection is not None:
+            query = query.where(failures.c.collection == collection)
+        with self.transaction() as conn:
+            rows = conn.execute(query).all()
+        return [Failure(r.collection, r.record_id, r.error, r.attempts, r.last_seen) for r in rows]

@@ -1,0 +1,253 @@
+"""The ``Collection`` and ``VectorStore`` seams: shared validation above, small hooks below.
+
+Backends subclass both and fill the ``_``-prefixed hooks; every public method
+validates its input first, so a bad call raises ConfigError and writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Literal, Protocol
+
+from store.errors import ConfigError
+from store.settings import Settings, VectorSettings, default
+from store.vectors.filters import Filter
+from store.vectors.records import VectorMatch, VectorRecord, check_collection_name, validate_record, validate_vector
+
+__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "Collection", "Metric", "QueryEmbedder", "VectorStore"]
+
+Metric = Literal["cosine", "dot", "euclidean"]
+METRICS: tuple[Metric, ...] = ("cosine", "dot", "euclidean")
+DEFAULT_METRIC: Metric = default(VectorSettings, "metric")
+#: Matches a search returns unless told otherwise.
+DEFAULT_LIMIT = 10
+#: The most matches one search returns.
+MAX_LIMIT = 10_000
+
+
+class QueryEmbedder(Protocol):
+    """What a collection needs to turn a text query into a vector."""
+
+    def embed(self, text: str) -> Sequence[float]: ...
+
+
+class Collection:
+    """A named set of vector records in one store, searched with metadata filters."""
+
+    def __init__(self, name: str, *, dimensions: int, metric: Metric, embedder: QueryEmbedder | None = None):
+        self.name = check_collection_name(name)
+        self.dimensions = dimensions
+        self.metric = metric
+        self.embedder = embedder
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r} {self.dimensions}-d {self.metric}>"
+
+    # -- public API -----------------------------------------------------------------
+
+    def upsert(self, record: VectorRecord) -> None:
+        """Insert or replace one record. Raises ConfigError, StoreUnavailable."""
+        self.upsert_many([record])
+
+    def upsert_many(self, records: Iterable[VectorRecord]) -> int:
+        """Insert or replace records (the last of a repeated id wins); return how many.
+
+        Every record is validated before anything is written. Raises ConfigError,
+        StoreUnavailable.
+        """
+        checked = self._validate(records)
+        if checked:
+            self._upsert(checked)
+        return len(checked)
+
+    def delete(self, id: str) -> None:
+        """Delete the record ``id``, if it exists. Raises StoreUnavailable."""
+        if not isinstance(id, str):
+            raise ConfigError(f"record id must be a string, got {id!r}")
+        self._delete_ids([id])
+
+    def delete_where(self, filter: Filter) -> None:
+        """Delete every record whose metadata matches ``filter``. Raises ConfigError, StoreUnavailable."""
+        self._delete_where(_check_filter(filter, required=True))  # type: ignore[arg-type]
+
+    def replace_where(self, filter: Filter, records: Iterable[VectorRecord]) -> None:
+        """Swap the records matching ``filter`` for ``records``; see each backend for atomicity.
+
+        Raises ConfigError (nothing changed), StoreUnavailable.
+        """
+        where = _check_filter(filter, required=True)
+        self._replace_where(where, self._validate(records))  # type: ignore[arg-type]
+
+    def search(
+        self,
+        query: str | Sequence[float],
+        *,
+        filter: Filter | None = None,
+        limit: int = DEFAULT_LIMIT,
+        min_score: float | None = None,
+    ) -> list[VectorMatch]:
+        """The ``limit`` records closest to ``query`` among those matching ``filter``, best first.
+
+        ``query`` is a text (embedded with the store's embeddings) or a vector.
+        Raises ConfigError, StoreUnavailable, EmbeddingError.
+        """
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise ConfigError(f"limit {limit!r} is not allowed: use a whole number from 1 to {MAX_LIMIT}")
+        if min_score is not None and not isinstance(min_score, int | float):
+            raise ConfigError(f"min_score {min_score!r} is not a number")
+        vector = self._query_vector(query)
+        matches = self._search(vector, _check_filter(filter), limit)
+        if min_score is not None:
+            matches = [m for m in matches if m.score >= min_score]
+        return matches
+
+    def count(self, filter: Filter | None = None) -> int:
+        """How many records match ``filter`` (all when None). Raises StoreUnavailable."""
+        return self._count(_check_filter(filter))
+
+    def defer_index(self) -> bool:
+        """Before a bulk load: drop the ANN index while the collection is empty (building it after the
+        rows beats inserting into it). True when deferred; ``ensure_index`` builds it again."""
+        return False
+
+    def ensure_index(self) -> None:
+        """Build the ANN index if it is missing (after a bulk load). Raises StoreUnavailable."""
+
+    # -- shared checks ----------------------------------------------------------------
+
+    def _validate(self, records: Iterable[VectorRecord]) -> list[VectorRecord]:
+        if isinstance(records, VectorRecord):
+            raise ConfigError("pass a list of VectorRecord, not a single record (use upsert for one)")
+        unique: dict[str, VectorRecord] = {}
+        for record in records:
+            checked = validate_record(record, dimensions=self.dimensions, collection=self.name)
+            self._check_norm(checked.embedding, what=f"embedding of record {checked.id!r}")
+            unique[checked.id] = checked
+        return list(unique.values())
+
+    def _check_norm(self, vector: Sequence[float], *, what: str) -> None:
+        if self.metric == "cosine" and not any(vector):
+            raise ConfigError(f"{what} is all zeros: cosine similarity is undefined for it")
+
+    def _query_vector(self, query: str | Sequence[float]) -> list[float]:
+        if isinstance(query, str):
+            if self.embedder is None:
+                raise ConfigError(
+                    f"a text query needs embeddings: build the store with embeddings "
+                    f"(VectorStore.from_settings) or pass a vector of {self.dimensions} numbers"
+                )
+            query = self.embedder.embed(query)
+        vector = validate_vector(query, dimensions=self.dimensions, collection=self.name, what="query vector")
+        self._check_norm(vector, what="query vector")
+        return vector
+
+    # -- backend hooks ----------------------------------------------------------------
+
+    def _upsert(self, records: list[VectorRecord]) -> None:
+        raise NotImplementedError
+
+    def _delete_ids(self, ids: list[str]) -> None:
+        raise NotImplementedError
+
+    def _delete_where(self, filter: Filter) -> None:
+        raise NotImplementedError
+
+    def _replace_where(self, filter: Filter, records: list[VectorRecord]) -> None:
+        raise NotImplementedError
+
+    def _search(self, vector: list[float], filter: Filter | None, limit: int) -> list[VectorMatch]:
+        raise NotImplementedError
+
+    def _count(self, filter: Filter | None) -> int:
+        raise NotImplementedError
+
+
+def _check_filter(filter: object, *, required: bool = False) -> Filter | None:
+    if filter is None and not required:
+        return None
+    if not isinstance(filter, Filter):
+        hint = "; to delete everything use drop_collection" if required and filter is None else ""
+        raise ConfigError(f"filter must be a Filter (e.g. Filter.eq('kind', 'note')), got {filter!r}{hint}")
+    return filter
+
+
+class VectorStore:
+    """A place that holds collections: pgvector, Qdrant or memory."""
+
+    def __init__(self, *, dimensions: int, metric: Metric = DEFAULT_METRIC, embedder: QueryEmbedder | None = None):
+        if isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1:
+            raise ConfigError(f"dimensions {dimensions!r} is not allowed: use a positive whole number")
+        if metric not in METRICS:
+            raise ConfigError(f"metric {metric!r} is not allowed: use one of {', '.join(METRICS)}")
+        self.dimensions = dimensions
+        self.metric: Metric = metric
+        self.embedder = embedder
+        self._collections: dict[str, Collection] = {}
+
+    def collection(self, name: str) -> Collection:
+        """The collection ``name``, created on first use. Raises ConfigError, StoreUnavailable."""
+        found = self._collections.get(name)
+        return found if found is not None else self.ensure_collection(name)
+
+    def ensure_collection(self, name: str) -> Collection:
+        """Create ``name`` if missing; an existing one of another size is a ConfigError."""
+        collection = self._ensure(check_collection_name(name))
+        self._collections[name] = collection
+        return collection
+
+    def drop_collection(self, name: str) -> None:
+        """Delete the collection ``name`` and everything in it, if it exists."""
+        self._drop(check_collection_name(name))
+        self._collections.pop(name, None)
+
+    def list_collections(self) -> list[str]:
+        """Names of the collections this store holds, sorted."""
+        return sorted(self._list())
+
+    def close(self) -> None:
+        """Release connections; the store is not used afterwards."""
+
+    def __enter__(self) -> VectorStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @staticmethod
+    def memory(
+        *, dimensions: int, metric: Metric = DEFAULT_METRIC, embedder: QueryEmbedder | None = None
+    ) -> VectorStore:
+        """An in-process store with exact search: for tests and one-process use."""
+        from store.vectors.memory import MemoryStore
+
+        return MemoryStore(dimensions=dimensions, metric=metric, embedder=embedder)
+
+    @staticmethod
+    def from_settings(settings: Settings, *, embedder: QueryEmbedder | None = None) -> VectorStore:
+        """The store ``[vectors]`` names. Raises ConfigError, StoreUnavailable."""
+        vectors = settings.vectors
+        if vectors.store == "memory":
+            return VectorStore.memory(dimensions=vectors.dimensions, metric=vectors.metric, embedder=embedder)
+        if not vectors.url:
+            raise ConfigError(
+                f"vectors.url is required for the {vectors.store} store "
+                "(set it in vectorsync.toml or VECTORSYNC_VECTORS__URL)"
+            )
+        if vectors.store == "pgvector":
+            from store.vectors.pgvector import PgvectorStore
+
+            return PgvectorStore.from_settings(settings, embedder=embedder)
+        from store.vectors.qdrant import QdrantStore
+
+        return QdrantStore.from_settings(settings, embedder=embedder)
+
+    # -- backend hooks ----------------------------------------------------------------
+
+    def _ensure(self, name: str) -> Collection:
+        raise NotImplementedError
+
+    def _drop(self, name: str) -> None:
+        raise NotImplementedError
+
+    def _list(self) -> list[str]:
+        raise NotImplementedError

@@ -1,0 +1,12 @@
+"""The pgvector backend: a PostgreSQL table per collection, HNSW search, COPY writes.
+
+Filtered searches use pgvector's iterative index scans, so a selective filter
+still fills ``limit``. ``schema`` says what a table holds, ``filters`` how a
+Filter becomes SQL, ``collection`` how rows are read and written.
+"""
+
+from store.vectors.pgvector.collection import PgvectorCollection
+from store.vectors.pgvector.filters import compile_filter
+from store.vectors.pgvector.store import PgvectorStore
+
+__all__ = ["PgvectorCollection", "PgvectorStore", "compile_filter"]

@@ -1,0 +1,166 @@
+"""A pgvector collection: one table, HNSW search with iterative scans, binary COPY writes.
+
+Every write is one transaction, so ``replace_where`` readers see the old set
+or the new set. A load of ``BULK_LOAD_ROWS`` or more into an empty table
+builds the HNSW index after the rows, which is far faster than inserting into it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import psycopg
+import sqlalchemy as sa
+from psycopg import sql
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+from store.vectors.collection import Collection
+from store.vectors.filters import Filter
+from store.vectors.pgvector.filters import compile_filter
+from store.vectors.pgvector.schema import embedding_index, lock
+from store.vectors.records import VectorMatch, VectorRecord, canonical_json
+
+if TYPE_CHECKING:
+    from store.vectors.pgvector.store import PgvectorStore
+
+__all__ = ["BULK_LOAD_ROWS", "PgvectorCollection"]
+
+#: A load this large into an empty table builds the HNSW index after the rows (much faster).
+BULK_LOAD_ROWS = 2000
+
+_COLUMNS = ("id", "record_id", "chunk", "embedding", "text", "metadata", "model")
+_COPY_TYPES = ["text", "text", "int4", None, "text", "jsonb", "text"]
+
+
+class PgvectorCollection(Collection):
+    """One collection, one table."""
+
+    def __init__(self, store: PgvectorStore, name: str, table: sa.Table) -> None:
+        super().__init__(name, dimensions=store.dimensions, metric=store.metric, embedder=store.embedder)
+        self._store = store
+        self.table = table
+
+    def _where(self, filter: Filter | None) -> sa.ColumnElement[bool]:
+        return sa.true() if filter is None else compile_filter(filter, self.table)
+
+    def _upsert(self, records: list[VectorRecord]) -> None:
+        with self._store.transaction() as conn:
+            self._write(conn, records)
+
+    def _delete_ids(self, ids: list[str]) -> None:
+        with self._store.transaction() as conn:
+            conn.execute(sa.delete(self.table).where(self.table.c.id.in_(ids)))
+
+    def _delete_where(self, filter: Filter) -> None:
+        with self._store.transaction() as conn:
+            conn.execute(sa.delete(self.table).where(self._where(filter)))
+
+    def _replace_where(self, filter: Filter, records: list[VectorRecord]) -> None:
+        with self._store.transaction() as conn:
+            # Two swaps of the same set wait for each other; otherwise the second one's
+            # delete could miss rows the first one is inserting.
+            lock(conn, f"{self.table.name}:{canonical_json(filter.to_dict())}")
+            conn.execute(sa.delete(self.table).where(self._where(filter)))
+            self._write(conn, records, bulk=False)  # a table lock after the DELETE could deadlock
+
+    def _search(self, vector: list[float], filter: Filter | None, limit: int) -> list[VectorMatch]:
+        distance, score = self._distance(vector)
+        query = (
+            sa.select(self.table.c.id, self.table.c.text, self.table.c.metadata, score.label("score"))
+            .where(self._where(filter))
+            .order_by(distance)
+            .limit(limit)
+        )
+        with self._store.transaction() as conn:
+            self._store.tune_search(conn)
+            rows = conn.execute(query).all()
+        return [VectorMatch(id=r.id, score=float(r.score), text=r.text, metadata=r.metadata) for r in rows]
+
+    def _distance(self, vector: list[float]) -> tuple[Any, Any]:
+        column = self.table.c.embedding
+        if self.metric == "cosine":
+            distance = column.cosine_distance(vector)
+            return distance, 1 - distance
+        if self.metric == "dot":
+            distance = column.max_inner_product(vector)
+            return distance, -distance
+        distance = column.l2_distance(vector)
+        return distance, 1 / (1 + distance)
+
+    def _count(self, filter: Filter | None) -> int:
+        query = sa.select(sa.func.count()).select_from(self.table).where(self._where(filter))
+        with self._store.transaction() as conn:
+            return int(conn.execute(query).scalar_one())
+
+    def defer_index(self) -> bool:
+        with self._store.transaction() as conn:
+            lock(conn, self.table.name)
+            if conn.execute(sa.select(sa.exists().select_from(self.table))).scalar_one():
+                return False
+            embedding_index(self.table).drop(conn, checkfirst=True)
+        return True
+
+    def ensure_index(self) -> None:
+        with self._store.transaction() as conn:
+            lock(conn, self.table.name)
+            _build_memory(conn)
+            embedding_index(self.table).create(conn, checkfirst=True)
+
+    # -- COPY ------------------------------------------------------------------------
+
+    def _write(self, conn: sa.Connection, records: list[VectorRecord], *, bulk: bool = True) -> None:
+        if not records:
+            return
+        if bulk and len(records) >= BULK_LOAD_ROWS and self._empty_for_bulk(conn):
+            self._load_then_index(conn, records)
+            return
+        staging = f"vs_staging_{self.table.name}"
+        raw = _driver(conn)
+        raw.execute(
+            sql.SQL("CREATE TEMP TABLE IF NOT EXISTS {} (LIKE {} INCLUDING DEFAULTS) ON COMMIT DROP").format(
+                sql.Identifier(staging), sql.Identifier(self.table.name)
+            )
+        )
+        self.copy_rows(raw, staging, records)
+        load = sa.table(staging, *(sa.column(c) for c in _COLUMNS))
+        insert = pg_insert(self.table).from_select(list(_COLUMNS), sa.select(*load.c))
+        update = {c: insert.excluded[c] for c in _COLUMNS if c != "id"} | {"updated_at": sa.func.now()}
+        conn.execute(insert.on_conflict_do_update(index_elements=["id"], set_=update))
+        raw.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(staging)))
+
+    def _empty_for_bulk(self, conn: sa.Connection) -> bool:
+        lock_table = sql.SQL("LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE").format(sql.Identifier(self.table.name))
+        _driver(conn).execute(lock_table)
+        return conn.execute(sa.select(sa.exists().select_from(self.table))).scalar_one() is False
+
+    def _load_then_index(self, conn: sa.Connection, records: list[VectorRecord]) -> None:
+        """Bulk load into an empty table: drop HNSW, COPY, rebuild (an index build beats inserts)."""
+        index = embedding_index(self.table)
+        index.drop(conn, checkfirst=True)
+        self.copy_rows(_driver(conn), self.table.name, records)
+        _build_memory(conn)
+        index.create(conn)
+
+    def copy_rows(self, raw: psycopg.Connection[Any], table: str, records: Sequence[VectorRecord]) -> None:
+        """Binary COPY of ``records`` into ``table`` (~50k rows/s, versus hundreds row by row)."""
+        columns = sql.SQL(", ").join(sql.Identifier(c) for c in _COLUMNS)
+        statement = sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT BINARY)").format(sql.Identifier(table), columns)
+        types = [t or self._store.schema.vector_type for t in _COPY_TYPES]
+        with raw.cursor() as cursor, cursor.copy(statement) as copy:
+            copy.set_types(types)
+            for r in records:
+                record_id, chunk = r.metadata.get("record_id"), r.metadata.get("chunk")
+                vector = np.asarray(r.embedding, dtype=np.float32)
+                copy.write_row((r.id, record_id, chunk, self._store.adapt(vector), r.text,
+                                psycopg.types.json.Jsonb(r.metadata), r.model))
+
+
+def _driver(conn: sa.Connection) -> psycopg.Connection[Any]:
+    return conn.connection.driver_connection  # type: ignore[return-value]
+
+
+def _build_memory(conn: sa.Connection) -> None:
+    """Give this transaction's HNSW build enough memory to build in one pass."""
+    conn.execute(sa.select(sa.func.set_config("maintenance_work_mem", "512MB", sa.true())))

@@ -1,0 +1,139 @@
+"""The table of a pgvector collection: its columns and indexes, built and checked.
+
+Table ``<prefix><name>``: ``id`` (primary key), ``record_id`` (btree),
+``chunk``, ``embedding`` (``vector(d)``, ``halfvec(d)`` above 2000
+dimensions, HNSW for the metric), ``text``, ``metadata`` (jsonb, GIN),
+``model``, ``updated_at``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sqlalchemy as sa
+from pgvector.sqlalchemy import HALFVEC, VECTOR
+from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP
+
+from store.errors import ConfigError
+from store.vectors.collection import Metric
+
+__all__ = ["MAX_HALFVEC_DIMENSIONS", "MAX_VECTOR_DIMENSIONS", "Schema", "embedding_index", "embedding_type", "lock"]
+
+#: Above this many dimensions the column is halfvec: HNSW indexes vector only up to 2000.
+MAX_VECTOR_DIMENSIONS = 2000
+#: halfvec's HNSW limit.
+MAX_HALFVEC_DIMENSIONS = 4000
+
+_OPS = {"cosine": "cosine", "dot": "ip", "euclidean": "l2"}
+_FIX = "drop the table or use another collection name"
+
+
+def lock(conn: sa.Connection, key: str) -> None:
+    """An advisory lock on ``key`` until the transaction ends: serializes schema changes across processes."""
+    conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(key, 0))))
+
+
+@dataclass
+class Schema:
+    """How every collection table of one store looks: vector type, metric, HNSW parameters."""
+
+    dimensions: int
+    metric: Metric
+    hnsw_m: int
+    hnsw_ef_construction: int
+    table_prefix: str
+    _metadata: sa.MetaData = field(default_factory=sa.MetaData, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.dimensions > MAX_HALFVEC_DIMENSIONS:
+            raise ConfigError(
+                f"vectors.dimensions = {self.dimensions} is more than pgvector can index "
+                f"({MAX_HALFVEC_DIMENSIONS} as halfvec): use a model with fewer dimensions"
+            )
+
+    @property
+    def half(self) -> bool:
+        return self.dimensions > MAX_VECTOR_DIMENSIONS
+
+    @property
+    def vector_type(self) -> str:
+        return "halfvec" if self.half else "vector"
+
+    @property
+    def ops(self) -> str:
+        return f"{self.vector_type}_{_OPS[self.metric]}_ops"
+
+    def table(self, name: str) -> sa.Table:
+        """The table of collection ``name`` (a description; ``ensure`` creates it)."""
+        table_name = self.table_prefix + name
+        if table_name in self._metadata.tables:
+            return self._metadata.tables[table_name]
+        column_type = HALFVEC(self.dimensions) if self.half else VECTOR(self.dimensions)
+        return sa.Table(
+            table_name,
+            self._metadata,
+            sa.Column("id", sa.Text, primary_key=True),
+            sa.Column("record_id", sa.Text, index=True),
+            sa.Column("chunk", sa.Integer),
+            sa.Column("embedding", column_type, nullable=False),
+            sa.Column("text", sa.Text, nullable=False, server_default=""),
+            sa.Column("metadata", JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")),
+            sa.Column("model", sa.Text, nullable=False, server_default=""),
+            sa.Column("updated_at", TIMESTAMP(timezone=True), nullable=False, server_default=sa.func.now()),
+            sa.Index(f"{table_name}_metadata_idx", "metadata", postgresql_using="gin",
+                     postgresql_ops={"metadata": "jsonb_path_ops"}),
+            sa.Index(
+                f"{table_name}_embedding_idx", "embedding", postgresql_using="hnsw",
+                postgresql_with={"m": self.hnsw_m, "ef_construction": self.hnsw_ef_construction},
+                postgresql_ops={"embedding": self.ops},
+            ),
+        )
+
+    def ensure(self, conn: sa.Connection, name: str) -> sa.Table:
+        """Create the table of ``name`` if missing; one of another size or metric is a ConfigError."""
+        table = self.table(name)
+        lock(conn, table.name)
+        found = embedding_type(conn, table.name)
+        if found is None:
+            table.create(conn)
+        elif found != f"{self.vector_type}({self.dimensions})":
+            raise ConfigError(
+                f"table {table.name!r} of collection {name!r} holds embeddings of type {found}; "
+                f"settings say {self.vector_type}({self.dimensions}) (vectors.dimensions): {_FIX}"
+            )
+        else:
+            self._check_metric(conn, table.name, name)
+        return table
+
+    def _check_metric(self, conn: sa.Connection, table_name: str, name: str) -> None:
+        """An HNSW index built for another metric would never be used: refuse, naming both."""
+        query = sa.text("SELECT indexdef FROM pg_indexes WHERE tablename = :t AND indexname = :i")
+        definition = conn.execute(query, {"t": table_name, "i": f"{table_name}_embedding_idx"}).scalar_one_or_none()
+        if definition is not None and self.ops not in definition:
+            found = next((m for m, ops in _OPS.items() if f"_{ops}_ops" in definition), "another metric")
+            raise ConfigError(
+                f"collection {name!r} is indexed for {found}; settings say {self.metric} (vectors.metric): {_FIX}"
+            )
+
+    def names(self, conn: sa.Connection) -> list[str]:
+        """Names of the collections whose tables exist in this database."""
+        query = sa.text(
+            "SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND column_name = 'embedding' AND starts_with(table_name, :prefix)"
+        )
+        found = conn.execute(query, {"prefix": self.table_prefix}).scalars().all()
+        return [n[len(self.table_prefix):] for n in found]
+
+
+def embedding_index(table: sa.Table) -> sa.Index:
+    """The HNSW index of a collection table."""
+    return next(i for i in table.indexes if i.name and i.name.endswith("_embedding_idx"))
+
+
+def embedding_type(conn: sa.Connection, table_name: str) -> str | None:
+    """The type of a table's embedding column ("vector(384)"), or None when the table does not exist."""
+    query = sa.text(
+        "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+        "WHERE attrelid = to_regclass(:t) AND attname = 'embedding' AND NOT attisdropped"
+    )
+    return conn.execute(query, {"t": table_name}).scalar_one_or_none()

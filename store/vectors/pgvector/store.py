@@ -1,0 +1,104 @@
+"""The pgvector store: collections as tables in one PostgreSQL database with the vector extension."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import sqlalchemy as sa
+from pgvector.psycopg import register_vector
+
+from store.settings import Settings, VectorSettings, default
+from store.sql import make_engine, safe_url, transaction
+from store.vectors.collection import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
+from store.vectors.pgvector.collection import PgvectorCollection
+from store.vectors.pgvector.schema import Schema, lock
+
+__all__ = ["MAX_SCAN_TUPLES", "PgvectorStore"]
+
+#: Rows a filtered iterative scan may visit before it gives up (pgvector's hnsw.max_scan_tuples).
+MAX_SCAN_TUPLES = 100_000
+
+
+class PgvectorStore(VectorStore):
+    """Collections as tables in one PostgreSQL database with the vector extension."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        dimensions: int,
+        metric: Metric = DEFAULT_METRIC,
+        hnsw_m: int = default(VectorSettings, "hnsw_m"),
+        hnsw_ef_construction: int = default(VectorSettings, "hnsw_ef_construction"),
+        ef_search: int = default(VectorSettings, "ef_search"),
+        table_prefix: str = default(VectorSettings, "table_prefix"),
+        embedder: QueryEmbedder | None = None,
+        pool_size: int = 5,
+    ) -> None:
+        super().__init__(dimensions=dimensions, metric=metric, embedder=embedder)
+        self.schema = Schema(dimensions=dimensions, metric=metric, hnsw_m=hnsw_m,
+                             hnsw_ef_construction=hnsw_ef_construction, table_prefix=table_prefix)
+        self.url = url
+        self.safe_url = safe_url(url)
+        self.ef_search = ef_search
+        self.engine = make_engine(url, setting="vectors.url", pool_size=pool_size, pool_pre_ping=True)
+        self._create_extension()
+        sa.event.listen(self.engine, "connect", lambda dbapi, _record: register_vector(dbapi))
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, embedder: QueryEmbedder | None = None) -> PgvectorStore:
+        v = settings.vectors
+        assert v.url is not None
+        return cls(
+            v.url, dimensions=v.dimensions, metric=v.metric, hnsw_m=v.hnsw_m,
+            hnsw_ef_construction=v.hnsw_ef_construction, ef_search=v.ef_search,
+            table_prefix=v.table_prefix, embedder=embedder,
+        )
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sa.Connection]:
+        """A connection in a transaction; driver errors become StoreUnavailable or StoreError."""
+        with transaction(self.engine, f"PostgreSQL at {self.safe_url}") as conn:
+            yield conn
+
+    def adapt(self, vector: np.ndarray) -> Any:
+        from pgvector import HalfVector, Vector
+
+        return HalfVector(vector) if self.schema.half else Vector(vector)
+
+    def tune_search(self, conn: sa.Connection) -> None:
+        """Per-transaction HNSW settings: accuracy, and iterative scans for filtered search."""
+        settings = {
+            "hnsw.ef_search": str(self.ef_search),
+            "hnsw.iterative_scan": "strict_order",
+            "hnsw.max_scan_tuples": str(MAX_SCAN_TUPLES),
+        }
+        for name, value in settings.items():
+            conn.execute(sa.select(sa.func.set_config(name, value, sa.true())))
+
+    def _create_extension(self) -> None:
+        with self.transaction() as conn:
+            lock(conn, "vectorsync:extension")
+            conn.execute(sa.text("CREATE EXTENSION IF NOT EXISTS vector"))
+        self.engine.dispose()  # connections made before the extension existed cannot adapt vectors
+
+    # -- hooks -----------------------------------------------------------------------
+
+    def _ensure(self, name: str) -> Collection:
+        with self.transaction() as conn:
+            table = self.schema.ensure(conn, name)
+        return PgvectorCollection(self, name, table)
+
+    def _drop(self, name: str) -> None:
+        with self.transaction() as conn:
+            self.schema.table(name).drop(conn, checkfirst=True)
+
+    def _list(self) -> list[str]:
+        with self.transaction() as conn:
+            return self.schema.names(conn)

@@ -1,0 +1,184 @@
+"""A Qdrant collection: points whose ids derive from record ids, searched with native filters.
+
+A point's id is ``uuid5(POINT_NAMESPACE, record_id)`` and its payload is
+``{"id", "text", "model", "metadata"}``, so user metadata never collides with
+the keys this module writes.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+from qdrant_client import QdrantClient, models
+
+from store.vectors.collection import Collection, Metric, QueryEmbedder
+from store.vectors.filters import Filter
+from store.vectors.qdrant.client import translated
+from store.vectors.qdrant.filters import METADATA_KEY, excluding, split_filter
+from store.vectors.records import VectorMatch, VectorRecord
+
+__all__ = ["DELETE_BATCH", "POINT_NAMESPACE", "SCROLL_PAGE", "UPSERT_BATCH", "QdrantCollection", "point_id"]
+
+#: Namespace of the UUIDv5 point ids; changing it orphans every stored point.
+POINT_NAMESPACE = uuid.UUID("8f5b3c2e-6a1d-5e4f-9b7a-2c3d4e5f6a7b")
+#: Points sent per upsert call.
+UPSERT_BATCH = 256
+#: Point ids sent per delete call.
+DELETE_BATCH = 1024
+#: Points read per scroll call when a filter is checked in Python.
+SCROLL_PAGE = 256
+#: Largest page of candidates a search with a Python residual asks for at once.
+MAX_SEARCH_PAGE = 4096
+
+
+def point_id(record_id: str) -> str:
+    """The Qdrant point id of ``record_id``: a UUIDv5, since Qdrant takes only UUIDs and integers."""
+    return str(uuid.uuid5(POINT_NAMESPACE, record_id))
+
+
+
+def _point(record: VectorRecord) -> models.PointStruct:
+    payload = {"id": record.id, "text": record.text, "model": record.model, METADATA_KEY: record.metadata}
+    return models.PointStruct(id=point_id(record.id), vector=list(record.embedding), payload=payload)
+
+
+def _metadata(payload: dict[str, Any] | None) -> dict[str, Any]:
+    found = (payload or {}).get(METADATA_KEY)
+    return dict(found) if isinstance(found, dict) else {}
+
+
+def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class QdrantCollection(Collection):
+    """One Qdrant collection of the same name.
+
+    ``replace_where`` is not atomic: Qdrant has no transactions. It upserts the
+    new points first, then deletes the points matching the filter whose ids are
+    not among the new ones; so readers never see "neither", but may briefly see
+    both.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        client: QdrantClient,
+        where: str,
+        dimensions: int,
+        metric: Metric,
+        embedder: QueryEmbedder | None = None,
+        ef_search: int | None = None,
+    ):
+        super().__init__(name, dimensions=dimensions, metric=metric, embedder=embedder)
+        self._client = client
+        self._where = where
+        self._search_params = models.SearchParams(hnsw_ef=ef_search) if ef_search else None
+
+    def _calling(self, what: str) -> AbstractContextManager[None]:
+        return translated(self._where, f"{what} in collection {self.name!r}")
+
+    # -- writes -------------------------------------------------------------------------
+
+    def _upsert(self, records: list[VectorRecord]) -> None:
+        with self._calling("upsert points"):
+            for batch in _batches(records, UPSERT_BATCH):
+                self._client.upsert(self.name, points=[_point(r) for r in batch], wait=True)
+
+    def _delete_ids(self, ids: list[str]) -> None:
+        self._delete_points([point_id(id) for id in ids])
+
+    def _delete_points(self, point_ids: list[str]) -> None:
+        with self._calling("delete points"):
+            for batch in _batches(point_ids, DELETE_BATCH):
+                selector = models.PointIdsList(points=list(batch))
+                self._client.delete(self.name, points_selector=selector, wait=True)
+
+    def _delete_where(self, filter: Filter) -> None:
+        self._delete_matching(filter, keep=[])
+
+    def _replace_where(self, filter: Filter, records: list[VectorRecord]) -> None:
+        self._upsert(records)
+        self._delete_matching(filter, keep=[point_id(r.id) for r in records])
+
+    def _delete_matching(self, filter: Filter, *, keep: list[str]) -> None:
+        """Delete the points matching ``filter`` except those in ``keep``."""
+        where, residual = split_filter(filter)
+        if residual is not None:
+            kept = set(keep)
+            self._delete_points([p for p in self._matching_ids(where, residual) if p not in kept])
+            return
+        selector = models.FilterSelector(filter=excluding(where, keep) or models.Filter())
+        with self._calling("delete points"):
+            self._client.delete(self.name, points_selector=selector, wait=True)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def _scroll(self, where: models.Filter | None) -> Iterator[models.Record]:
+        """Every point matching ``where``, with its payload and without its vector, page by page."""
+        offset: Any = None
+        while True:
+            with self._calling("scroll points"):
+                points, offset = self._client.scroll(
+                    self.name, scroll_filter=where, limit=SCROLL_PAGE, offset=offset,
+                    with_payload=True, with_vectors=False,
+                )
+            yield from points
+            if offset is None:
+                return
+
+    def _matching_ids(self, where: models.Filter | None, residual: Filter) -> list[str]:
+        return [str(p.id) for p in self._scroll(where) if residual.matches(_metadata(p.payload))]
+
+    def _count(self, filter: Filter | None) -> int:
+        where, residual = split_filter(filter)
+        if residual is not None:
+            return len(self._matching_ids(where, residual))
+        with self._calling("count points"):
+            return self._client.count(self.name, count_filter=where, exact=True).count
+
+    def _search(self, vector: list[float], filter: Filter | None, limit: int) -> list[VectorMatch]:
+        where, residual = split_filter(filter)
+        if residual is None:
+            return [self._match(p) for p in self._query(vector, where, limit=limit, offset=0)]
+        return self._search_checked(vector, where, residual, limit)
+
+    def _search_checked(
+        self, vector: list[float], where: models.Filter | None, residual: Filter, limit: int
+    ) -> list[VectorMatch]:
+        """Page through the closest points, best first, keeping those ``residual`` matches."""
+        found: list[VectorMatch] = []
+        offset, page = 0, max(4 * limit, 64)
+        while len(found) < limit:
+            points = self._query(vector, where, limit=page, offset=offset)
+            found.extend(self._match(p) for p in points if residual.matches(_metadata(p.payload)))
+            if len(points) < page:
+                break
+            offset, page = offset + page, max(page, min(4 * page, MAX_SEARCH_PAGE))
+        return found[:limit]
+
+    def _query(
+        self, vector: list[float], where: models.Filter | None, *, limit: int, offset: int
+    ) -> list[models.ScoredPoint]:
+        with self._calling("search"):
+            return self._client.query_points(
+                self.name, query=vector, query_filter=where, limit=limit, offset=offset,
+                with_payload=True, with_vectors=False, search_params=self._search_params,
+            ).points
+
+    def _match(self, point: models.ScoredPoint) -> VectorMatch:
+        payload = point.payload or {}
+        return VectorMatch(
+            id=str(payload.get("id", point.id)), score=self._score(point.score),
+            text=str(payload.get("text", "")), metadata=_metadata(payload),
+        )
+
+    def _score(self, raw: float) -> float:
+        """Higher is closer: Qdrant gives the raw distance for EUCLID, the others are similarities."""
+        return 1.0 / (1.0 + raw) if self.metric == "euclidean" else float(raw)
+

@@ -1,0 +1,168 @@
+"""The Qdrant store: collections in a Qdrant server, or in qdrant-client's local mode.
+
+``url`` is an http(s) address of a Qdrant server, or ``:memory:`` or a folder
+for qdrant-client's local mode (tests, one process). Local mode builds no
+payload indexes, so none are asked for there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from qdrant_client import QdrantClient, models
+
+from store.errors import ConfigError, StoreUnavailable
+from store.urls import without_credentials
+from store.vectors.collection import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
+from store.vectors.filters import check_field
+from store.vectors.qdrant.client import driver_errors, is_server, translated
+from store.vectors.qdrant.collection import QdrantCollection
+from store.vectors.qdrant.filters import payload_key
+
+if TYPE_CHECKING:
+    from store.settings import Settings
+
+__all__ = ["ALWAYS_INDEXED", "QdrantStore"]
+
+#: Metadata fields always indexed on a server: the pipeline deletes and replaces by record_id.
+ALWAYS_INDEXED = ("record_id",)
+
+_DISTANCES: dict[str, models.Distance] = {
+    "cosine": models.Distance.COSINE,
+    "dot": models.Distance.DOT,
+    "euclidean": models.Distance.EUCLID,
+}
+
+
+
+class QdrantStore(VectorStore):
+    """Collections in a Qdrant server, or in qdrant-client's local mode (``:memory:`` or a folder)."""
+
+    def __init__(
+        self,
+        url_or_location: str,
+        *,
+        dimensions: int,
+        metric: Metric = DEFAULT_METRIC,
+        api_key: str | None = None,
+        index_fields: Iterable[str] = (),
+        embedder: QueryEmbedder | None = None,
+        hnsw_m: int | None = None,
+        hnsw_ef_construction: int | None = None,
+        ef_search: int | None = None,
+    ):
+        super().__init__(dimensions=dimensions, metric=metric, embedder=embedder)
+        if not isinstance(url_or_location, str) or not url_or_location:
+            raise ConfigError(
+                f"Qdrant location {url_or_location!r} is not allowed: use an http(s) URL, ':memory:' "
+                "or a folder (vectors.url)"
+            )
+        self.url = without_credentials(url_or_location)
+        self.index_fields = tuple(dict.fromkeys((*ALWAYS_INDEXED, *map(check_field, index_fields))))
+        self._server = is_server(url_or_location)
+        self._hnsw = models.HnswConfigDiff(m=hnsw_m, ef_construct=hnsw_ef_construction)
+        self._ef_search = ef_search
+        self._client = self._connect(url_or_location, api_key)
+
+    def __repr__(self) -> str:
+        return f"<QdrantStore {self.url} {self.dimensions}-d {self.metric}>"
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, embedder: QueryEmbedder | None = None) -> QdrantStore:
+        """The Qdrant store ``[vectors]`` names; the key comes from VECTORSYNC_VECTORS__KEY."""
+        vectors = settings.vectors
+        if not vectors.url:
+            raise ConfigError("vectors.url is required for the qdrant store (VECTORSYNC_VECTORS__URL)")
+        return cls(
+            vectors.url,
+            dimensions=vectors.dimensions,
+            metric=vectors.metric,
+            api_key=vectors.key.get_secret_value() if vectors.key else None,
+            index_fields=vectors.index_fields,
+            embedder=embedder,
+            hnsw_m=vectors.hnsw_m,
+            hnsw_ef_construction=vectors.hnsw_ef_construction,
+            ef_search=vectors.ef_search,
+        )
+
+    def _connect(self, location: str, api_key: str | None) -> QdrantClient:
+        """A client for a server (no request made yet) or a local-mode client."""
+        with translated(self.url, "open"):
+            if self._server:
+                return QdrantClient(url=location, api_key=api_key, check_compatibility=False)
+            if api_key:
+                raise ConfigError("vectors.key is set but Qdrant's local mode takes no key: unset it")
+            if location == ":memory:":
+                return QdrantClient(location=":memory:")
+            try:
+                return QdrantClient(path=location)
+            except RuntimeError as exc:  # the folder is locked by another client
+                raise StoreUnavailable(f"Qdrant at {self.url} cannot be opened: {exc}") from exc
+
+    def close(self) -> None:
+        """Close the client; a local folder is unlocked for the next store."""
+        with translated(self.url, "close"):
+            self._client.close()
+
+    # -- hooks ----------------------------------------------------------------------------
+
+    def _ensure(self, name: str) -> Collection:
+        with translated(self.url, f"open collection {name!r}"):
+            if not self._client.collection_exists(name):
+                self._create(name)
+            params = self._client.get_collection(name).config.params.vectors
+        self._check_params(name, params)
+        if self._server:
+            self._index(name)
+        return QdrantCollection(
+            name, client=self._client, where=self.url, dimensions=self.dimensions, metric=self.metric,
+            embedder=self.embedder, ef_search=self._ef_search if self._server else None,
+        )
+
+    def _create(self, name: str) -> None:
+        """Create ``name``; losing a race with another process that created it is fine."""
+        params = models.VectorParams(size=self.dimensions, distance=_DISTANCES[self.metric])
+        try:
+            self._client.create_collection(name, vectors_config=params, hnsw_config=self._hnsw)
+        except driver_errors():
+            if not self._client.collection_exists(name):
+                raise
+
+    def _check_params(self, name: str, params: Any) -> None:
+        """An existing collection of another size or distance is a ConfigError naming both."""
+        fix = "drop it or use another collection name"
+        if not isinstance(params, models.VectorParams):
+            raise ConfigError(
+                f"Qdrant collection {name!r} holds named vectors; vectorsync needs one unnamed vector: {fix}"
+            )
+        if params.size != self.dimensions:
+            raise ConfigError(
+                f"Qdrant collection {name!r} holds {params.size}-dimensional vectors; settings say "
+                f"{self.dimensions} (vectors.dimensions): {fix}"
+            )
+        if params.distance != _DISTANCES[self.metric]:
+            raise ConfigError(
+                f"Qdrant collection {name!r} uses {params.distance.value} distance; settings say "
+                f"{self.metric} (vectors.metric): {fix}"
+            )
+
+    def _index(self, name: str) -> None:
+        """Keyword indexes on record_id and the configured fields (server only; idempotent).
+
+        A keyword index serves string equality only; Qdrant checks other conditions
+        on the field against the stored payload, so typed matching is unchanged.
+        """
+        with translated(self.url, f"index collection {name!r}"):
+            for field in self.index_fields:
+                self._client.create_payload_index(
+                    name, payload_key(field), field_schema=models.PayloadSchemaType.KEYWORD, wait=True
+                )
+
+    def _drop(self, name: str) -> None:
+        with translated(self.url, f"drop collection {name!r}"):
+            self._client.delete_collection(name)
+
+    def _list(self) -> list[str]:
+        with translated(self.url, "list collections"):
+            return [c.name for c in self._client.get_collections().collections]

@@ -1,0 +1,143 @@
+"""What goes into a collection and what comes back out of a search."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from store.errors import ConfigError
+from store.names import check_collection_name
+
+__all__ = [
+    "RESERVED_METADATA",
+    "VectorMatch",
+    "VectorRecord",
+    "canonical_json",
+    "check_collection_name",
+    "clean_text",
+    "validate_vector",
+]
+
+#: Metadata keys the pipeline writes and the backends index; their types are fixed.
+RESERVED_METADATA = {"record_id": str, "chunk": int}
+
+#: Lone surrogates cannot be encoded as UTF-8; NUL is refused by PostgreSQL text.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+@dataclass(frozen=True, slots=True)
+class VectorRecord:
+    """One stored vector: an id unique in its collection, the text it embeds and metadata."""
+
+    id: str
+    embedding: Sequence[float]
+    text: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    model: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class VectorMatch:
+    """One search hit; a higher score is closer."""
+
+    id: str
+    score: float
+    text: str
+    metadata: dict[str, Any]
+
+
+def clean_text(text: str) -> str:
+    """Drop NUL characters and lone surrogates, which no backend can store."""
+    return _UNSTORABLE.sub("", text)
+
+
+def _clean_json(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, Mapping):
+        if not all(isinstance(k, str) for k in value):
+            raise TypeError(f"keys must be strings, got {[k for k in value if not isinstance(k, str)]!r}")
+        return {clean_text(k): _clean_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean_json(v) for v in value]
+    return value
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no spaces: the same value always gives the same text."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def validate_metadata(metadata: object, *, record_id: str) -> dict[str, Any]:
+    """Return a clean JSON-object copy of ``metadata`` or raise ConfigError naming the problem."""
+    if not isinstance(metadata, Mapping):
+        raise ConfigError(
+            f"metadata of record {record_id!r} is a {type(metadata).__name__}, not a JSON object: "
+            "pass a dict such as {'kind': 'note'}"
+        )
+    try:
+        cleaned = json.loads(canonical_json(_clean_json(metadata)))  # a deep, JSON-plain copy
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"metadata of record {record_id!r} cannot be encoded as JSON ({exc}): "
+            "use strings, finite numbers, booleans, null, lists and objects with string keys"
+        ) from None
+    for key, kind in RESERVED_METADATA.items():
+        value = cleaned.get(key)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise ConfigError(
+                f"metadata {key!r} of record {record_id!r} is {value!r}; "
+                f"it is reserved for a {kind.__name__} (the pipeline sets it)"
+            )
+    return dict(cleaned)
+
+
+def validate_vector(vector: object, *, dimensions: int, collection: str, what: str = "embedding") -> list[float]:
+    """Return ``vector`` as a list of floats, or raise ConfigError naming both sizes."""
+    if isinstance(vector, str | bytes) or not isinstance(vector, (Sequence, *_array_types())):
+        raise ConfigError(f"{what} must be a sequence of numbers, got {type(vector).__name__}")
+    items: Sequence[Any] = vector  # type: ignore[assignment]
+    try:
+        values = [float(x) for x in items]
+    except (TypeError, ValueError):
+        raise ConfigError(f"{what} must contain only numbers, got {list(items)[:5]!r}...") from None
+    if len(values) != dimensions:
+        raise ConfigError(
+            f"{what} has {len(values)} dimensions; collection {collection!r} expects "
+            f"{dimensions} (vectors.dimensions)"
+        )
+    if not all(math.isfinite(x) for x in values):
+        raise ConfigError(f"{what} for collection {collection!r} contains NaN or infinity")
+    return values
+
+
+def _array_types() -> tuple[type, ...]:
+    try:
+        import numpy
+    except ImportError:  # pragma: no cover - numpy ships with every backend
+        return ()
+    return (numpy.ndarray,)
+
+
+def validate_record(record: object, *, dimensions: int, collection: str) -> VectorRecord:
+    """Check one record before anything is written; return a cleaned copy."""
+    if not isinstance(record, VectorRecord):
+        raise ConfigError(f"expected a VectorRecord, got {type(record).__name__}")
+    if not isinstance(record.id, str) or not record.id or _UNSTORABLE.search(record.id):
+        raise ConfigError(
+            f"record id {record.id!r} is not allowed: use a non-empty string without NUL characters"
+        )
+    return VectorRecord(
+        id=record.id,
+        embedding=validate_vector(
+            record.embedding, dimensions=dimensions, collection=collection,
+            what=f"embedding of record {record.id!r}",
+        ),
+        text=clean_text(str(record.text)),
+        metadata=validate_metadata(record.metadata, record_id=record.id),
+        model=clean_text(str(record.model)),
+    )

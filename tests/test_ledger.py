@@ -1,0 +1,101 @@
+"""The ledger seam: the memory ledger (the reference) and the PostgreSQL one behave alike."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from store.errors import ConfigError
+from store.ledger import Ledger, LedgerEntry, MemoryLedger, RunStatus
+from tests.backends import unique_name
+
+
+@pytest.fixture(params=["memory", "postgres"])
+def ledger(request: pytest.FixtureRequest) -> Iterator[Ledger]:
+    if request.param == "memory":
+        made: Ledger = MemoryLedger()
+    else:
+        from store.ledger.postgres import PostgresLedger
+
+        made = PostgresLedger(request.getfixturevalue("postgres_url"))
+    yield made
+    made.close()
+
+
+def entry(record_id: str, digest: str = "h", *, version: int = 0, stamp: str = "") -> LedgerEntry:
+    return LedgerEntry(record_id, digest, "m", 1, version, stamp)
+
+
+def test_entries_written_under_the_lock_are_read_back(ledger: Ledger) -> None:
+    name = unique_name()
+    with ledger.locked(name, ["a", "b"]) as held:
+        assert held.entries(["a", "b"]) == {}
+        held.record_indexed([entry("a", stamp="2026-11-30T00:00:00"), entry("b")])
+    assert ledger.entries(name, ["a", "b", "c"]) == {"a": entry("a", stamp="2026-11-30T00:00:00"), "b": entry("b")}
+    assert ledger.record_ids(name) == {"a", "b"}
+    assert ledger.entries(unique_name(), ["a"]) == {}  # collections are apart
+
+
+def test_an_error_inside_the_lock_writes_nothing(ledger: Ledger) -> None:
+    name = unique_name()
+    with pytest.raises(RuntimeError), ledger.locked(name, ["a"]) as held:
+        held.record_indexed([entry("a")])
+        raise RuntimeError("the swap failed")
+    assert ledger.entries(name, ["a"]) == {}
+
+
+def test_a_version_never_goes_back(ledger: Ledger) -> None:
+    name = unique_name()
+    with ledger.locked(name, ["d"]) as held:
+        held.record_indexed([entry("d", "new", version=20)])
+    with ledger.locked(name, ["d"]) as held:
+        held.record_indexed([entry("d", "old", version=10)])
+    assert ledger.entries(name, ["d"])["d"].version == 20
+
+
+def test_forget_drops_entries_and_failures(ledger: Ledger) -> None:
+    name = unique_name()
+    with ledger.locked(name, ["a", "b"]) as held:
+        held.record_indexed([entry("a"), entry("b")])
+    ledger.record_failure(name, "b", "boom")
+    with ledger.locked(name, ["b"]) as held:
+        held.forget(["b"])
+    assert ledger.record_ids(name) == {"a"} and ledger.failures(name) == []
+    ledger.forget_collection(name)
+    assert ledger.record_ids(name) == set()
+
+
+def test_failures_count_attempts_and_clear_once_indexed(ledger: Ledger) -> None:
+    name = unique_name()
+    ledger.record_failure(name, "x", "first")
+    ledger.record_failure(name, "x", "second " + "e" * 5000)
+    [failure] = ledger.failures(name)
+    assert (failure.record_id, failure.attempts, len(failure.error)) == ("x", 2, 2000)
+    assert failure.error.startswith("second")
+    with ledger.locked(name, ["x"]) as held:
+        held.record_indexed([entry("x")])
+    assert ledger.failures(name) == []
+
+
+def test_a_run_is_done_when_its_last_batch_is_counted_once(ledger: Ledger) -> None:
+    name = unique_name()
+    run_id = ledger.create_run(name, full=True)
+    assert ledger.create_run(name, run_id=run_id) == run_id  # idempotent
+    assert ledger.run(run_id).status == RunStatus.RUNNING and ledger.run(run_id).total is None
+    ledger.finish_batch(run_id, 0, done=3, skipped=1, failed=0)
+    ledger.finish_batch(run_id, 0, done=3, skipped=1, failed=0)  # redelivered: counted once
+    assert ledger.set_run_total(run_id, total=8, batches=2).status == RunStatus.RUNNING
+    final = ledger.finish_batch(run_id, 1, done=2, skipped=1, failed=1)
+    assert (final.status, final.total, final.done, final.skipped, final.failed) == (RunStatus.DONE, 8, 5, 2, 1)
+    assert final.processed == 8 and final.full and final.finished_at is not None
+    assert run_id in [r.run_id for r in ledger.recent_runs()]
+
+
+def test_a_failed_run_keeps_its_error_and_unknown_runs_are_config_errors(ledger: Ledger) -> None:
+    run_id = ledger.create_run(unique_name(), kind="reconcile")
+    ledger.fail_run(run_id, "the source is gone")
+    failed = ledger.run(run_id)
+    assert (failed.status, failed.error, failed.kind) == (RunStatus.FAILED, "the source is gone", "reconcile")
+    with pytest.raises(ConfigError, match="no reindex run 'nope': `vectorsync status` lists the runs"):
+        ledger.run("nope")

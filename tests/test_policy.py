@@ -1,0 +1,48 @@
+"""What becomes of a batch after one attempt: retry what retrying can fix, give up after max_retries, count once."""
+
+from __future__ import annotations
+
+from store.errors import StoreUnavailable
+from worker.pipeline import BatchResult
+from worker.policy import RetryPolicy, as_failed, as_retry, decide
+
+POLICY = RetryPolicy(max_retries=3, retry_delay=10)
+
+
+def test_the_delay_doubles_and_honours_retry_after() -> None:
+    assert [POLICY.countdown(n) for n in range(4)] == [10, 20, 40, 80]
+    assert POLICY.countdown(0, at_least=45.5) == 45.5
+    assert POLICY.may_retry(2) and not POLICY.may_retry(3)
+
+
+def test_a_clean_batch_is_finished_with_its_counts() -> None:
+    result = BatchResult(indexed=["a", "b"], skipped=["c"], deleted=["d"])
+    decision = decide(result, retries=0, policy=POLICY)
+    assert decision.retry == [] and decision.failures == {}
+    assert decision.counts == {"done": 3, "skipped": 1, "failed": 0}
+
+
+def test_records_that_retrying_can_fix_are_retried_alone_and_the_rest_carried() -> None:
+    result = BatchResult(indexed=["a"], failed={"bad": "InputError: 400"}, retry={"z": "TransientError: 503", "y": "x"},
+                         retry_after=90.0)
+    decision = decide(result, retries=1, policy=POLICY, carried={"done": 5, "skipped": 2, "failed": 1})
+    assert decision.retry == ["y", "z"]
+    assert decision.countdown == 90.0  # Retry-After beats the 20 s backoff
+    assert decision.failures == {"bad": "InputError: 400"}  # recorded now: no retry can fix it
+    assert decision.counts == {"done": 6, "skipped": 2, "failed": 2}
+
+
+def test_after_max_retries_they_are_given_up_as_failures_and_counted() -> None:
+    result = BatchResult(indexed=["a"], retry={"z": "TransientError: 503"})
+    decision = decide(result, retries=3, policy=POLICY, carried={"done": 1, "skipped": 0, "failed": 0})
+    assert decision.retry == []
+    assert decision.failures == {"z": "gave up after 3 retries: TransientError: 503"}
+    assert decision.counts == {"done": 2, "skipped": 0, "failed": 1}
+
+
+def test_whole_batch_outcomes_name_the_error() -> None:
+    unavailable = as_retry(["1", "2"], StoreUnavailable("PostgreSQL is down"))
+    assert unavailable.retry == dict.fromkeys(["1", "2"], "StoreUnavailable: PostgreSQL is down")
+    crashed = as_failed(["1"], KeyError("text"))
+    assert crashed.failed == {"1": "KeyError: 'text'"} and crashed.done == 0
+    assert decide(crashed, retries=0, policy=POLICY).counts == {"done": 0, "skipped": 0, "failed": 1}

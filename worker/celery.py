@@ -1,0 +1,50 @@
+"""The Celery app: ``celery -A worker worker`` runs it, ``celery -A worker flower`` watches it.
+
+Configuration is read lazily from the settings (broker, time limits), with the
+delivery guarantees of ``store.celeryconfig.celery_config``: JSON only,
+acks_late, reject_on_worker_lost, prefetch 1, task events for Flower.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import Celery
+from celery.signals import worker_process_init, worker_process_shutdown, worker_ready
+
+from store.celeryconfig import celery_config
+from store.contract import QUEUES
+from store.settings import load_settings
+from worker.metrics import prepare_environment, process_exited, serve
+
+__all__ = ["app"]
+
+
+def _config() -> dict[str, Any]:
+    return celery_config(load_settings())
+
+
+prepare_environment()  # before any pool process starts
+app = Celery("vectorsync", include=["worker.tasks"])
+app.add_defaults(_config)
+
+
+@worker_process_init.connect
+def _fresh_process(**_: Any) -> None:
+    # A forked pool process must not reuse its parent's connections.
+    from worker.context import reset_context
+
+    reset_context()
+
+
+@worker_ready.connect
+def _serve_metrics(**_: Any) -> None:
+    settings = load_settings()
+    if settings.worker.metrics_port:
+        serve(settings.worker.metrics_port, broker_url=settings.broker.url, queues=QUEUES)
+
+
+@worker_process_shutdown.connect
+def _process_gone(pid: int | None = None, **_: Any) -> None:
+    if pid is not None:
+        process_exited(pid)

@@ -1,0 +1,80 @@
+"""What becomes of a batch after one attempt: retry, give up, and what its run counts.
+
+Pure decisions, no Celery and no I/O, so each rule is tested alone. Records
+whose error retrying can fix (a provider or store outage) are retried with
+exponential backoff, honouring a provider's Retry-After; after
+``max_retries`` they are given up and go to the failures table like records
+whose error no retry can fix. A batch of a run is counted once, when nothing
+of it is retried any more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from store.settings import WorkerSettings
+from worker.pipeline import BatchResult
+
+__all__ = ["Decision", "RetryPolicy", "as_failed", "as_retry", "decide"]
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often and how late a batch is retried."""
+
+    max_retries: int
+    retry_delay: float
+
+    @classmethod
+    def from_settings(cls, settings: WorkerSettings) -> RetryPolicy:
+        return cls(max_retries=settings.max_retries, retry_delay=settings.retry_delay)
+
+    def may_retry(self, retries: int) -> bool:
+        """Whether a task that has been retried ``retries`` times may be retried again."""
+        return retries < self.max_retries
+
+    def countdown(self, retries: int, *, at_least: float = 0.0) -> float:
+        """Seconds before the next try: ``retry_delay`` doubled per retry, never below ``at_least``."""
+        return max(float(self.retry_delay * (2**retries)), at_least)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What to do after one attempt of a batch."""
+
+    #: Records to put in the failures table now, with their error.
+    failures: dict[str, str] = field(default_factory=dict)
+    #: Records to try again (empty: the batch is finished).
+    retry: list[str] = field(default_factory=list)
+    #: Seconds before that retry.
+    countdown: float = 0.0
+    #: The batch's counts so far (carried into the retry), or final when nothing is retried.
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def as_retry(ids: Iterable[str], error: BaseException) -> BatchResult:
+    """Every record of the batch hit an error that retrying can fix (the store was unavailable)."""
+    return BatchResult(retry={i: f"{type(error).__name__}: {error}" for i in ids})
+
+
+def as_failed(ids: Iterable[str], error: BaseException) -> BatchResult:
+    """Every record of the batch hit an error that retrying cannot fix."""
+    return BatchResult(failed={i: f"{type(error).__name__}: {error}" for i in ids})
+
+
+def decide(result: BatchResult, *, retries: int, policy: RetryPolicy,
+           carried: Mapping[str, int] | None = None) -> Decision:
+    """The decision after an attempt that produced ``result``, the task having been retried ``retries`` times."""
+    carried = carried or {}
+    counts = {
+        "done": carried.get("done", 0) + result.done,
+        "skipped": carried.get("skipped", 0) + len(result.skipped),
+        "failed": carried.get("failed", 0) + len(result.failed),
+    }
+    if result.retry and policy.may_retry(retries):
+        return Decision(failures=dict(result.failed), retry=sorted(result.retry),
+                        countdown=policy.countdown(retries, at_least=result.retry_after), counts=counts)
+    gave_up = {i: f"gave up after {retries} retries: {error}" for i, error in result.retry.items()}
+    counts["failed"] += len(gave_up)
+    return Decision(failures={**result.failed, **gave_up}, counts=counts)
