@@ -99,3 +99,19 @@ def test_a_failed_run_keeps_its_error_and_unknown_runs_are_config_errors(ledger:
     assert (failed.status, failed.error, failed.kind) == (RunStatus.FAILED, "the source is gone", "reconcile")
     with pytest.raises(ConfigError, match="no reindex run 'nope': `vectorsync status` lists the runs"):
         ledger.run("nope")
+
+
+def test_runs_are_found_by_a_unique_prefix_and_remember_when_they_last_moved(ledger: Ledger) -> None:
+    name = unique_name()
+    first = ledger.create_run(name, run_id="feedface" + "0" * 24)
+    ledger.create_run(name, run_id="feedface" + "1" * 24)
+    assert ledger.resolve_run("feedface0") == first
+    assert ledger.resolve_run(first) == first
+    with pytest.raises(ConfigError, match="run id 'feedface' is ambiguous: give more of it"):
+        ledger.resolve_run("feedface")
+    with pytest.raises(ConfigError, match="no reindex run 'beef'"):
+        ledger.resolve_run("beef")
+    assert ledger.run(first).moved_at == ledger.run(first).started_at
+    ledger.finish_batch(first, 0, done=1, skipped=0, failed=0)
+    moved = ledger.run(first).moved_at
+    assert moved is not None and moved >= ledger.run(first).started_at

@@ -16,8 +16,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
+from store.errors import ConfigError
+
 __all__ = [
-    "MAX_ERROR_CHARS", "Failure", "Held", "Ledger", "LedgerEntry", "RunProgress", "RunStatus", "now", "unknown_run",
+    "MAX_ERROR_CHARS", "Failure", "Held", "Ledger", "LedgerEntry", "RunProgress", "RunStatus", "now", "one_run",
+    "unknown_run",
 ]
 
 #: Longest error text kept per failure.
@@ -67,6 +70,8 @@ class RunProgress:
     finished_at: datetime | None
     error: str = ""
     kind: str = "reindex"
+    #: When its progress last moved: its last batch counted, else its start.
+    moved_at: datetime | None = None
 
     @property
     def processed(self) -> int:
@@ -86,6 +91,17 @@ class Failure:
 
 def unknown_run(run_id: str) -> str:
     return f"no reindex run {run_id!r}: `vectorsync status` lists the runs"
+
+
+def one_run(prefix: str, found: Sequence[str]) -> str:
+    """The one run id among ``found`` that starts with ``prefix``; ConfigError when none or several do."""
+    if prefix in found:
+        return prefix
+    if not found:
+        raise ConfigError(unknown_run(prefix))
+    if len(found) > 1:
+        raise ConfigError(f"run id {prefix!r} is ambiguous: give more of it (`vectorsync status` lists the runs)")
+    return found[0]
 
 
 class Held(Protocol):
@@ -146,6 +162,10 @@ class Ledger(Protocol):
 
     def run(self, run_id: str) -> RunProgress:
         """A run's progress. Raises ConfigError for an unknown run."""
+        ...
+
+    def resolve_run(self, prefix: str) -> str:
+        """The full id of the one run whose id starts with ``prefix``. Raises ConfigError for none or several."""
         ...
 
     def recent_runs(self, limit: int = 20) -> list[RunProgress]:

@@ -11,9 +11,10 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 from store.errors import ConfigError
-from store.ledger.base import MAX_ERROR_CHARS, Failure, LedgerEntry, RunProgress, RunStatus, now, unknown_run
+from store.ledger.base import MAX_ERROR_CHARS, Failure, LedgerEntry, RunProgress, RunStatus, now, one_run, unknown_run
 
 __all__ = ["MemoryLedger"]
 
@@ -23,6 +24,7 @@ class _Run:
     progress: RunProgress
     batches: int | None = None
     counted: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    moved_at: datetime | None = None
 
 
 class _Held:
@@ -111,7 +113,8 @@ class MemoryLedger:
     def finish_batch(self, run_id: str, batch: int, *, done: int, skipped: int, failed: int) -> RunProgress:
         with self._lock:
             run = self._get(run_id)
-            run.counted.setdefault(batch, (done, skipped, failed))  # each batch counted once
+            if batch not in run.counted:  # each batch counted once
+                run.counted[batch], run.moved_at = (done, skipped, failed), now()
             return self._finish_if_complete(run)
 
     def fail_run(self, run_id: str, error: str) -> None:
@@ -125,7 +128,12 @@ class MemoryLedger:
             run = self._get(run_id)
             counts = list(run.counted.values())
             done, skipped, failed = (sum(c[i] for c in counts) for i in range(3))
-            return replace(run.progress, done=done, skipped=skipped, failed=failed)
+            return replace(run.progress, done=done, skipped=skipped, failed=failed,
+                           moved_at=run.moved_at or run.progress.started_at)
+
+    def resolve_run(self, prefix: str) -> str:
+        with self._lock:
+            return one_run(prefix, [run_id for run_id in self._runs if run_id.startswith(prefix)][:2])
 
     def recent_runs(self, limit: int = 20) -> list[RunProgress]:
         with self._lock:

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from store.errors import ConfigError
-from store.ledger.base import MAX_ERROR_CHARS, Failure, LedgerEntry, RunProgress, RunStatus, now, unknown_run
+from store.ledger.base import MAX_ERROR_CHARS, Failure, LedgerEntry, RunProgress, RunStatus, now, one_run, unknown_run
 from store.sql import make_engine, transaction
 
 __all__ = ["PostgresLedger"]
@@ -57,6 +57,7 @@ run_batches = sa.Table(
     sa.Column("done", sa.Integer, nullable=False),
     sa.Column("skipped", sa.Integer, nullable=False),
     sa.Column("failed", sa.Integer, nullable=False),
+    sa.Column("counted_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
 )
 failures = sa.Table(
     "vectorsync_failures", _meta,
@@ -70,7 +71,10 @@ failures = sa.Table(
 
 
 #: Columns added after the first release, created on tables that predate them.
-_ADDED_COLUMNS = (("vectorsync_ledger", "stamp", "text NOT NULL DEFAULT ''"),)
+_ADDED_COLUMNS = (
+    ("vectorsync_ledger", "stamp", "text NOT NULL DEFAULT ''"),
+    ("vectorsync_run_batches", "counted_at", "timestamptz NOT NULL DEFAULT now()"),
+)
 
 
 def _entry(row: sa.Row) -> LedgerEntry:  # type: ignore[type-arg]
@@ -224,11 +228,18 @@ class PostgresLedger:
                 sa.func.coalesce(sa.func.sum(run_batches.c.done), 0),
                 sa.func.coalesce(sa.func.sum(run_batches.c.skipped), 0),
                 sa.func.coalesce(sa.func.sum(run_batches.c.failed), 0),
+                sa.func.max(run_batches.c.counted_at),
             ).where(run_batches.c.run_id == run_id)).one()
         return RunProgress(run_id=row.run_id, collection=row.collection, status=RunStatus(row.status),
                            total=row.total, done=int(sums[0]), skipped=int(sums[1]), failed=int(sums[2]),
                            full=row.full, started_at=row.started_at, finished_at=row.finished_at, error=row.error,
-                           kind=row.kind)
+                           kind=row.kind, moved_at=sums[3] or row.started_at)
+
+    def resolve_run(self, prefix: str) -> str:
+        with self.transaction() as conn:
+            query = sa.select(runs.c.run_id).where(runs.c.run_id.startswith(prefix, autoescape=True)).limit(2)
+            found = conn.execute(query).scalars().all()
+        return one_run(prefix, found)
 
     def recent_runs(self, limit: int = 20) -> list[RunProgress]:
         with self.transaction() as conn:
