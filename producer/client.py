@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from celery import Celery
 
 from store.celeryconfig import celery_config
 from store.coalesce import Coalescer
-from store.contract import BULK_QUEUE, INDEX_DOCUMENT, INDEX_RECORD, LIVE_QUEUE, RECONCILE, REINDEX_ALL
+from store.contract import BULK_QUEUE, INDEX_DOCUMENT, INDEX_RECORD, LIVE_QUEUE, QUEUES, RECONCILE, REINDEX_ALL
 from store.errors import ConfigError
 from store.ledger import Ledger, RunProgress, ledger_from_settings
+from store.queues import QueueState, WorkerState, queue_states, sent_headers, worker_states
 from store.settings import Settings, load_settings
 from store.vectors.records import check_collection_name, validate_metadata
 
@@ -49,7 +50,7 @@ class Producer:
         if not self.coalescer.claim(collection, key):
             return False
         try:
-            self.app.send_task(INDEX_RECORD, args=(collection, key), queue=LIVE_QUEUE)
+            self._send(INDEX_RECORD, (collection, key), LIVE_QUEUE)
         except Exception:
             self.coalescer.release(collection, key)
             raise
@@ -67,27 +68,38 @@ class Producer:
         if not isinstance(text, str):
             raise ConfigError(f"text of document {key!r} must be a string, got {type(text).__name__}")
         clean = validate_metadata(metadata or {}, record_id=key)
-        self.app.send_task(INDEX_DOCUMENT, args=(check_collection_name(collection), key, text, clean, time.time_ns()),
-                           queue=LIVE_QUEUE)
+        self._send(INDEX_DOCUMENT, (check_collection_name(collection), key, text, clean, time.time_ns()), LIVE_QUEUE)
 
     def delete_document(self, collection: str, id: str | int) -> None:
         """Enqueue the removal of a pushed document."""
-        self.app.send_task(INDEX_DOCUMENT, args=(check_collection_name(collection), _record_id(id), None, None,
-                                                 time.time_ns()), queue=LIVE_QUEUE)
+        self._send(INDEX_DOCUMENT, (check_collection_name(collection), _record_id(id), None, None, time.time_ns()),
+                   LIVE_QUEUE)
 
     def reindex_all(self, collection: str, *, full: bool = False, allow_empty: bool = False) -> str:
         """Start a reindex of the whole collection and return its run id at once."""
         collection = check_collection_name(collection)
         run_id = self.ledger.create_run(collection, full=full)
-        self.app.send_task(REINDEX_ALL, args=(collection, full, run_id, allow_empty), queue=BULK_QUEUE)
+        self._send(REINDEX_ALL, (collection, full, run_id, allow_empty), BULK_QUEUE)
         return run_id
 
     def reconcile(self, collection: str) -> str:
         """Start a reconcile sweep (what beat runs periodically) and return its run id."""
         collection = check_collection_name(collection)
         run_id = self.ledger.create_run(collection, kind="reconcile")
-        self.app.send_task(RECONCILE, args=(collection, run_id), queue=BULK_QUEUE)
+        self._send(RECONCILE, (collection, run_id), BULK_QUEUE)
         return run_id
+
+    def _send(self, task: str, args: tuple[Any, ...], queue: str) -> None:
+        """Send ``task`` by name, stamped with when it was sent (``vectorsync status`` shows queue ages)."""
+        self.app.send_task(task, args=args, queue=queue, headers=sent_headers())
+
+    def workers(self, *, timeout: float = 1.0) -> list[WorkerState]:
+        """The workers that answer a broadcast within ``timeout`` seconds, with their queues and active tasks."""
+        return worker_states(self.app, timeout=timeout)
+
+    def queues(self, workers: Sequence[WorkerState] = ()) -> list[QueueState]:
+        """Depth, oldest message age and consumers (among ``workers``) of vectorsync's queues."""
+        return queue_states(self.settings.broker.url, QUEUES, workers)
 
     def reindex_status(self, run_id: str) -> RunProgress:
         """A run's status (running, done, failed) and its total, done, skipped and failed counts."""

@@ -20,6 +20,8 @@ __all__ = [
     "REDIS_SCHEMES",
     "REINDEX_ALL",
     "ROUTES",
+    "SENT_AT_HEADER",
+    "WORKER_COMMAND",
     "pending_key",
 ]
 
@@ -51,6 +53,10 @@ REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 PENDING_KEY_PREFIX = "vectorsync:pending:"
 #: Prefix of the embedding cache's keys.
 CACHE_KEY_PREFIX = "vectorsync:emb:"
+#: Message header holding when a task was sent (epoch seconds): how long a queue has waited.
+SENT_AT_HEADER = "vectorsync_sent_at"
+#: How to start a worker that consumes every queue (said when none does).
+WORKER_COMMAND = "celery -A worker worker -Q " + ",".join(QUEUES)
 
 
 def pending_key(collection: str, record_id: str) -> str:

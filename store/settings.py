@@ -27,6 +27,7 @@ __all__ = [
     "ChunkerSettings",
     "CollectionSettings",
     "EmbeddingSettings",
+    "FlowerSettings",
     "ModelSettings",
     "Settings",
     "SourceSettings",
@@ -69,6 +70,14 @@ class WorkerSettings(_Section):
     reconcile_seconds: int = Field(default=3600, ge=0)
     #: Prometheus metrics port of a worker (0: off).
     metrics_port: int = Field(default=0, ge=0, le=65535)
+    #: Seconds without progress after which a running run whose queue holds work, or has no consumer,
+    #: is shown as stalled by ``vectorsync status``.
+    stall_seconds: int = Field(default=300, gt=0)
+
+
+class FlowerSettings(_Section):
+    #: Where Flower answers, for ``vectorsync doctor`` (None: not checked).
+    url: str | None = None
 
 
 class StateSettings(_Section):
@@ -162,6 +171,7 @@ class Settings(BaseSettings):
 
     broker: BrokerSettings = Field(default_factory=BrokerSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    flower: FlowerSettings = Field(default_factory=FlowerSettings)
     state: StateSettings = Field(default_factory=StateSettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
     models: dict[str, ModelSettings] = Field(default_factory=dict)

@@ -336,6 +336,10 @@ def test_vectorsync_dev_stops_everything_on_sigterm(tmp_path: Path) -> None:
         _wait_for_line(process, output, SERVING, timeout=300)
         _assert_searches(output.lines)
         assert _referring_to(folder)
+        [dev1] = [p for p in psutil.Process(process.pid).children() if "dev1@%h" in " ".join(p.cmdline())]
+        dev1.kill()  # a worker that dies on its own is started again, and the user is told
+        _wait_for_line(process, output, "restarting dev1 (1 of 3)", timeout=30)
+        assert f"dev1 (pid {dev1.pid}) exited with code -9" in output.text
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0, output.tail()
         output.join(10)

@@ -8,13 +8,9 @@ store ends up exactly equal to the source.
 from __future__ import annotations
 
 import os
-import pty
 import random
-import select
 import signal
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,13 +31,12 @@ from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
 from tests.services import free_port, redis_db
 from tests.workers import (
-    ROOT,
     CrmTable,
     celery_worker,
     expected_chunks,
     pool_processes,
-    process_env,
     run_cli,
+    run_on_terminal,
     settings_toml,
     stored_chunks,
     wait_for,
@@ -303,33 +298,8 @@ def test_reindex_wait_draws_a_bar_on_a_terminal_and_lines_on_a_pipe(world: World
     with celery_worker(world.config):
         piped = reindex_and_wait(world)
         assert "/300 (done" in piped.stdout and "━" not in piped.stdout
-        screen = _run_on_terminal(world.config, "reindex", world.collection, "--wait")
+        screen = run_on_terminal(world.config, "reindex", world.collection, "--wait")
         assert "indexing" in screen and "━" in screen and "300/300" in screen
-
-
-def _run_on_terminal(config: Path, *args: str) -> str:
-    main, child = pty.openpty()
-    env = process_env(config) | {"TERM": "xterm-256color", "COLUMNS": "120"}
-    process = subprocess.Popen([sys.executable, "-m", "producer.cli", *args], cwd=ROOT, env=env,
-                               stdin=child, stdout=child, stderr=child, close_fds=True)
-    os.close(child)
-    output = b""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([main], [], [], 0.5)
-        if ready:
-            try:
-                chunk = os.read(main, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            output += chunk
-        elif process.poll() is not None:
-            break
-    process.wait(timeout=30)
-    os.close(main)
-    return output.decode(errors="replace")
 
 
 def test_reconcile_heals_a_reindex_whose_messages_were_lost(world: World) -> None:
@@ -368,7 +338,9 @@ def test_worker_metrics_are_scraped_after_real_work(world: World) -> None:
     assert 'vectorsync_provider_calls_total{model="fake_openai"}' in text
     assert 'vectorsync_embedding_cache_total{result="miss"}' in text
     assert 'vectorsync_stage_seconds_count{stage="embed"}' in text
-    assert 'vectorsync_queue_depth{queue="vectorsync.bulk"}' in text
+    assert 'vectorsync_queue_depth{queue="vectorsync.bulk"} 0.0' in text
+    assert 'vectorsync_queue_oldest_seconds{queue="vectorsync.live"} 0.0' in text
+    assert 'vectorsync_queue_consumers{queue="vectorsync.bulk"} 1.0' in text  # the one worker of this test
     chunks = sum(1 for _ in world.stored())
     assert f'vectorsync_chunks_embedded_total{{collection="{c}"}} {float(chunks)}' in text
 

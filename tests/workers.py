@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pty
+import select
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,7 +26,7 @@ from store.contract import BULK_QUEUE, LIVE_QUEUE
 from store.settings import Settings, load_settings
 from store.sql import engine_url
 
-__all__ = ["ROOT", "CrmTable", "celery_worker", "process_env", "run_cli", "wait_for"]
+__all__ = ["ROOT", "CrmTable", "celery_worker", "process_env", "run_cli", "run_on_terminal", "wait_for"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -87,6 +92,33 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 def pool_processes(worker: subprocess.Popen[bytes]) -> list[psutil.Process]:
     """The prefork children of a worker: the processes that run tasks."""
     return psutil.Process(worker.pid).children()
+
+
+def run_on_terminal(config: Path, *args: str, columns: int = 120, timeout: float = 120) -> str:
+    """Run ``vectorsync ARGS`` on a pseudo-terminal ``columns`` wide; what the screen got."""
+    main, child = pty.openpty()
+    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    env = process_env(config) | {"TERM": "xterm-256color", "COLUMNS": str(columns)}
+    process = subprocess.Popen([sys.executable, "-m", "producer.cli", *args], cwd=ROOT, env=env,
+                               stdin=child, stdout=child, stderr=child, close_fds=True)
+    os.close(child)
+    output = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([main], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            output += chunk
+        elif process.poll() is not None:
+            break
+    process.wait(timeout=30)
+    os.close(main)
+    return output.decode(errors="replace")
 
 
 def run_cli(config: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:

@@ -29,6 +29,8 @@ __all__ = ["observe_batch", "prepare_environment", "serve", "stage", "watch_embe
 
 log = logging.getLogger(__name__)
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+#: Seconds the workers get to say which queues they consume, at each scrape.
+CONSUMERS_TIMEOUT = 1.0
 
 
 def prepare_environment() -> str:
@@ -110,34 +112,36 @@ def stage(name: str) -> Iterator[None]:
 
 
 class QueueDepth:
-    """Length of each queue, asked of the broker (Redis or RabbitMQ) when scraped."""
+    """Each queue's depth, the age of its oldest message and its consumers, asked when scraped.
+
+    ``vectorsync_queue_consumers == 0`` while ``vectorsync_queue_depth > 0`` is the alert "work queued,
+    nobody consuming"; ``vectorsync_queue_oldest_seconds`` says how long it has waited.
+    """
 
     def __init__(self, broker_url: str, queues: tuple[str, ...]) -> None:
         self.broker_url = broker_url
         self.queues = queues
 
     def collect(self) -> Iterator[Any]:
-        from kombu import Connection
         from prometheus_client.core import GaugeMetricFamily
 
-        family = GaugeMetricFamily("vectorsync_queue_depth", "Tasks waiting in each queue", labels=["queue"])
+        from store.queues import queue_states, worker_states
+        from worker.celery import app
+
+        depth = GaugeMetricFamily("vectorsync_queue_depth", "Tasks waiting in each queue", labels=["queue"])
+        oldest = GaugeMetricFamily("vectorsync_queue_oldest_seconds", "Age of the oldest task waiting in each "
+                                   "queue (0 when empty)", labels=["queue"])
+        consumers = GaugeMetricFamily("vectorsync_queue_consumers", "Workers consuming each queue", labels=["queue"])
         try:
-            with Connection(self.broker_url, connect_timeout=2) as conn:
-                channel = conn.default_channel
-                for queue in self.queues:
-                    family.add_metric([queue], float(_depth(channel, queue)))
+            states = queue_states(self.broker_url, self.queues, worker_states(app, timeout=CONSUMERS_TIMEOUT))
         except Exception as exc:  # a scrape must not fail because the broker is down
-            log.warning("queue depth unavailable: %s", exc)
-        yield family
-
-
-def _depth(channel: Any, queue: str) -> int:
-    from kombu.exceptions import ChannelError
-
-    try:
-        return int(channel.queue_declare(queue, passive=True).message_count)
-    except ChannelError:  # not declared yet: nothing waiting
-        return 0
+            log.warning("queue metrics unavailable: %s", exc)
+            states = []
+        for state in states:
+            depth.add_metric([state.name], float(state.depth))
+            oldest.add_metric([state.name], float(state.oldest_seconds or 0.0))
+            consumers.add_metric([state.name], float(len(state.consumers)))
+        yield from (depth, oldest, consumers)
 
 
 def serve(port: int, *, broker_url: str, queues: tuple[str, ...]) -> Any:

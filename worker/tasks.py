@@ -18,6 +18,7 @@ from celery.exceptions import Retry, SoftTimeLimitExceeded
 from store.contract import BULK_QUEUE, INDEX_BATCH, INDEX_DOCUMENT, INDEX_RECORD, RECONCILE, REINDEX_ALL
 from store.errors import ConfigError, StoreError, StoreUnavailable
 from store.ledger import RunProgress, RunStatus
+from store.queues import sent_headers
 from store.vectors.records import check_collection_name
 from worker.celery import app
 from worker.context import context
@@ -135,6 +136,11 @@ def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | N
     return run_id
 
 
+def _send_batch(collection: str, ids: list[str], *, run_id: str, batch: int) -> None:
+    index_batch.apply_async(args=(collection, ids), kwargs={"run_id": run_id, "batch": batch}, queue=BULK_QUEUE,
+                            headers=sent_headers())
+
+
 def _finished(collection: str, progress: RunProgress) -> None:
     """When a run is done, build a vector index a bulk load deferred (a no-op when it exists)."""
     if progress.status == RunStatus.DONE:
@@ -148,8 +154,7 @@ def _fan_out(collection: str, run_id: str, *, keep_ids: bool) -> tuple[int, int,
     total = batches = 0
     seen: set[str] = set()
     while ids := source.page_ids(after=after, limit=ctx.settings.worker.batch_size):
-        index_batch.apply_async(args=(collection, ids), kwargs={"run_id": run_id, "batch": batches},
-                                queue=BULK_QUEUE)
+        _send_batch(collection, ids, run_id=run_id, batch=batches)
         total, batches, after = total + len(ids), batches + 1, ids[-1]
         if keep_ids:
             seen.update(ids)
@@ -186,7 +191,7 @@ def reconcile(self: Task, collection: str, run_id: str | None = None) -> str:
     size = ctx.settings.worker.batch_size
     pages = [stale[start:start + size] for start in range(0, len(stale), size)]
     for number, ids in enumerate(pages):
-        index_batch.apply_async(args=(collection, ids), kwargs={"run_id": run_id, "batch": number}, queue=BULK_QUEUE)
+        _send_batch(collection, ids, run_id=run_id, batch=number)
     ctx.ledger.set_run_total(run_id, total=len(stale), batches=len(pages))
     log.info("reconcile %s of %s: %d records to index", run_id, collection, len(stale))
     return run_id

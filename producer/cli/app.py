@@ -9,8 +9,9 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from producer.cli.console import errors, guarded, out, short
-from producer.cli.progress import follow, summary
+from producer.cli.console import errors, guarded, out, say, short
+from producer.cli.progress import follow, summary, warn_if_no_consumer
+from store.contract import BULK_QUEUE, LIVE_QUEUE
 from store.ledger import RunStatus
 
 __all__ = ["app", "main"]
@@ -47,7 +48,7 @@ def reindex(
     out.print(f"run {run_id} started for {collection}", highlight=False)
     if not wait:
         return
-    final = guarded(lambda: follow(producer, run_id, timeout))
+    final = guarded(lambda: follow(producer, run_id, timeout, queue=BULK_QUEUE))
     summary(final)
     if final.status != RunStatus.DONE or final.failed:
         raise typer.Exit(1)
@@ -56,8 +57,10 @@ def reindex(
 @app.command()
 def index(collection: str, ids: Annotated[list[str], typer.Argument(help="record ids")]) -> None:
     """Enqueue records by id (coalesced with ones already queued)."""
-    sent = guarded(lambda: _producer().index_records(collection, ids))
+    producer = _producer()
+    sent = guarded(lambda: producer.index_records(collection, ids))
     out.print(f"enqueued {sent} of {len(ids)} records for {collection}")
+    warn_if_no_consumer(producer, LIVE_QUEUE)
 
 
 @app.command()
@@ -71,7 +74,7 @@ def reconcile(
     run_id = guarded(lambda: producer.reconcile(collection))
     out.print(f"reconcile {run_id} started for {collection}", highlight=False)
     if wait:
-        final = guarded(lambda: follow(producer, run_id, timeout))
+        final = guarded(lambda: follow(producer, run_id, timeout, queue=BULK_QUEUE))
         summary(final)
         if final.status != RunStatus.DONE or final.failed:
             raise typer.Exit(1)
@@ -113,15 +116,40 @@ def _parse_filter(text: str | None) -> dict[str, Any] | None:
 
 
 @app.command()
-def status(run: Annotated[str | None, typer.Argument(help="a run id; all recent runs when omitted")] = None) -> None:
-    """Show reindex runs and their progress."""
+def status(
+    run: Annotated[str | None, typer.Argument(help="a run id, or its first characters; recent runs when omitted")]
+    = None,
+    as_json: Annotated[bool, typer.Option("--json", help="everything, in full, as JSON")] = False,
+) -> None:
+    """Show the workers, the queues (depth, oldest message) and the runs; name stalled runs and why."""
+    from producer.cli.status import render, snapshot, to_json
+
     producer = _producer()
-    runs = guarded(lambda: [producer.reindex_status(run)] if run else producer.ledger.recent_runs())
-    table = Table("run", "collection", "status", "total", "done", "skipped", "failed", "started")
-    for r in runs:
-        table.add_row(r.run_id, r.collection, str(r.status), str(r.total if r.total is not None else "?"),
-                      str(r.done), str(r.skipped), str(r.failed), r.started_at.strftime("%Y-%m-%d %H:%M:%S"))
-    out.print(table)
+    view = guarded(lambda: snapshot(producer, run_id=run))
+    if as_json:
+        print(to_json(view))
+        return
+    render(view)
+    for progress, _ in view.runs if run else []:
+        say(f"done {progress.done}, unchanged {progress.skipped}, failed {progress.failed}"
+            + (f"; {progress.error}" if progress.error else ""))
+
+
+@app.command()
+def doctor(as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False) -> None:
+    """Check every part the settings name, one line each, with the fix; exit 1 when a required part is broken."""
+    from producer.cli import doctor as checkup
+
+    producer = _producer()
+    found = []
+    for check in checkup.checks(producer.settings, producer):
+        found.append(check)
+        if not as_json:
+            checkup.render(check)
+    if as_json:
+        print(checkup.to_json(found))
+    if any(check.status == "fail" for check in found):
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -8,10 +8,11 @@ from typing import TypeVar
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from store.errors import VectorsyncError
 
-__all__ = ["err", "errors", "guarded", "out", "short"]
+__all__ = ["err", "errors", "guarded", "out", "say", "short"]
 
 out = Console(soft_wrap=True)  # messages stay whole lines on a pipe; tables still fit the width
 err = Console(stderr=True, soft_wrap=True)
@@ -39,6 +40,11 @@ def guarded(action: Callable[[], T]) -> T:
     """``action()``, its errors reported as ``errors`` does."""
     with errors():
         return action()
+
+
+def say(text: str, *, style: str = "") -> None:
+    """Print ``text`` literally (never as markup): wrapped to a terminal's width, whole on a pipe."""
+    out.print(Text(text, style=style), soft_wrap=not out.is_terminal)
 
 
 def short(text: str, width: int) -> str:

@@ -7,24 +7,61 @@ from typing import Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+from rich.text import Text
 
 from producer.cli.console import err, out
+from store.contract import WORKER_COMMAND
 from store.ledger import RunProgress, RunStatus
+from store.queues import consumers_of
 
-__all__ = ["follow", "summary"]
+__all__ = ["follow", "summary", "warn_if_no_consumer"]
 
 #: Seconds between progress polls of ``--wait``.
 POLL_SECONDS = 0.5
 #: Seconds between plain progress lines when the output is not a terminal.
 PLAIN_EVERY_SECONDS = 2.0
+#: Seconds into a run before checking that some worker consumes its queue.
+NO_CONSUMER_AFTER_SECONDS = 2.0
+#: Seconds the workers get to answer that check.
+NO_CONSUMER_TIMEOUT = 1.5
 
 
-def follow(producer: Any, run_id: str, timeout: float | None = None) -> RunProgress:
-    """Poll the run until it is no longer running; after ``timeout`` seconds exit 3."""
+def warn_if_no_consumer(producer: Any, queue: str) -> bool:
+    """Warn (on stderr) when no worker consumes ``queue``; True when it warned. The work stays queued."""
+    try:
+        workers = producer.workers(timeout=NO_CONSUMER_TIMEOUT)
+    except Exception:  # the broker went away: the next poll says so
+        return False
+    if consumers_of(queue, workers):
+        return False
+    err.print(Text(f"warning: no worker consumes {queue}: the work waits there until one does. "
+                   f"Start one with `{WORKER_COMMAND}`"))
+    return True
+
+
+class _Watch:
+    """Checks once, a few seconds in, that some worker consumes the queue the run's tasks went to."""
+
+    def __init__(self, producer: Any, queue: str | None) -> None:
+        self.producer, self.queue = producer, queue
+        self.at = time.monotonic() + NO_CONSUMER_AFTER_SECONDS
+
+    def check(self) -> None:
+        if self.queue is not None and time.monotonic() >= self.at:
+            warn_if_no_consumer(self.producer, self.queue)
+            self.queue = None
+
+
+def follow(producer: Any, run_id: str, timeout: float | None = None, *, queue: str | None = None) -> RunProgress:
+    """Poll the run until it is no longer running; after ``timeout`` seconds exit 3.
+
+    With ``queue``, warn once when no worker consumes it (and keep waiting).
+    """
     deadline = None if timeout is None else time.monotonic() + timeout
+    watch = _Watch(producer, queue)
     if out.is_terminal:
-        return _follow_bar(producer, run_id, deadline)
-    return _follow_plain(producer, run_id, deadline)
+        return _follow_bar(producer, run_id, deadline, watch)
+    return _follow_plain(producer, run_id, deadline, watch)
 
 
 def _give_up(run_id: str, deadline: float | None) -> None:
@@ -33,7 +70,7 @@ def _give_up(run_id: str, deadline: float | None) -> None:
         raise typer.Exit(3)
 
 
-def _follow_bar(producer: Any, run_id: str, deadline: float | None) -> RunProgress:
+def _follow_bar(producer: Any, run_id: str, deadline: float | None, watch: _Watch) -> RunProgress:
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(),
                TextColumn("{task.fields[rate]}"), TimeRemainingColumn(),
                TextColumn("[red]{task.fields[failed]} failed"))
@@ -47,10 +84,11 @@ def _follow_bar(producer: Any, run_id: str, deadline: float | None) -> RunProgre
             if run.status != RunStatus.RUNNING:
                 return run  # type: ignore[no-any-return]
             _give_up(run_id, deadline)
+            watch.check()
             time.sleep(POLL_SECONDS)
 
 
-def _follow_plain(producer: Any, run_id: str, deadline: float | None) -> RunProgress:
+def _follow_plain(producer: Any, run_id: str, deadline: float | None, watch: _Watch) -> RunProgress:
     last_line, last_time = "", 0.0
     while True:
         run = producer.reindex_status(run_id)
@@ -62,6 +100,7 @@ def _follow_plain(producer: Any, run_id: str, deadline: float | None) -> RunProg
         if run.status != RunStatus.RUNNING:
             return run  # type: ignore[no-any-return]
         _give_up(run_id, deadline)
+        watch.check()
         time.sleep(POLL_SECONDS)
 
 

@@ -31,6 +31,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from rich.text import Text
+
 from producer.cli.console import err, out, short
 from producer.cli.dev.config import DIMENSIONS, choose_model, settings_toml
 from producer.cli.dev.corpus import CRM_TABLE, TOPICS_TABLE, load_corpus
@@ -61,6 +63,8 @@ SEARCHES: tuple[tuple[str, str, dict[str, Any]], ...] = (
 )
 #: The line that says everything runs (tests wait for it).
 SERVING = "vectorsync dev is running: press Ctrl-C to stop it and everything it started"
+#: Times one worker that exits on its own is started again before `vectorsync dev` gives up.
+MAX_WORKER_RESTARTS = 3
 #: Seconds to wait for a worker to answer a ping (the first start imports a lot).
 WORKER_START_SECONDS = 120.0
 
@@ -157,6 +161,15 @@ class _Dev:
         self.closers: list[Any] = []
         self.workers: list[Service] = []
         self.flower: Service | None = None
+        #: How each worker was started, to start it again: name -> (command, env, cwd).
+        self.launches: dict[str, tuple[list[str], dict[str, str], Path]] = {}
+        self.restarts: dict[str, int] = {}
+
+    def start_worker(self, name: str, command: list[str], env: dict[str, str], cwd: Path) -> Service:
+        self.launches[name] = (command, env, cwd)
+        service = self.processes.start(name, command, env=env, cwd=cwd, tier=1)
+        self.workers.append(service)
+        return service
 
     def stop(self) -> None:
         for closer in reversed(self.closers):
@@ -170,10 +183,19 @@ class _Dev:
             self.postgres = None
 
     def check_alive(self) -> None:
-        for service in self.processes.services:
-            if not service.running():
-                raise DevServiceError(f"{service.name} exited with code {service.process.returncode}; "
-                                      f"the end of {service.log}:\n{tail(service.log)}")
+        for service in list(self.processes.services):
+            if service.running():
+                continue
+            ended = (f"{service.name} (pid {service.pid}) exited with code {service.process.returncode}; "
+                     f"the end of {service.log}:\n{tail(service.log)}")
+            tries = self.restarts.get(service.name, 0)
+            if service.name not in self.launches or tries >= MAX_WORKER_RESTARTS:
+                raise DevServiceError(ended + (f"\n(restarted {tries} times already)" if tries else ""))
+            self.restarts[service.name] = tries + 1
+            out.print(Text(f"{ended}\nrestarting {service.name} ({tries + 1} of {MAX_WORKER_RESTARTS})"))
+            self.processes.services.remove(service)
+            self.workers.remove(service)
+            self.start_worker(service.name, *self.launches[service.name])
         if self.postgres is not None and self.postgres.pid is not None:
             import psutil
 
@@ -270,7 +292,7 @@ def _start(dev: _Dev, *, fresh: bool, workers: int, serve: bool, model: str) -> 
         command = [sys.executable, "-m", "celery", "-A", "worker", "worker", "--loglevel", "INFO", "-P", "prefork",
                    "-c", "1", "-n", f"dev{number}@%h", "-Q", f"{LIVE_QUEUE},{BULK_QUEUE}", "--without-gossip",
                    "--without-mingle", "-E"]
-        dev.workers.append(dev.processes.start(f"dev{number}", command, env=env, cwd=cwd, tier=1))
+        dev.start_worker(f"dev{number}", command, env, cwd)
     names = _wait_for_workers(dev, producer, workers)
     _step(f"Celery workers: {', '.join(names)} (one process each; logs in {dev.logs}) {_elapsed(start)}")
 

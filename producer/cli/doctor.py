@@ -1,0 +1,214 @@
+"""``vectorsync doctor``: check each part the settings name, one line each, with the fix when one is broken.
+
+Parts, in order: the broker, the state database, the vector store (with
+pgvector's version: 0.8 or later for iterative scans), the embedding cache,
+each embedding model of the chain (one real embed of a short text, its size
+checked), the workers (how many answer, which queues each consumes) and
+Flower when ``[flower] url`` is set. A broken *required* part (``fail``)
+makes the command exit 1; an optional one (the cache, a failover model,
+Flower) is a ``warn``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from rich.text import Text
+
+from producer.cli.console import out
+from store.contract import QUEUES, REDIS_SCHEMES, WORKER_COMMAND
+from store.queues import consumers_of
+from store.settings import Settings
+from store.urls import without_credentials
+
+__all__ = ["Check", "checks", "render", "to_json"]
+
+Status = Literal["ok", "warn", "fail"]
+#: The pgvector release that brought iterative index scans, which filtered search needs.
+MIN_PGVECTOR = (0, 8)
+#: Seconds a database connection attempt may take before the part counts as down.
+CONNECT_SECONDS = "5"
+PROBE_TEXT = "vectorsync doctor"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One part: its status, how long the check took, what was found, and the fix when it is broken."""
+
+    part: str
+    status: Status
+    millis: float
+    detail: str
+    fix: str = ""
+
+
+class _Broken(Exception):
+    def __init__(self, detail: str, fix: str, status: Status = "fail") -> None:
+        super().__init__(detail)
+        self.detail, self.fix, self.status = detail, fix, status
+
+
+def _timed(part: str, probe: Callable[[], str], *, fix: str, status: Status = "fail") -> Check:
+    """Run ``probe``; its return value is the detail, any exception a broken part with ``fix``."""
+    start = time.perf_counter()
+    try:
+        detail = probe()
+    except _Broken as broken:
+        return Check(part, broken.status, _ms(start), broken.detail, broken.fix)
+    except Exception as exc:
+        return Check(part, status, _ms(start), f"{type(exc).__name__}: {exc}".splitlines()[0][:300], fix)
+    return Check(part, "ok", _ms(start), detail)
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 1)
+
+
+def checks(settings: Settings, producer: Any) -> Iterator[Check]:
+    """Every check, in order; each one runs when the previous has been reported."""
+    os.environ.setdefault("PGCONNECT_TIMEOUT", CONNECT_SECONDS)  # libpq: a dead host fails fast
+    broker = _timed("broker", lambda: _broker(settings), fix="start the broker, or fix broker.url "
+                    "(VECTORSYNC_BROKER__URL)")
+    yield broker
+    yield _timed("state database", lambda: _state(producer), fix="start PostgreSQL, or fix state.url "
+                 "(VECTORSYNC_STATE__URL; default: vectors.url)")
+    yield _timed(f"vector store ({settings.vectors.store})", lambda: _store(settings),
+                 fix="start it, or fix vectors.url (VECTORSYNC_VECTORS__URL)")
+    cache = _cache(settings)
+    if cache is not None:
+        yield cache
+    yield from _models(settings)
+    if broker.status == "ok":
+        yield _timed("workers", lambda: _workers(producer), fix=f"start one: {WORKER_COMMAND}")
+    else:
+        yield Check("workers", "fail", 0.0, "not asked: the broker is down", "fix the broker first")
+    if settings.flower.url:
+        url = settings.flower.url
+        yield _timed("flower", lambda: _flower(url), status="warn",
+                     fix="start Flower (celery -A worker flower), or fix flower.url (VECTORSYNC_FLOWER__URL)")
+
+
+def _broker(settings: Settings) -> str:
+    from kombu import Connection
+
+    with Connection(settings.broker.url, connect_timeout=3) as conn:
+        conn.ensure_connection(max_retries=1, timeout=3)
+    return without_credentials(settings.broker.url)
+
+
+def _state(producer: Any) -> str:
+    producer.ledger.recent_runs(1)
+    return getattr(producer.ledger, "safe_url", "reachable")
+
+
+def _store(settings: Settings) -> str:
+    from store.vectors import VectorStore
+
+    with VectorStore.from_settings(settings) as store:
+        names = store.list_collections()
+        detail = f"{len(names)} collections"
+        if settings.vectors.store == "pgvector":
+            version = _pgvector_version(store)
+            if tuple(int(part) for part in version.split(".")[:2]) < MIN_PGVECTOR:
+                raise _Broken(f"pgvector {version}: filtered search needs iterative index scans (0.8)",
+                              "upgrade the extension: ALTER EXTENSION vector UPDATE (pgvector 0.8 or later)")
+            detail = f"pgvector {version}, {detail}"
+    return f"{detail} at {without_credentials(settings.vectors.url or 'memory')}"
+
+
+def _pgvector_version(store: Any) -> str:
+    import sqlalchemy as sa
+
+    with store.transaction() as conn:
+        found = conn.execute(sa.text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar()
+    return str(found)
+
+
+def _cache(settings: Settings) -> Check | None:
+    if settings.embeddings.cache_ttl_days <= 0:
+        return None
+    url = settings.cache_url
+    if not url.startswith(REDIS_SCHEMES):
+        return Check("cache", "warn", 0.0, f"{without_credentials(url)} is not a Redis: no embedding cache",
+                     "set [cache] url to a Redis, or embeddings.cache_ttl_days = 0")
+
+    def ping() -> str:
+        import redis
+
+        client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        try:
+            client.ping()
+        finally:
+            client.close()
+        return without_credentials(url)
+
+    return _timed("cache", ping, status="warn", fix="start Redis or fix cache.url; indexing goes on without a "
+                  "cache, paying for every text again")
+
+
+def _models(settings: Settings) -> Iterator[Check]:
+    from store.embeddings.failover import resolve_entries
+    from store.embeddings.providers import build_provider
+
+    for position, (name, model) in enumerate(resolve_entries(settings)):
+        def probe(name: str = name, model: Any = model) -> str:
+            provider = build_provider(name, model)
+            try:
+                [vector] = provider.embed_batch([PROBE_TEXT])
+            finally:
+                close = getattr(provider, "close", None)
+                if close is not None:
+                    close()
+            if len(vector) != settings.vectors.dimensions:
+                raise _Broken(f"{model.model} returned {len(vector)} dimensions; vectors.dimensions is "
+                              f"{settings.vectors.dimensions}", f"set models.{name}.dimensions and vectors.dimensions "
+                              "to the model's size")
+            return f"{model.provider} {model.model}, {len(vector)} dimensions, at {provider.endpoint}"
+
+        required: Status = "fail" if position == 0 else "warn"
+        yield _timed(f"model {name}", probe, status=required,
+                     fix=f"check models.{name} (base_url, api_key_env, model) and that the endpoint is up")
+
+
+def _workers(producer: Any) -> str:
+    workers = producer.workers(timeout=1.5)
+    if not workers:
+        raise _Broken("no worker answers a ping", f"start one: {WORKER_COMMAND}")
+    missing = [queue for queue in QUEUES if not consumers_of(queue, workers)]
+    listing = "; ".join(f"{w.name}: {','.join(w.queues) or '-'}" for w in workers)
+    if missing:
+        raise _Broken(f"{len(workers)} answer ({listing}) but none consumes {', '.join(missing)}",
+                      f"start one that does: {WORKER_COMMAND}")
+    return f"{len(workers)} answer ({listing})"
+
+
+def _flower(url: str) -> str:
+    with urllib.request.urlopen(f"{url.rstrip('/')}/healthcheck", timeout=3) as response:
+        if response.status != 200:
+            raise _Broken(f"{without_credentials(url)} answered {response.status}", "check Flower's log",
+                          status="warn")
+    return without_credentials(url)
+
+
+_MARKS = {"ok": ("ok", "green"), "warn": ("warn", "yellow"), "fail": ("FAIL", "red")}
+
+
+def render(check: Check) -> None:
+    """One line: status, part, latency, what was found; the fix on the same line when broken."""
+    mark, colour = _MARKS[check.status]
+    line = Text(f"{mark:<4}", style=colour)
+    line.append(f" {check.part:<24} {check.millis:>7.0f} ms  {check.detail}")
+    if check.fix:
+        line.append(f" → fix: {check.fix}")
+    out.print(line)
+
+
+def to_json(found: list[Check]) -> str:
+    return json.dumps({"ok": not any(c.status == "fail" for c in found), "checks": [asdict(c) for c in found]},
+                      indent=2)

@@ -1,0 +1,151 @@
+"""``vectorsync status``: the workers, the queues and the runs, with stalled runs named and explained.
+
+A running run is *stalled* when its progress has not moved for
+``worker.stall_seconds`` and either no worker consumes its queue, or its queue
+holds work that nothing takes, or nothing is queued, running or moving (its
+messages were lost). The tables fit an 80-column terminal: long values wrap,
+ids are shown as their shortest unique prefix (at least 8 characters, which
+``vectorsync status PREFIX`` accepts), and ``--json`` gives everything in full.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from producer.cli.console import out, say
+from store.contract import BULK_QUEUE, WORKER_COMMAND
+from store.ledger import RunProgress, RunStatus
+from store.queues import QueueState, WorkerState
+
+__all__ = ["Snapshot", "render", "short_ids", "snapshot", "stall_reason", "to_json"]
+
+#: Characters of a run id shown at the least.
+MIN_ID_CHARS = 8
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What ``status`` shows: workers and queues (None when the broker could not be asked) and runs."""
+
+    workers: list[WorkerState] | None
+    queues: list[QueueState] | None
+    runs: list[tuple[RunProgress, str | None]]
+    broker_error: str = ""
+
+
+def stall_reason(run: RunProgress, queue: QueueState | None, workers: Sequence[WorkerState] | None, *,
+                 stall_seconds: float, now: datetime) -> str | None:
+    """Why ``run`` is stalled, or None when it is not (or the broker could not be asked)."""
+    if run.status != RunStatus.RUNNING or queue is None or workers is None:
+        return None
+    idle = (now - (run.moved_at or run.started_at)).total_seconds()
+    if idle < stall_seconds:
+        return None
+    if not queue.consumers:
+        return f"no worker consumes {queue.name}: start one with `{WORKER_COMMAND}`"
+    if queue.depth:
+        return (f"{queue.name} holds {queue.depth} tasks but nothing moved for {idle:.0f}s: "
+                f"check the workers' logs ({', '.join(queue.consumers)})")
+    if not any(w.active for w in workers if w.name in queue.consumers):
+        return (f"nothing is queued or running and nothing moved for {idle:.0f}s: its tasks were lost "
+                f"(a broker restart?); `vectorsync reconcile {run.collection}` brings the index back in line")
+    return None
+
+
+def snapshot(producer: Any, *, limit: int = 20, run_id: str | None = None) -> Snapshot:
+    """Ask the workers, the broker and the ledger."""
+    runs = [producer.reindex_status(producer.ledger.resolve_run(run_id))] if run_id else \
+        producer.ledger.recent_runs(limit)
+    workers: list[WorkerState] | None = None
+    queues: list[QueueState] | None = None
+    broker_error = ""
+    try:
+        workers = producer.workers()
+        queues = producer.queues(workers)
+    except Exception as exc:  # the runs are still worth showing when the broker is down
+        broker_error = f"the broker cannot be asked ({type(exc).__name__}: {exc}); check broker.url"
+    bulk = next((q for q in queues or [] if q.name == BULK_QUEUE), None)
+    now = datetime.now(UTC)
+    stall = producer.settings.worker.stall_seconds
+    return Snapshot(workers, queues, [(r, stall_reason(r, bulk, workers, stall_seconds=stall, now=now)) for r in runs],
+                    broker_error)
+
+
+def short_ids(ids: Sequence[str]) -> dict[str, str]:
+    """The shortest prefix of each id, at least ``MIN_ID_CHARS`` long, that no other id shares."""
+    shown = {}
+    for run_id in ids:
+        size = MIN_ID_CHARS
+        while size < len(run_id) and any(o != run_id and o.startswith(run_id[:size]) for o in ids):
+            size += 1
+        shown[run_id] = run_id[:size]
+    return shown
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    return f"{seconds / 60:.0f}m" if seconds < 7200 else f"{seconds / 3600:.0f}h"
+
+
+def _table(*columns: str) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    return table
+
+
+def render(view: Snapshot) -> None:
+    """Print the snapshot as tables; data is printed literally (never read as markup)."""
+    if view.workers is not None:
+        workers = _table("worker", "queues", "active")
+        for w in view.workers:
+            workers.add_row(Text(w.name), Text(", ".join(w.queues) or "-"), str(w.active))
+        if view.workers:
+            out.print(workers)
+        else:
+            say(f"no worker answers: start one with `{WORKER_COMMAND}`")
+    if view.queues is not None:
+        queues = _table("queue", "waiting", "oldest", "consumers")
+        for q in view.queues:
+            queues.add_row(Text(q.name), str(q.depth), _age(q.oldest_seconds), str(len(q.consumers)))
+        out.print(queues)
+    if view.broker_error:
+        say(view.broker_error)
+    ids = short_ids([r.run_id for r, _ in view.runs])
+    runs = _table("run", "collection", "kind", "status", "progress", "failed", "started")
+    for run, stalled in view.runs:
+        progress = f"{run.processed}/{run.total if run.total is not None else '?'}"
+        status = Text("stalled", style="red") if stalled else Text(str(run.status))
+        runs.add_row(Text(ids[run.run_id]), Text(run.collection), run.kind, status, progress, str(run.failed),
+                     run.started_at.strftime("%m-%d %H:%M"))
+    out.print(runs)
+    for run, stalled in view.runs:
+        if stalled:
+            say(f"run {ids[run.run_id]} ({run.collection}) is stalled: {stalled}")
+
+
+def to_json(view: Snapshot) -> str:
+    """The snapshot in full, as JSON."""
+    def run(progress: RunProgress, stalled: str | None) -> dict[str, Any]:
+        data = asdict(progress)
+        data.update(processed=progress.processed, stalled=stalled)
+        return data
+
+    data = {
+        "workers": None if view.workers is None else [asdict(w) for w in view.workers],
+        "queues": None if view.queues is None else [asdict(q) for q in view.queues],
+        "broker_error": view.broker_error or None,
+        "runs": [run(r, s) for r, s in view.runs],
+    }
+    return json.dumps(data, default=str, indent=2)
