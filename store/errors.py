@@ -4,10 +4,10 @@
     ├── ConfigError          bad settings or bad input: fix the value named in the message
     ├── StoreError           a backend refused an operation (not worth retrying)
     │   └── StoreUnavailable a backend (PostgreSQL, Qdrant, Redis) could not be reached: retry later
-    └── EmbeddingError       an embedding call failed
+    └── ProviderError        a model call failed: embedding, rerank or chat (also named EmbeddingError)
         ├── TransientError   worth retrying: 429, 5xx, timeouts, connection errors
-        ├── PermanentError   this endpoint will not work: 401, 403, 404; try the next model
-        └── InputError       the text itself was refused (400): the record's fault
+        ├── PermanentError   this endpoint will not work: 401, 403, 404, an unusable answer; try the next model
+        └── InputError       the input itself was refused (400): the record's or the caller's fault
 
 Driver errors (psycopg, qdrant-client, redis, openai) are translated inside the
 module that talks to the driver and raised ``from`` the original.
@@ -20,6 +20,7 @@ __all__ = [
     "EmbeddingError",
     "InputError",
     "PermanentError",
+    "ProviderError",
     "StoreError",
     "StoreUnavailable",
     "TransientError",
@@ -43,11 +44,15 @@ class StoreUnavailable(StoreError):
     """A backend could not be reached or failed while answering; retrying later may help."""
 
 
-class EmbeddingError(VectorsyncError):
-    """An embedding provider call failed."""
+class ProviderError(VectorsyncError):
+    """A model provider call failed (embedding, rerank or chat)."""
 
 
-class TransientError(EmbeddingError):
+#: The first name of ProviderError, from when embeddings were the only model calls; kept for callers.
+EmbeddingError = ProviderError
+
+
+class TransientError(ProviderError):
     """A failure that may go away when retried (429, 5xx, timeout, connection)."""
 
     def __init__(self, message: str, *, retry_after: float | None = None) -> None:
@@ -55,9 +60,9 @@ class TransientError(EmbeddingError):
         self.retry_after = retry_after
 
 
-class PermanentError(EmbeddingError):
+class PermanentError(ProviderError):
     """The endpoint refuses every call (401, 403, 404): move on to the next model."""
 
 
-class InputError(EmbeddingError):
+class InputError(ProviderError):
     """The provider refused this input (400): retrying or failing over will not help."""

@@ -7,6 +7,6 @@ Redis cache, ``providers`` one module per technology behind one seam.
 
 from store.embeddings.embedder import Embedding, Embeddings
 from store.embeddings.failover import ChainPolicy, FailoverChain
-from store.embeddings.stats import EmbeddingStats
+from store.stats import EmbeddingStats
 
 __all__ = ["ChainPolicy", "Embedding", "EmbeddingStats", "Embeddings", "FailoverChain"]

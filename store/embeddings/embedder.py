@@ -19,9 +19,9 @@ from store.contract import REDIS_SCHEMES
 from store.embeddings.batching import plan_batches, run_batches
 from store.embeddings.cache import EmbeddingCache
 from store.embeddings.failover import FailoverChain
-from store.embeddings.stats import EmbeddingStats
 from store.errors import ConfigError
 from store.settings import EmbeddingSettings, Settings, default
+from store.stats import EmbeddingStats
 
 log = logging.getLogger(__name__)
 

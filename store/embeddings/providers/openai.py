@@ -19,7 +19,7 @@ from store.urls import redact_url
 if TYPE_CHECKING:
     from store.settings import ModelSettings
 
-__all__ = ["DEFAULT_OPENAI_URL", "OpenAIProvider", "make_client"]
+__all__ = ["DEFAULT_OPENAI_URL", "OpenAIProvider", "error_detail", "make_client", "translate_error"]
 
 #: Where the ``openai`` provider goes when ``base_url`` is not set.
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
@@ -60,22 +60,8 @@ class OpenAIProvider:
         self._client.close()
 
     def _translate(self, exc: Exception) -> EmbeddingError:
-        import openai
-
-        where = f"model {self.model!r} at {self.endpoint}"
-        if isinstance(exc, openai.APITimeoutError):
-            return TransientError(f"{where} timed out")
-        if isinstance(exc, openai.APIConnectionError):
-            return TransientError(f"{where} could not be reached: {type(exc.__cause__ or exc).__name__}")
-        if isinstance(exc, openai.APIStatusError):
-            return error_for_status(
-                exc.status_code,
-                model=self.model,
-                endpoint=self.endpoint,
-                detail=scrub(_detail(exc), getattr(self._client, "api_key", None)),
-                retry_after=parse_retry_after(exc.response.headers),
-            )
-        return PermanentError(f"{where} gave an unusable answer: {type(exc).__name__}")
+        return translate_error(exc, model=self.model, endpoint=self.endpoint,
+                               api_key=getattr(self._client, "api_key", None))
 
     def _in_order(self, data: Sequence[Any], count: int) -> list[list[float]]:
         by_index = {item.index: item.embedding for item in data}
@@ -85,6 +71,26 @@ class OpenAIProvider:
                 f"(indexes {sorted(by_index)[:10]}) for {count} texts"
             )
         return [list(by_index[index]) for index in range(count)]
+
+
+def translate_error(exc: Exception, *, model: str, endpoint: str, api_key: str | None) -> EmbeddingError:
+    """The error of the tree an openai client exception stands for; messages name the model, never the key."""
+    import openai
+
+    where = f"model {model!r} at {endpoint}"
+    if isinstance(exc, openai.APITimeoutError):
+        return TransientError(f"{where} timed out")
+    if isinstance(exc, openai.APIConnectionError):
+        return TransientError(f"{where} could not be reached: {type(exc.__cause__ or exc).__name__}")
+    if isinstance(exc, openai.APIStatusError):
+        return error_for_status(
+            exc.status_code,
+            model=model,
+            endpoint=endpoint,
+            detail=scrub(error_detail(exc), api_key),
+            retry_after=parse_retry_after(exc.response.headers),
+        )
+    return PermanentError(f"{where} gave an unusable answer: {type(exc).__name__}")
 
 
 def make_client(*, name: str, settings: ModelSettings) -> Any:
@@ -127,7 +133,8 @@ def _api_key(*, name: str, settings: ModelSettings) -> str:
     return key
 
 
-def _detail(exc: Any) -> str:
+def error_detail(exc: Any) -> str:
+    """The message an API error carries, cut to 300 characters."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         error = body.get("error", body)

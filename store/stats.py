@@ -1,4 +1,4 @@
-"""Counters of the embedding subsystem, for metrics: provider calls, retries, failovers, cache hits."""
+"""Counters of model calls, for metrics: calls, retries and failovers per entry; embedding cache hits."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["EmbeddingStats"]
+__all__ = ["CallStats", "EmbeddingStats"]
 
 
 @dataclass(kw_only=True)
-class EmbeddingStats:
+class CallStats:
     """Counters for metrics: provider calls, retries and failovers per entry, cache hits and misses.
 
     Keys are ``[models.NAME]`` entry names. Updated from several threads: use ``add``.
@@ -35,3 +35,7 @@ class EmbeddingStats:
                 getattr(self, counter)[key] += amount
         if self.listener is not None:
             self.listener(counter, key, amount)
+
+
+#: The first name of CallStats, from when embeddings were the only model calls.
+EmbeddingStats = CallStats

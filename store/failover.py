@@ -1,0 +1,178 @@
+"""Failover across model entries: each tried with tenacity retries, the next one when it fails for good.
+
+Shared by the embedding chain and the rerank and chat chains. Per entry only
+``TransientError`` is retried (exponential backoff with full jitter, at least
+the server's ``Retry-After``, at most ``max_wait_seconds`` between tries,
+``max_attempts`` tries). ``PermanentError`` moves on to the next entry at
+once; ``InputError`` and ``ConfigError`` are raised at once. An entry that ran
+out of tries or failed permanently cools down for ``cooldown_seconds``: calls
+skip it meanwhile. When every entry fails, the error raised is transient if
+any entry failed transiently (worth retrying later), else the last permanent
+one; when every entry is cooling down, a TransientError whose ``retry_after``
+is the time until the first comes back.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
+from tenacity.wait import wait_random_exponential
+
+from store.errors import ConfigError, PermanentError, ProviderError, TransientError
+from store.settings import EmbeddingSettings, ModelSettings, Settings, default
+from store.stats import EmbeddingStats
+
+__all__ = ["BACKOFF_MULTIPLIER", "DEFAULT_POLICY", "ChainPolicy", "Entry", "Failover", "named_entries"]
+
+log = logging.getLogger(__name__)
+
+#: The first backoff step in seconds; each retry may wait up to twice as long (full jitter).
+BACKOFF_MULTIPLIER = 0.5
+
+
+class Entry(Protocol):
+    """What failover needs of a model entry."""
+
+    #: The ``[models.NAME]`` it was built from.
+    name: str
+    #: The model's name as its API knows it.
+    model: str
+
+
+E = TypeVar("E", bound=Entry)
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ChainPolicy:
+    """How hard to try each entry, and how long to skip one that keeps failing."""
+
+    max_attempts: int = default(EmbeddingSettings, "max_attempts")
+    max_wait_seconds: float = default(EmbeddingSettings, "max_wait_seconds")
+    cooldown_seconds: float = default(EmbeddingSettings, "cooldown_seconds")
+
+    @classmethod
+    def from_settings(cls, settings: EmbeddingSettings) -> ChainPolicy:
+        return cls(
+            max_attempts=settings.max_attempts,
+            max_wait_seconds=settings.max_wait_seconds,
+            cooldown_seconds=settings.cooldown_seconds,
+        )
+
+
+#: The policy of the default settings.
+DEFAULT_POLICY = ChainPolicy()
+
+
+def _wait_for(policy: ChainPolicy) -> Callable[[RetryCallState], float]:
+    """A tenacity wait: full-jitter exponential backoff, at least Retry-After, capped."""
+    backoff = wait_random_exponential(multiplier=BACKOFF_MULTIPLIER, max=policy.max_wait_seconds)
+
+    def wait(state: RetryCallState) -> float:
+        seconds = backoff(state)
+        error = state.outcome.exception() if state.outcome else None
+        retry_after = getattr(error, "retry_after", None)
+        if retry_after:
+            seconds = max(seconds, retry_after)
+        return float(min(seconds, policy.max_wait_seconds))
+
+    return wait
+
+
+def named_entries(settings: Settings, names: Sequence[str], *, task: str,
+                  setting: str) -> list[tuple[str, ModelSettings]]:
+    """The ``[models.NAME]`` sections ``names`` lists, in order; each must exist once and serve ``task``."""
+    unknown = [name for name in names if name not in settings.models]
+    if unknown:
+        known = ", ".join(repr(name) for name in settings.models) or "none"
+        raise ConfigError(
+            f"{setting} names {unknown[0]!r}, which is not a [models.{unknown[0]}] section (configured: {known})"
+        )
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{setting} names a model twice: {list(names)}")
+    wrong = [name for name in names if settings.models[name].task != task]
+    if wrong:
+        raise ConfigError(
+            f"{setting} names {wrong[0]!r}, whose task is {settings.models[wrong[0]].task!r}: list models with "
+            f'task = "{task}" there'
+        )
+    return [(name, settings.models[name]) for name in names]
+
+
+class Failover(Generic[E]):
+    """Runs a call with the first entry that works; see the module docstring. Thread-safe."""
+
+    def __init__(self, entries: Sequence[E], *, policy: ChainPolicy = DEFAULT_POLICY,
+                 stats: EmbeddingStats | None = None, what: str = "embedding", setting: str = "embeddings.chain"):
+        if not entries:
+            raise ConfigError(f"the {what} chain is empty: name at least one [models.NAME] in {setting}")
+        self.entries = list(entries)
+        self.policy = policy
+        self.stats = stats if stats is not None else EmbeddingStats()
+        self.what = what
+        self._cool_until: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def run(self, call: Callable[[E], R]) -> tuple[R, E]:
+        """``call(entry)`` with retries, failing over; the result and the entry that made it.
+
+        Raises InputError and ConfigError at once; TransientError or PermanentError when every entry failed.
+        """
+        failures: list[ProviderError] = []
+        for entry in self.entries:
+            if self._cooling(entry):
+                continue
+            try:
+                return self._with_retries(entry, call), entry
+            except (TransientError, PermanentError) as error:
+                self._cool_down(entry)
+                self.stats.add("failovers", entry.name)
+                log.warning("%s model %r failed, trying the next one: %s", self.what, entry.name, error)
+                failures.append(error)
+        raise self._all_failed(failures)
+
+    def _with_retries(self, entry: E, call: Callable[[E], R]) -> R:
+        retrying = Retrying(
+            retry=retry_if_exception_type(TransientError),
+            stop=stop_after_attempt(self.policy.max_attempts),
+            wait=_wait_for(self.policy),
+            before_sleep=lambda state: self.stats.add("retries", entry.name),
+            reraise=True,
+        )
+
+        def counted() -> R:
+            self.stats.add("calls", entry.name)
+            return call(entry)
+
+        result: R = retrying(counted)
+        return result
+
+    def _cooling(self, entry: E) -> bool:
+        with self._lock:
+            return self._cool_until.get(entry.name, 0.0) > time.monotonic()
+
+    def _cool_down(self, entry: E) -> None:
+        if self.policy.cooldown_seconds > 0:
+            with self._lock:
+                self._cool_until[entry.name] = time.monotonic() + self.policy.cooldown_seconds
+
+    def _all_failed(self, failures: list[ProviderError]) -> ProviderError:
+        transient = [error for error in failures if isinstance(error, TransientError)]
+        if transient:
+            return transient[-1]
+        if failures:
+            return failures[-1]
+        with self._lock:
+            wait = max(min(self._cool_until.values()) - time.monotonic(), 0.0)
+        names = ", ".join(repr(entry.name) for entry in self.entries)
+        return TransientError(
+            f"every {self.what} model ({names}) is cooling down after failures; "
+            f"the next is tried again in {wait:.1f}s",
+            retry_after=wait,
+        )
