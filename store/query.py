@@ -1,7 +1,11 @@
-"""Search from app code and the CLI: the store and embeddings come from the settings.
+"""Search, rerank and grounded answers from app code and the CLI; everything is built from the settings.
 
-    from store.query import search
+    from store.query import search, rerank, answer
     search("activity_notes", "onboarding delays", filter={"kind": "call"}, limit=5)
+    rerank("onboarding delays", matches, top=3)
+    answer("activity_notes", "Why is Dana's onboarding late?", filter={"owner_id": 7})
+
+Each has an async twin (``asearch``, ``arerank``, ``aanswer``) that runs it in a thread.
 """
 
 from __future__ import annotations
@@ -11,14 +15,19 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from store.retrieval import GroundedAnswer, Retrieval
 from store.settings import Settings, load_settings
 from store.vectors.collection import DEFAULT_LIMIT, VectorStore
 from store.vectors.filters import Filter
 from store.vectors.records import VectorMatch
 
-__all__ = ["asearch", "default_store", "search", "store_from_settings"]
+__all__ = [
+    "aanswer", "answer", "arerank", "asearch", "default_retrieval", "default_store", "rerank", "search",
+    "store_from_settings",
+]
 
 _default: VectorStore | None = None
+_retrieval: Retrieval | None = None
 _lock = threading.Lock()
 
 
@@ -40,6 +49,16 @@ def default_store() -> VectorStore:
         if _default is None:
             _default = store_from_settings(load_settings())
         return _default
+
+
+def default_retrieval() -> Retrieval:
+    """One Retrieval per process over ``default_store()``, from ``load_settings()`` on first use."""
+    global _retrieval
+    store = default_store()
+    with _lock:
+        if _retrieval is None:
+            _retrieval = Retrieval.from_settings(load_settings(), store=store)
+        return _retrieval
 
 
 def _as_filter(filter: Filter | Mapping[str, Any] | None) -> Filter | None:
@@ -76,3 +95,41 @@ async def asearch(
     return await asyncio.to_thread(
         search, collection, query, filter=filter, limit=limit, min_score=min_score, store=store
     )
+
+
+def rerank(query: str, matches: Sequence[VectorMatch], *, top: int | None = None,
+           retrieval: Retrieval | None = None) -> list[VectorMatch]:
+    """The ``top`` matches that best answer ``query``, best first, ``score`` the reranker's (0 to 1).
+
+    With no rerank model configured the search order is kept and nothing is called.
+    Raises ConfigError, ProviderError.
+    """
+    return (retrieval or default_retrieval()).rerank(query, matches, top=top)
+
+
+async def arerank(query: str, matches: Sequence[VectorMatch], *, top: int | None = None,
+                  retrieval: Retrieval | None = None) -> list[VectorMatch]:
+    """``rerank`` without blocking the event loop."""
+    return await asyncio.to_thread(rerank, query, matches, top=top, retrieval=retrieval)
+
+
+def answer(collection: str, question: str, *, filter: Filter | Mapping[str, Any] | None = None,
+           candidates: int | None = None, top: int | None = None, user: str | None = None,
+           retrieval: Retrieval | None = None) -> GroundedAnswer:
+    """Answer ``question`` from the passages of ``collection`` that ``filter`` allows, citing them.
+
+    Retrieves ``candidates`` matches (``retrieval.candidates``), reranks them to ``top``
+    (``retrieval.top``) and asks the chat chain; invented citations are dropped and
+    ``answered`` is False, with a reason, when the passages do not hold the answer.
+    ``user`` names the caller in the cost metrics. Raises ConfigError, StoreUnavailable, ProviderError.
+    """
+    return (retrieval or default_retrieval()).answer(collection, question, filter=filter, candidates=candidates,
+                                                     top=top, user=user)
+
+
+async def aanswer(collection: str, question: str, *, filter: Filter | Mapping[str, Any] | None = None,
+                  candidates: int | None = None, top: int | None = None, user: str | None = None,
+                  retrieval: Retrieval | None = None) -> GroundedAnswer:
+    """``answer`` without blocking the event loop."""
+    return await asyncio.to_thread(answer, collection, question, filter=filter, candidates=candidates, top=top,
+                                   user=user, retrieval=retrieval)

@@ -29,6 +29,7 @@ __all__ = [
     "EmbeddingSettings",
     "FlowerSettings",
     "ModelSettings",
+    "RetrievalSettings",
     "Settings",
     "SourceSettings",
     "StateSettings",
@@ -88,10 +89,21 @@ class CacheSettings(_Section):
     url: str | None = None  # None: the broker's Redis
 
 
+#: Which providers serve which task.
+PROVIDERS = {
+    "embed": ("openai", "ollama", "local", "fake"),
+    "rerank": ("openai", "http", "local", "fake"),
+    "chat": ("openai", "fake"),
+}
+
+
 class ModelSettings(_Section):
-    provider: Literal["openai", "ollama", "local", "fake"]
+    #: What the model does: embed texts, rerank passages, or answer (chat).
+    task: Literal["embed", "rerank", "chat"] = "embed"
+    provider: Literal["openai", "ollama", "local", "http", "fake"]
     model: str
-    dimensions: int = Field(gt=0, le=65536)
+    #: Vector size of an embedding model (required for task = "embed", unused otherwise).
+    dimensions: int = Field(default=0, ge=0, le=65536)
     base_url: str | None = None
     api_key_env: str | None = None
     #: Azure OpenAI: the api-version query parameter; the deployment goes in ``model``.
@@ -102,6 +114,17 @@ class ModelSettings(_Section):
     max_inputs: int = Field(default=2048, gt=0)
     max_tokens_per_request: int = Field(default=300_000, gt=0)
     max_tokens_per_input: int = Field(default=8192, gt=0)
+    #: The request shape of an ``http`` reranker: Cohere's (also Jina's and vLLM's) or Hugging Face TEI's.
+    rerank_api: Literal["cohere", "tei"] = "cohere"
+
+    @model_validator(mode="after")
+    def _provider_serves_task(self) -> ModelSettings:
+        if self.provider not in PROVIDERS[self.task]:
+            raise ValueError(f"provider {self.provider!r} cannot serve task {self.task!r}: use one of "
+                             f"{', '.join(PROVIDERS[self.task])}")
+        if self.task == "embed" and not self.dimensions:
+            raise ValueError(f"model {self.model!r} embeds, so dimensions is required (the size of its vectors)")
+        return self
 
 
 class EmbeddingSettings(_Section):
@@ -116,6 +139,21 @@ class EmbeddingSettings(_Section):
     cooldown_seconds: float = Field(default=60, ge=0)
     max_attempts: int = Field(default=5, gt=0)
     max_wait_seconds: float = Field(default=30, gt=0)
+
+
+class RetrievalSettings(_Section):
+    """Reranking and grounded answers (``store.query.rerank`` / ``answer``, ``vectorsync ask``)."""
+
+    #: Rerank models, in failover order ([models.NAME] with task = "rerank"); empty: keep the search order.
+    rerank: list[str] = Field(default_factory=list)
+    #: Chat models for answers, in failover order (task = "chat"); empty: the fake chat model.
+    answer: list[str] = Field(default_factory=list)
+    #: Matches retrieved before reranking.
+    candidates: int = Field(default=25, gt=0, le=1000)
+    #: Passages kept after reranking and shown to the chat model.
+    top: int = Field(default=6, gt=0, le=100)
+    #: Characters of each passage a reranker or the chat model reads.
+    passage_chars: int = Field(default=2000, gt=0, le=100_000)
 
 
 class VectorSettings(_Section):
@@ -176,6 +214,7 @@ class Settings(BaseSettings):
     cache: CacheSettings = Field(default_factory=CacheSettings)
     models: dict[str, ModelSettings] = Field(default_factory=dict)
     embeddings: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     vectors: VectorSettings = Field(default_factory=VectorSettings)
     collections: dict[str, CollectionSettings] = Field(default_factory=dict)
 

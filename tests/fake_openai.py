@@ -1,6 +1,12 @@
-"""A local server speaking OpenAI's ``POST /v1/embeddings`` (and Ollama's ``/api/embed``).
+"""A local server speaking OpenAI's ``POST /v1/embeddings`` and ``/v1/chat/completions``, Ollama's
+``/api/embed``, and the ``/rerank`` API of Cohere, Jina, vLLM and TEI.
 
 Vectors come from the fake provider's word hashing, so they mean something.
+Rerank scores are word overlap with the query. Chat answers come from
+``reply_chat`` (a JSON object the "model" answers), else: scores for a rerank
+prompt, and for an answer prompt the first passage, cited as [1].
+``refuse_schemas`` makes it answer 400 to JSON-schema output, as servers
+without structured output do.
 Every request is recorded; scripted replies (``push``) make it fail on command:
 a status with headers, a delay past the client's timeout, vectors of the wrong
 size or one vector too few. ``always`` sets the reply once the script is used up.
@@ -10,6 +16,7 @@ Use it as a context manager: ``with FakeOpenAI() as server: ...``.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -66,6 +73,10 @@ class FakeOpenAI:
         self.default = Reply()
         #: Refuse (400) every request with an input containing this text: a record the provider rejects.
         self.reject_containing: str | None = None
+        #: JSON objects the chat endpoint answers, in order, before its default behaviour.
+        self.chat_script: deque[dict[str, Any] | str] = deque()
+        #: Answer 400 to ``response_format`` of type ``json_schema`` (JSON mode still works).
+        self.refuse_schemas = False
         #: The most requests ever being answered at once.
         self.max_in_flight = 0
         self._in_flight = 0
@@ -95,6 +106,14 @@ class FakeOpenAI:
     def always(self, **reply: Any) -> None:
         """Answer every request past the script with this reply."""
         self.default = Reply(**reply)
+
+    def reply_chat(self, answer: dict[str, Any] | str) -> None:
+        """Queue what the chat model answers next: a JSON object, or raw text (e.g. not JSON)."""
+        self.chat_script.append(answer)
+
+    def chat_prompts(self) -> list[str]:
+        """The user message of every chat request so far."""
+        return [r.body["messages"][-1]["content"] for r in self.requests if r.path.endswith("/chat/completions")]
 
     def start(self) -> FakeOpenAI:
         self._thread.start()
@@ -132,10 +151,63 @@ class FakeOpenAI:
             reply = Reply(status=400, message=f"input contains {self.reject_containing!r}", delay=reply.delay)
         if reply.status != 200:
             return reply.status, reply.headers, _error_body(path, reply), reply.delay
+        if path.endswith("/chat/completions"):
+            return self._chat(body, reply)
+        if path.endswith("/rerank"):
+            return 200, reply.headers, _rerank_body(body, reply), reply.delay
         size = reply.dimensions or body.get("dimensions") or self.dimensions
         vectors = [hash_embed(text, size) for text in request.inputs]
         vectors = vectors[: len(vectors) - reply.drop]
         return 200, reply.headers, _ok_body(path, body.get("model", ""), vectors), reply.delay
+
+
+    def _chat(self, body: dict[str, Any], reply: Reply) -> tuple[int, dict[str, str], dict[str, Any], float]:
+        kind = (body.get("response_format") or {}).get("type")
+        if kind == "json_schema" and self.refuse_schemas:
+            error = Reply(status=400, message="response_format json_schema is not supported by this server")
+            return 400, {}, _error_body("/v1/chat/completions", error), reply.delay
+        with self._lock:
+            scripted = self.chat_script.popleft() if self.chat_script else None
+        content = scripted if isinstance(scripted, str) else json.dumps(
+            scripted if scripted is not None else _default_chat(body["messages"][-1]["content"]))
+        return 200, reply.headers, {
+            "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body.get("model", ""),
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }, reply.delay
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _overlap(query: str, text: str) -> float:
+    wanted = _words(query)
+    return len(wanted & _words(text)) / max(len(wanted), 1)
+
+
+_PASSAGE = re.compile(r"^\[(\d+)\][^\n]*\n(.+?)(?=\n\n\[\d+\]|\Z)", re.M | re.S)
+
+
+def _default_chat(prompt: str) -> dict[str, Any]:
+    passages = _PASSAGE.findall(prompt)
+    query = prompt.split("\n", 1)[0].split(": ", 1)[-1]
+    if prompt.startswith("Query: "):
+        return {"scores": [{"passage": int(n), "score": _overlap(query, text)} for n, text in passages]}
+    if not passages:
+        return {"answer": "No passages.", "sources": [], "answered": False}
+    return {"answer": " ".join(passages[0][1].split())[:200], "sources": [int(passages[0][0])], "answered": True}
+
+
+def _rerank_body(body: dict[str, Any], reply: Reply) -> Any:
+    texts = body.get("texts") if "texts" in body else body.get("documents", [])
+    scores = [_overlap(body.get("query", ""), text) for text in texts]
+    scores = scores[: len(scores) - reply.drop]
+    if "texts" in body:  # TEI: a bare list, best first
+        return sorted(({"index": i, "score": s} for i, s in enumerate(scores)), key=lambda r: -r["score"])
+    return {"results": sorted(({"index": i, "relevance_score": s} for i, s in enumerate(scores)),
+                              key=lambda r: -r["relevance_score"])}
 
 
 def _ok_body(path: str, model: str, vectors: list[list[float]]) -> dict[str, Any]:
@@ -157,7 +229,8 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             path = self.path.split("?")[0]
-            if path not in ("/v1/embeddings", "/api/embed"):
+            if path not in ("/v1/embeddings", "/api/embed", "/v1/chat/completions", "/rerank", "/v1/rerank",
+                            "/v2/rerank"):
                 self._send(404, {}, {"error": {"message": f"no route {path}"}})
                 return
             length = int(self.headers.get("Content-Length") or 0)

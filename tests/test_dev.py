@@ -27,7 +27,8 @@ import sqlalchemy as sa
 
 from producer.cli.dev.config import ModelChoice, choose_model, settings_toml
 from producer.cli.dev.corpus import CRM_TABLE, TOPICS_TABLE, crm_rows, length_bucket, load_corpus, topic_rows
-from producer.cli.dev.harness import SEARCHES, SERVING
+from producer.cli.dev.demo import SEARCHES
+from producer.cli.dev.harness import SERVING
 from store.settings import load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,6 +104,12 @@ def test_settings_load_with_load_settings(tmp_path: Path, monkeypatch: pytest.Mo
     assert settings.models[model.name].provider == model.provider
     assert settings.models[model.name].dimensions == 384
     assert set(settings.collections) == {"docs", "crm_notes"}
+    assert settings.retrieval.answer == []  # the fake chat model
+    path.write_text(settings_toml(broker_url="redis://127.0.0.1:6390/0", cache_url="redis://127.0.0.1:6390/1",
+                                  database_url=database, model=model, chat=("http://127.0.0.1:8000/v1", "qwen")))
+    chatty = load_settings(path)
+    assert chatty.retrieval.answer == ["chat"] and chatty.models["chat"].task == "chat"
+    assert (chatty.models["chat"].base_url, chatty.models["chat"].model) == ("http://127.0.0.1:8000/v1", "qwen")
     docs, notes = settings.collections["docs"], settings.collections["crm_notes"]
     assert (docs.source.kind, docs.source.table, docs.source.id) == ("sql", TOPICS_TABLE, "topic")
     assert docs.source.metadata == ["kind", "topic", "length"]
@@ -316,6 +323,8 @@ def test_vectorsync_dev_no_serve_runs_searches_and_cleans_up(tmp_path: Path) -> 
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     assert "embedding model: fake" in result.stdout
     _assert_searches(lines)
+    assert "answered by the fake chat model" in result.stdout
+    assert re.search(r"^  \[1\] \d+ \(\d\.\d\d\): ", result.stdout, re.M), result.stdout[-3000:]
     assert result.stdout.count(" 0 failed in ") == 2  # both reindex summaries
     assert load_settings(folder / "vectorsync.toml").collections.keys() == {"docs", "crm_notes"}
     time.sleep(0.5)

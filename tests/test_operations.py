@@ -19,6 +19,7 @@ import pytest
 import redis
 from celery import Celery
 
+from producer.cli.status import short_ids
 from store.celeryconfig import celery_config
 from store.contract import WORKER_COMMAND
 from store.settings import Settings, load_settings
@@ -197,13 +198,17 @@ def test_status_fits_80_columns_on_a_terminal_without_cutting_ids(ops: Ops) -> N
     with celery_worker(ops.config, name="a-worker-with-a-rather-long-name"):
         assert run_cli(ops.config, "reindex", ops.collection, "--wait").returncode == 0
         screen = run_on_terminal(ops.config, "status", columns=80)
+        view = json.loads(run_cli(ops.config, "status", "--json").stdout)
     lines = [re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", line) for line in screen.splitlines()]
     assert max(len(line.rstrip()) for line in lines) <= 80, "\n".join(lines)
     assert "…" not in screen
-    flat = "".join(line.strip() for line in lines)
-    assert ops.collection in flat and "a-worker-with-a-rather-long-name@" in flat
-    assert "vectorsync.live" in screen and "vectorsync.bulk" in screen
-    run_id = json.loads(run_cli(ops.config, "status", "--json").stdout)["runs"][0]["run_id"]
-    assert run_id[:8] in screen
-    single = run_cli(ops.config, "status", run_id[:8])
+    [worker] = view["workers"]
+    assert worker["name"].startswith("a-worker-with-a-rather-long-name@") and worker["queues"] == [
+        "vectorsync.bulk", "vectorsync.live"]
+    assert "a-worker-with-a-rather-long-na" in screen  # wrapped inside its cell if need be, never cut short
+    run = view["runs"][0]
+    assert run["collection"] == ops.collection and run["status"] == "done"
+    shown = short_ids([r["run_id"] for r in view["runs"]])[run["run_id"]]
+    assert re.search(rf"^ ?{shown}\s", "\n".join(lines), re.M)  # the id's unique prefix, whole, in its column
+    single = run_cli(ops.config, "status", shown)
     assert single.returncode == 0 and "done 20, unchanged 0, failed 0" in single.stdout

@@ -102,6 +102,31 @@ def search(
     out.print(table)
 
 
+@app.command()
+def ask(
+    collection: str,
+    question: str,
+    filter: Annotated[str | None, typer.Option("--filter", "-f", help='JSON, e.g. {"owner_id": 7}')] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="the answer and its sources as JSON")] = False,
+) -> None:
+    """Answer a question from a collection's passages, citing them; exit 2 when they do not hold the answer."""
+    from dataclasses import asdict
+
+    from store.query import answer
+
+    grounded = guarded(lambda: answer(collection, question, filter=_parse_filter(filter)))
+    if as_json:
+        print(json.dumps(asdict(grounded), indent=2, default=str))
+    elif grounded.answered:
+        say(grounded.answer)
+        for source in grounded.sources:
+            say(f"[{source.number}] {source.record_id} ({source.score:.2f}): {short(source.excerpt, 160)}")
+    else:
+        say(f"not answered: {grounded.reason}")
+    if not grounded.answered:
+        raise typer.Exit(2)
+
+
 def _parse_filter(text: str | None) -> dict[str, Any] | None:
     from store.errors import ConfigError
 
@@ -203,13 +228,16 @@ def dev(
     fresh: Annotated[bool, typer.Option(help="drop the data of an earlier run first")] = False,
     model: Annotated[str, typer.Option(help="embedding model: auto (local when installed, else fake), local, fake")]
     = "auto",
+    chat: Annotated[str | None, typer.Option(help="an OpenAI-compatible base URL for the grounded answer "
+                                                  "(key: OPENAI_API_KEY); without it the fake chat model")] = None,
+    chat_model: Annotated[str, typer.Option(help="the chat model at --chat")] = "gpt-4o-mini",
 ) -> None:
     """Run the whole system on this machine (Redis, PostgreSQL, workers, Flower) with sample data; Ctrl-C stops it."""
     from pathlib import Path
 
     from producer.cli.dev.harness import run_dev
 
-    code = run_dev(Path(dir), serve=serve, fresh=fresh, model=model)
+    code = run_dev(Path(dir), serve=serve, fresh=fresh, model=model, chat=(chat, chat_model) if chat else None)
     if code:
         raise typer.Exit(code)
 

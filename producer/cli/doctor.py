@@ -3,14 +3,16 @@
 Parts, in order: the broker, the state database, the vector store (with
 pgvector's version: 0.8 or later for iterative scans), the embedding cache,
 each embedding model of the chain (one real embed of a short text, its size
-checked), the workers (how many answer, which queues each consumes) and
-Flower when ``[flower] url`` is set. A broken *required* part (``fail``)
+checked), each rerank and chat model of ``[retrieval]`` (one real call), the
+workers (how many answer, which queues each consumes) and Flower when
+``[flower] url`` is set. A broken *required* part (``fail``)
 makes the command exit 1; an optional one (the cache, a failover model,
 Flower) is a ``warn``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -27,7 +29,7 @@ from store.queues import consumers_of
 from store.settings import Settings
 from store.urls import without_credentials
 
-__all__ = ["Check", "checks", "render", "to_json"]
+__all__ = ["Check", "checks", "render", "retrieval_checks", "to_json"]
 
 Status = Literal["ok", "warn", "fail"]
 #: The pgvector release that brought iterative index scans, which filtered search needs.
@@ -84,6 +86,7 @@ def checks(settings: Settings, producer: Any) -> Iterator[Check]:
     if cache is not None:
         yield cache
     yield from _models(settings)
+    yield from retrieval_checks(settings)
     if broker.status == "ok":
         yield _timed("workers", lambda: _workers(producer), fix=f"start one: {WORKER_COMMAND}")
     else:
@@ -174,6 +177,35 @@ def _models(settings: Settings) -> Iterator[Check]:
         required: Status = "fail" if position == 0 else "warn"
         yield _timed(f"model {name}", probe, status=required,
                      fix=f"check models.{name} (base_url, api_key_env, model) and that the endpoint is up")
+
+
+def retrieval_checks(settings: Settings) -> Iterator[Check]:
+    """One real call of each configured rerank and chat model."""
+    from store.retrieval.providers import build_chat, build_reranker
+
+    def rerank(name: str, model: Any) -> str:
+        scores = build_reranker(name, model).scores(PROBE_TEXT, ["a passage about vectorsync", "an unrelated one"])
+        if len(scores) != 2:
+            raise _Broken(f"{model.model} returned {len(scores)} scores for 2 passages", "check the model")
+        return f"{model.provider} {model.model}, rerank"
+
+    def chat(name: str, model: Any) -> str:
+        schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
+                  "additionalProperties": False}
+        build_chat(name, model).complete([{"role": "user", "content": 'Reply with the JSON object {"ok": true}.'}],
+                                         schema=schema, schema_name="doctor")
+        return f"{model.provider} {model.model}, chat"
+
+    probes: list[tuple[str, list[str], Callable[[str, Any], str]]] = [
+        ("rerank", settings.retrieval.rerank, rerank), ("chat", settings.retrieval.answer, chat)]
+    for task, names, probe in probes:
+        for position, name in enumerate(names):
+            if name not in settings.models:
+                continue
+            status: Status = "fail" if position == 0 else "warn"
+            yield _timed(f"{task} model {name}", functools.partial(probe, name, settings.models[name]),
+                         status=status,
+                         fix=f"check models.{name} (base_url, api_key_env, model) and that the endpoint is up")
 
 
 def _workers(producer: Any) -> str:

@@ -73,8 +73,29 @@ def _toml(value: str) -> str:
     return json.dumps(value)  # a JSON string is a valid TOML basic string
 
 
-def settings_toml(*, broker_url: str, cache_url: str, database_url: str, model: ModelChoice) -> str:
-    """The vectorsync.toml of the dev system: Redis, pgvector, the docs and crm_notes collections."""
+def settings_toml(*, broker_url: str, cache_url: str, database_url: str, model: ModelChoice,
+                  chat: tuple[str, str] | None = None) -> str:
+    """The vectorsync.toml of the dev system: Redis, pgvector, the docs and crm_notes collections, and the
+    chat model of ``chat`` (base URL, model) for grounded answers when one is given."""
+    return _services(broker_url=broker_url, cache_url=cache_url, database_url=database_url, model=model) + (
+        _chat(*chat) if chat else "")
+
+
+def _chat(base_url: str, model: str) -> str:
+    return f"""
+# Grounded answers (`vectorsync ask`), from `vectorsync dev --chat URL`; the key comes from OPENAI_API_KEY.
+[models.chat]
+task = "chat"
+provider = "openai"
+model = {_toml(model)}
+base_url = {_toml(base_url)}
+
+[retrieval]
+answer = ["chat"]
+"""
+
+
+def _services(*, broker_url: str, cache_url: str, database_url: str, model: ModelChoice) -> str:
     db = _toml(database_url)
     return f"""\
 # Written by `vectorsync dev`: the services it started, and two collections over its sample tables.

@@ -26,16 +26,17 @@ import signal
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from rich.text import Text
 
-from producer.cli.console import err, out, short
+from producer.cli.console import err, out
 from producer.cli.dev.config import DIMENSIONS, choose_model, settings_toml
 from producer.cli.dev.corpus import CRM_TABLE, TOPICS_TABLE, load_corpus
+from producer.cli.dev.demo import show
 from producer.cli.dev.services import (
     DevServiceError,
     Postgres,
@@ -51,16 +52,10 @@ from producer.cli.progress import follow, summary
 from store.contract import BULK_QUEUE, LIVE_QUEUE
 from store.errors import VectorsyncError
 
-__all__ = ["DEFAULT_DIR", "SEARCHES", "SERVING", "run_dev"]
+__all__ = ["DEFAULT_DIR", "SERVING", "run_dev"]
 
 #: The working folder when ``--dir`` is not given (relative to where the command runs).
 DEFAULT_DIR = Path(".vectorsync-dev")
-#: The searches run once both collections are indexed: (collection, query, filter).
-SEARCHES: tuple[tuple[str, str, dict[str, Any]], ...] = (
-    ("docs", "how do I catch an exception", {"kind": "python-topic"}),
-    ("crm_notes", "customer worried about onboarding time", {"kind": "call"}),
-    ("crm_notes", "pricing discount", {"created_at": {"$gte": "2026-10-01"}}),
-)
 #: The line that says everything runs (tests wait for it).
 SERVING = "vectorsync dev is running: press Ctrl-C to stop it and everything it started"
 #: Times one worker that exits on its own is started again before `vectorsync dev` gives up.
@@ -135,10 +130,6 @@ def _flower_answers(url: str) -> bool:
         return False
 
 
-def _metadata_text(metadata: Mapping[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in metadata.items() if k not in ("record_id", "chunk"))
-
-
 def _cli_command() -> str:
     """How to call the CLI from where the user is: ``vectorsync`` when PATH finds this one, else its path."""
     here = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else None
@@ -204,7 +195,7 @@ class _Dev:
 
 
 def run_dev(folder: Path = DEFAULT_DIR, *, serve: bool = True, fresh: bool = False, workers: int = 2,
-            model: str = "auto") -> int:
+            model: str = "auto", chat: tuple[str, str] | None = None) -> int:
     """Run the dev system; returns the exit code (0 after a clean stop, 1 on an error, 130 when interrupted)."""
     folder = folder.expanduser().resolve()
     # Model loading shows progress bars of its own; the steps here say what happens.
@@ -213,7 +204,7 @@ def run_dev(folder: Path = DEFAULT_DIR, *, serve: bool = True, fresh: bool = Fal
     serving = False
     with _signals_as_interrupts():
         try:
-            _start(dev, fresh=fresh, workers=workers, serve=serve, model=model)
+            _start(dev, fresh=fresh, workers=workers, serve=serve, model=model, chat=chat)
             if not serve:
                 return 0
             serving = True
@@ -235,7 +226,7 @@ def run_dev(folder: Path = DEFAULT_DIR, *, serve: bool = True, fresh: bool = Fal
             out.print(f"stopped {_elapsed(started)}", highlight=False)
 
 
-def _start(dev: _Dev, *, fresh: bool, workers: int, serve: bool, model: str) -> None:
+def _start(dev: _Dev, *, fresh: bool, workers: int, serve: bool, model: str, chat: tuple[str, str] | None) -> None:
     folder = dev.folder
     out.print(f"[bold]vectorsync dev[/bold]: the whole system on this machine, in {folder}", highlight=False,
               soft_wrap=True)
@@ -266,7 +257,7 @@ def _start(dev: _Dev, *, fresh: bool, workers: int, serve: bool, model: str) -> 
     config = folder / "vectorsync.toml"
     cache_url = redis_url.rsplit("/", 1)[0] + "/1"
     config.write_text(settings_toml(broker_url=redis_url, cache_url=cache_url, database_url=database_url,
-                                    model=choice))
+                                    model=choice, chat=chat))
     os.environ["VECTORSYNC_CONFIG"] = str(config)
     from store.settings import load_settings
 
@@ -305,7 +296,7 @@ def _start(dev: _Dev, *, fresh: bool, workers: int, serve: bool, model: str) -> 
         out.print(f"run {run_id} started for {collection}", highlight=False)
         summary(follow(producer, run_id))
 
-    _searches(dev, settings)
+    show(settings, dev.closers)
     _serving_banner(config=config, redis_url=redis_url, database_url=database_url, flower_url=flower_url,
                     logs=dev.logs, serve=serve)
 
@@ -343,25 +334,6 @@ def _start_flower(dev: _Dev, env: dict[str, str], cwd: Path) -> str | None:
                               f"{tail(dev.flower.log)}")
     _step(f"Flower: {url} {_elapsed(start)}")
     return url
-
-
-def _searches(dev: _Dev, settings: Any) -> None:
-    from store.query import search, store_from_settings
-
-    store = store_from_settings(settings)
-    dev.closers.append(store.close)
-    for number, (collection, query, filter) in enumerate(SEARCHES, start=1):
-        start = time.monotonic()
-        matches = search(collection, query, filter=filter, limit=3, store=store)
-        out.print(f"\n[bold]search {number}/{len(SEARCHES)}[/bold] {collection} {json.dumps(query)} "
-                  f"--filter '{json.dumps(filter)}': {len(matches)} matches {_elapsed(start)}", highlight=False,
-                  soft_wrap=True)
-        for match in matches:
-            out.print(f"  {match.score:6.3f}  {match.id:<22} {short(_metadata_text(match.metadata), 70)}",
-                      highlight=False, soft_wrap=True)
-            out.print(f"          {short(match.text, 100)}", highlight=False, soft_wrap=True)
-        if not matches:
-            out.print("  (no matches)")
 
 
 def _serving_banner(*, config: Path, redis_url: str, database_url: str, flower_url: str | None, logs: Path,

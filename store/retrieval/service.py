@@ -1,0 +1,102 @@
+"""``Retrieval``: rerank search matches, and answer a question from the passages it finds, citing them.
+
+Built from ``[retrieval]``: its ``rerank`` and ``answer`` chains of
+``[models.NAME]`` entries fail over through ``store.failover`` with the
+embedding chain's retry settings. No rerank chain keeps the search order; no
+answer chain uses the fake chat model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from store import usage
+from store.errors import ConfigError, PermanentError
+from store.failover import ChainPolicy, Failover, named_entries
+from store.retrieval.base import Chat, Reranker
+from store.retrieval.grounding import ANSWER_SCHEMA, GroundedAnswer, check_answer, excerpt, messages
+from store.retrieval.providers import FakeChat, FakeReranker, build_chat, build_reranker
+from store.settings import RetrievalSettings, Settings
+from store.stats import CallStats
+from store.vectors import Filter, VectorMatch, VectorStore
+
+__all__ = ["Retrieval"]
+
+
+class Retrieval:
+    """Rerank and grounded answers over one store; see the module docstring."""
+
+    def __init__(self, store: VectorStore, *, rerankers: Failover[Reranker], chats: Failover[Chat],
+                 settings: RetrievalSettings | None = None) -> None:
+        self.store, self.rerankers, self.chats = store, rerankers, chats
+        self.settings = settings if settings is not None else RetrievalSettings()
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, store: VectorStore) -> Retrieval:
+        """The chains ``[retrieval] rerank`` and ``answer`` name. Raises ConfigError for a bad chain."""
+        section, policy, stats = settings.retrieval, ChainPolicy.from_settings(settings.embeddings), CallStats()
+        rerankers: list[Reranker] = [build_reranker(name, model) for name, model in
+                                     named_entries(settings, section.rerank, task="rerank", setting="retrieval.rerank")]
+        chats: list[Chat] = [build_chat(name, model) for name, model in
+                             named_entries(settings, section.answer, task="chat", setting="retrieval.answer")]
+        return cls(
+            store,
+            rerankers=Failover(rerankers or [FakeReranker()], policy=policy, stats=stats, what="rerank",
+                               setting="retrieval.rerank"),
+            chats=Failover(chats or [FakeChat()], policy=policy, stats=stats, what="chat", setting="retrieval.answer"),
+            settings=section,
+        )
+
+    def rerank(self, query: str, matches: Sequence[VectorMatch], *, top: int | None = None) -> list[VectorMatch]:
+        """The ``top`` matches (all when None) that best answer ``query``, best first, scored 0 to 1 by the
+        reranker, which reads at most ``passage_chars`` of each. Raises ConfigError, ProviderError."""
+        _check_text(query, "query")
+        if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
+            raise ConfigError(f"top {top!r} is not allowed: use a whole number of 1 or more, or None for all")
+        if not matches:
+            return []
+        passages = [excerpt(match, self.settings.passage_chars) for match in matches]
+        scores, _ = self.rerankers.run(lambda reranker: _checked(reranker, reranker.scores(query, passages),
+                                                                 len(passages)))
+        order = sorted(range(len(matches)), key=lambda index: -scores[index])  # stable: ties keep search order
+        return [_rescored(matches[index], scores[index]) for index in order[:top]]
+
+    def answer(self, collection: str, question: str, *, filter: Filter | Mapping[str, Any] | None = None,
+               candidates: int | None = None, top: int | None = None, user: str | None = None) -> GroundedAnswer:
+        """Search ``collection`` with the caller's ``filter``, rerank, and ask the chat chain for an answer that
+        cites the passages. ``answered`` is False, with a reason, when they do not hold one.
+
+        ``user`` names the caller in the cost metrics. Raises ConfigError, StoreUnavailable, ProviderError.
+        """
+        _check_text(question, "question")
+        wanted = candidates or self.settings.candidates
+        shown = top or self.settings.top
+        with usage.attributed_to(user):
+            where = Filter.from_dict(filter) if isinstance(filter, Mapping) else filter
+            found = self.store.collection(collection).search(question, filter=where, limit=wanted)
+            if not found:
+                return GroundedAnswer("", False, [], reason=f"no passage in {collection!r} matches the question"
+                                      + (" and the filter" if filter else ""))
+            passages = self.rerank(question, found, top=shown)
+            prompt = messages(question, passages, chars=self.settings.passage_chars)
+            reply, chat = self.chats.run(lambda model: model.complete(prompt, schema=ANSWER_SCHEMA,
+                                                                       schema_name="grounded_answer"))
+        return check_answer(reply, passages, chars=self.settings.passage_chars, model=chat.model)
+
+
+def _check_text(text: object, what: str) -> None:
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(f"the {what} is empty ({text!r}): ask something, e.g. 'how do refunds work?'")
+
+
+def _checked(reranker: Reranker, scores: Sequence[float], count: int) -> list[float]:
+    """A reranker that answers more or fewer scores than passages has failed: the chain moves on."""
+    if len(scores) != count:
+        raise PermanentError(f"rerank model {reranker.model!r} at {reranker.endpoint} returned {len(scores)} "
+                             f"scores for {count} passages")
+    return list(scores)
+
+
+def _rescored(match: VectorMatch, score: float) -> VectorMatch:
+    return VectorMatch(id=match.id, score=float(score), text=match.text, metadata=match.metadata)
