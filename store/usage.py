@@ -9,7 +9,7 @@ for budgets; calls outside one count under user "".
 from __future__ import annotations
 
 import contextvars
-import functools
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -19,13 +19,22 @@ __all__ = ["attributed_to", "current_user", "record"]
 _user: contextvars.ContextVar[str] = contextvars.ContextVar("vectorsync_user", default="")
 
 
-@functools.cache
-def _counters() -> tuple[Any, Any]:
-    from prometheus_client import Counter
+_made: tuple[Any, Any] | None = None
+_lock = threading.Lock()
 
-    labels = ["task", "model", "user"]
-    return (Counter("vectorsync_model_calls", "Model provider calls", labels),
-            Counter("vectorsync_model_tokens", "Tokens sent to and received from model providers", labels))
+
+def _counters() -> tuple[Any, Any]:
+    # Made once, under a lock: embedding batches run in parallel threads, and a counter registered twice
+    # is an error of prometheus_client's.
+    global _made
+    with _lock:
+        if _made is None:
+            from prometheus_client import Counter
+
+            labels = ["task", "model", "user"]
+            _made = (Counter("vectorsync_model_calls", "Model provider calls", labels),
+                     Counter("vectorsync_model_tokens", "Tokens sent to and received from model providers", labels))
+        return _made
 
 
 @contextmanager

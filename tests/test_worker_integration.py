@@ -255,7 +255,7 @@ def test_a_record_the_provider_rejects_lands_in_failures_and_retries_once_fixed(
         assert world.stored() == {k: v for k, v in expected.items() if not k.startswith("17:")}
 
         world.crm.update(17, body="now a perfectly ordinary note about the rollout")
-        replay = run_cli(world.config, "failures", "--retry")
+        replay = run_cli(world.config, "failures", "--collection", world.collection, "--retry")
         assert "enqueued 1 failed records again" in replay.stdout, replay.stdout + replay.stderr
         wait_for(world.in_sync, timeout=60, what="the fixed record to be indexed")
         wait_for(lambda: not world.ledger().failures(world.collection), timeout=30, what="the failure to clear")
