@@ -65,6 +65,7 @@ class Producer:
     ) -> None:
         """Enqueue a document with its content (for collections whose records are pushed)."""
         key = _record_id(id)
+        self._require_pushed(collection)
         if not isinstance(text, str):
             raise ConfigError(f"text of document {key!r} must be a string, got {type(text).__name__}")
         clean = validate_metadata(metadata or {}, record_id=key)
@@ -72,6 +73,7 @@ class Producer:
 
     def delete_document(self, collection: str, id: str | int) -> None:
         """Enqueue the removal of a pushed document."""
+        self._require_pushed(collection)
         self._send(INDEX_DOCUMENT, (check_collection_name(collection), _record_id(id), None, None, time.time_ns()),
                    LIVE_QUEUE)
 
@@ -88,6 +90,16 @@ class Producer:
         run_id = self.ledger.create_run(collection, kind="reconcile")
         self._send(RECONCILE, (collection, run_id), BULK_QUEUE)
         return run_id
+
+    def _require_pushed(self, collection: str) -> None:
+        """A collection the settings give a source reads its records there: pushing to it is a mistake."""
+        config = self.settings.collections.get(collection)
+        if config is not None and config.source.kind != "push":
+            raise ConfigError(
+                f"collection {collection!r} reads its records from its {config.source.kind} source; "
+                "index_document and delete_document are for collections whose records are pushed "
+                f"(collections.{collection}.source.kind = 'push'): use index_record for this one"
+            )
 
     def _send(self, task: str, args: tuple[Any, ...], queue: str) -> None:
         """Send ``task`` by name, stamped with when it was sent (``vectorsync status`` shows queue ages)."""

@@ -8,6 +8,7 @@ between producers and workers of different versions.
 from __future__ import annotations
 
 __all__ = [
+    "BUILD_INDEX",
     "BULK_QUEUE",
     "CACHE_KEY_PREFIX",
     "INDEX_BATCH",
@@ -37,6 +38,7 @@ INDEX_DOCUMENT = "vectorsync.index_document"
 INDEX_BATCH = "vectorsync.index_batch"
 REINDEX_ALL = "vectorsync.reindex_all"
 RECONCILE = "vectorsync.reconcile"
+BUILD_INDEX = "vectorsync.build_index"
 
 #: The queue each task goes to.
 ROUTES = {
@@ -45,6 +47,7 @@ ROUTES = {
     INDEX_BATCH: BULK_QUEUE,
     REINDEX_ALL: BULK_QUEUE,
     RECONCILE: BULK_QUEUE,
+    BUILD_INDEX: BULK_QUEUE,
 }
 
 #: URL schemes of a Redis (coalescing and the embedding cache need one; a RabbitMQ URL is not).

@@ -15,15 +15,16 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from store.errors import ConfigError
 from store.retrieval import GroundedAnswer, Retrieval
 from store.settings import Settings, load_settings
-from store.vectors.collection import DEFAULT_LIMIT, VectorStore
+from store.vectors.collection import DEFAULT_LIMIT, Collection, VectorStore
 from store.vectors.filters import Filter
 from store.vectors.records import VectorMatch
 
 __all__ = [
-    "aanswer", "answer", "arerank", "asearch", "default_retrieval", "default_store", "rerank", "search",
-    "store_from_settings",
+    "aanswer", "answer", "arerank", "asearch", "default_retrieval", "default_store", "open_collection", "rerank",
+    "search", "store_from_settings",
 ]
 
 _default: VectorStore | None = None
@@ -78,8 +79,25 @@ def search(
 
     ``filter`` is a Filter or its JSON form. Raises ConfigError, StoreUnavailable, EmbeddingError.
     """
-    target = (store or default_store()).collection(collection)
+    target = open_collection(store or default_store(), collection)
     return target.search(query, filter=_as_filter(filter), limit=limit, min_score=min_score)
+
+
+def open_collection(store: VectorStore, name: str) -> Collection:
+    """A collection to read: a configured one (created empty if need be), else one that exists.
+
+    A name that is neither is a ConfigError: reading never creates a table for a typo.
+    """
+    if name in _configured():
+        return store.collection(name)
+    return store.open(name)
+
+
+def _configured() -> set[str]:
+    try:
+        return set(load_settings().collections)
+    except ConfigError:
+        return set()
 
 
 async def asearch(

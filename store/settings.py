@@ -28,6 +28,7 @@ __all__ = [
     "CollectionSettings",
     "EmbeddingSettings",
     "FlowerSettings",
+    "LimitSettings",
     "ModelSettings",
     "RetrievalSettings",
     "Settings",
@@ -46,8 +47,18 @@ DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/0"
 ENV_PREFIX = "VECTORSYNC_"
 
 
+def _redacted_repr_args(model: BaseModel) -> Any:
+    """Pydantic's repr arguments with every URL's credentials hidden: a settings object may be logged."""
+    for name, value in model.__repr_args__():
+        yield name, (without_credentials(value) if isinstance(value, str) and "://" in value else value)
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{name}={value!r}" for name, value in _redacted_repr_args(self))
+        return f"{type(self).__name__}({args})"
 
 
 class BrokerSettings(_Section):
@@ -61,6 +72,8 @@ class BrokerSettings(_Section):
 class WorkerSettings(_Section):
     #: Hard limit of one task, seconds; a task past it is killed and redelivered.
     time_limit: int = Field(default=1800, gt=0)
+    #: Hard limit of the task that builds a vector index after a bulk load (a task of its own), seconds.
+    index_time_limit: int = Field(default=3000, gt=0)
     #: Record ids per bulk batch task.
     batch_size: int = Field(default=100, gt=0, le=10_000)
     #: Retries of a batch whose provider calls keep failing, before its records go to failures.
@@ -74,6 +87,24 @@ class WorkerSettings(_Section):
     #: Seconds without progress after which a running run whose queue holds work, or has no consumer,
     #: is shown as stalled by ``vectorsync status``.
     stall_seconds: int = Field(default=300, gt=0)
+
+
+class LimitSettings(_Section):
+    """Caps on what one input may hold. Going over one is a ConfigError naming the value, the cap and this
+    setting; it is never retried."""
+
+    #: Characters of a record id (PostgreSQL btree index rows hold about 2,700 bytes).
+    max_id_chars: int = Field(default=512, gt=0, le=2000)
+    #: Levels of nesting in a record's metadata.
+    max_metadata_depth: int = Field(default=32, gt=0, le=500)
+    #: Chunks one record may make (a 10 MB text makes thousands).
+    max_chunks_per_record: int = Field(default=2000, gt=0)
+    #: Levels of nesting in a filter ($and, $or, $not).
+    max_filter_depth: int = Field(default=16, gt=0, le=200)
+    #: Conditions and values in one filter, all $in lists counted.
+    max_filter_terms: int = Field(default=1000, gt=0, le=100_000)
+    #: Points Qdrant may return for one search whose filter is partly checked in Python.
+    max_residual_scan: int = Field(default=100_000, gt=0)
 
 
 class FlowerSettings(_Section):
@@ -105,7 +136,8 @@ class ModelSettings(_Section):
     #: Vector size of an embedding model (required for task = "embed", unused otherwise).
     dimensions: int = Field(default=0, ge=0, le=65536)
     base_url: str | None = None
-    api_key_env: str | None = None
+    #: The name of the environment variable that holds the key (never the key itself).
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=100)
     #: Azure OpenAI: the api-version query parameter; the deployment goes in ``model``.
     api_version: str | None = None
     timeout: float = Field(default=30.0, gt=0)
@@ -210,6 +242,7 @@ class Settings(BaseSettings):
     broker: BrokerSettings = Field(default_factory=BrokerSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     flower: FlowerSettings = Field(default_factory=FlowerSettings)
+    limits: LimitSettings = Field(default_factory=LimitSettings)
     state: StateSettings = Field(default_factory=StateSettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
     models: dict[str, ModelSettings] = Field(default_factory=dict)
@@ -227,11 +260,13 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _visibility_above_time_limit(self) -> Settings:
-        if self.broker.visibility_timeout <= self.worker.time_limit:
-            raise ValueError(
-                f"broker.visibility_timeout ({self.broker.visibility_timeout}) must be above worker.time_limit "
-                f"({self.worker.time_limit}), or Redis redelivers tasks that are still running"
-            )
+        for name in ("time_limit", "index_time_limit"):
+            limit = getattr(self.worker, name)
+            if self.broker.visibility_timeout <= limit:
+                raise ValueError(
+                    f"broker.visibility_timeout ({self.broker.visibility_timeout}) must be above worker.{name} "
+                    f"({limit}), or Redis redelivers tasks that are still running"
+                )
         return self
 
     @classmethod
@@ -245,6 +280,9 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # The TOML file arrives as init kwargs; the environment overrides it.
         return (env_settings, init_settings)
+
+    def __repr__(self) -> str:
+        return f"Settings({', '.join(f'{name}={value!r}' for name, value in _redacted_repr_args(self))})"
 
     @property
     def state_url(self) -> str | None:
@@ -283,11 +321,16 @@ def _describe(error: Any) -> str:
         return f"unknown setting {loc!r}: remove it or check its spelling (env {env})"
     if error["type"] == "missing":
         return f"setting {loc!r} is required (env {env})"
-    return f"setting {loc} = {_shown(error.get('input'))} is not allowed: {error['msg']} (env {env})"
+    if error["loc"][-1] == "api_key_env":  # someone pasted the key where its variable's name goes: never echo it
+        return (f"setting {loc} must name the environment variable that holds the key (letters, digits and _), "
+                f"not hold the key itself: export MY_KEY=... and set {loc} = \"MY_KEY\" (env {env})")
+    return f"setting {loc} = {_shown(error.get('input'), error['loc'])} is not allowed: {error['msg']} (env {env})"
 
 
-def _shown(value: Any) -> str:
-    """A bad value as a message may show it: no whole sections (they hold URLs), no passwords."""
+def _shown(value: Any, loc: tuple[Any, ...] = ()) -> str:
+    """A bad value as a message may show it: no whole sections (they hold URLs), no passwords or keys."""
+    if loc and any(part in str(loc[-1]) for part in ("key", "password", "secret", "token")):
+        return "<hidden>"
     if isinstance(value, dict | list):
         return f"<{type(value).__name__}>"
     if isinstance(value, str) and "://" in value:

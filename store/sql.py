@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from store.errors import ConfigError, StoreError, StoreUnavailable
 
-__all__ = ["engine_url", "make_engine", "safe_url", "transaction"]
+__all__ = ["engine_url", "make_engine", "retryable", "safe_url", "transaction", "translate"]
 
 
 def engine_url(url: str) -> str:
@@ -20,11 +20,13 @@ def engine_url(url: str) -> str:
 
 
 def safe_url(url: str) -> str:
-    """The URL with its password hidden, for messages and logs."""
+    """The URL with its password hidden (also one passed as ``?password=``), for messages and logs."""
     try:
-        return sa.engine.make_url(engine_url(url)).render_as_string(hide_password=True)
+        parsed = sa.engine.make_url(engine_url(url))
     except (sa.exc.ArgumentError, ValueError):
         return "<unparseable URL>"
+    hidden = {k: "***" for k in parsed.query if any(s in k.lower() for s in ("password", "key", "token", "secret"))}
+    return parsed.update_query_dict(hidden).render_as_string(hide_password=True)
 
 
 def make_engine(url: str, *, setting: str, **options: Any) -> sa.Engine:
@@ -40,22 +42,43 @@ def make_engine(url: str, *, setting: str, **options: Any) -> sa.Engine:
         raise ConfigError(f"{setting}: the database driver {exc.name!r} is not installed (pip install it)") from None
 
 
+def retryable(error: BaseException) -> bool:
+    """Whether a driver error can go away by itself (the server down, a deadlock), not a refusal of the data.
+
+    psycopg files an over-long index row (ProgramLimitExceeded) under OperationalError; it is the data's fault.
+    """
+    import psycopg
+
+    if isinstance(error, psycopg.errors.ProgramLimitExceeded | psycopg.DataError | psycopg.IntegrityError):
+        return False
+    return isinstance(error, psycopg.OperationalError | psycopg.InterfaceError)
+
+
+def translate(exc: BaseException, what: str) -> StoreError:
+    """The store error a driver error stands for: StoreUnavailable (retry later) or StoreError (refused)."""
+    orig = getattr(exc, "orig", None) or exc
+    if retryable(orig) or (isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError)
+                           and not _driver_error(orig)):
+        return StoreUnavailable(f"{what} failed: {orig}")
+    return StoreError(f"{what} refused a statement: {orig}")
+
+
+def _driver_error(error: BaseException) -> bool:
+    import psycopg
+
+    return isinstance(error, psycopg.Error)
+
+
 @contextmanager
 def transaction(engine: sa.Engine, what: str) -> Iterator[sa.Connection]:
-    """A connection in a transaction. Connection failures become StoreUnavailable (retry later),
-    other driver errors StoreError; ``what`` names the database in the message."""
+    """A connection in a transaction. Connection failures and deadlocks become StoreUnavailable (retry
+    later), refusals of the data (too long, out of range, unconvertible) StoreError; ``what`` names the database."""
     try:
         with engine.begin() as conn:
             yield conn
-    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
-        raise StoreUnavailable(f"{what} failed: {exc.orig}") from exc
     except sa.exc.DBAPIError as exc:
-        raise StoreError(f"{what} refused a statement: {exc.orig}") from exc
+        raise translate(exc, what) from exc
     except Exception as exc:  # raw psycopg calls (COPY, LOCK) bypass SQLAlchemy's wrapping
-        import psycopg
-
-        if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):  # deadlocks included: retry
-            raise StoreUnavailable(f"{what} failed: {exc}") from exc
-        if isinstance(exc, psycopg.Error):
-            raise StoreError(f"{what} refused a statement: {exc}") from exc
+        if _driver_error(exc):
+            raise translate(exc, what) from exc
         raise

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 __all__ = ["redact_url", "without_credentials"]
 
@@ -21,12 +21,22 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, _host(url), parts.path.rstrip("/"), "", ""))
 
 
+#: Query parameters that carry a secret (``?password=``, ``?api_key=``...): their values are hidden.
+_SECRET_PARAMS = ("password", "passwd", "pwd", "key", "token", "secret", "sslpassword")
+
+
+def _hidden_query(query: str) -> str:
+    pairs = parse_qsl(query, keep_blank_values=True)
+    return urlencode([(k, "***" if any(s in k.lower() for s in _SECRET_PARAMS) else v) for k, v in pairs], safe="*/")
+
+
 def without_credentials(url: str) -> str:
-    """``url`` without ``user:password@``; a location that is not a URL comes back as it is."""
+    """``url`` without ``user:password@`` and with secret query parameters hidden; a location that is not
+    a URL comes back as it is."""
     try:
         parts = urlsplit(url)
         if not parts.hostname:
-            return url if "@" not in url else "<URL with credentials>"
-        return urlunsplit((parts.scheme, _host(url), parts.path, parts.query, parts.fragment))
+            return url if "@" not in url and "password" not in url.lower() else "<URL with credentials>"
+        return urlunsplit((parts.scheme, _host(url), parts.path, _hidden_query(parts.query), parts.fragment))
     except ValueError:
         return "<unparseable URL>"

@@ -47,6 +47,8 @@ class Reply:
     dimensions: int | None = None
     #: Leave this many vectors out of the answer.
     drop: int = 0
+    #: Answer vectors full of NaN (a broken model).
+    nan: bool = False
     message: str = "scripted failure"
 
 
@@ -56,6 +58,8 @@ class Request:
 
     path: str
     body: dict[str, Any]
+    #: The authorization header the client sent ("" when none).
+    authorization: str = ""
 
     @property
     def inputs(self) -> list[str]:
@@ -141,9 +145,10 @@ class FakeOpenAI:
             with self._lock:
                 self._in_flight -= 1
 
-    def answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, str], dict[str, Any], float]:
+    def answer(self, path: str, body: dict[str, Any],
+               authorization: str = "") -> tuple[int, dict[str, str], dict[str, Any], float]:
         """Record the request and decide the reply: (status, headers, body, delay)."""
-        request = Request(path, body)
+        request = Request(path, body, authorization)
         with self._lock:
             self.requests.append(request)
             reply = self.script.popleft() if self.script else self.default
@@ -156,7 +161,7 @@ class FakeOpenAI:
         if path.endswith("/rerank"):
             return 200, reply.headers, _rerank_body(body, reply), reply.delay
         size = reply.dimensions or body.get("dimensions") or self.dimensions
-        vectors = [hash_embed(text, size) for text in request.inputs]
+        vectors = [[float("nan")] * size if reply.nan else hash_embed(text, size) for text in request.inputs]
         vectors = vectors[: len(vectors) - reply.drop]
         return 200, reply.headers, _ok_body(path, body.get("model", ""), vectors), reply.delay
 
@@ -236,7 +241,7 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             with server.tracking():
-                status, headers, payload, delay = server.answer(path, body)
+                status, headers, payload, delay = server.answer(path, body, self.headers.get("Authorization", ""))
                 if delay:
                     time.sleep(delay)
             self._send(status, headers, payload)

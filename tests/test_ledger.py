@@ -115,3 +115,25 @@ def test_runs_are_found_by_a_unique_prefix_and_remember_when_they_last_moved(led
     ledger.finish_batch(first, 0, done=1, skipped=0, failed=0)
     moved = ledger.run(first).moved_at
     assert moved is not None and moved >= ledger.run(first).started_at
+
+
+def test_a_run_that_deferred_its_index_says_indexing_until_the_index_is_built(ledger: Ledger) -> None:
+    run_id = ledger.create_run(unique_name())
+    ledger.defer_index(run_id)
+    ledger.set_run_total(run_id, total=2, batches=1)
+    indexing = ledger.finish_batch(run_id, 0, done=2, skipped=0, failed=0)
+    assert indexing.status == RunStatus.INDEXING and indexing.finished_at is None
+    assert not indexing.status.ended
+    done = ledger.complete_run(run_id)
+    assert done.status == RunStatus.DONE and done.status.ended and done.finished_at is not None
+    assert ledger.complete_run(run_id).status == RunStatus.DONE  # idempotent
+    plain = ledger.create_run(unique_name())
+    ledger.set_run_total(plain, total=0, batches=0)
+    assert ledger.run(plain).status == RunStatus.DONE  # nothing deferred: done at once
+
+
+def test_a_failure_of_an_id_postgresql_cannot_store_is_still_recorded(ledger: Ledger) -> None:
+    name = unique_name()
+    ledger.record_failure(name, "bad\x00id\ud800", "ConfigError: record id 'bad\\x00id' is not allowed\x00")
+    [failure] = ledger.failures(name)
+    assert failure.record_id in ("bad\\x00id\\ud800", "bad\x00id\ud800")  # escaped where it must be

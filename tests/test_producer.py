@@ -17,7 +17,7 @@ import producer
 from producer.client import Producer
 from store import ConfigError
 from store.contract import INDEX_RECORD, LIVE_QUEUE
-from store.settings import Settings
+from store.settings import CollectionSettings, Settings
 from tests.services import redis_db
 from tests.workers import ROOT, run_cli
 
@@ -70,6 +70,38 @@ def test_enqueue_waits_for_the_session_to_commit(sender: Producer, broker: redis
         session.commit()  # a later commit sends nothing again
         assert len(queued(broker)) == 1
     engine.dispose()
+
+
+def test_a_rolled_back_savepoint_drops_only_what_was_enqueued_inside_it(
+    sender: Producer, broker: redis.Redis, postgres_url: str
+) -> None:
+    engine = sa.create_engine(postgres_url.replace("postgresql://", "postgresql+psycopg://"))
+    with Session(engine) as session:
+        session.execute(sa.text("SELECT 1"))
+        producer.index_record("notes", 1, session=session)
+        savepoint = session.begin_nested()
+        producer.index_record("notes", 2, session=session)
+        savepoint.rollback()
+        inner = session.begin_nested()
+        producer.index_record("notes", 3, session=session)
+        inner.commit()  # released: its enqueue waits for the outer commit
+        assert queued(broker) == []
+        session.commit()
+        assert sorted(queued(broker)) == [(INDEX_RECORD, ["notes", "1"]), (INDEX_RECORD, ["notes", "3"])]
+    engine.dispose()
+
+
+def test_pushing_to_a_collection_with_a_source_is_refused(sender: Producer, broker: redis.Redis) -> None:
+    sourced = Producer(sender.settings.model_copy(update={"collections": {
+        "notes": CollectionSettings.model_validate({"source": {"kind": "python", "loader": "x:y"}})}}))
+    try:
+        with pytest.raises(ConfigError, match="reads its records from its python source; index_document"):
+            sourced.index_document("notes", 1, "text")
+        with pytest.raises(ConfigError, match="use index_record for this one"):
+            sourced.delete_document("notes", 1)
+    finally:
+        sourced.close()
+    assert queued(broker) == []
 
 
 def test_bad_arguments_are_refused_before_anything_is_sent(sender: Producer, broker: redis.Redis) -> None:

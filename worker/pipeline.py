@@ -15,14 +15,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from store.embeddings import Embedding, Embeddings
-from store.errors import ConfigError, EmbeddingError, InputError
+from store.errors import ConfigError, EmbeddingError, InputError, StoreError, StoreUnavailable
 from store.ledger import Held, Ledger, LedgerEntry
+from store.settings import LimitSettings
 from store.vectors.collection import Collection
 from store.vectors.filters import Filter
-from store.vectors.records import VectorRecord, canonical_json, clean_text, validate_metadata
+from store.vectors.records import VectorRecord, canonical_json, check_id_length, clean_text, validate_metadata
 from worker.chunking import Chunker
 from worker.metrics import stage
 from worker.sources.base import Source, SourceRecord
+from worker.sources.push import PushSource
 
 __all__ = ["BatchResult", "Document", "Indexer", "content_hash"]
 
@@ -67,6 +69,14 @@ class _Planned:
     version: int = 0
 
 
+def _failure(record_id: str, exc: BaseException, *, fix: str = "") -> str:
+    """The failures-table text of a record that failed alone: the error, and the fix when it is not in it."""
+    text = f"{type(exc).__name__}: {exc}"
+    if fix and not isinstance(exc, ConfigError):
+        text += f" ({fix})"
+    return text
+
+
 def content_hash(record: SourceRecord, *, chunker: Chunker, model: str, dimensions: int) -> str:
     """sha256 of everything that shapes a record's chunks: text, metadata, chunker, model.
 
@@ -81,7 +91,8 @@ class Indexer:
     """Keeps one collection's chunks equal to its source, a batch of record ids at a time."""
 
     def __init__(self, *, name: str, collection: Collection, source: Source, chunker: Chunker,
-                 embeddings: Embeddings, ledger: Ledger) -> None:
+                 embeddings: Embeddings, ledger: Ledger, limits: LimitSettings | None = None) -> None:
+        self.limits = limits if limits is not None else LimitSettings()
         self.name = name
         self.collection = collection
         self.source = source
@@ -96,8 +107,8 @@ class Indexer:
         ids = list(dict.fromkeys(str(i) for i in ids))
         result = BatchResult()
         with stage("load"):
-            current = self.source.fetch(ids)
-            self._delete_gone([i for i in ids if i not in current], result)
+            current = self._fetch(ids, result)
+            self._delete_gone([i for i in ids if i not in current and i not in result.failed], result)
             planned = self._plan(list(current.values()), result)
         with stage("embed"):
             ready = self._embed(planned, result)
@@ -106,7 +117,10 @@ class Indexer:
         return result
 
     def index_documents(self, documents: Sequence[Document]) -> BatchResult:
-        """Index pushed documents; an older push of an id than the one indexed is dropped."""
+        """Index pushed documents; an older push of an id than the one indexed is dropped.
+
+        Raises ConfigError for a collection that reads its records from a source."""
+        self._require_pushed()
         newest: dict[str, Document] = {}
         for doc in documents:
             if doc.id not in newest or doc.version >= newest[doc.id].version:
@@ -123,6 +137,7 @@ class Indexer:
         The ledger keeps a tombstone (no content hash) at ``version``, so a push
         older than the delete that arrives late is dropped too.
         """
+        self._require_pushed()
         result = BatchResult()
         with self.ledger.locked(self.name, ids) as held:
             known = held.entries(list(ids))
@@ -144,8 +159,21 @@ class Indexer:
         ledger = self.ledger.entries(self.name, [i for i, _ in stamped])
         moved = [i for i, stamp in stamped if not (stamp and i in ledger and ledger[i].stamp == stamp
                                                    and ledger[i].model == self.embeddings.model)]
-        current = self.source.fetch(moved) if moved else {}
-        return [i for i in moved if i not in current or i not in ledger or not self._current(ledger[i], current[i])]
+        unreadable = BatchResult()
+        current = self._fetch(moved, unreadable) if moved else {}
+        # A record the source cannot give is stale too: its batch reads it again and records why it fails.
+        return [i for i in moved if i in unreadable.failed or i not in current or i not in ledger
+                or not self._current(ledger[i], current[i])]
+
+    def forget_if_lost(self) -> bool:
+        """When the collection is empty but the ledger says records are indexed (the collection was dropped,
+        or its store lost its data), forget the ledger so that every record is indexed again. True if so."""
+        if not self.collection.is_empty() or not self.ledger.record_ids(self.name):
+            return False
+        log.warning("collection %s is empty but its ledger is not: forgetting the ledger, so everything is "
+                    "indexed again", self.name)
+        self.ledger.forget_collection(self.name)
+        return True
 
     def stale(self, *, page_size: int) -> list[str]:
         """Every id the index does not follow, for a reconcile sweep: new, changed, or gone from the source.
@@ -167,15 +195,25 @@ class Indexer:
     def _current(self, known: LedgerEntry, record: SourceRecord) -> bool:
         try:
             return self._unchanged(known, self._hash(record))
-        except ConfigError:
+        except Exception:  # a record that cannot be hashed is not current: its batch says why
             return False
 
     # -- stages ---------------------------------------------------------------------
 
-    @staticmethod
-    def _clean(record: SourceRecord) -> SourceRecord:
-        """The record as it will be stored: metadata a clean JSON object. Raises ConfigError."""
-        return replace(record, metadata=validate_metadata(record.metadata, record_id=record.id))
+    def _require_pushed(self) -> None:
+        if not isinstance(self.source, PushSource):
+            raise ConfigError(
+                f"collection {self.name!r} reads its records from its source ({type(self.source).__name__}); "
+                "index_document and delete_document are for collections whose records are pushed "
+                f"(collections.{self.name}.source.kind = 'push'): use index_record for this one"
+            )
+
+    def _clean(self, record: SourceRecord) -> SourceRecord:
+        """The record as it will be stored: text without unstorable characters (before it is chunked and
+        embedded), metadata a clean JSON object, an id within limits. Raises ConfigError."""
+        check_id_length(record.id, max_chars=self.limits.max_id_chars)
+        metadata = validate_metadata(record.metadata, record_id=record.id, max_depth=self.limits.max_metadata_depth)
+        return replace(record, text=clean_text(record.text), metadata=metadata)
 
     def _digest(self, clean: SourceRecord) -> str:
         return content_hash(clean, chunker=self.chunker, model=self.embeddings.model,
@@ -184,6 +222,24 @@ class Indexer:
     def _hash(self, record: SourceRecord) -> str:
         """The content hash of the record as it will be stored. Raises ConfigError."""
         return self._digest(self._clean(record))
+
+    def _fetch(self, ids: list[str], result: BatchResult) -> dict[str, SourceRecord]:
+        """The source's records among ``ids``. A read the source refuses (a value it cannot convert, an id out
+        of range) is retried a record at a time, so only the record at fault fails; an unreachable source
+        raises StoreUnavailable for the batch to be retried."""
+        try:
+            return self.source.fetch(ids)
+        except StoreUnavailable:
+            raise
+        except (StoreError, ValueError, ArithmeticError) as exc:
+            if len(ids) == 1:
+                result.failed[ids[0]] = _failure(ids[0], exc, fix="fix the row in the source, or leave the "
+                                                 "column out of source.metadata")
+                return {}
+        found: dict[str, SourceRecord] = {}
+        for record_id in ids:
+            found.update(self._fetch([record_id], result))
+        return found
 
     def _delete_gone(self, gone: list[str], result: BatchResult) -> None:
         if not gone:
@@ -202,11 +258,11 @@ class Indexer:
         planned: list[_Planned] = []
         bumps: list[LedgerEntry] = []
         for raw in records:
-            try:  # one record's bad metadata fails that record, not its batch
+            try:  # one record's bad value fails that record, not its batch
                 record = self._clean(raw)
                 digest = self._digest(record)
-            except ConfigError as exc:
-                result.failed[raw.id] = f"ConfigError: {exc}"
+            except Exception as exc:
+                result.failed[raw.id] = _failure(raw.id, exc)
                 continue
             known = ledger.get(record.id)
             version = (versions or {}).get(record.id, 0)
@@ -217,6 +273,12 @@ class Indexer:
                     bumps.append(replace(known, version=max(known.version, version), stamp=record.stamp))
                 continue
             texts = [chunk.text for chunk in self.chunker.split(record.text)]
+            if len(texts) > self.limits.max_chunks_per_record:
+                result.failed[record.id] = (
+                    f"ConfigError: record {record.id!r} makes {len(texts)} chunks ({len(record.text)} characters), "
+                    f"over limits.max_chunks_per_record ({self.limits.max_chunks_per_record}): split the record, "
+                    "or raise the limit")
+                continue
             planned.append(_Planned(record, digest, texts, version))
         if bumps:
             with self.ledger.locked(self.name, [b.record_id for b in bumps]) as held:
@@ -255,9 +317,24 @@ class Indexer:
 
     def _swap(self, ready: list[tuple[_Planned, list[Embedding]]], result: BatchResult, *,
               still_current: Callable[[Sequence[str], Held], Callable[[_Planned], bool]]) -> None:
-        """Write what is still current, under the records' locks; ``still_current`` judges it."""
+        """Write what is still current, under the records' locks; ``still_current`` judges it. A write the
+        store refuses (not one it could not reach) is tried a record at a time, so only the one at fault fails."""
         if not ready:
             return
+        try:
+            self._write(ready, result, still_current)
+        except StoreUnavailable:
+            raise
+        except StoreError as exc:
+            if len(ready) == 1:
+                plan = ready[0][0]
+                result.failed[plan.record.id] = _failure(plan.record.id, exc)
+                return
+            for one in ready:
+                self._swap([one], result, still_current=still_current)
+
+    def _write(self, ready: list[tuple[_Planned, list[Embedding]]], result: BatchResult,
+               still_current: Callable[[Sequence[str], Held], Callable[[_Planned], bool]]) -> None:
         ids = [plan.record.id for plan, _ in ready]
         with self.ledger.locked(self.name, ids) as held:
             current = still_current(ids, held)
@@ -268,7 +345,8 @@ class Indexer:
                     continue
                 keep.append(plan.record.id)
                 records.extend(self._chunk_records(plan, embeddings))
-                models = ",".join(sorted({e.model for e in embeddings}))
+                # A record without chunks was "embedded" by the chain's model all the same: it is current.
+                models = ",".join(sorted({e.model for e in embeddings})) or self.embeddings.model
                 entries.append(LedgerEntry(plan.record.id, plan.hash, models, len(embeddings), plan.version,
                                            plan.record.stamp))
             if keep:
@@ -279,13 +357,13 @@ class Indexer:
 
     def _unchanged_in_source(self, ids: Sequence[str], held: Held) -> Callable[[_Planned], bool]:
         """Read records: a result is current when the source, read again under the locks, hashes the same."""
-        now = self.source.fetch(ids)
+        now = self._fetch(list(ids), BatchResult())
 
         def current(plan: _Planned) -> bool:
             fresh = now.get(plan.record.id)
             try:
                 return fresh is not None and self._hash(fresh) == plan.hash
-            except ConfigError:
+            except Exception:  # changed into something that cannot be indexed: its own task says why
                 return False
 
         return current

@@ -15,7 +15,7 @@ from typing import Any
 from celery import Task
 from celery.exceptions import Retry, SoftTimeLimitExceeded
 
-from store.contract import BULK_QUEUE, INDEX_BATCH, INDEX_DOCUMENT, INDEX_RECORD, RECONCILE, REINDEX_ALL
+from store.contract import BUILD_INDEX, BULK_QUEUE, INDEX_BATCH, INDEX_DOCUMENT, INDEX_RECORD, RECONCILE, REINDEX_ALL
 from store.errors import ConfigError, StoreError, StoreUnavailable
 from store.ledger import RunProgress, RunStatus
 from store.queues import sent_headers
@@ -26,7 +26,7 @@ from worker.metrics import observe_batch
 from worker.pipeline import BatchResult, Document
 from worker.policy import RetryPolicy, as_failed, as_retry, decide
 
-__all__ = ["index_batch", "index_document", "index_record", "reconcile", "reindex_all"]
+__all__ = ["build_index", "index_batch", "index_document", "index_record", "reconcile", "reindex_all"]
 
 log = logging.getLogger(__name__)
 #: Ledger ids checked per step when a full reindex looks for records gone from the source.
@@ -65,7 +65,7 @@ def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None 
     observe_batch(collection, result)
     decision = decide(result, retries=retries, policy=policy, carried=carried)
     for record_id, error in decision.failures.items():
-        ctx.ledger.record_failure(collection, record_id, error, run_id=run_id)
+        _record_failure(collection, record_id, error, run_id=run_id)
     if decision.retry:
         log.info("retrying %d records of %s: %s", len(decision.retry), collection, next(iter(result.retry.values())))
         if batch is None:  # index_record: its own arguments
@@ -74,8 +74,20 @@ def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None 
                          kwargs={"run_id": run_id, "batch": batch, "carried": decision.counts},
                          countdown=decision.countdown, max_retries=policy.max_retries)
     if run_id is not None and batch is not None:
-        _finished(collection, ctx.ledger.finish_batch(run_id, batch, **decision.counts))
+        try:
+            progress = ctx.ledger.finish_batch(run_id, batch, **decision.counts)
+        except StoreUnavailable as exc:  # the batch is done; counting it must not be lost with the database
+            raise task.retry(exc=exc, countdown=policy.countdown(retries), max_retries=None) from exc
+        _finished(collection, progress)
     return decision.counts
+
+
+def _record_failure(collection: str, record_id: str, error: str, *, run_id: str | None) -> None:
+    """Put a record in the failures table; if even that fails, say so in the log and go on counting the batch."""
+    try:
+        context().ledger.record_failure(collection, record_id, error, run_id=run_id)
+    except Exception:
+        log.exception("could not record the failure of %r in %s: %s", record_id, collection, error)
 
 
 @app.task(bind=True, name=INDEX_RECORD, max_retries=None)
@@ -116,8 +128,12 @@ def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | N
     check_collection_name(collection)
     run_id = ctx.ledger.create_run(collection, full=full, run_id=run_id)
     try:
-        if ctx.indexer(collection).collection.defer_index():
-            log.info("%s is empty: its vector index is built once the reindex is done", collection)
+        indexer = ctx.indexer(collection)
+        indexer.source.page_ids(after=None, limit=1)  # a pushed collection has nothing to read: refuse first
+        indexer.forget_if_lost()
+        if indexer.collection.defer_index():
+            ctx.ledger.defer_index(run_id)
+            log.info("%s is empty: its vector index is built once every record is in", collection)
         total, batches, seen = _fan_out(collection, run_id, keep_ids=full)
         if full:
             _drop_gone(collection, seen, allow_empty=allow_empty)
@@ -128,8 +144,11 @@ def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | N
                              max_retries=policy.max_retries) from exc
         ctx.ledger.fail_run(run_id, str(exc))
         raise
-    except ConfigError as exc:
+    except (ConfigError, StoreError) as exc:
         ctx.ledger.fail_run(run_id, str(exc))
+        raise
+    except Exception as exc:  # a bug: the run ends failed, saying what happened
+        ctx.ledger.fail_run(run_id, f"{type(exc).__name__}: {exc}")
         raise
     _finished(collection, ctx.ledger.set_run_total(run_id, total=total, batches=batches))
     log.info("reindex %s of %s: %d records in %d batches", run_id, collection, total, batches)
@@ -142,9 +161,31 @@ def _send_batch(collection: str, ids: list[str], *, run_id: str, batch: int) -> 
 
 
 def _finished(collection: str, progress: RunProgress) -> None:
-    """When a run is done, build a vector index a bulk load deferred (a no-op when it exists)."""
-    if progress.status == RunStatus.DONE:
-        context().indexer(collection).collection.ensure_index()
+    """A run whose records are all in and whose index was deferred gets the index built, as a task of its own
+    with its own time limit; the run says ``indexing`` until then, so ``done`` means searchable at full speed."""
+    if progress.status == RunStatus.INDEXING:
+        limit = context().settings.worker.index_time_limit
+        build_index.apply_async(args=(collection, progress.run_id), queue=BULK_QUEUE, headers=sent_headers(),
+                                time_limit=limit, soft_time_limit=max(1, limit - 30))
+
+
+@app.task(bind=True, name=BUILD_INDEX, max_retries=None)
+def build_index(self: Task, collection: str, run_id: str) -> str:
+    """Build the vector index a bulk load deferred (a no-op when it exists), then call the run done."""
+    ctx = context()
+    try:
+        ctx.indexer(collection).collection.ensure_index()
+    except StoreUnavailable as exc:
+        policy = _policy()
+        if policy.may_retry(self.request.retries):
+            raise self.retry(exc=exc, countdown=policy.countdown(self.request.retries),
+                             max_retries=policy.max_retries) from exc
+        ctx.ledger.fail_run(run_id, f"the vector index could not be built: {exc}")
+        raise
+    except Exception as exc:
+        ctx.ledger.fail_run(run_id, f"the vector index could not be built: {type(exc).__name__}: {exc}")
+        raise
+    return str(ctx.ledger.complete_run(run_id).status)
 
 
 def _fan_out(collection: str, run_id: str, *, keep_ids: bool) -> tuple[int, int, set[str]]:
@@ -184,9 +225,11 @@ def reconcile(self: Task, collection: str, run_id: str | None = None) -> str:
     ctx = context()
     run_id = ctx.ledger.create_run(collection, run_id=run_id, kind="reconcile")
     try:
-        stale = ctx.indexer(collection).stale(page_size=ctx.settings.worker.batch_size)
-    except (ConfigError, StoreError) as exc:
-        ctx.ledger.fail_run(run_id, str(exc))
+        indexer = ctx.indexer(collection)
+        indexer.forget_if_lost()
+        stale = indexer.stale(page_size=ctx.settings.worker.batch_size)
+    except Exception as exc:  # the sweep ends failed, saying why; the next one starts afresh
+        ctx.ledger.fail_run(run_id, f"{type(exc).__name__}: {exc}")
         raise
     size = ctx.settings.worker.batch_size
     pages = [stale[start:start + size] for start in range(0, len(stale), size)]

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from producer.cli.console import errors, guarded, out, say, short
 from producer.cli.progress import follow, summary, warn_if_no_consumer
@@ -98,7 +99,8 @@ def search(
     matches = guarded(go)
     table = Table("score", "id", "text", "metadata")
     for m in matches:
-        table.add_row(f"{m.score:.3f}", m.id, short(m.text, 80), short(json.dumps(m.metadata), 60))
+        # Stored data is printed literally: a chunk holding "[/b]" or "[link=...]" is text, not markup.
+        table.add_row(f"{m.score:.3f}", Text(m.id), Text(short(m.text, 80)), Text(short(json.dumps(m.metadata), 60)))
     out.print(table)
 
 

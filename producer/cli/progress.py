@@ -80,8 +80,9 @@ def _follow_bar(producer: Any, run_id: str, deadline: float | None, watch: _Watc
         while True:
             run = producer.reindex_status(run_id)
             rate = run.processed / max(time.monotonic() - start, 1e-6)
-            bar.update(task, total=run.total, completed=run.processed, rate=f"{rate:,.0f} rec/s", failed=run.failed)
-            if run.status != RunStatus.RUNNING:
+            bar.update(task, total=run.total, completed=run.processed, rate=f"{rate:,.0f} rec/s", failed=run.failed,
+                       description="building the vector index" if run.status == RunStatus.INDEXING else "indexing")
+            if run.status.ended:
                 return run  # type: ignore[no-any-return]
             _give_up(run_id, deadline)
             watch.check()
@@ -94,10 +95,10 @@ def _follow_plain(producer: Any, run_id: str, deadline: float | None, watch: _Wa
         run = producer.reindex_status(run_id)
         line = (f"run {run_id}: {run.processed}/{run.total if run.total is not None else '?'} "
                 f"(done {run.done}, skipped {run.skipped}, failed {run.failed}) {run.status}")
-        if line != last_line and (time.monotonic() - last_time >= PLAIN_EVERY_SECONDS or run.status != "running"):
+        if line != last_line and (time.monotonic() - last_time >= PLAIN_EVERY_SECONDS or run.status.ended):
             print(line, flush=True)
             last_line, last_time = line, time.monotonic()
-        if run.status != RunStatus.RUNNING:
+        if run.status.ended:
             return run  # type: ignore[no-any-return]
         _give_up(run_id, deadline)
         watch.check()

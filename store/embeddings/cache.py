@@ -134,6 +134,9 @@ class EmbeddingCache:
         # A value of another size (another writer, a truncated write) is a miss, not an error.
         if value is None or len(value) != dimensions * _FLOAT32_LE.itemsize:
             return None
+        vector = np.frombuffer(value, dtype=_FLOAT32_LE)
+        if not np.isfinite(vector).all():  # a poisoned entry (an older writer's NaN): embed the text again
+            return None
         return from_bytes(value)
 
     def _paused(self) -> bool:

@@ -12,6 +12,7 @@ and, unless ``embeddings.allow_mixed_models`` is set, the same model name.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 
 from store import usage
@@ -107,6 +108,10 @@ class FailoverChain:
                     f"vectors.dimensions is {self.dimensions}: set both to the model's size "
                     f"(models.{provider.name}.dimensions, or send_dimensions = true if the model takes it)"
                 )
+            if not all(math.isfinite(x) for x in vector):
+                # The endpoint is broken, not the text: fail over, and never let it reach the cache.
+                raise PermanentError(f"model {provider.model!r} at {provider.endpoint} returned a vector with "
+                                     "NaN or infinite values")
         return vectors
 
 

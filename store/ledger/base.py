@@ -50,8 +50,14 @@ class LedgerEntry:
 
 class RunStatus(enum.StrEnum):
     RUNNING = "running"
+    #: Every record is in; the vector index deferred for the bulk load is being built.
+    INDEXING = "indexing"
     DONE = "done"
     FAILED = "failed"
+
+    @property
+    def ended(self) -> bool:
+        return self in (RunStatus.DONE, RunStatus.FAILED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +160,15 @@ class Ledger(Protocol):
 
     def finish_batch(self, run_id: str, batch: int, *, done: int, skipped: int, failed: int) -> RunProgress:
         """Count one batch of a run, once, and mark the run done when its last batch is in."""
+        ...
+
+    def defer_index(self, run_id: str) -> None:
+        """The run loads an empty collection without its vector index: once its records are in, it goes to
+        ``indexing`` (not ``done``) until ``complete_run`` says the index is built."""
+        ...
+
+    def complete_run(self, run_id: str) -> RunProgress:
+        """An ``indexing`` run whose index is built is ``done``."""
         ...
 
     def fail_run(self, run_id: str, error: str) -> None:

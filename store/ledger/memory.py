@@ -25,6 +25,7 @@ class _Run:
     batches: int | None = None
     counted: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     moved_at: datetime | None = None
+    deferred_index: bool = False
 
 
 class _Held:
@@ -149,8 +150,22 @@ class MemoryLedger:
     def _finish_if_complete(self, run: _Run) -> RunProgress:
         complete = run.batches is not None and len(run.counted) >= run.batches
         if run.progress.status == RunStatus.RUNNING and complete:
-            run.progress = replace(run.progress, status=RunStatus.DONE, finished_at=now())
+            if run.deferred_index:
+                run.progress = replace(run.progress, status=RunStatus.INDEXING)
+            else:
+                run.progress = replace(run.progress, status=RunStatus.DONE, finished_at=now())
         return self.run(run.progress.run_id)
+
+    def defer_index(self, run_id: str) -> None:
+        with self._lock:
+            self._get(run_id).deferred_index = True
+
+    def complete_run(self, run_id: str) -> RunProgress:
+        with self._lock:
+            run = self._get(run_id)
+            if run.progress.status == RunStatus.INDEXING:
+                run.progress = replace(run.progress, status=RunStatus.DONE, finished_at=now())
+            return self.run(run_id)
 
     # -- failures --------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from sqlalchemy.dialects import postgresql
 from store.errors import ConfigError
 from store.ledger.base import MAX_ERROR_CHARS, Failure, LedgerEntry, RunProgress, RunStatus, now, one_run, unknown_run
 from store.sql import make_engine, transaction
+from store.vectors.records import escape_unstorable
 
 __all__ = ["PostgresLedger"]
 
@@ -46,6 +47,7 @@ runs = sa.Table(
     sa.Column("full", sa.Boolean, nullable=False),
     sa.Column("total", sa.Integer),
     sa.Column("batches", sa.Integer),
+    sa.Column("deferred_index", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("error", sa.Text, nullable=False, server_default=""),
     sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("finished_at", sa.DateTime(timezone=True)),
@@ -74,6 +76,7 @@ failures = sa.Table(
 _ADDED_COLUMNS = (
     ("vectorsync_ledger", "stamp", "text NOT NULL DEFAULT ''"),
     ("vectorsync_run_batches", "counted_at", "timestamptz NOT NULL DEFAULT now()"),
+    ("vectorsync_runs", "deferred_index", "boolean NOT NULL DEFAULT false"),
 )
 
 
@@ -209,8 +212,19 @@ class PostgresLedger:
                 raise ConfigError(unknown_run(run_id))
             counted = conn.execute(sa.select(sa.func.count()).where(run_batches.c.run_id == run_id)).scalar_one()
             if row.status == RunStatus.RUNNING and row.batches is not None and counted >= row.batches:
-                conn.execute(sa.update(runs).where(runs.c.run_id == run_id)
-                             .values(status=RunStatus.DONE.value, finished_at=now()))
+                ended = {"status": RunStatus.INDEXING.value} if row.deferred_index else \
+                    {"status": RunStatus.DONE.value, "finished_at": now()}
+                conn.execute(sa.update(runs).where(runs.c.run_id == run_id).values(**ended))
+        return self.run(run_id)
+
+    def defer_index(self, run_id: str) -> None:
+        with self.transaction() as conn:
+            conn.execute(sa.update(runs).where(runs.c.run_id == run_id).values(deferred_index=True))
+
+    def complete_run(self, run_id: str) -> RunProgress:
+        with self.transaction() as conn:
+            conn.execute(sa.update(runs).where(runs.c.run_id == run_id, runs.c.status == RunStatus.INDEXING.value)
+                         .values(status=RunStatus.DONE.value, finished_at=now()))
         return self.run(run_id)
 
     def fail_run(self, run_id: str, error: str) -> None:
@@ -249,6 +263,8 @@ class PostgresLedger:
     # -- failures --------------------------------------------------------------------
 
     def record_failure(self, collection: str, record_id: str, error: str, *, run_id: str | None = None) -> None:
+        # An id PostgreSQL cannot store (a NUL, a lone surrogate) is kept escaped: the failure is still told.
+        record_id, error = escape_unstorable(record_id), escape_unstorable(error)
         insert = postgresql.insert(failures).values(collection=collection, record_id=record_id,
                                                     error=error[:MAX_ERROR_CHARS], attempts=1, run_id=run_id,
                                                     last_seen=now())

@@ -31,6 +31,8 @@ class Retrieval:
                  settings: RetrievalSettings | None = None) -> None:
         self.store, self.rerankers, self.chats = store, rerankers, chats
         self.settings = settings if settings is not None else RetrievalSettings()
+        #: Collections the settings declare: answer may open them before they hold anything.
+        self.configured: set[str] = set()
 
     @classmethod
     def from_settings(cls, settings: Settings, *, store: VectorStore) -> Retrieval:
@@ -40,13 +42,15 @@ class Retrieval:
                                      named_entries(settings, section.rerank, task="rerank", setting="retrieval.rerank")]
         chats: list[Chat] = [build_chat(name, model) for name, model in
                              named_entries(settings, section.answer, task="chat", setting="retrieval.answer")]
-        return cls(
+        made = cls(
             store,
             rerankers=Failover(rerankers or [FakeReranker()], policy=policy, stats=stats, what="rerank",
                                setting="retrieval.rerank"),
             chats=Failover(chats or [FakeChat()], policy=policy, stats=stats, what="chat", setting="retrieval.answer"),
             settings=section,
         )
+        made.configured = set(settings.collections)
+        return made
 
     def rerank(self, query: str, matches: Sequence[VectorMatch], *, top: int | None = None) -> list[VectorMatch]:
         """The ``top`` matches (all when None) that best answer ``query``, best first, scored 0 to 1 by the
@@ -74,7 +78,9 @@ class Retrieval:
         shown = top or self.settings.top
         with usage.attributed_to(user):
             where = Filter.from_dict(filter) if isinstance(filter, Mapping) else filter
-            found = self.store.collection(collection).search(question, filter=where, limit=wanted)
+            target = self.store.collection(collection) if collection in self.configured else \
+                self.store.open(collection)  # reading never creates a table for a mistyped name
+            found = target.search(question, filter=where, limit=wanted)
             if not found:
                 return GroundedAnswer("", False, [], reason=f"no passage in {collection!r} matches the question"
                                       + (" and the filter" if filter else ""))

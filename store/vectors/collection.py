@@ -10,8 +10,8 @@ from collections.abc import Iterable, Sequence
 from typing import Literal, Protocol
 
 from store.errors import ConfigError
-from store.settings import Settings, VectorSettings, default
-from store.vectors.filters import Filter
+from store.settings import LimitSettings, Settings, VectorSettings, default
+from store.vectors.filters import Filter, check_size
 from store.vectors.records import VectorMatch, VectorRecord, check_collection_name, validate_record, validate_vector
 
 __all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "Collection", "Metric", "QueryEmbedder", "VectorStore"]
@@ -39,6 +39,8 @@ class Collection:
         self.dimensions = dimensions
         self.metric = metric
         self.embedder = embedder
+        #: Caps on filters (and Qdrant's residual scans); the store sets its own.
+        self.limits = LimitSettings()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} {self.dimensions}-d {self.metric}>"
@@ -68,14 +70,14 @@ class Collection:
 
     def delete_where(self, filter: Filter) -> None:
         """Delete every record whose metadata matches ``filter``. Raises ConfigError, StoreUnavailable."""
-        self._delete_where(_check_filter(filter, required=True))  # type: ignore[arg-type]
+        self._delete_where(self._filter(filter, required=True))  # type: ignore[arg-type]
 
     def replace_where(self, filter: Filter, records: Iterable[VectorRecord]) -> None:
         """Swap the records matching ``filter`` for ``records``; see each backend for atomicity.
 
         Raises ConfigError (nothing changed), StoreUnavailable.
         """
-        where = _check_filter(filter, required=True)
+        where = self._filter(filter, required=True)
         self._replace_where(where, self._validate(records))  # type: ignore[arg-type]
 
     def search(
@@ -96,14 +98,18 @@ class Collection:
         if min_score is not None and not isinstance(min_score, int | float):
             raise ConfigError(f"min_score {min_score!r} is not a number")
         vector = self._query_vector(query)
-        matches = self._search(vector, _check_filter(filter), limit)
+        matches = self._search(vector, self._filter(filter), limit)
         if min_score is not None:
             matches = [m for m in matches if m.score >= min_score]
         return matches
 
     def count(self, filter: Filter | None = None) -> int:
         """How many records match ``filter`` (all when None). Raises StoreUnavailable."""
-        return self._count(_check_filter(filter))
+        return self._count(self._filter(filter))
+
+    def is_empty(self) -> bool:
+        """Whether the collection holds no record. Raises StoreUnavailable."""
+        return self._count(None) == 0
 
     def defer_index(self) -> bool:
         """Before a bulk load: drop the ANN index while the collection is empty (building it after the
@@ -114,6 +120,12 @@ class Collection:
         """Build the ANN index if it is missing (after a bulk load). Raises StoreUnavailable."""
 
     # -- shared checks ----------------------------------------------------------------
+
+    def _filter(self, filter: object, *, required: bool = False) -> Filter | None:
+        checked = _check_filter(filter, required=required)
+        if checked is None:
+            return None
+        return check_size(checked, max_depth=self.limits.max_filter_depth, max_terms=self.limits.max_filter_terms)
 
     def _validate(self, records: Iterable[VectorRecord]) -> list[VectorRecord]:
         if isinstance(records, VectorRecord):
@@ -182,6 +194,8 @@ class VectorStore:
         self.dimensions = dimensions
         self.metric: Metric = metric
         self.embedder = embedder
+        #: Caps on input (filters, Qdrant's residual scans), given to every collection.
+        self.limits = LimitSettings()
         self._collections: dict[str, Collection] = {}
 
     def collection(self, name: str) -> Collection:
@@ -189,9 +203,24 @@ class VectorStore:
         found = self._collections.get(name)
         return found if found is not None else self.ensure_collection(name)
 
+    def open(self, name: str) -> Collection:
+        """The existing collection ``name``; a ConfigError naming the fix when there is none (nothing is created).
+
+        Read paths use it, so a mistyped name is an error rather than a new empty table. Raises StoreUnavailable.
+        """
+        found = self._collections.get(name)
+        if found is not None:
+            return found
+        if not self._exists(check_collection_name(name)):
+            known = ", ".join(sorted(self._list())) or "none yet"
+            raise ConfigError(f"collection {name!r} does not exist (existing: {known}): check the name, or declare "
+                              f"[collections.{name}] and index it (vectorsync reindex {name})")
+        return self.ensure_collection(name)
+
     def ensure_collection(self, name: str) -> Collection:
         """Create ``name`` if missing; an existing one of another size is a ConfigError."""
         collection = self._ensure(check_collection_name(name))
+        collection.limits = self.limits
         self._collections[name] = collection
         return collection
 
@@ -224,7 +253,13 @@ class VectorStore:
 
     @staticmethod
     def from_settings(settings: Settings, *, embedder: QueryEmbedder | None = None) -> VectorStore:
-        """The store ``[vectors]`` names. Raises ConfigError, StoreUnavailable."""
+        """The store ``[vectors]`` names, with ``[limits]``. Raises ConfigError, StoreUnavailable."""
+        store = VectorStore._open(settings, embedder)
+        store.limits = settings.limits
+        return store
+
+    @staticmethod
+    def _open(settings: Settings, embedder: QueryEmbedder | None) -> VectorStore:
         vectors = settings.vectors
         if vectors.store == "memory":
             return VectorStore.memory(dimensions=vectors.dimensions, metric=vectors.metric, embedder=embedder)
@@ -248,6 +283,9 @@ class VectorStore:
 
     def _drop(self, name: str) -> None:
         raise NotImplementedError
+
+    def _exists(self, name: str) -> bool:
+        return name in self._list()
 
     def _list(self) -> list[str]:
         raise NotImplementedError

@@ -16,12 +16,15 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeAlias
 
 from store.errors import ConfigError
+from store.settings import LimitSettings, default
 
-__all__ = ["And", "AnyOf", "Compare", "Eq", "Filter", "Not", "Or", "Scalar", "check_field"]
+__all__ = ["And", "AnyOf", "Compare", "Eq", "Filter", "Not", "Or", "Scalar", "check_field", "check_size"]
 
 Scalar: TypeAlias = str | int | float | bool
 CompareOp = Literal["gt", "gte", "lt", "lte"]
 
+#: Levels of $and/$or/$not a filter's JSON form may nest (limits.max_filter_depth's default).
+DEFAULT_MAX_DEPTH: int = default(LimitSettings, "max_filter_depth")
 _FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _MISSING = object()
 
@@ -246,10 +249,35 @@ def _combine(parts: list[Filter], kind: type[And] | type[Or]) -> Filter:
     return parts[0] if len(parts) == 1 else kind(tuple(parts))
 
 
-def _from_list(key: str, value: object) -> list[Filter]:
+def _from_list(key: str, value: object, depth: int) -> list[Filter]:
     if not isinstance(value, list) or not value:
-        raise ConfigError(f"{key} takes a non-empty list of filters, got {value!r}")
-    return [_from_dict(item) for item in value]
+        raise ConfigError(f"{key} takes a non-empty list of filters, got {_brief(value)}")
+    return [_from_dict(item, depth + 1) for item in value]
+
+
+def _brief(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def check_size(filter: Filter, *, max_depth: int, max_terms: int) -> Filter:
+    """Return ``filter`` unless it nests deeper than ``max_depth`` or holds more than ``max_terms``
+    conditions and values; then a ConfigError naming the cap (checked without recursion)."""
+    terms, stack = 0, [(filter, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > max_depth:
+            raise ConfigError(f"the filter nests more than {max_depth} levels: flatten it (limits.max_filter_depth)")
+        if isinstance(node, And | Or):
+            stack.extend((part, depth + 1) for part in node.parts)
+        elif isinstance(node, Not):
+            stack.append((node.operand, depth + 1))
+        else:
+            terms += len(node.values) if isinstance(node, AnyOf) else 1
+        if terms > max_terms:
+            raise ConfigError(f"the filter holds more than {max_terms} conditions and values: narrow it, or match "
+                              "on a field that groups them (limits.max_filter_terms)")
+    return filter
 
 
 def _from_field(field: str, spec: object) -> list[Filter]:
@@ -267,17 +295,20 @@ def _from_field(field: str, spec: object) -> list[Filter]:
     return parts
 
 
-def _from_dict(data: object) -> Filter:
+def _from_dict(data: object, depth: int = 1) -> Filter:
+    if depth > DEFAULT_MAX_DEPTH:
+        raise ConfigError(f"the filter nests more than {DEFAULT_MAX_DEPTH} levels of $and/$or/$not: flatten it "
+                          "(limits.max_filter_depth)")
     if not isinstance(data, Mapping) or not data:
-        raise ConfigError(f"a filter is a non-empty JSON object, got {data!r}")
+        raise ConfigError(f"a filter is a non-empty JSON object, got {_brief(data)}")
     parts: list[Filter] = []
     for key, value in data.items():
         if key == "$and":
-            parts.append(_combine(_from_list(key, value), And))
+            parts.append(_combine(_from_list(key, value, depth), And))
         elif key == "$or":
-            parts.append(_combine(_from_list(key, value), Or))
+            parts.append(_combine(_from_list(key, value, depth), Or))
         elif key == "$not":
-            parts.append(Not(_from_dict(value)))
+            parts.append(Not(_from_dict(value, depth + 1)))
         elif isinstance(key, str) and key.startswith("$"):
             raise ConfigError(f"unknown filter operator {key!r}: use $and, $or, $not or a field name")
         else:

@@ -11,6 +11,7 @@ from typing import Any
 
 from store.errors import ConfigError
 from store.names import check_collection_name
+from store.settings import LimitSettings, default
 
 __all__ = [
     "RESERVED_METADATA",
@@ -18,10 +19,16 @@ __all__ = [
     "VectorRecord",
     "canonical_json",
     "check_collection_name",
+    "check_id_length",
     "clean_text",
+    "escape_unstorable",
     "validate_vector",
 ]
 
+#: Levels of nesting metadata may have unless told otherwise (limits.max_metadata_depth).
+DEFAULT_MAX_DEPTH: int = default(LimitSettings, "max_metadata_depth")
+#: Characters a record id may have unless told otherwise (limits.max_id_chars).
+DEFAULT_MAX_ID_CHARS: int = default(LimitSettings, "max_id_chars")
 #: Metadata keys the pipeline writes and the backends index; their types are fixed.
 RESERVED_METADATA = {"record_id": str, "chunk": int}
 
@@ -55,6 +62,11 @@ def clean_text(text: str) -> str:
     return _UNSTORABLE.sub("", text)
 
 
+def escape_unstorable(text: str) -> str:
+    """``text`` with NUL characters and lone surrogates written as escapes: storable, and still telling."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
+
+
 def _clean_json(value: Any) -> Any:
     if isinstance(value, str):
         return clean_text(value)
@@ -72,12 +84,31 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def validate_metadata(metadata: object, *, record_id: str) -> dict[str, Any]:
+def _depth(value: Any, limit: int) -> int:
+    """How deeply ``value`` nests lists and objects, counted without recursion; stops past ``limit``."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, Mapping | list | tuple):
+            deepest = max(deepest, level)
+            if deepest > limit:
+                return deepest
+            children = item.values() if isinstance(item, Mapping) else item
+            stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def validate_metadata(metadata: object, *, record_id: str, max_depth: int = DEFAULT_MAX_DEPTH) -> dict[str, Any]:
     """Return a clean JSON-object copy of ``metadata`` or raise ConfigError naming the problem."""
     if not isinstance(metadata, Mapping):
         raise ConfigError(
             f"metadata of record {record_id!r} is a {type(metadata).__name__}, not a JSON object: "
             "pass a dict such as {'kind': 'note'}"
+        )
+    if _depth(metadata, max_depth) > max_depth:
+        raise ConfigError(
+            f"metadata of record {record_id!r} nests more than {max_depth} levels deep: flatten it, or raise "
+            "limits.max_metadata_depth"
         )
     try:
         cleaned = json.loads(canonical_json(_clean_json(metadata)))  # a deep, JSON-plain copy
@@ -121,6 +152,16 @@ def _array_types() -> tuple[type, ...]:
     except ImportError:  # pragma: no cover - numpy ships with every backend
         return ()
     return (numpy.ndarray,)
+
+
+def check_id_length(record_id: str, *, max_chars: int = DEFAULT_MAX_ID_CHARS) -> str:
+    """Return ``record_id`` unless it is longer than ``max_chars``; then a ConfigError naming the cap."""
+    if len(record_id) > max_chars:
+        raise ConfigError(
+            f"record id {record_id[:40]!r}... has {len(record_id)} characters, over limits.max_id_chars "
+            f"({max_chars}): use a shorter id (a hash of the long one, for instance)"
+        )
+    return record_id
 
 
 def validate_record(record: object, *, dimensions: int, collection: str) -> VectorRecord:

@@ -16,7 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from store.errors import ConfigError, StoreUnavailable
-from store.sql import make_engine, safe_url
+from store.sql import make_engine, safe_url, translate
 from worker.sources.base import SourceRecord
 
 __all__ = ["SqlSource", "json_value"]
@@ -27,6 +27,8 @@ def json_value(value: Any) -> Any:
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
     if isinstance(value, decimal.Decimal):
+        if not value.is_finite():  # NaN, Infinity: a float the metadata check refuses, naming the record
+            return float(value)
         return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, uuid.UUID | bytes):
         return str(value) if isinstance(value, uuid.UUID) else value.hex()
@@ -35,6 +37,14 @@ def json_value(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [json_value(v) for v in value]
     return value
+
+
+def _integer_bound(column_type: Any) -> int | None:
+    """2**(bits-1) of an integer column type, None for other types."""
+    for kind, bits in ((sa.SmallInteger, 16), (sa.BigInteger, 64), (sa.Integer, 32)):
+        if isinstance(column_type, kind):
+            return int(2 ** (bits - 1))
+    return None
 
 
 def _template_fields(template: str) -> list[str]:
@@ -79,18 +89,23 @@ class SqlSource:
             return str
 
     def _key(self, record_id: str) -> Any:
-        """A string id in the id column's own type; None when it cannot be one."""
+        """A string id in the id column's own type; None when it cannot be one (not a number, out of the
+        column's range): no row has it, so the record counts as gone."""
         try:
-            return self._id_type(record_id) if self._id_type is not str else record_id
-        except (TypeError, ValueError):
+            key = self._id_type(record_id) if self._id_type is not str else record_id
+        except (TypeError, ValueError, ArithmeticError):
             return None
+        bound = _integer_bound(self.id_column.type)
+        if bound is not None and not -bound <= key < bound:
+            return None
+        return key
 
     def _run(self, query: sa.Select[Any]) -> Sequence[sa.Row[Any]]:
         try:
             with self.engine.connect() as conn:
                 return conn.execute(query).all()
         except sa.exc.DBAPIError as exc:
-            raise StoreUnavailable(f"source database {self.safe_url} failed: {exc.orig}") from exc
+            raise translate(exc, f"source database {self.safe_url}") from exc
 
     def fetch(self, ids: Sequence[str]) -> dict[str, SourceRecord]:
         keys = [k for k in (self._key(i) for i in ids) if k is not None]

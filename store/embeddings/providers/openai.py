@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from store.embeddings.providers.base import Limits, error_for_status, parse_retry_after, scrub
 from store.errors import ConfigError, EmbeddingError, PermanentError, TransientError
@@ -123,7 +124,8 @@ def make_client(*, name: str, settings: ModelSettings) -> Any:
 
 def _api_key(*, name: str, settings: ModelSettings) -> str:
     if settings.api_key_env is None:
-        return os.environ.get(DEFAULT_API_KEY_ENV) or "unused"
+        # OPENAI_API_KEY is OpenAI's: it goes to OpenAI's endpoint only, never to another base_url.
+        return (os.environ.get(DEFAULT_API_KEY_ENV) if _is_openai(settings.base_url) else None) or "unused"
     key = os.environ.get(settings.api_key_env)
     if not key:
         raise ConfigError(
@@ -131,6 +133,10 @@ def _api_key(*, name: str, settings: ModelSettings) -> str:
             f"export {settings.api_key_env}=... or remove api_key_env for an endpoint that takes no key"
         )
     return key
+
+
+def _is_openai(base_url: str | None) -> bool:
+    return base_url is None or urlsplit(base_url).hostname == urlsplit(DEFAULT_OPENAI_URL).hostname
 
 
 def error_detail(exc: Any) -> str:

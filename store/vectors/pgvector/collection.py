@@ -94,6 +94,10 @@ class PgvectorCollection(Collection):
         with self._store.transaction() as conn:
             return int(conn.execute(query).scalar_one())
 
+    def is_empty(self) -> bool:
+        with self._store.transaction() as conn:
+            return not conn.execute(sa.select(sa.exists().select_from(self.table))).scalar_one()
+
     def defer_index(self) -> bool:
         with self._store.transaction() as conn:
             lock(conn, self.table.name)

@@ -24,6 +24,8 @@ MAX_VECTOR_DIMENSIONS = 2000
 #: halfvec's HNSW limit.
 MAX_HALFVEC_DIMENSIONS = 4000
 
+#: The longest table name whose index names ("<table>_embedding_idx") fit PostgreSQL's 63 bytes.
+MAX_TABLE_NAME = 63 - len("_embedding_idx")
 _OPS = {"cosine": "cosine", "dot": "ip", "euclidean": "l2"}
 _FIX = "drop the table or use another collection name"
 
@@ -66,6 +68,12 @@ class Schema:
     def table(self, name: str) -> sa.Table:
         """The table of collection ``name`` (a description; ``ensure`` creates it)."""
         table_name = self.table_prefix + name
+        if len(table_name) > MAX_TABLE_NAME:
+            raise ConfigError(
+                f"collection name {name!r} has {len(name)} characters; with vectors.table_prefix "
+                f"{self.table_prefix!r} pgvector takes at most {MAX_TABLE_NAME - len(self.table_prefix)} "
+                "(PostgreSQL names its indexes in 63 bytes): use a shorter name"
+            )
         if table_name in self._metadata.tables:
             return self._metadata.tables[table_name]
         column_type = HALFVEC(self.dimensions) if self.half else VECTOR(self.dimensions)

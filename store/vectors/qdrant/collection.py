@@ -14,6 +14,7 @@ from typing import Any
 
 from qdrant_client import QdrantClient, models
 
+from store.errors import ConfigError
 from store.vectors.collection import Collection, Metric, QueryEmbedder
 from store.vectors.filters import Filter
 from store.vectors.qdrant.client import translated
@@ -133,7 +134,21 @@ class QdrantCollection(Collection):
                 return
 
     def _matching_ids(self, where: models.Filter | None, residual: Filter) -> list[str]:
-        return [str(p.id) for p in self._scroll(where) if residual.matches(_metadata(p.payload))]
+        found = []
+        for scanned, point in enumerate(self._scroll(where)):
+            self._within_scan_cap(scanned)
+            if residual.matches(_metadata(point.payload)):
+                found.append(str(point.id))
+        return found
+
+    def _within_scan_cap(self, scanned: int) -> None:
+        """A filter Qdrant cannot evaluate is checked in Python on the points it returns, up to a cap."""
+        if scanned > self.limits.max_residual_scan:
+            raise ConfigError(
+                f"the filter on collection {self.name!r} needs more than {self.limits.max_residual_scan} points "
+                "checked in Python (Qdrant cannot compare strings by order, nor integers above 2**53): add a "
+                "condition Qdrant can evaluate, or raise limits.max_residual_scan"
+            )
 
     def _count(self, filter: Filter | None) -> int:
         where, residual = split_filter(filter)
@@ -155,6 +170,7 @@ class QdrantCollection(Collection):
         found: list[VectorMatch] = []
         offset, page = 0, max(4 * limit, 64)
         while len(found) < limit:
+            self._within_scan_cap(offset)
             points = self._query(vector, where, limit=page, offset=offset)
             found.extend(self._match(p) for p in points if residual.matches(_metadata(p.payload)))
             if len(points) < page:
