@@ -92,7 +92,7 @@ class SqlSource:
         """A string id in the id column's own type; None when it cannot be one (not a number, out of the
         column's range): no row has it, so the record counts as gone."""
         try:
-            key = self._id_type(record_id) if self._id_type is not str else record_id
+            key: Any = self._id_type(record_id) if self._id_type is not str else record_id
         except (TypeError, ValueError, ArithmeticError):
             return None
         bound = _integer_bound(self.id_column.type)
