@@ -3,7 +3,9 @@
 Shared by the embedding chain and the rerank and chat chains. Per entry only
 ``TransientError`` is retried (exponential backoff with full jitter, at least
 the server's ``Retry-After``, at most ``max_wait_seconds`` between tries,
-``max_attempts`` tries). ``PermanentError`` moves on to the next entry at
+``max_attempts`` tries); a server that asks for a longer pause than
+``max_wait_seconds`` is not retried sooner: that entry cools down for as long
+as it asked and the next one is tried. ``PermanentError`` moves on to the next entry at
 once; ``InputError`` and ``ConfigError`` are raised at once. An entry that ran
 out of tries or failed permanently cools down for ``cooldown_seconds``: calls
 skip it meanwhile. When every entry fails, the error raised is transient if
@@ -21,7 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, stop_any
+from tenacity.stop import stop_base
 from tenacity.wait import wait_random_exponential
 
 from store.errors import ConfigError, PermanentError, ProviderError, TransientError
@@ -105,6 +108,18 @@ def named_entries(settings: Settings, names: Sequence[str], *, task: str,
     return [(name, settings.models[name]) for name in names]
 
 
+class _AsksTooLongAWait(stop_base):
+    """A tenacity stop: the last error's Retry-After is longer than the policy's ``max_wait_seconds``."""
+
+    def __init__(self, policy: ChainPolicy) -> None:
+        self.policy = policy
+
+    def __call__(self, state: RetryCallState) -> bool:
+        error = state.outcome.exception() if state.outcome else None
+        retry_after = getattr(error, "retry_after", None)
+        return bool(retry_after and retry_after > self.policy.max_wait_seconds)
+
+
 class Failover(Generic[E]):
     """Runs a call with the first entry that works; see the module docstring. Thread-safe."""
 
@@ -131,7 +146,7 @@ class Failover(Generic[E]):
             try:
                 return self._with_retries(entry, call), entry
             except (TransientError, PermanentError) as error:
-                self._cool_down(entry)
+                self._cool_down(entry, at_least=getattr(error, "retry_after", None) or 0.0)
                 self.stats.add("failovers", entry.name)
                 log.warning("%s model %r failed, trying the next one: %s", self.what, entry.name, error)
                 failures.append(error)
@@ -140,7 +155,9 @@ class Failover(Generic[E]):
     def _with_retries(self, entry: E, call: Callable[[E], R]) -> R:
         retrying = Retrying(
             retry=retry_if_exception_type(TransientError),
-            stop=stop_after_attempt(self.policy.max_attempts),
+            # A server asking for a longer pause than max_wait_seconds is not hammered sooner: the entry
+            # cools down for as long as it asked, and the next entry is tried.
+            stop=stop_any(stop_after_attempt(self.policy.max_attempts), _AsksTooLongAWait(self.policy)),
             wait=_wait_for(self.policy),
             before_sleep=lambda state: self.stats.add("retries", entry.name),
             reraise=True,
@@ -157,10 +174,11 @@ class Failover(Generic[E]):
         with self._lock:
             return self._cool_until.get(entry.name, 0.0) > time.monotonic()
 
-    def _cool_down(self, entry: E) -> None:
-        if self.policy.cooldown_seconds > 0:
+    def _cool_down(self, entry: E, *, at_least: float = 0.0) -> None:
+        seconds = max(self.policy.cooldown_seconds, at_least)
+        if seconds > 0:
             with self._lock:
-                self._cool_until[entry.name] = time.monotonic() + self.policy.cooldown_seconds
+                self._cool_until[entry.name] = time.monotonic() + seconds
 
     def _all_failed(self, failures: list[ProviderError]) -> ProviderError:
         transient = [error for error in failures if isinstance(error, TransientError)]

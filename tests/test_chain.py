@@ -100,13 +100,21 @@ def test_429_then_success_waits_retry_after(primary: FakeOpenAI) -> None:
     assert chain.stats.calls == {"m0": 2}
 
 
-def test_retry_after_is_capped_by_max_wait(primary: FakeOpenAI) -> None:
+def test_a_retry_after_longer_than_max_wait_is_honoured_by_failing_over(primary: FakeOpenAI,
+                                                                       backup: FakeOpenAI) -> None:
     primary.push(status=429, headers={"Retry-After": "30"})
-    chain = chain_of(primary, max_wait_seconds=0.1)
+    alone = chain_of(primary, max_wait_seconds=0.1)
     started = time.monotonic()
-    chain.embed_batch(["alpha"])
-    assert time.monotonic() - started < 1.0
-    assert primary.calls == 2
+    with pytest.raises(TransientError) as waiting:
+        alone.embed_batch(["alpha"])
+    assert time.monotonic() - started < 1.0 and primary.calls == 1  # not hammered after 0.1 s
+    assert waiting.value.retry_after is not None and waiting.value.retry_after >= 29  # the task retries then
+    primary.push(status=429, headers={"Retry-After": "30"})
+    pair = chain_of(primary, backup, max_wait_seconds=0.1)
+    assert pair.embed_batch(["alpha"])[0] == [hash_embed("alpha", 8)]
+    assert (primary.calls, backup.calls) == (2, 1)
+    pair.embed_batch(["beta"])
+    assert primary.calls == 2  # still cooling down for the 30 s it asked for
 
 
 def test_timeout_then_success(primary: FakeOpenAI) -> None:

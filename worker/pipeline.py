@@ -229,7 +229,7 @@ class Indexer:
         raises StoreUnavailable for the batch to be retried."""
         try:
             return self.source.fetch(ids)
-        except StoreUnavailable:
+        except (StoreUnavailable, ConfigError):  # an outage, or a source that cannot be read at all
             raise
         except (StoreError, ValueError, ArithmeticError) as exc:
             if len(ids) == 1:
@@ -310,7 +310,8 @@ class Indexer:
 
     def _record_error(self, plan: _Planned, exc: EmbeddingError, result: BatchResult) -> None:
         if isinstance(exc, InputError):
-            result.failed[plan.record.id] = f"{type(exc).__name__}: {exc}"
+            result.failed[plan.record.id] = _failure(plan.record.id, exc, fix="the provider refused this record's "
+                                                     "text: fix it in the source, then `vectorsync failures --retry`")
         else:
             result.retry[plan.record.id] = f"{type(exc).__name__}: {exc}"
             result.retry_after = max(result.retry_after, getattr(exc, "retry_after", None) or 0.0)

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from celery import Task
 from celery.exceptions import Retry, SoftTimeLimitExceeded
 
+from store.celeryconfig import soft_time_limit
 from store.contract import BUILD_INDEX, BULK_QUEUE, INDEX_BATCH, INDEX_DOCUMENT, INDEX_RECORD, RECONCILE, REINDEX_ALL
 from store.errors import ConfigError, StoreError, StoreUnavailable
 from store.ledger import RunProgress, RunStatus
-from store.queues import sent_headers
+from store.queues import queue_states, sent_headers, worker_states
 from store.vectors.records import check_collection_name
 from worker.celery import app
 from worker.context import context
@@ -31,6 +33,12 @@ __all__ = ["build_index", "index_batch", "index_document", "index_record", "reco
 log = logging.getLogger(__name__)
 #: Ledger ids checked per step when a full reindex looks for records gone from the source.
 GONE_PAGE = 500
+
+
+#: Every task: a backend that cannot be reached where no finer rule applies (building this process's context,
+#: opening a run) retries the task with backoff, never loses it.
+_RETRIED: dict[str, Any] = {"max_retries": None, "autoretry_for": (StoreUnavailable,), "retry_backoff": True,
+                            "retry_backoff_max": 60}
 
 
 def _policy() -> RetryPolicy:
@@ -90,7 +98,7 @@ def _record_failure(collection: str, record_id: str, error: str, *, run_id: str 
         log.exception("could not record the failure of %r in %s: %s", record_id, collection, error)
 
 
-@app.task(bind=True, name=INDEX_RECORD, max_retries=None)
+@app.task(bind=True, name=INDEX_RECORD, **_RETRIED)
 def index_record(self: Task, collection: str, record_id: str) -> dict[str, int]:
     """Bring one record's chunks in line with its source (live queue)."""
     if not self.request.retries:
@@ -98,14 +106,14 @@ def index_record(self: Task, collection: str, record_id: str) -> dict[str, int]:
     return _process(self, collection, [str(record_id)])
 
 
-@app.task(bind=True, name=INDEX_BATCH, max_retries=None)
+@app.task(bind=True, name=INDEX_BATCH, **_RETRIED)
 def index_batch(self: Task, collection: str, ids: list[str], run_id: str | None = None, batch: int | None = None,
                 carried: dict[str, int] | None = None) -> dict[str, int]:
     """Index a batch of record ids (bulk queue); counted once in its run."""
     return _process(self, collection, [str(i) for i in ids], run_id=run_id, batch=batch, carried=carried)
 
 
-@app.task(bind=True, name=INDEX_DOCUMENT, max_retries=None)
+@app.task(bind=True, name=INDEX_DOCUMENT, **_RETRIED)
 def index_document(self: Task, collection: str, id: str, text: str | None, metadata: dict[str, Any] | None = None,
                    version: int = 0) -> dict[str, int]:
     """Index a document pushed with its content; ``text=None`` deletes it."""
@@ -120,7 +128,7 @@ def index_document(self: Task, collection: str, id: str, text: str | None, metad
     return _process(self, collection, [doc_id], work=work)
 
 
-@app.task(bind=True, name=REINDEX_ALL, max_retries=None)
+@app.task(bind=True, name=REINDEX_ALL, **_RETRIED)
 def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | None = None,
                 allow_empty: bool = False) -> str:
     """Fan a collection out as batch tasks on the bulk queue; with ``full``, drop records gone from the source."""
@@ -143,7 +151,8 @@ def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | N
             raise self.retry(exc=exc, countdown=policy.countdown(self.request.retries),
                              max_retries=policy.max_retries) from exc
         ctx.ledger.fail_run(run_id, str(exc))
-        raise
+        log.error("reindex %s of %s failed: %s", run_id, collection, exc)
+        return run_id
     except (ConfigError, StoreError) as exc:
         ctx.ledger.fail_run(run_id, str(exc))
         raise
@@ -166,10 +175,10 @@ def _finished(collection: str, progress: RunProgress) -> None:
     if progress.status == RunStatus.INDEXING:
         limit = context().settings.worker.index_time_limit
         build_index.apply_async(args=(collection, progress.run_id), queue=BULK_QUEUE, headers=sent_headers(),
-                                time_limit=limit, soft_time_limit=max(1, limit - 30))
+                                time_limit=limit, soft_time_limit=soft_time_limit(limit))
 
 
-@app.task(bind=True, name=BUILD_INDEX, max_retries=None)
+@app.task(bind=True, name=BUILD_INDEX, **_RETRIED)
 def build_index(self: Task, collection: str, run_id: str) -> str:
     """Build the vector index a bulk load deferred (a no-op when it exists), then call the run done."""
     ctx = context()
@@ -181,7 +190,7 @@ def build_index(self: Task, collection: str, run_id: str) -> str:
             raise self.retry(exc=exc, countdown=policy.countdown(self.request.retries),
                              max_retries=policy.max_retries) from exc
         ctx.ledger.fail_run(run_id, f"the vector index could not be built: {exc}")
-        raise
+        return "failed"
     except Exception as exc:
         ctx.ledger.fail_run(run_id, f"the vector index could not be built: {type(exc).__name__}: {exc}")
         raise
@@ -215,7 +224,7 @@ def _drop_gone(collection: str, seen: set[str], *, allow_empty: bool) -> None:
         indexer.index(gone[start:start + GONE_PAGE])  # each is re-checked against the source, then deleted
 
 
-@app.task(bind=True, name=RECONCILE, max_retries=None)
+@app.task(bind=True, name=RECONCILE, **_RETRIED)
 def reconcile(self: Task, collection: str, run_id: str | None = None) -> str:
     """Compare the source with the ledger; enqueue what is missing, changed or gone.
 
@@ -226,8 +235,11 @@ def reconcile(self: Task, collection: str, run_id: str | None = None) -> str:
     run_id = ctx.ledger.create_run(collection, run_id=run_id, kind="reconcile")
     try:
         indexer = ctx.indexer(collection)
+        _close_lost_runs(collection, run_id)
         indexer.forget_if_lost()
         stale = indexer.stale(page_size=ctx.settings.worker.batch_size)
+    except StoreUnavailable:  # retried with backoff (_RETRIED): the sweep goes on once the backend is back
+        raise
     except Exception as exc:  # the sweep ends failed, saying why; the next one starts afresh
         ctx.ledger.fail_run(run_id, f"{type(exc).__name__}: {exc}")
         raise
@@ -238,3 +250,27 @@ def reconcile(self: Task, collection: str, run_id: str | None = None) -> str:
     ctx.ledger.set_run_total(run_id, total=len(stale), batches=len(pages))
     log.info("reconcile %s of %s: %d records to index", run_id, collection, len(stale))
     return run_id
+
+
+def _close_lost_runs(collection: str, current: str) -> None:
+    """End the runs of ``collection`` whose tasks were lost (a broker restarted without persistence): no
+    progress for ``worker.stall_seconds``, nothing queued, nothing running but this sweep, which brings the
+    index back in line. A run that may still be working is left alone."""
+    ctx = context()
+    now, stall = datetime.now(UTC), ctx.settings.worker.stall_seconds
+    idle = [r for r in ctx.ledger.recent_runs(100) if r.collection == collection and r.run_id != current
+            and r.status == RunStatus.RUNNING and (now - (r.moved_at or r.started_at)).total_seconds() > stall]
+    if not idle:
+        return
+    try:
+        workers = worker_states(app, timeout=1.0)
+        [bulk] = queue_states(ctx.settings.broker.url, (BULK_QUEUE,), workers)
+    except Exception as exc:  # the broker cannot be asked: close nothing
+        log.warning("could not look for lost runs of %s: %s", collection, exc)
+        return
+    if bulk.depth or sum(w.active for w in workers) > 1:  # this sweep is one of the active tasks
+        return
+    for run in idle:
+        log.warning("run %s of %s lost its tasks; reconcile %s takes over", run.run_id, collection, current)
+        ctx.ledger.fail_run(run.run_id, f"its tasks were lost (nothing queued or running, no progress for "
+                                        f"{stall}s or more); reconcile {current} brought the index back in line")
