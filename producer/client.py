@@ -105,9 +105,10 @@ class Producer:
         """Send ``task`` by name, stamped with when it was sent (``vectorsync status`` shows queue ages)."""
         self.app.send_task(task, args=args, queue=queue, headers=sent_headers())
 
-    def workers(self, *, timeout: float = 1.0) -> list[WorkerState]:
-        """The workers that answer a broadcast within ``timeout`` seconds, with their queues and active tasks."""
-        return worker_states(self.app, timeout=timeout)
+    def workers(self, *, timeout: float = 1.0, active: bool = True) -> list[WorkerState]:
+        """The workers that answer a broadcast within ``timeout`` seconds, with their queues (and, unless
+        ``active`` is False, how many tasks each is running)."""
+        return worker_states(self.app, timeout=timeout, active=active)
 
     def queues(self, workers: Sequence[WorkerState] = ()) -> list[QueueState]:
         """Depth, oldest message age and consumers (among ``workers``) of vectorsync's queues."""

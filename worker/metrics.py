@@ -133,7 +133,8 @@ class QueueDepth:
                                    "queue (0 when empty)", labels=["queue"])
         consumers = GaugeMetricFamily("vectorsync_queue_consumers", "Workers consuming each queue", labels=["queue"])
         try:
-            states = queue_states(self.broker_url, self.queues, worker_states(app, timeout=CONSUMERS_TIMEOUT))
+            workers = worker_states(app, timeout=CONSUMERS_TIMEOUT, active=False)
+            states = queue_states(self.broker_url, self.queues, workers)
         except Exception as exc:  # a scrape must not fail because the broker is down
             log.warning("queue metrics unavailable: %s", exc)
             states = []

@@ -209,7 +209,7 @@ def retrieval_checks(settings: Settings) -> Iterator[Check]:
 
 
 def _workers(producer: Any) -> str:
-    workers = producer.workers(timeout=1.5)
+    workers = producer.workers(timeout=1.0, active=False)
     if not workers:
         raise _Broken("no worker answers a ping", f"start one: {WORKER_COMMAND}")
     missing = [queue for queue in QUEUES if not consumers_of(queue, workers)]

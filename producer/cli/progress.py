@@ -29,7 +29,7 @@ NO_CONSUMER_TIMEOUT = 1.5
 def warn_if_no_consumer(producer: Any, queue: str) -> bool:
     """Warn (on stderr) when no worker consumes ``queue``; True when it warned. The work stays queued."""
     try:
-        workers = producer.workers(timeout=NO_CONSUMER_TIMEOUT)
+        workers = producer.workers(timeout=NO_CONSUMER_TIMEOUT, active=False)
     except Exception:  # the broker went away: the next poll says so
         return False
     if consumers_of(queue, workers):
