@@ -60,6 +60,8 @@ class Request:
     body: dict[str, Any]
     #: The authorization header the client sent ("" when none).
     authorization: str = ""
+    #: When it arrived (time.monotonic()).
+    at: float = field(default_factory=time.monotonic)
 
     @property
     def inputs(self) -> list[str]:

@@ -20,7 +20,7 @@ from store.urls import without_credentials
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI, settings_for
 from tests.services import redis_db
-from tests.workers import run_cli
+from tests.workers import pushed_collection, run_cli
 from worker.flower import login_problem
 
 
@@ -90,9 +90,7 @@ def test_reading_never_creates_a_collection_and_stored_text_is_printed_literally
     from store.vectors.pgvector import PgvectorStore
 
     name = unique_name("literal")
-    config = tmp_path / "vectorsync.toml"
-    config.write_text(f'[vectors]\nstore = "pgvector"\nurl = "{postgres_url}"\ndimensions = 16\n'
-                      f'[embeddings]\ncache_ttl_days = 0\n[collections.{name}.source]\nkind = "push"\n')
+    config = pushed_collection(tmp_path, postgres_url, name, dimensions=16)
     settings = load_settings(config)
     embedder = Embeddings.from_settings(settings)
     text = "[bold red]not markup[/] [/b] [link=http://evil.test]click[/link]"

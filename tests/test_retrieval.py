@@ -211,14 +211,12 @@ def test_vectorsync_ask_prints_the_answer_with_its_sources_and_exits_by_outcome(
                                                                                 postgres_url: str) -> None:
     import json
 
+    from store.settings import load_settings
     from tests.backends import unique_name
-    from tests.workers import run_cli
+    from tests.workers import pushed_collection, run_cli
 
     collection = unique_name("ask")
-    config = tmp_path / "vectorsync.toml"
-    config.write_text(f'[vectors]\nstore = "pgvector"\nurl = "{postgres_url}"\ndimensions = 64\n'
-                      f'[embeddings]\ncache_ttl_days = 0\n[collections.{collection}.source]\nkind = "push"\n')
-    from store.settings import load_settings
+    config = pushed_collection(tmp_path, postgres_url, collection, dimensions=64)
 
     settings = load_settings(config)
     embedder = Embeddings.from_settings(settings)

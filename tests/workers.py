@@ -26,7 +26,17 @@ from store.contract import BULK_QUEUE, LIVE_QUEUE
 from store.settings import Settings, load_settings
 from store.sql import engine_url
 
-__all__ = ["ROOT", "CrmTable", "celery_worker", "process_env", "run_cli", "run_on_terminal", "wait_for"]
+__all__ = [
+    "ROOT",
+    "CrmTable",
+    "celery_worker",
+    "process_env",
+    "pushed_collection",
+    "run_cli",
+    "run_on_terminal",
+    "sql_collection",
+    "wait_for",
+]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -131,7 +141,7 @@ class CrmTable:
     """A source table of CRM notes: ``id``, ``title``, ``body``, ``kind``, ``updated_at``."""
 
     def __init__(self, url: str, name: str) -> None:
-        self.engine = sa.create_engine(engine_url(url))
+        self.engine = sa.create_engine(engine_url(url), pool_pre_ping=True)  # survives a database restart
         self.name = name
         self.table = sa.Table(
             name, sa.MetaData(),
@@ -176,6 +186,7 @@ visibility_timeout = 60
 
 [worker]
 time_limit = 50
+index_time_limit = 55
 batch_size = {batch_size}
 max_retries = 2
 retry_delay = 0.2
@@ -203,6 +214,14 @@ store = "pgvector"
 url = "{database}"
 dimensions = {dimensions}
 
+{sql_collection(database=database, table=table, collection=collection, max_tokens=max_tokens, overlap=overlap)}
+{extra}
+"""
+
+
+def sql_collection(*, database: str, table: str, collection: str, max_tokens: int = 64, overlap: int = 8) -> str:
+    """The settings of a collection over a CrmTable: its SQL source and its chunker."""
+    return f"""
 [collections.{collection}.source]
 kind = "sql"
 url = "{database}"
@@ -214,8 +233,15 @@ updated_at = "updated_at"
 [collections.{collection}.chunker]
 max_tokens = {max_tokens}
 overlap = {overlap}
-{extra}
 """
+
+
+def pushed_collection(folder: Path, database: str, name: str, *, dimensions: int) -> Path:
+    """A settings file for a pushed collection ``name`` on pgvector (fake embeddings, no cache)."""
+    config = folder / "vectorsync.toml"
+    config.write_text(f'[vectors]\nstore = "pgvector"\nurl = "{database}"\ndimensions = {dimensions}\n'
+                      f'[embeddings]\ncache_ttl_days = 0\n[collections.{name}.source]\nkind = "push"\n')
+    return config
 
 
 def expected_chunks(

