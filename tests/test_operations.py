@@ -118,6 +118,13 @@ def test_doctor_with_everything_up_then_each_part_down(ops: Ops) -> None:
             code, lines = doctor_lines(ops.variant(section, url))
             assert code == expected_code, (part, lines)
             assert lines[part].startswith(status) and fix in lines[part], lines[part]
+        store_down = ops.variant("state", ops.settings.vectors.url or "")  # the state stays where it is ...
+        store_down.write_text(re.sub(r'(\[vectors\]\nstore = "pgvector"\nurl = )"[^"]*"',
+                                     rf'\1"postgresql://{DEAD}/x"', store_down.read_text()))  # ... the store is gone
+        code, lines = doctor_lines(store_down)
+        assert code == 1 and lines["state database"].startswith("ok")
+        assert lines["vector store (pgvector)"].startswith("FAIL") and "fix: start it, or fix vectors.url" in \
+            lines["vector store (pgvector)"]
 
     code, lines = doctor_lines(ops.config)  # the worker has stopped
     assert code == 1 and lines["workers"] == f"FAIL no worker answers a ping → fix: start one: {WORKER_COMMAND}"

@@ -37,10 +37,13 @@ def test_hostile_records_fail_alone_among_good_ones(rig: Rig) -> None:
     rig.primary.reject_containing = "POISON"
     rig.backup.reject_containing = "POISON"
     with rig.worker(concurrency=2):
+        # Hostile ids: not integers, out of the id column's range, SQL text. None is in the table: they are gone.
+        hostile_ids = ["abc", "99999999999999999999", "1' OR '1'='1", "-0", "\u202e5"]
+        assert run_cli(rig.config, "index", rig.collection, *hostile_ids).returncode == 0
         result = run_cli(rig.config, "reindex", rig.collection, "--wait", timeout=180)
         assert result.returncode == 1  # done, with failed records
         assert "done: 200 records, 198 indexed, 0 unchanged, 2 failed" in result.stdout, result.stdout
-        figures = rig.verify("hostile records among 196 good ones", faults=4, failures=2)
+        figures = rig.verify("hostile records and ids among 196 good ones", faults=9, failures=2)
     ledger = rig.ledger()
     failures = {f.record_id: f.error for f in ledger.failures(rig.collection)}
     ledger.close()
