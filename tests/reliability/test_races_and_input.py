@@ -39,7 +39,7 @@ def test_hostile_records_fail_alone_among_good_ones(rig: Rig) -> None:
     with rig.worker(concurrency=2):
         # Hostile ids: not integers, out of the id column's range, SQL text. None is in the table: they are gone.
         hostile_ids = ["abc", "99999999999999999999", "1' OR '1'='1", "-0", "\u202e5"]
-        assert run_cli(rig.config, "index", rig.collection, *hostile_ids).returncode == 0
+        assert run_cli(rig.config, "index", rig.collection, "--", *hostile_ids).returncode == 0  # -- : "-0" is an id
         result = run_cli(rig.config, "reindex", rig.collection, "--wait", timeout=180)
         assert result.returncode == 1  # done, with failed records
         assert "done: 200 records, 198 indexed, 0 unchanged, 2 failed" in result.stdout, result.stdout
