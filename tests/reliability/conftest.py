@@ -155,11 +155,11 @@ def settings_text(*, broker: str, database: str, table: str, collection: str, pr
     return f"""
 [broker]
 url = "{broker}"
-visibility_timeout = 12
+visibility_timeout = 8
 
 [worker]
-time_limit = 10
-index_time_limit = 11
+time_limit = 6
+index_time_limit = 7
 batch_size = 50
 max_retries = 7
 retry_delay = 1
