@@ -115,20 +115,20 @@ async def asearch(
     )
 
 
-def rerank(query: str, matches: Sequence[VectorMatch], *, top: int | None = None,
+def rerank(query: str, matches: Sequence[VectorMatch], *, top: int | None = None, user: str | None = None,
            retrieval: Retrieval | None = None) -> list[VectorMatch]:
     """The ``top`` matches that best answer ``query``, best first, ``score`` the reranker's (0 to 1).
 
-    With no rerank model configured the search order is kept and nothing is called.
-    Raises ConfigError, ProviderError.
+    With no rerank model configured the search order is kept and nothing is called. ``user`` names
+    the caller in the cost metrics. Raises ConfigError, ProviderError.
     """
-    return (retrieval or default_retrieval()).rerank(query, matches, top=top)
+    return (retrieval or default_retrieval()).rerank(query, matches, top=top, user=user)
 
 
-async def arerank(query: str, matches: Sequence[VectorMatch], *, top: int | None = None,
+async def arerank(query: str, matches: Sequence[VectorMatch], *, top: int | None = None, user: str | None = None,
                   retrieval: Retrieval | None = None) -> list[VectorMatch]:
     """``rerank`` without blocking the event loop."""
-    return await asyncio.to_thread(rerank, query, matches, top=top, retrieval=retrieval)
+    return await asyncio.to_thread(rerank, query, matches, top=top, user=user, retrieval=retrieval)
 
 
 def answer(collection: str, question: str, *, filter: Filter | Mapping[str, Any] | None = None,

@@ -15,6 +15,7 @@ from store.ledger import MemoryLedger
 from store.settings import LimitSettings, Settings
 from store.sql import engine_url
 from tests.backends import unique_name
+from tests.test_pipeline import CountingEmbeddings
 from worker.chunking import Chunker
 from worker.pipeline import Document, Indexer
 from worker.sources.push import PushSource
@@ -29,17 +30,12 @@ def load_records(ids: list[str] | None) -> Iterable[dict[str, Any]]:
     return [r for key, r in RECORDS.items() if ids is None or key in ids]
 
 
-class StrictEmbeddings(Embeddings):
+class StrictEmbeddings(CountingEmbeddings):
     """Refuses what a real provider's JSON encoder would: text that is not valid UTF-8."""
-
-    def __init__(self, inner: Embeddings) -> None:
-        super().__init__(inner.chain, cache=None)
-        self.texts: list[str] = []
 
     def embed_many_with_models(self, texts: Any) -> Any:
         for text in texts:
             text.encode("utf-8")  # a lone surrogate raises here, as it would in the provider call
-        self.texts.extend(texts)
         return super().embed_many_with_models(texts)
 
 

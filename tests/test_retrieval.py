@@ -184,6 +184,13 @@ def test_costs_are_counted_per_task_model_and_user(servers: tuple[FakeOpenAI, Fa
     assert REGISTRY.get_sample_value("vectorsync_model_tokens_total", labels) == before + 15  # the server's usage
 
 
+def test_rerank_calls_are_attributed_to_their_user(servers: tuple[FakeOpenAI, FakeOpenAI]) -> None:
+    labels = {"task": "rerank", "model": "rerank-model", "user": "bob"}
+    before = REGISTRY.get_sample_value("vectorsync_model_calls_total", labels) or 0.0
+    build(rerank=[model(servers[0], "rerank")]).rerank("card refunds", CANDIDATES, user="bob")
+    assert REGISTRY.get_sample_value("vectorsync_model_calls_total", labels) == before + 1
+
+
 def test_async_twins(servers: tuple[FakeOpenAI, FakeOpenAI]) -> None:
     retrieval = build(chat=[model(servers[0], "chat")])
     grounded = asyncio.run(aanswer("notes", "how are acme refunds paid?", retrieval=retrieval))

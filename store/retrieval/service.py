@@ -52,9 +52,14 @@ class Retrieval:
         made.configured = set(settings.collections)
         return made
 
-    def rerank(self, query: str, matches: Sequence[VectorMatch], *, top: int | None = None) -> list[VectorMatch]:
+    def rerank(self, query: str, matches: Sequence[VectorMatch], *, top: int | None = None,
+               user: str | None = None) -> list[VectorMatch]:
         """The ``top`` matches (all when None) that best answer ``query``, best first, scored 0 to 1 by the
-        reranker, which reads at most ``passage_chars`` of each. Raises ConfigError, ProviderError."""
+        reranker, which reads at most ``passage_chars`` of each. ``user`` names the caller in the cost
+        metrics. Raises ConfigError, ProviderError."""
+        if user is not None:
+            with usage.attributed_to(user):
+                return self.rerank(query, matches, top=top)
         _check_text(query, "query")
         if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
             raise ConfigError(f"top {top!r} is not allowed: use a whole number of 1 or more, or None for all")
