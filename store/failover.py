@@ -73,14 +73,19 @@ class ChainPolicy:
 DEFAULT_POLICY = ChainPolicy()
 
 
+def _retry_after(state: RetryCallState) -> float | None:
+    """The Retry-After (seconds) the last failed try's error carries, if any."""
+    error = state.outcome.exception() if state.outcome else None
+    return getattr(error, "retry_after", None)
+
+
 def _wait_for(policy: ChainPolicy) -> Callable[[RetryCallState], float]:
     """A tenacity wait: full-jitter exponential backoff, at least Retry-After, capped."""
     backoff = wait_random_exponential(multiplier=BACKOFF_MULTIPLIER, max=policy.max_wait_seconds)
 
     def wait(state: RetryCallState) -> float:
         seconds = backoff(state)
-        error = state.outcome.exception() if state.outcome else None
-        retry_after = getattr(error, "retry_after", None)
+        retry_after = _retry_after(state)
         if retry_after:
             seconds = max(seconds, retry_after)
         return float(min(seconds, policy.max_wait_seconds))
@@ -115,8 +120,7 @@ class _AsksTooLongAWait(stop_base):
         self.policy = policy
 
     def __call__(self, state: RetryCallState) -> bool:
-        error = state.outcome.exception() if state.outcome else None
-        retry_after = getattr(error, "retry_after", None)
+        retry_after = _retry_after(state)
         return bool(retry_after and retry_after > self.policy.max_wait_seconds)
 
 

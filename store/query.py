@@ -88,9 +88,7 @@ def open_collection(store: VectorStore, name: str) -> Collection:
 
     A name that is neither is a ConfigError: reading never creates a table for a typo.
     """
-    if name in _configured():
-        return store.collection(name)
-    return store.open(name)
+    return store.open(name, declared=_configured())
 
 
 def _configured() -> set[str]:

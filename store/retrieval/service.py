@@ -9,6 +9,7 @@ answer chain uses the fake chat model.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from store import usage
@@ -28,11 +29,11 @@ class Retrieval:
     """Rerank and grounded answers over one store; see the module docstring."""
 
     def __init__(self, store: VectorStore, *, rerankers: Failover[Reranker], chats: Failover[Chat],
-                 settings: RetrievalSettings | None = None) -> None:
+                 settings: RetrievalSettings | None = None, declared: AbstractSet[str] = frozenset()) -> None:
         self.store, self.rerankers, self.chats = store, rerankers, chats
         self.settings = settings if settings is not None else RetrievalSettings()
         #: Collections the settings declare: answer may open them before they hold anything.
-        self.configured: set[str] = set()
+        self.declared = frozenset(declared)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, store: VectorStore) -> Retrieval:
@@ -42,15 +43,14 @@ class Retrieval:
                                      named_entries(settings, section.rerank, task="rerank", setting="retrieval.rerank")]
         chats: list[Chat] = [build_chat(name, model) for name, model in
                              named_entries(settings, section.answer, task="chat", setting="retrieval.answer")]
-        made = cls(
+        return cls(
             store,
             rerankers=Failover(rerankers or [FakeReranker()], policy=policy, stats=stats, what="rerank",
                                setting="retrieval.rerank"),
             chats=Failover(chats or [FakeChat()], policy=policy, stats=stats, what="chat", setting="retrieval.answer"),
             settings=section,
+            declared=frozenset(settings.collections),
         )
-        made.configured = set(settings.collections)
-        return made
 
     def rerank(self, query: str, matches: Sequence[VectorMatch], *, top: int | None = None,
                user: str | None = None) -> list[VectorMatch]:
@@ -83,8 +83,7 @@ class Retrieval:
         shown = top or self.settings.top
         with usage.attributed_to(user):
             where = Filter.from_dict(filter) if isinstance(filter, Mapping) else filter
-            target = self.store.collection(collection) if collection in self.configured else \
-                self.store.open(collection)  # reading never creates a table for a mistyped name
+            target = self.store.open(collection, declared=self.declared)  # never a table for a mistyped name
             found = target.search(question, filter=where, limit=wanted)
             if not found:
                 return GroundedAnswer("", False, [], reason=f"no passage in {collection!r} matches the question"

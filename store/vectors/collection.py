@@ -7,6 +7,7 @@ validates its input first, so a bad call raises ConfigError and writes nothing.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Literal, Protocol
 
 from store.errors import ConfigError
@@ -203,14 +204,17 @@ class VectorStore:
         found = self._collections.get(name)
         return found if found is not None else self.ensure_collection(name)
 
-    def open(self, name: str) -> Collection:
-        """The existing collection ``name``; a ConfigError naming the fix when there is none (nothing is created).
+    def open(self, name: str, *, declared: AbstractSet[str] = frozenset()) -> Collection:
+        """The collection ``name`` to read: one of ``declared`` (the settings' collections) is created empty if
+        need be; any other must exist, else a ConfigError naming the fix (nothing is created).
 
         Read paths use it, so a mistyped name is an error rather than a new empty table. Raises StoreUnavailable.
         """
         found = self._collections.get(name)
         if found is not None:
             return found
+        if name in declared:
+            return self.collection(name)
         if not self._exists(check_collection_name(name)):
             known = ", ".join(sorted(self._list())) or "none yet"
             raise ConfigError(f"collection {name!r} does not exist (existing: {known}): check the name, or declare "
