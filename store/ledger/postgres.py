@@ -130,8 +130,14 @@ class PostgresLedger:
         with self.transaction() as conn:
             conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended("vectorsync:state", 0))))
             _meta.create_all(conn, checkfirst=True)
+            # ALTER TABLE locks the table exclusively even when the column exists, which deadlocks with
+            # workers using the ledger: alter only tables that lack a column.
+            found = {tuple(row) for row in conn.execute(sa.text(
+                "SELECT table_name, column_name FROM information_schema.columns "
+                "WHERE table_schema = current_schema() AND table_name LIKE 'vectorsync\\_%'"))}
             for table, column, definition in _ADDED_COLUMNS:  # names are ours, never user values
-                conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {definition}"))
+                if (table, column) not in found:
+                    conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {definition}"))
 
     # -- locks and entries -----------------------------------------------------------
 
