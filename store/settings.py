@@ -10,9 +10,18 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from store.errors import ConfigError
@@ -27,7 +36,9 @@ __all__ = [
     "ChunkerSettings",
     "CollectionSettings",
     "EmbeddingSettings",
+    "FieldType",
     "FlowerSettings",
+    "IndexSettings",
     "LimitSettings",
     "ModelSettings",
     "RetrievalSettings",
@@ -201,6 +212,12 @@ class VectorSettings(_Section):
     table_prefix: str = Field(default="vs_", pattern=r"^[a-z][a-z0-9_]{0,14}$")
     #: Payload fields Qdrant indexes for filtering, besides record_id.
     index_fields: list[str] = Field(default_factory=list)
+    #: A filtered pgvector search matching at most this many rows sorts them exactly by distance; a
+    #: filter matching more uses the HNSW index with iterative scans. The count is bounded by this too.
+    exact_search_rows: int = Field(default=10_000, ge=0, le=1_000_000)
+    #: Parallel workers PostgreSQL may use to build an HNSW index (besides its leader): this machine's cores
+    #: less one, a guess that holds where the database runs on a machine of the same size.
+    index_build_workers: int = Field(default_factory=lambda: max(0, (os.cpu_count() or 2) - 1), ge=0, le=64)
 
 
 class SourceSettings(_Section):
@@ -227,9 +244,25 @@ class ChunkerSettings(_Section):
         return self
 
 
+#: A metadata field name: letters, digits and '_', dotted for nested objects (filters check the same).
+FIELD_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
+#: Types a declared indexed field may have; a stored value of another type is refused at write.
+FieldType = Literal["integer", "float", "keyword", "bool", "datetime"]
+
+
+class IndexSettings(_Section):
+    """Metadata fields filtered often: indexed for ranges and equality (pgvector btree, Qdrant payload index)."""
+
+    #: Field (dotted for nested objects) to type, e.g. ``{ owner_id = "integer", created_at = "datetime" }``.
+    fields: dict[Annotated[str, StringConstraints(pattern=FIELD_PATTERN, max_length=200)], FieldType] = Field(
+        default_factory=dict
+    )
+
+
 class CollectionSettings(_Section):
     source: SourceSettings = Field(default_factory=SourceSettings)
     chunker: ChunkerSettings = Field(default_factory=ChunkerSettings)
+    index: IndexSettings = Field(default_factory=IndexSettings)
 
 
 class Settings(BaseSettings):

@@ -1,4 +1,4 @@
-"""pgvector specifics: HNSW filtered search at low selectivity, schema, halfvec, bulk loads."""
+"""pgvector specifics: schema, halfvec, bulk loads (filtered search: test_search_planner.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
-from store import ConfigError, Filter, VectorRecord, VectorStore
-from store.vectors.pgvector import PgvectorStore, compile_filter
+from store import ConfigError, VectorRecord
+from store.vectors.pgvector import PgvectorStore
 from store.vectors.pgvector.schema import embedding_type
 from tests.backends import unique_name
 
@@ -28,43 +28,6 @@ def clustered(count: int, *, seed: int = 7) -> np.ndarray:
     rng = np.random.default_rng(seed)
     centres = rng.standard_normal((50, DIMENSIONS))
     return centres[rng.integers(0, 50, count)] + 0.3 * rng.standard_normal((count, DIMENSIONS))
-
-
-def test_filtered_search_at_one_percent_selectivity_fills_the_limit_under_hnsw(pg: PgvectorStore) -> None:
-    vectors = clustered(20_000)
-    records = [VectorRecord(f"v{i}", vectors[i], "", {"bucket": i % 100, "kind": "rare" if i % 100 == 7 else "common"})
-               for i in range(len(vectors))]
-    collection = pg.collection(unique_name())
-    collection.upsert_many(records)
-    assert collection.count() == 20_000
-    wanted = Filter.eq("kind", "rare")  # 200 of 20,000 records
-    query = vectors[3]
-
-    with pg.transaction() as conn:
-        pg.tune_search(conn)
-        plan = "\n".join(conn.execute(sa.text("EXPLAIN " + _search_sql(collection, query, wanted))).scalars())
-    assert f"{collection.table.name}_embedding_idx" in plan  # the HNSW index answers, not a sequential scan
-
-    found = collection.search(query, filter=wanted, limit=50)
-    assert len(found) == 50
-    assert all(m.metadata["kind"] == "rare" for m in found)
-
-    exact = VectorStore.memory(dimensions=DIMENSIONS).collection("exact")
-    exact.upsert_many(records)
-    truth = {m.id for m in exact.search(query, filter=wanted, limit=50)}
-    recall = len(truth & {m.id for m in found}) / 50
-    assert recall >= 0.8, recall
-
-
-def _search_sql(collection: object, query: np.ndarray, filter: Filter) -> str:
-    table = collection.table  # type: ignore[attr-defined]
-    statement = (
-        sa.select(table.c.id)
-        .where(compile_filter(filter, table))
-        .order_by(table.c.embedding.cosine_distance(query.tolist()))
-        .limit(50)
-    )
-    return str(statement.compile(dialect=sa.dialects.postgresql.dialect(), compile_kwargs={"literal_binds": True}))
 
 
 def test_schema_has_the_documented_columns_and_indexes(pg: PgvectorStore) -> None:

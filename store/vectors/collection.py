@@ -13,6 +13,7 @@ from typing import Literal, Protocol
 from store.errors import ConfigError
 from store.settings import LimitSettings, Settings, VectorSettings, default
 from store.vectors.filters import Filter, check_size
+from store.vectors.indexed import IndexedFields, check_declared, check_indexed
 from store.vectors.records import VectorMatch, VectorRecord, check_collection_name, validate_record, validate_vector
 
 __all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "Collection", "Metric", "QueryEmbedder", "VectorStore"]
@@ -42,6 +43,8 @@ class Collection:
         self.embedder = embedder
         #: Caps on filters (and Qdrant's residual scans); the store sets its own.
         self.limits = LimitSettings()
+        #: Declared indexed fields and their types (``declare_indexes``).
+        self.indexed: IndexedFields = {}
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} {self.dimensions}-d {self.metric}>"
@@ -120,6 +123,13 @@ class Collection:
     def ensure_index(self) -> None:
         """Build the ANN index if it is missing (after a bulk load). Raises StoreUnavailable."""
 
+    def declare_indexes(self, fields: IndexedFields) -> None:
+        """Index these metadata fields for filters, creating what is missing (now, or after the collection
+        was made), and refuse records whose value of one is not of its type. Raises StoreUnavailable."""
+        self.indexed = check_declared(fields)
+        if fields:
+            self._index_fields(self.indexed)
+
     # -- shared checks ----------------------------------------------------------------
 
     def _filter(self, filter: object, *, required: bool = False) -> Filter | None:
@@ -134,6 +144,7 @@ class Collection:
         unique: dict[str, VectorRecord] = {}
         for record in records:
             checked = validate_record(record, dimensions=self.dimensions, collection=self.name)
+            check_indexed(checked.metadata, self.indexed, record_id=checked.id, collection=self.name)
             self._check_norm(checked.embedding, what=f"embedding of record {checked.id!r}")
             unique[checked.id] = checked
         return list(unique.values())
@@ -174,6 +185,9 @@ class Collection:
     def _count(self, filter: Filter | None) -> int:
         raise NotImplementedError
 
+    def _index_fields(self, fields: IndexedFields) -> None:
+        """Create the missing indexes of ``fields``; a backend without indexes (memory) needs none."""
+
 
 def _check_filter(filter: object, *, required: bool = False) -> Filter | None:
     if filter is None and not required:
@@ -197,6 +211,8 @@ class VectorStore:
         self.embedder = embedder
         #: Caps on input (filters, Qdrant's residual scans), given to every collection.
         self.limits = LimitSettings()
+        #: Declared indexed fields per collection name (``[collections.NAME.index] fields``).
+        self.indexed: dict[str, IndexedFields] = {}
         self._collections: dict[str, Collection] = {}
 
     def collection(self, name: str) -> Collection:
@@ -225,6 +241,7 @@ class VectorStore:
         """Create ``name`` if missing; an existing one of another size is a ConfigError."""
         collection = self._ensure(check_collection_name(name))
         collection.limits = self.limits
+        collection.declare_indexes(self.indexed.get(name, {}))
         self._collections[name] = collection
         return collection
 
@@ -260,6 +277,7 @@ class VectorStore:
         """The store ``[vectors]`` names, with ``[limits]``. Raises ConfigError, StoreUnavailable."""
         store = VectorStore._open(settings, embedder)
         store.limits = settings.limits
+        store.indexed = {name: c.index.fields for name, c in settings.collections.items() if c.index.fields}
         return store
 
     @staticmethod

@@ -16,17 +16,31 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeAlias
 
 from store.errors import ConfigError
-from store.settings import LimitSettings, default
+from store.settings import FIELD_PATTERN, LimitSettings, default
 
-__all__ = ["And", "AnyOf", "Compare", "Eq", "Filter", "Not", "Or", "Scalar", "check_field", "check_size"]
+__all__ = [
+    "MISSING",
+    "And",
+    "AnyOf",
+    "Compare",
+    "Eq",
+    "Filter",
+    "Not",
+    "Or",
+    "Scalar",
+    "check_field",
+    "check_size",
+    "lookup",
+]
 
 Scalar: TypeAlias = str | int | float | bool
 CompareOp = Literal["gt", "gte", "lt", "lte"]
 
 #: Levels of $and/$or/$not a filter's JSON form may nest (limits.max_filter_depth's default).
 DEFAULT_MAX_DEPTH: int = default(LimitSettings, "max_filter_depth")
-_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
-_MISSING = object()
+_FIELD = re.compile(FIELD_PATTERN)
+#: What ``lookup`` returns for a field the metadata does not hold.
+MISSING = object()
 
 
 def check_field(field: object) -> str:
@@ -58,18 +72,19 @@ def _kind(value: object) -> str:
     return "other"
 
 
-def _lookup(metadata: Mapping[str, Any], field: str) -> Any:
+def lookup(metadata: Mapping[str, Any], field: str) -> Any:
+    """The value at dotted ``field`` in ``metadata``, or ``MISSING``."""
     value: Any = metadata
     for part in field.split("."):
         if not isinstance(value, Mapping) or part not in value:
-            return _MISSING
+            return MISSING
         value = value[part]
     return value
 
 
 def _leaf_values(metadata: Mapping[str, Any], field: str) -> list[Any]:
-    value = _lookup(metadata, field)
-    if value is _MISSING:
+    value = lookup(metadata, field)
+    if value is MISSING:
         return []
     return list(value) if isinstance(value, list) else [value]
 

@@ -18,8 +18,10 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from store.vectors.collection import Collection
 from store.vectors.filters import Filter
+from store.vectors.indexed import IndexedFields
 from store.vectors.pgvector.filters import compile_filter
-from store.vectors.pgvector.schema import embedding_index, lock
+from store.vectors.pgvector.planner import exact_search, observe, plan
+from store.vectors.pgvector.schema import embedding_index, ensure_field_indexes, lock
 from store.vectors.records import VectorMatch, VectorRecord, canonical_json
 
 if TYPE_CHECKING:
@@ -29,6 +31,8 @@ __all__ = ["BULK_LOAD_ROWS", "PgvectorCollection"]
 
 #: A load this large into an empty table builds the HNSW index after the rows (much faster).
 BULK_LOAD_ROWS = 2000
+#: The most memory one HNSW build is given (a million 1536-d vectors need about this much).
+MAX_BUILD_MEMORY_MB = 8192
 
 _COLUMNS = ("id", "record_id", "chunk", "embedding", "text", "metadata", "model")
 _COPY_TYPES = ["text", "text", "int4", None, "text", "jsonb", "text"]
@@ -43,7 +47,7 @@ class PgvectorCollection(Collection):
         self.table = table
 
     def _where(self, filter: Filter | None) -> sa.ColumnElement[bool]:
-        return sa.true() if filter is None else compile_filter(filter, self.table)
+        return sa.true() if filter is None else compile_filter(filter, self.table, self.indexed)
 
     def _upsert(self, records: list[VectorRecord]) -> None:
         with self._store.transaction() as conn:
@@ -66,33 +70,56 @@ class PgvectorCollection(Collection):
             self._write(conn, records, bulk=False)  # a table lock after the DELETE could deadlock
 
     def _search(self, vector: list[float], filter: Filter | None, limit: int) -> list[VectorMatch]:
-        distance, score = self._distance(vector)
-        query = (
-            sa.select(self.table.c.id, self.table.c.text, self.table.c.metadata, score.label("score"))
+        distance = self._distance(vector)
+        exact_rows = self._store.exact_search_rows
+        with self._store.transaction() as conn:
+            if filter is not None and exact_rows > 0:
+                where = self._where(filter)
+                chosen = plan(conn, self.table, where, exact_rows=exact_rows)
+                observe(self.name, chosen, exact_rows=exact_rows)
+                if chosen.path == "exact":
+                    rows = exact_search(conn, self.table, where=where, distance=distance, score=self._score,
+                                        limit=limit, exact_rows=exact_rows)
+                    return [VectorMatch(id=r.id, score=float(r.score), text=r.text, metadata=r.metadata)
+                            for r in rows]
+            self._store.tune_search(conn, filtered=filter is not None)
+            rows = list(conn.execute(self._hnsw_query(distance, filter, limit)).all())
+        return [VectorMatch(id=r.id, score=float(r.score), text=r.text, metadata=r.metadata) for r in rows]
+
+    def _hnsw_query(self, distance: Any, filter: Filter | None, limit: int) -> sa.Select[Any]:
+        """Nearest rows through the HNSW index (iterative scans keep going until ``limit`` rows match)."""
+        return (
+            sa.select(self.table.c.id, self.table.c.text, self.table.c.metadata,
+                      self._score(distance).label("score"))
             .where(self._where(filter))
             .order_by(distance)
             .limit(limit)
         )
-        with self._store.transaction() as conn:
-            self._store.tune_search(conn)
-            rows = conn.execute(query).all()
-        return [VectorMatch(id=r.id, score=float(r.score), text=r.text, metadata=r.metadata) for r in rows]
 
-    def _distance(self, vector: list[float]) -> tuple[Any, Any]:
+    def _distance(self, vector: list[float]) -> Any:
         column = self.table.c.embedding
         if self.metric == "cosine":
-            distance = column.cosine_distance(vector)
-            return distance, 1 - distance
+            return column.cosine_distance(vector)
         if self.metric == "dot":
-            distance = column.max_inner_product(vector)
-            return distance, -distance
-        distance = column.l2_distance(vector)
-        return distance, 1 / (1 + distance)
+            return column.max_inner_product(vector)
+        return column.l2_distance(vector)
+
+    def _score(self, distance: Any) -> Any:
+        """The score of a distance, higher is closer: works on SQL expressions and numbers alike."""
+        if self.metric == "cosine":
+            return 1 - distance
+        if self.metric == "dot":
+            return -distance
+        return 1 / (1 + distance)
 
     def _count(self, filter: Filter | None) -> int:
         query = sa.select(sa.func.count()).select_from(self.table).where(self._where(filter))
         with self._store.transaction() as conn:
             return int(conn.execute(query).scalar_one())
+
+    def _index_fields(self, fields: IndexedFields) -> None:
+        with self._store.transaction() as conn:
+            ensure_field_indexes(conn, self.table.name, fields)
 
     def is_empty(self) -> bool:
         with self._store.transaction() as conn:
@@ -109,7 +136,7 @@ class PgvectorCollection(Collection):
     def ensure_index(self) -> None:
         with self._store.transaction() as conn:
             lock(conn, self.table.name)
-            _build_memory(conn)
+            self._prepare_build(conn)
             embedding_index(self.table).create(conn, checkfirst=True)
 
     # -- COPY ------------------------------------------------------------------------
@@ -144,8 +171,13 @@ class PgvectorCollection(Collection):
         index = embedding_index(self.table)
         index.drop(conn, checkfirst=True)
         self.copy_rows(_driver(conn), self.table.name, records)
-        _build_memory(conn)
+        self._prepare_build(conn)
         index.create(conn)
+
+    def _prepare_build(self, conn: sa.Connection) -> None:
+        schema = self._store.schema
+        _prepare_build(conn, self.table, dimensions=self.dimensions, m=schema.hnsw_m,
+                       workers=self._store.index_build_workers)
 
     def copy_rows(self, raw: psycopg.Connection[Any], table: str, records: Sequence[VectorRecord]) -> None:
         """Binary COPY of ``records`` into ``table`` (~50k rows/s, versus hundreds row by row)."""
@@ -165,6 +197,11 @@ def _driver(conn: sa.Connection) -> psycopg.Connection[Any]:
     return conn.connection.driver_connection  # type: ignore[return-value]
 
 
-def _build_memory(conn: sa.Connection) -> None:
-    """Give this transaction's HNSW build enough memory to build in one pass."""
-    conn.execute(sa.select(sa.func.set_config("maintenance_work_mem", "512MB", sa.true())))
+def _prepare_build(conn: sa.Connection, table: sa.Table, *, dimensions: int, m: int, workers: int) -> None:
+    """Size this transaction's HNSW build: memory for the whole graph (else the build slows several times
+    once it spills) and PostgreSQL's parallel build workers."""
+    rows = conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one()
+    per_row = dimensions * 4 + m * 2 * 16 + 200  # the vector, its neighbour lists, the element's bookkeeping
+    megabytes = min(max(64, int(rows * per_row * 1.3 / 2**20)), MAX_BUILD_MEMORY_MB)
+    conn.execute(sa.select(sa.func.set_config("maintenance_work_mem", f"{megabytes}MB", sa.true())))
+    conn.execute(sa.select(sa.func.set_config("max_parallel_maintenance_workers", str(workers), sa.true())))

@@ -3,21 +3,34 @@
 Table ``<prefix><name>``: ``id`` (primary key), ``record_id`` (btree),
 ``chunk``, ``embedding`` (``vector(d)``, ``halfvec(d)`` above 2000
 dimensions, HNSW for the metric), ``text``, ``metadata`` (jsonb, GIN),
-``model``, ``updated_at``.
+``model``, ``updated_at``. Each declared indexed field adds a btree index on
+``metadata -> 'field'`` (named ``<table>_by_<hash of the field>``).
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 from pgvector.sqlalchemy import HALFVEC, VECTOR
+from psycopg import sql
 from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP
 
 from store.errors import ConfigError
 from store.vectors.collection import Metric
 
-__all__ = ["MAX_HALFVEC_DIMENSIONS", "MAX_VECTOR_DIMENSIONS", "Schema", "embedding_index", "embedding_type", "lock"]
+__all__ = [
+    "MAX_HALFVEC_DIMENSIONS",
+    "MAX_VECTOR_DIMENSIONS",
+    "Schema",
+    "embedding_index",
+    "embedding_type",
+    "ensure_field_indexes",
+    "field_index_name",
+    "lock",
+]
 
 #: Above this many dimensions the column is halfvec: HNSW indexes vector only up to 2000.
 MAX_VECTOR_DIMENSIONS = 2000
@@ -145,3 +158,29 @@ def embedding_type(conn: sa.Connection, table_name: str) -> str | None:
         "WHERE attrelid = to_regclass(:t) AND attname = 'embedding' AND NOT attisdropped"
     )
     return conn.execute(query, {"t": table_name}).scalar_one_or_none()
+
+
+def field_index_name(table_name: str, field: str) -> str:
+    """The name of ``field``'s btree index: short enough for any table name pgvector allows."""
+    return f"{table_name}_by_{hashlib.sha256(field.encode()).hexdigest()[:8]}"
+
+
+def ensure_field_indexes(conn: sa.Connection, table_name: str, fields: Iterable[str]) -> list[str]:
+    """Create the btree indexes of ``fields`` that are missing; return the names created.
+
+    Existing indexes are read first, so a schema that is up to date takes no lock.
+    """
+    wanted = {field_index_name(table_name, f): f for f in fields}
+    query = sa.text("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = :t")
+    present = set(conn.execute(query, {"t": table_name}).scalars())
+    missing = {name: f for name, f in wanted.items() if name not in present}
+    if not missing:
+        return []
+    lock(conn, table_name)
+    raw = conn.connection.driver_connection
+    for name, f in missing.items():
+        # The expression is the query's own (pgvector.filters.field_expression): metadata -> 'a' -> 'b'.
+        expression = sql.SQL(" -> ").join([sql.Identifier("metadata"), *(sql.Literal(p) for p in f.split("."))])
+        raw.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (({}))").format(  # type: ignore[union-attr]
+            sql.Identifier(name), sql.Identifier(table_name), expression))
+    return sorted(missing)

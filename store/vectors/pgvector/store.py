@@ -35,6 +35,8 @@ class PgvectorStore(VectorStore):
         hnsw_ef_construction: int = default(VectorSettings, "hnsw_ef_construction"),
         ef_search: int = default(VectorSettings, "ef_search"),
         table_prefix: str = default(VectorSettings, "table_prefix"),
+        exact_search_rows: int = default(VectorSettings, "exact_search_rows"),
+        index_build_workers: int = default(VectorSettings, "index_build_workers"),
         embedder: QueryEmbedder | None = None,
         pool_size: int = 5,
     ) -> None:
@@ -44,6 +46,10 @@ class PgvectorStore(VectorStore):
         self.url = url
         self.safe_url = safe_url(url)
         self.ef_search = ef_search
+        #: A filter matching at most this many rows is searched exactly (see ``planner``).
+        self.exact_search_rows = exact_search_rows
+        #: PostgreSQL's parallel workers for an HNSW build (max_parallel_maintenance_workers).
+        self.index_build_workers = index_build_workers
         self.engine = make_engine(url, setting="vectors.url", pool_size=pool_size, pool_pre_ping=True)
         self._create_extension()
         sa.event.listen(self.engine, "connect", lambda dbapi, _record: register_vector(dbapi))
@@ -55,7 +61,8 @@ class PgvectorStore(VectorStore):
         return cls(
             v.url, dimensions=v.dimensions, metric=v.metric, hnsw_m=v.hnsw_m,
             hnsw_ef_construction=v.hnsw_ef_construction, ef_search=v.ef_search,
-            table_prefix=v.table_prefix, embedder=embedder,
+            table_prefix=v.table_prefix, exact_search_rows=v.exact_search_rows,
+            index_build_workers=v.index_build_workers, embedder=embedder,
         )
 
     def close(self) -> None:
@@ -72,15 +79,21 @@ class PgvectorStore(VectorStore):
 
         return HalfVector(vector) if self.schema.half else Vector(vector)
 
-    def tune_search(self, conn: sa.Connection) -> None:
-        """Per-transaction HNSW settings: accuracy, and iterative scans for filtered search."""
+    def tune_search(self, conn: sa.Connection, *, filtered: bool = False) -> None:
+        """Per-transaction HNSW settings: accuracy, and iterative scans for filtered search.
+
+        A filtered search that reaches the HNSW path matches many rows (the planner sorted fewer exactly),
+        so the index walk is the fast way: bitmap and sequential scans are turned off for it, else PostgreSQL
+        may sort tens of thousands of rows instead.
+        """
         settings = {
             "hnsw.ef_search": str(self.ef_search),
             "hnsw.iterative_scan": "strict_order",
             "hnsw.max_scan_tuples": str(MAX_SCAN_TUPLES),
         }
-        for name, value in settings.items():
-            conn.execute(sa.select(sa.func.set_config(name, value, sa.true())))
+        if filtered:
+            settings |= {"enable_bitmapscan": "off", "enable_seqscan": "off"}
+        conn.execute(sa.select(*(sa.func.set_config(name, value, sa.true()) for name, value in settings.items())))
 
     def _create_extension(self) -> None:
         with self.transaction() as conn:

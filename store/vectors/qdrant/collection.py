@@ -8,6 +8,7 @@ the keys this module writes.
 from __future__ import annotations
 
 import uuid
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
@@ -17,11 +18,20 @@ from qdrant_client import QdrantClient, models
 from store.errors import ConfigError
 from store.vectors.collection import Collection, Metric, QueryEmbedder
 from store.vectors.filters import Filter
+from store.vectors.indexed import IndexedFields
 from store.vectors.qdrant.client import translated
-from store.vectors.qdrant.filters import METADATA_KEY, excluding, split_filter
+from store.vectors.qdrant.filters import METADATA_KEY, excluding, payload_key, split_filter
 from store.vectors.records import VectorMatch, VectorRecord
 
-__all__ = ["DELETE_BATCH", "POINT_NAMESPACE", "SCROLL_PAGE", "UPSERT_BATCH", "QdrantCollection", "point_id"]
+__all__ = [
+    "DELETE_BATCH",
+    "PAYLOAD_SCHEMAS",
+    "POINT_NAMESPACE",
+    "SCROLL_PAGE",
+    "UPSERT_BATCH",
+    "QdrantCollection",
+    "point_id",
+]
 
 #: Namespace of the UUIDv5 point ids; changing it orphans every stored point.
 POINT_NAMESPACE = uuid.UUID("8f5b3c2e-6a1d-5e4f-9b7a-2c3d4e5f6a7b")
@@ -33,6 +43,16 @@ DELETE_BATCH = 1024
 SCROLL_PAGE = 256
 #: Largest page of candidates a search with a Python residual asks for at once.
 MAX_SEARCH_PAGE = 4096
+
+
+#: The payload index of each declared field type.
+PAYLOAD_SCHEMAS: dict[str, models.PayloadSchemaType] = {
+    "integer": models.PayloadSchemaType.INTEGER,
+    "float": models.PayloadSchemaType.FLOAT,
+    "keyword": models.PayloadSchemaType.KEYWORD,
+    "bool": models.PayloadSchemaType.BOOL,
+    "datetime": models.PayloadSchemaType.DATETIME,
+}
 
 
 def point_id(record_id: str) -> str:
@@ -83,6 +103,14 @@ class QdrantCollection(Collection):
 
     def _calling(self, what: str) -> AbstractContextManager[None]:
         return translated(self._where, f"{what} in collection {self.name!r}")
+
+    def _index_fields(self, fields: IndexedFields) -> None:
+        """A payload index of the declared type on each field (creating one again is a no-op on the server)."""
+        with self._calling("create payload indexes"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # local mode keeps no payload index, and warns so
+            for field, kind in fields.items():
+                self._client.create_payload_index(self.name, payload_key(field), field_schema=PAYLOAD_SCHEMAS[kind],
+                                                  wait=True)
 
     # -- writes -------------------------------------------------------------------------
 

@@ -1,0 +1,210 @@
+"""Filtered search: index-usable filters, the exact-or-HNSW planner, declared indexed fields on both backends."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+from psycopg.types.json import Jsonb
+
+from store import ConfigError, Filter, VectorRecord, VectorStore
+from store.settings import Settings
+from store.vectors.pgvector import PgvectorStore
+from store.vectors.pgvector.collection import PgvectorCollection
+from store.vectors.pgvector.schema import field_index_name
+from tests.backends import unique_name
+
+DIMENSIONS = 32
+ROWS = 3_000
+
+
+@pytest.fixture
+def pg(postgres_url: str) -> Iterator[PgvectorStore]:
+    store = PgvectorStore(postgres_url, dimensions=DIMENSIONS, ef_search=400)
+    yield store
+    store.close()
+
+
+def clustered(count: int, *, seed: int = 11) -> np.ndarray:
+    """Vectors around 20 centres: uniform random vectors make recall meaningless."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((20, DIMENSIONS))
+    return centres[rng.integers(0, 20, count)] + 0.3 * rng.standard_normal((count, DIMENSIONS))
+
+
+def _records(vectors: np.ndarray) -> list[VectorRecord]:
+    return [VectorRecord(f"v{i}", vectors[i], "", {"bucket": i % 100, "tens": i % 10, "tags": [f"t{i % 7}"]})
+            for i in range(len(vectors))]
+
+
+@pytest.fixture
+def loaded(pg: PgvectorStore) -> tuple[PgvectorCollection, np.ndarray, list[VectorRecord]]:
+    vectors = clustered(ROWS + 20)
+    records = _records(vectors[:ROWS])
+    collection = pg.collection(unique_name())
+    collection.upsert_many(records)
+    assert isinstance(collection, PgvectorCollection)
+    return collection, vectors[ROWS:], records
+
+
+def _plans(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage().rsplit(": ", 1)[-1] for r in caplog.records if r.name == "vectorsync.search"]
+
+
+FILTERS = [
+    Filter.eq("bucket", 7),                                   # 1%
+    Filter.any_of("bucket", [1, 2, 3]),                       # 3%
+    Filter.eq("tens", 4),                                     # 10%
+    Filter.eq("tags", "t3") & ~Filter.eq("tens", 0),          # a list field, negated part
+    Filter.eq("tens", 1) | Filter.eq("bucket", 52),
+]
+
+
+@pytest.mark.parametrize("filter", FILTERS, ids=["eq", "any_of", "tenth", "list-and-not", "or"])
+def test_exact_and_hnsw_paths_return_the_same_ids(
+    loaded: tuple[PgvectorCollection, np.ndarray, list[VectorRecord]], pg: PgvectorStore, filter: Filter,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    collection, queries, records = loaded
+    memory = VectorStore.memory(dimensions=DIMENSIONS).collection("truth")
+    memory.upsert_many(records)
+    caplog.set_level(logging.DEBUG, logger="vectorsync.search")
+    for query in queries[:5]:
+        pg.exact_search_rows = ROWS  # every filter here matches fewer rows: sorted exactly
+        exact = [m.id for m in collection.search(query, filter=filter, limit=10)]
+        pg.exact_search_rows = 0  # never exact: the HNSW index with iterative scans
+        approximate = [m.id for m in collection.search(query, filter=filter, limit=10)]
+        truth = [m.id for m in memory.search(query, filter=filter, limit=10)]
+        assert exact == truth
+        assert approximate == truth
+    assert _plans(caplog) == ["exact path"] * 5
+
+
+def test_a_filter_matching_more_rows_than_the_bound_takes_the_hnsw_path(
+    loaded: tuple[PgvectorCollection, np.ndarray, list[VectorRecord]], pg: PgvectorStore,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    collection, queries, _ = loaded
+    pg.exact_search_rows = 100
+    caplog.set_level(logging.DEBUG, logger="vectorsync.search")
+    few = collection.search(queries[0], filter=Filter.eq("bucket", 3), limit=5)   # 30 rows
+    many = collection.search(queries[0], filter=Filter.eq("tens", 3), limit=5)    # 300 rows
+    assert [m.metadata["bucket"] for m in few] == [3] * 5
+    assert [m.metadata["tens"] for m in many] == [3] * 5
+    messages = [r.getMessage() for r in caplog.records if r.name == "vectorsync.search"]
+    assert messages[0].endswith("filter matched 30 rows (bound 100): exact path"), messages
+    assert messages[1].endswith("filter matched more than 100 rows (bound 100): hnsw path"), messages
+
+
+def test_the_plan_is_counted_in_a_metric(loaded: tuple[PgvectorCollection, np.ndarray, list[VectorRecord]]) -> None:
+    from prometheus_client import REGISTRY
+
+    collection, queries, _ = loaded
+    labels = {"collection": collection.name, "plan": "exact"}
+    before = REGISTRY.get_sample_value("vectorsync_search_plans_total", labels) or 0.0
+    collection.search(queries[0], filter=Filter.eq("bucket", 9), limit=3)
+    assert REGISTRY.get_sample_value("vectorsync_search_plans_total", labels) == before + 1
+
+
+def _explain(pg: PgvectorStore, collection: PgvectorCollection, filter: Filter) -> str:
+    """PostgreSQL's plan for selecting the rows ``filter`` matches, with sequential scans off: can an index serve it?"""
+    statement = sa.select(collection.table.c.id).where(collection._where(filter))
+    with pg.transaction() as conn:
+        conn.execute(sa.text("SET LOCAL enable_seqscan = off"))
+        compiled = statement.compile(dialect=conn.dialect)
+        params = {k: Jsonb(v) if isinstance(v, dict | list) else v for k, v in compiled.params.items()}
+        return "\n".join(row[0] for row in conn.exec_driver_sql("EXPLAIN " + str(compiled), params).all())
+
+
+def test_equality_filters_are_served_by_the_gin_index(
+    loaded: tuple[PgvectorCollection, np.ndarray, list[VectorRecord]], pg: PgvectorStore,
+) -> None:
+    collection, _, _ = loaded
+    gin = f"{collection.table.name}_metadata_idx"
+    for filter in (Filter.eq("bucket", 7), Filter.any_of("bucket", [1, 2]),
+                   Filter.eq("tags", "t1") & Filter.eq("tens", 2)):
+        assert gin in _explain(pg, collection, filter), filter
+
+
+def test_declared_fields_get_btree_indexes_that_serve_ranges(pg: PgvectorStore) -> None:
+    name = unique_name()
+    pg.indexed[name] = {"owner_id": "integer", "created_at": "datetime", "owner.kind": "keyword"}
+    collection = pg.collection(name)
+    assert isinstance(collection, PgvectorCollection)
+    table = collection.table.name
+    with pg.transaction() as conn:
+        query = sa.text("SELECT indexname FROM pg_indexes WHERE tablename = :t")
+        found = set(conn.execute(query, {"t": table}).scalars())
+    assert {field_index_name(table, f) for f in ("owner_id", "created_at", "owner.kind")} <= found
+
+    collection.upsert_many([VectorRecord(f"r{i}", [1.0] * DIMENSIONS, "", {
+        "owner_id": i, "created_at": f"2026-11-{1 + i % 28:02d}T00:00:00+00:00", "owner": {"kind": "team"}})
+        for i in range(200)])
+    assert collection.count(Filter.gte("owner_id", 150)) == 50
+    assert collection.count(Filter.lt("created_at", "2026-11-02")) == len([i for i in range(200) if i % 28 == 0])
+    assert field_index_name(table, "owner_id") in _explain(pg, collection, Filter.gt("owner_id", 10))
+
+
+def test_a_field_declared_later_is_indexed_on_the_existing_collection(pg: PgvectorStore) -> None:
+    name = unique_name()
+    collection = pg.collection(name)
+    collection.upsert_many([VectorRecord("a", [1.0] * DIMENSIONS, "", {"n": 1})])
+    collection.declare_indexes({"n": "integer"})
+    with pg.transaction() as conn:
+        found = set(conn.execute(sa.text("SELECT indexname FROM pg_indexes WHERE tablename = :t"),
+                                 {"t": collection.table.name}).scalars())  # type: ignore[attr-defined]
+    assert field_index_name(collection.table.name, "n") in found  # type: ignore[attr-defined]
+    assert collection.count(Filter.gt("n", 0)) == 1
+
+
+@pytest.mark.parametrize("store_kind", ["memory", "pgvector"])
+def test_a_value_of_another_type_than_declared_is_refused_naming_it(store_kind: str, postgres_url: str) -> None:
+    store = VectorStore.memory(dimensions=DIMENSIONS) if store_kind == "memory" else PgvectorStore(
+        postgres_url, dimensions=DIMENSIONS)
+    name = unique_name()
+    store.indexed[name] = {"owner_id": "integer"}
+    collection = store.collection(name)
+    collection.upsert_many([VectorRecord("kept", [1.0] * DIMENSIONS, "", {"owner_id": 1})])
+    with pytest.raises(ConfigError, match=r"record 'bad': metadata field 'owner_id' = '7' is not a single integer"):
+        collection.upsert_many([VectorRecord("fine", [1.0] * DIMENSIONS, "", {"owner_id": 2}),
+                                VectorRecord("bad", [1.0] * DIMENSIONS, "", {"owner_id": "7"})])
+    assert collection.count() == 1  # nothing of the refused batch was written, nothing stored was lost
+    store.close()
+
+
+def test_settings_declare_indexed_fields_per_collection(tmp_path: Path) -> None:
+    settings = Settings(vectors={"store": "memory", "dimensions": DIMENSIONS},
+                        collections={"notes": {"index": {"fields": {"owner_id": "integer"}}}})
+    store = VectorStore.from_settings(settings)
+    assert store.collection("notes").indexed == {"owner_id": "integer"}
+    assert store.collection("other").indexed == {}
+    with pytest.raises(ConfigError, match="'size' has type 'number'"):
+        store.collection("other").declare_indexes({"size": "number"})
+
+
+def test_declared_fields_become_qdrant_payload_indexes_of_their_type(tmp_path: Path) -> None:
+    pytest.importorskip("qdrant_client")
+    from qdrant_client import models
+
+    from store.vectors.qdrant import QdrantStore
+
+    store = QdrantStore(str(tmp_path / "q"), dimensions=DIMENSIONS)
+    calls: list[tuple[str, Any]] = []
+    real = store._client.create_payload_index
+
+    def recording(collection: str, key: str, **kwargs: Any) -> Any:
+        calls.append((key, kwargs["field_schema"]))
+        return real(collection, key, **kwargs)
+
+    store._client.create_payload_index = recording  # type: ignore[method-assign]
+    store.indexed["notes"] = {"owner_id": "integer", "created_at": "datetime", "kind": "keyword"}
+    store.collection("notes")
+    assert calls == [("metadata.owner_id", models.PayloadSchemaType.INTEGER),
+                     ("metadata.created_at", models.PayloadSchemaType.DATETIME),
+                     ("metadata.kind", models.PayloadSchemaType.KEYWORD)]
+    store.close()
