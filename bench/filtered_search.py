@@ -23,6 +23,7 @@ from bench.report import Row, print_table
 from bench.servers import database
 from store import Filter, VectorRecord
 from store.vectors.pgvector import PgvectorStore
+from store.vectors.pgvector.collection import PgvectorCollection
 
 DIMENSIONS = 384
 #: Selectivity label -> metadata field whose value splits the rows into that many equal parts.
@@ -50,11 +51,12 @@ def _records(vectors: np.ndarray) -> Iterator[VectorRecord]:
 def load(store: PgvectorStore, name: str, vectors: np.ndarray) -> tuple[float, float]:
     """Binary COPY into an empty table, then the HNSW build: seconds for each."""
     collection = store.collection(name)
+    assert isinstance(collection, PgvectorCollection)
     collection.defer_index()
     start = time.perf_counter()
     with store.transaction() as conn:
-        collection.copy_rows(conn.connection.driver_connection, collection.table.name,  # type: ignore[arg-type]
-                             list(_records(vectors)))
+        raw = conn.connection.driver_connection
+        collection.copy_rows(raw, collection.table.name, list(_records(vectors)))  # type: ignore[arg-type]
     copied = time.perf_counter() - start
     start = time.perf_counter()
     collection.ensure_index()

@@ -85,20 +85,58 @@ def test_exact_and_hnsw_paths_return_the_same_ids(
     assert _plans(caplog) == ["exact path"] * 5
 
 
-def test_a_filter_matching_more_rows_than_the_bound_takes_the_hnsw_path(
+def _messages(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "vectorsync.search"]
+
+
+def test_the_plan_follows_a_sampled_estimate_of_the_matching_rows(
     loaded: tuple[PgvectorCollection, np.ndarray, list[VectorRecord]], pg: PgvectorStore,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    collection, queries, _ = loaded
+    collection, queries, _ = loaded  # a bulk load: analyzed, so the catalog knows its 3,000 rows
     pg.exact_search_rows = 100
     caplog.set_level(logging.DEBUG, logger="vectorsync.search")
     few = collection.search(queries[0], filter=Filter.eq("bucket", 3), limit=5)   # 30 rows
     many = collection.search(queries[0], filter=Filter.eq("tens", 3), limit=5)    # 300 rows
     assert [m.metadata["bucket"] for m in few] == [3] * 5
     assert [m.metadata["tens"] for m in many] == [3] * 5
-    messages = [r.getMessage() for r in caplog.records if r.name == "vectorsync.search"]
-    assert messages[0].endswith("filter matched 30 rows (bound 100): exact path"), messages
-    assert messages[1].endswith("filter matched more than 100 rows (bound 100): hnsw path"), messages
+    messages = _messages(caplog)
+    assert messages[0].endswith("(sample; bound 100): exact path"), messages
+    assert messages[1].endswith("(sample; bound 100): hnsw path"), messages
+    pg.exact_search_rows = 5_000  # the whole table is below the bound: no estimate needed
+    collection.search(queries[0], filter=Filter.eq("tens", 3), limit=5)
+    assert _messages(caplog)[-1].endswith("about 3000 rows (table; bound 5000): exact path")
+
+
+def test_a_table_never_analyzed_is_counted_up_to_the_bound(pg: PgvectorStore, caplog: pytest.LogCaptureFixture) -> None:
+    vectors = clustered(600)
+    collection = pg.collection(unique_name())
+    for start in range(0, 600, 200):  # small writes: no bulk load, no ANALYZE
+        collection.upsert_many(_records(vectors)[start:start + 200])
+    pg.exact_search_rows = 100
+    caplog.set_level(logging.DEBUG, logger="vectorsync.search")
+    collection.search(vectors[0], filter=Filter.eq("bucket", 3), limit=5)  # 6 rows
+    collection.search(vectors[0], filter=Filter.eq("tens", 3), limit=5)    # 60 rows
+    collection.search(vectors[0], filter=Filter.eq("tags", "t3"), limit=5)  # 86 rows
+    collection.search(vectors[0], filter=Filter.any_of("tens", [1, 2]), limit=5)  # 120 rows
+    assert [m.rsplit("(", 1)[-1] for m in _messages(caplog)] == [
+        "count; bound 100): exact path", "count; bound 100): exact path", "count; bound 100): exact path",
+        "count; bound 100): hnsw path"]
+
+
+def test_an_estimate_that_was_too_low_hands_over_to_hnsw(
+    loaded: tuple[PgvectorCollection, np.ndarray, list[VectorRecord]], pg: PgvectorStore,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    collection, queries, _ = loaded
+    pg.exact_search_rows = 100
+    with pg.transaction() as conn:  # the catalog says 50 rows: the planner will try the exact path
+        conn.execute(sa.text("UPDATE pg_class SET reltuples = 50 WHERE oid = to_regclass(:t)"),
+                     {"t": collection.table.name})
+    caplog.set_level(logging.DEBUG, logger="vectorsync.search")
+    found = collection.search(queries[0], filter=Filter.any_of("tens", [3, 4]), limit=5)  # 600 rows > 3 x 100
+    assert {m.metadata["tens"] for m in found} <= {3, 4} and len(found) == 5
+    assert _messages(caplog)[-1].endswith("about 301 rows (overshoot; bound 100): hnsw path"), _messages(caplog)
 
 
 def test_the_plan_is_counted_in_a_metric(loaded: tuple[PgvectorCollection, np.ndarray, list[VectorRecord]]) -> None:

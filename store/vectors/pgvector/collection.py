@@ -20,7 +20,7 @@ from store.vectors.collection import Collection
 from store.vectors.filters import Filter
 from store.vectors.indexed import IndexedFields
 from store.vectors.pgvector.filters import compile_filter
-from store.vectors.pgvector.planner import exact_search, observe, plan
+from store.vectors.pgvector.planner import OVERSHOOT, Plan, exact_search, observe, plan
 from store.vectors.pgvector.schema import embedding_index, ensure_field_indexes, lock
 from store.vectors.records import VectorMatch, VectorRecord, canonical_json
 
@@ -73,17 +73,19 @@ class PgvectorCollection(Collection):
         distance = self._distance(vector)
         exact_rows = self._store.exact_search_rows
         with self._store.transaction() as conn:
+            rows = None
             if filter is not None and exact_rows > 0:
                 where = self._where(filter)
                 chosen = plan(conn, self.table, where, exact_rows=exact_rows)
-                observe(self.name, chosen, exact_rows=exact_rows)
                 if chosen.path == "exact":
                     rows = exact_search(conn, self.table, where=where, distance=distance, score=self._score,
                                         limit=limit, exact_rows=exact_rows)
-                    return [VectorMatch(id=r.id, score=float(r.score), text=r.text, metadata=r.metadata)
-                            for r in rows]
-            self._store.tune_search(conn, filtered=filter is not None)
-            rows = list(conn.execute(self._hnsw_query(distance, filter, limit)).all())
+                    if rows is None:
+                        chosen = Plan("hnsw", OVERSHOOT * exact_rows + 1, "overshoot")
+                observe(self.name, chosen, exact_rows=exact_rows)
+            if rows is None:
+                self._store.tune_search(conn, filtered=filter is not None)
+                rows = list(conn.execute(self._hnsw_query(distance, filter, limit)).all())
         return [VectorMatch(id=r.id, score=float(r.score), text=r.text, metadata=r.metadata) for r in rows]
 
     def _hnsw_query(self, distance: Any, filter: Filter | None, limit: int) -> sa.Select[Any]:
@@ -138,6 +140,7 @@ class PgvectorCollection(Collection):
             lock(conn, self.table.name)
             self._prepare_build(conn)
             embedding_index(self.table).create(conn, checkfirst=True)
+            self._analyze(conn)
 
     # -- COPY ------------------------------------------------------------------------
 
@@ -173,6 +176,11 @@ class PgvectorCollection(Collection):
         self.copy_rows(_driver(conn), self.table.name, records)
         self._prepare_build(conn)
         index.create(conn)
+        self._analyze(conn)
+
+    def _analyze(self, conn: sa.Connection) -> None:
+        """Fresh row count and statistics after a bulk load: the search planner reads the row count."""
+        _driver(conn).execute(sql.SQL("ANALYZE {}").format(sql.Identifier(self.table.name)))
 
     def _prepare_build(self, conn: sa.Connection) -> None:
         schema = self._store.schema

@@ -2,11 +2,12 @@
 
 HNSW with a selective filter loses recall (the graph walk finds too few
 matching neighbours); sorting a few thousand matching rows by distance is
-exact and faster. So a filtered search first counts the matching rows, up to
-``exact_rows + 1``, through the GIN or btree indexes the filter compiles to.
-At or below the bound it sorts those rows exactly; above it, it walks the HNSW
-index with iterative scans. Either way the caller gets the same kind of answer;
-the plan and the count are logged at DEBUG and counted in metrics.
+exact and faster. So a filtered search first estimates how many rows match,
+cheaply (``plan``). At or below the bound it takes the matching rows through
+the GIN or btree indexes the filter compiles to and sorts them exactly; above
+it, it walks the HNSW index with iterative scans. Either way the caller gets
+the same kind of answer; the plan and the estimate are logged at DEBUG and
+counted in metrics.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import sqlalchemy as sa
+from sqlalchemy.sql import util as sql_util
 
-__all__ = ["Plan", "exact_search", "observe", "plan"]
+__all__ = ["OVERSHOOT", "SAMPLE_ROWS", "Plan", "exact_search", "observe", "plan"]
 
 log = logging.getLogger("vectorsync.search")
 
@@ -27,42 +29,71 @@ log = logging.getLogger("vectorsync.search")
 Score = Callable[[Any], Any]
 
 
+#: Rows a selectivity estimate samples (whole pages, TABLESAMPLE SYSTEM): a few milliseconds at any size.
+SAMPLE_ROWS = 2_000
+#: An estimate may be low: the exact path sorts up to this many times the bound, else it hands over to HNSW.
+OVERSHOOT = 3
+
+
 @dataclass(frozen=True)
 class Plan:
-    """How a filtered search ran: ``exact`` over ``matched`` rows, or ``hnsw`` (``matched`` > the bound)."""
+    """How a filtered search runs: ``exact`` or ``hnsw``, from an ``estimate`` of the rows the filter matches.
+
+    ``source`` says where the estimate comes from: ``table`` (the whole table is small enough), ``sample``
+    (a page sample), ``count`` (a count stopped past the bound: the table was never analyzed) or
+    ``overshoot`` (the exact path found more rows than the estimate allowed for, and handed over).
+    """
 
     path: Literal["exact", "hnsw"]
-    matched: int
+    estimate: int
+    source: Literal["table", "sample", "count", "overshoot"]
 
 
 def plan(conn: sa.Connection, table: sa.Table, where: sa.ColumnElement[bool], *, exact_rows: int) -> Plan:
-    """Count the rows ``where`` matches, stopping past ``exact_rows``: exact at or below it, else HNSW.
+    """Choose the path for ``where``: exact when it matches at most about ``exact_rows`` rows, else HNSW.
 
-    The count reads only the rows the filter's indexes point at (or scans until the bound when none can
-    serve it), so its cost is bounded by ``exact_rows`` whatever the table's size.
+    The estimate costs a few milliseconds whatever the table's size: the table's row count from the
+    catalog, then the share of a page sample that matches.
     """
-    matching = sa.select(sa.literal(1)).select_from(table).where(where).limit(exact_rows + 1).subquery()
-    count = conn.execute(sa.select(sa.func.count()).select_from(matching)).scalar_one()
-    return Plan("exact" if count <= exact_rows else "hnsw", count)
+    rows = conn.execute(sa.text("SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(:t)"),
+                        {"t": table.name}).scalar_one_or_none()
+    if rows is not None and 0 <= rows <= exact_rows:
+        return Plan("exact", int(rows), "table")
+    if rows is None or rows < 0:  # never analyzed: count, stopping past the bound
+        matching = sa.select(sa.literal(1)).select_from(table).where(where).limit(exact_rows + 1).subquery()
+        count = conn.execute(sa.select(sa.func.count()).select_from(matching)).scalar_one()
+        return Plan("exact" if count <= exact_rows else "hnsw", count, "count")
+    sample = sa.tablesample(table, sa.func.system(min(100.0, 100.0 * SAMPLE_ROWS / rows)), name="sample")
+    sampled_where = sql_util.ClauseAdapter(sample).traverse(where)
+    sampled, matched = conn.execute(sa.select(sa.func.count(), sa.func.count().filter(sampled_where))).one()
+    estimate = round(matched / sampled * rows) if sampled else 0
+    return Plan("exact" if estimate <= exact_rows else "hnsw", estimate, "sample")
 
 
 def exact_search(
     conn: sa.Connection, table: sa.Table, *, where: sa.ColumnElement[bool], distance: Any, score: Score,
     limit: int, exact_rows: int,
-) -> list[Any]:
-    """The ``limit`` rows matching ``where`` nearest by ``distance``, sorted exactly (no index walk)."""
+) -> list[Any] | None:
+    """The ``limit`` rows matching ``where`` nearest by ``distance``, sorted exactly (no index walk).
+
+    None when more than ``OVERSHOOT * exact_rows`` rows match: the estimate was low, and HNSW is the way.
+    """
+    cap = OVERSHOOT * exact_rows
     # MATERIALIZED keeps PostgreSQL from answering the ORDER BY with the HNSW index: this sort is exact.
     candidates = (
-        sa.select(table.c.id, distance.label("distance")).where(where).limit(exact_rows + 1)
+        sa.select(table.c.id, distance.label("distance")).where(where).limit(cap + 1)
         .cte("candidates").prefix_with("MATERIALIZED")
     )
     top = sa.select(candidates.c.id, candidates.c.distance).order_by(candidates.c.distance).limit(limit).cte("top")
+    matched = sa.select(sa.func.count()).select_from(candidates).scalar_subquery()
     query = (
-        sa.select(table.c.id, table.c.text, table.c.metadata, score(top.c.distance).label("score"))
+        sa.select(table.c.id, table.c.text, table.c.metadata, score(top.c.distance).label("score"),
+                  matched.label("matched"))
         .join_from(top, table, top.c.id == table.c.id)
         .order_by(top.c.distance, table.c.id)
     )
-    return list(conn.execute(query).all())
+    rows = list(conn.execute(query).all())
+    return None if rows and rows[0].matched > cap else rows
 
 
 _metrics: tuple[Any, Any] | None = None
@@ -77,17 +108,17 @@ def _made() -> tuple[Any, Any]:
 
             _metrics = (
                 Counter("vectorsync_search_plans", "Filtered searches by the path they took", ["collection", "plan"]),
-                Histogram("vectorsync_search_filter_rows", "Rows a search filter matched (counted up to the "
-                          "exact-search bound, plus one)", ["collection"],
-                          buckets=(0, 10, 100, 1_000, 5_000, 10_000, 50_000, 100_000, float("inf"))),
+                Histogram("vectorsync_search_filter_rows", "Rows a search filter was estimated to match",
+                          ["collection"],
+                          buckets=(0, 10, 100, 1_000, 5_000, 10_000, 50_000, 100_000, 1_000_000, float("inf"))),
             )
         return _metrics
 
 
 def observe(collection: str, plan: Plan, *, exact_rows: int) -> None:
     """Log the plan at DEBUG and count it."""
-    log.debug("search %s: filter matched %s rows (bound %d): %s path", collection,
-              f"more than {exact_rows}" if plan.path == "hnsw" else plan.matched, exact_rows, plan.path)
+    log.debug("search %s: filter matches about %d rows (%s; bound %d): %s path", collection, plan.estimate,
+              plan.source, exact_rows, plan.path)
     plans, rows = _made()
     plans.labels(collection=collection, plan=plan.path).inc()
-    rows.labels(collection=collection).observe(plan.matched)
+    rows.labels(collection=collection).observe(plan.estimate)
