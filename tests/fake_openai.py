@@ -7,6 +7,11 @@ Rerank scores are word overlap with the query. Chat answers come from
 prompt, and for an answer prompt the first passage, cited as [1].
 ``refuse_schemas`` makes it answer 400 to JSON-schema output, as servers
 without structured output do.
+Embeddings come back as base64 (little-endian float32) when the request asks
+``encoding_format: "base64"``, as JSON floats otherwise; ``refuse_base64``
+makes it answer 400 to base64, as strict servers do, and a ``floats`` reply
+ignores the format, as lax ones do. ``dense`` sets every coordinate, as real
+models do (hashed words alone leave most of them 0.0, which flatters JSON).
 Every request is recorded; scripted replies (``push``) make it fail on command:
 a status with headers, a delay past the client's timeout, vectors of the wrong
 size or one vector too few. ``always`` sets the reply once the script is used up.
@@ -15,6 +20,8 @@ Use it as a context manager: ``with FakeOpenAI() as server: ...``.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 import threading
@@ -26,10 +33,12 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import numpy as np
+
 from store.embeddings.providers.fake import hash_embed
 from store.settings import Settings
 
-__all__ = ["FakeOpenAI", "Reply", "Request", "settings_for"]
+__all__ = ["FakeOpenAI", "Reply", "Request", "dense_embed", "served_embed", "settings_for"]
 
 #: Retry settings that keep tests fast: three tries, waits of at most 50 ms.
 FAST_RETRIES = {"max_attempts": 3, "max_wait_seconds": 0.05, "cooldown_seconds": 60}
@@ -49,6 +58,8 @@ class Reply:
     drop: int = 0
     #: Answer vectors full of NaN (a broken model).
     nan: bool = False
+    #: Answer JSON floats whatever ``encoding_format`` asked (a server that ignores it).
+    floats: bool = False
     message: str = "scripted failure"
 
 
@@ -68,12 +79,24 @@ class Request:
         value = self.body.get("input", [])
         return [value] if isinstance(value, str) else list(value)
 
+    @property
+    def encoding_format(self) -> str | None:
+        """The ``encoding_format`` the request asked for (None when it asked none)."""
+        return self.body.get("encoding_format")
+
 
 class FakeOpenAI:
     """The server; ``url`` is the OpenAI base URL (``.../v1``), ``root`` the bare host."""
 
-    def __init__(self, *, dimensions: int = 8) -> None:
+    def __init__(self, *, dimensions: int = 8, refuse_base64: bool = False, dense: bool = False) -> None:
         self.dimensions = dimensions
+        #: Vectors from ``dense_embed`` instead of ``hash_embed``.
+        self.dense = dense
+        #: Answer 400 to ``encoding_format: "base64"`` (a server that speaks JSON floats only).
+        self.refuse_base64 = refuse_base64
+        #: Bytes of every response body sent, and the seconds spent building and serialising them.
+        self.sent_bytes = 0
+        self.serve_seconds = 0.0
         self.requests: list[Request] = []
         self.script: deque[Reply] = deque()
         self.default = Reply()
@@ -151,10 +174,11 @@ class FakeOpenAI:
                authorization: str = "") -> tuple[int, dict[str, str], dict[str, Any], float]:
         """Record the request and decide the reply: (status, headers, body, delay)."""
         request = Request(path, body, authorization)
+        refused = self._refusal(request)
         with self._lock:
             self.requests.append(request)
-            reply = self.script.popleft() if self.script else self.default
-        if self.reject_containing and any(self.reject_containing in text for text in request.inputs):
+            reply = refused or (self.script.popleft() if self.script else self.default)
+        if not refused and self.reject_containing and any(self.reject_containing in text for text in request.inputs):
             reply = Reply(status=400, message=f"input contains {self.reject_containing!r}", delay=reply.delay)
         if reply.status != 200:
             return reply.status, reply.headers, _error_body(path, reply), reply.delay
@@ -163,10 +187,23 @@ class FakeOpenAI:
         if path.endswith("/rerank"):
             return 200, reply.headers, _rerank_body(body, reply), reply.delay
         size = reply.dimensions or body.get("dimensions") or self.dimensions
-        vectors = [[float("nan")] * size if reply.nan else hash_embed(text, size) for text in request.inputs]
+        embed = dense_embed if self.dense else hash_embed
+        vectors = [[float("nan")] * size if reply.nan else embed(text, size) for text in request.inputs]
         vectors = vectors[: len(vectors) - reply.drop]
-        return 200, reply.headers, _ok_body(path, body.get("model", ""), vectors), reply.delay
+        encoding = None if reply.floats else request.encoding_format
+        return 200, reply.headers, _ok_body(path, body.get("model", ""), vectors, encoding), reply.delay
 
+    def _refusal(self, request: Request) -> Reply | None:
+        """The 400 a float-only server answers to base64 (it leaves the script alone), else None."""
+        if self.refuse_base64 and request.path == "/v1/embeddings" and request.encoding_format == "base64":
+            return Reply(status=400, message="encoding_format 'base64' is not supported: use 'float'")
+        return None
+
+    def count_sent(self, size: int, seconds: float) -> None:
+        """Add one response body's size to ``sent_bytes`` and the time it took to ``serve_seconds``."""
+        with self._lock:
+            self.sent_bytes += size
+            self.serve_seconds += seconds
 
     def _chat(self, body: dict[str, Any], reply: Reply) -> tuple[int, dict[str, str], dict[str, Any], float]:
         kind = (body.get("response_format") or {}).get("type")
@@ -217,13 +254,35 @@ def _rerank_body(body: dict[str, Any], reply: Reply) -> Any:
                               key=lambda r: -r["relevance_score"])}
 
 
-def _ok_body(path: str, model: str, vectors: list[list[float]]) -> dict[str, Any]:
+def _ok_body(path: str, model: str, vectors: list[list[float]], encoding_format: str | None) -> dict[str, Any]:
     if path == "/api/embed":
         return {"model": model, "embeddings": vectors}
+    encoded = [_base64(v) for v in vectors] if encoding_format == "base64" else vectors
     # Reversed on purpose: clients must sort by index, not trust the order.
-    data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)][::-1]
+    data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(encoded)][::-1]
     tokens = sum(len(v) for v in vectors)
     return {"object": "list", "data": data, "model": model, "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+
+
+def served_embed(text: str, dimensions: int) -> list[float]:
+    """``hash_embed`` as a client reads it back from base64: each value rounded to float32."""
+    return np.asarray(hash_embed(text, dimensions), dtype="<f4").tolist()
+
+
+def dense_embed(text: str, dimensions: int) -> list[float]:
+    """``hash_embed`` plus small noise seeded by the text: a unit vector with every coordinate set.
+
+    Float32 values written with 9 significant digits, as OpenAI's JSON floats are.
+    """
+    seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+    vector = np.asarray(hash_embed(text, dimensions)) + 0.05 * np.random.default_rng(seed).standard_normal(dimensions)
+    values = (vector / np.linalg.norm(vector)).astype("<f4").tolist()
+    return [float(f"{value:.9g}") for value in values]
+
+
+def _base64(vector: list[float]) -> str:
+    """A vector as OpenAI sends it for ``encoding_format: "base64"``: little-endian float32, base64."""
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
 
 
 def _error_body(path: str, reply: Reply) -> dict[str, Any]:
@@ -243,13 +302,16 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             with server.tracking():
+                started = time.perf_counter()
                 status, headers, payload, delay = server.answer(path, body, self.headers.get("Authorization", ""))
+                data = json.dumps(payload).encode()
+                server.count_sent(len(data), time.perf_counter() - started)
                 if delay:
                     time.sleep(delay)
-            self._send(status, headers, payload)
+            self._send(status, headers, data)
 
-        def _send(self, status: int, headers: dict[str, str], payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
+        def _send(self, status: int, headers: dict[str, str], payload: Any) -> None:
+            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

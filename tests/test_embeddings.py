@@ -17,7 +17,7 @@ from store.settings import Settings
 from store.tokens import estimate_tokens
 from store.vectors.collection import QueryEmbedder, VectorStore
 from store.vectors.records import VectorRecord
-from tests.fake_openai import FakeOpenAI, settings_for
+from tests.fake_openai import FakeOpenAI, served_embed, settings_for
 
 
 @pytest.fixture
@@ -43,7 +43,7 @@ def test_a_batch_of_n_texts_takes_ceil_n_over_batch_size_calls(fake_openai: Fake
     vectors = embeddings.embed_many(texts)
     assert fake_openai.calls == math.ceil(25 / 10)
     assert sorted(len(r.inputs) for r in fake_openai.requests) == [5, 10, 10]
-    assert vectors == [hash_embed(text, 8) for text in texts]
+    assert vectors == [served_embed(text, 8) for text in texts]
 
 
 def test_the_provider_input_limit_caps_the_batch(fake_openai: FakeOpenAI) -> None:
@@ -80,7 +80,7 @@ def test_plan_batches_keeps_a_lone_big_text_alone() -> None:
 def test_parallel_batches_come_back_in_input_order(fake_openai: FakeOpenAI) -> None:
     texts = [f"record {i} talks about topic {i % 7}" for i in range(200)]
     embeddings = embeddings_for(fake_openai, batch_size=7, parallelism=4)
-    assert embeddings.embed_many(texts) == [hash_embed(text, 8) for text in texts]
+    assert embeddings.embed_many(texts) == [served_embed(text, 8) for text in texts]
     assert fake_openai.calls == math.ceil(200 / 7)
 
 

@@ -18,7 +18,7 @@ from store.embeddings.providers.openai import OpenAIProvider, make_client
 from store.errors import ConfigError, InputError, PermanentError, TransientError
 from store.settings import ModelSettings
 from store.urls import redact_url
-from tests.fake_openai import FakeOpenAI
+from tests.fake_openai import FakeOpenAI, served_embed
 
 
 @pytest.fixture
@@ -110,9 +110,9 @@ def test_redact_url_drops_credentials_and_query() -> None:
 def test_openai_returns_vectors_in_input_order(fake_openai: FakeOpenAI) -> None:
     provider = OpenAIProvider(name="m", settings=openai_model(fake_openai))
     texts = ["alpha beta", "gamma", "delta epsilon zeta"]
-    assert provider.embed_batch(texts) == [hash_embed(text, 8) for text in texts]
+    assert provider.embed_batch(texts) == [served_embed(text, 8) for text in texts]
     [request] = fake_openai.requests
-    assert request.body == {"input": texts, "model": "text-embedding-test", "encoding_format": "float"}
+    assert request.body == {"input": texts, "model": "text-embedding-test", "encoding_format": "base64"}
 
 
 def test_openai_sends_dimensions_only_when_told(fake_openai: FakeOpenAI) -> None:

@@ -4,14 +4,26 @@ Azure OpenAI, Mistral, Gemini's compatible API, Ollama's ``/v1``, vLLM and TEI
 all work through ``base_url`` (Azure when ``api_version`` is set). The client's
 own retries are off: the failover chain owns retries. openai's exceptions are
 translated here and nowhere else.
+
+Vectors travel as base64 little-endian float32: 5.3 bytes a value instead of a
+JSON float's 12 or more, and no per-float parsing. With the fallback remembered:
+an endpoint that refuses base64 (a 400/422 naming the encoding format or base64)
+gets the same batch again as float at once, one that answers floats anyway is
+taken at its word, and either way this provider asks it for float from then on.
 """
 
 from __future__ import annotations
 
+import base64
+import logging
 import os
+import re
+import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
+
+import numpy as np
 
 from store.embeddings.providers.base import Limits, error_for_status, parse_retry_after, scrub
 from store.errors import ConfigError, EmbeddingError, PermanentError, TransientError
@@ -20,12 +32,27 @@ from store.urls import redact_url
 if TYPE_CHECKING:
     from store.settings import ModelSettings
 
-__all__ = ["DEFAULT_OPENAI_URL", "OpenAIProvider", "error_detail", "make_client", "translate_error"]
+__all__ = [
+    "DEFAULT_OPENAI_URL",
+    "OpenAIProvider",
+    "decode_vector",
+    "error_detail",
+    "make_client",
+    "refuses_base64",
+    "translate_error",
+]
+
+log = logging.getLogger(__name__)
+
+#: How vectors travel: base64 float32 (compact), or JSON floats (what every endpoint speaks).
+EncodingFormat = Literal["base64", "float"]
 
 #: Where the ``openai`` provider goes when ``base_url`` is not set.
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
 #: The key's variable when ``api_key_env`` is not set; endpoints that take no key get "unused".
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+#: What an error says when the endpoint refused the encoding format rather than the texts.
+_FORMAT_REFUSED = re.compile(r"encoding[ _-]?format|base64", re.IGNORECASE)
 
 
 class OpenAIProvider:
@@ -39,6 +66,9 @@ class OpenAIProvider:
         self.endpoint = redact_url(settings.base_url or DEFAULT_OPENAI_URL)
         self._send_dimensions = settings.send_dimensions
         self._client = client if client is not None else make_client(name=name, settings=settings)
+        #: "base64" until the endpoint shows it takes float only; set "float" to force JSON floats.
+        self.encoding_format: EncodingFormat = "base64"
+        self._format_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"<OpenAIProvider {self.name!r} {self.model!r} at {self.endpoint}>"
@@ -47,18 +77,53 @@ class OpenAIProvider:
         """One vector per text, sorted by the response's ``index``; see ``Provider.embed_batch``."""
         import openai
 
-        extra: dict[str, Any] = {"dimensions": self.dimensions} if self._send_dimensions else {}
         try:
-            response = self._client.embeddings.create(
-                input=texts, model=self.model, encoding_format="float", **extra
-            )
+            data = self._request(texts)
         except openai.OpenAIError as exc:
             raise self._translate(exc) from exc
-        return self._in_order(response.data, len(texts))
+        return self._in_order(data, len(texts))
 
     def close(self) -> None:
         """Close the HTTP connections."""
         self._client.close()
+
+    def _request(self, texts: list[str]) -> Sequence[Any]:
+        """The response's items, as base64 unless the endpoint takes float only.
+
+        A refused base64 is not the batch's failure: the same batch goes again as float at once.
+        """
+        import openai
+
+        if self.encoding_format == "float":
+            return self._create(texts, "float")
+        try:
+            data = self._create(texts, "base64")
+        except openai.APIStatusError as exc:
+            if not refuses_base64(exc):
+                raise
+            data = self._create(texts, "float")
+            self._use_float(f"it refused base64 with {exc.status_code}")
+            return data
+        if any(not isinstance(item.embedding, str) for item in data):
+            self._use_float("it answered floats when asked for base64")
+        return data
+
+    def _create(self, texts: list[str], encoding_format: EncodingFormat) -> Sequence[Any]:
+        """One ``/embeddings`` call; with "base64" the client leaves each embedding a base64 string."""
+        extra: dict[str, Any] = {"dimensions": self.dimensions} if self._send_dimensions else {}
+        response = self._client.embeddings.create(
+            input=texts, model=self.model, encoding_format=encoding_format, **extra
+        )
+        return response.data
+
+    def _use_float(self, reason: str) -> None:
+        """Ask this endpoint for float from now on; said once at INFO (the endpoint is already redacted)."""
+        with self._format_lock:
+            if self.encoding_format == "float":
+                return
+            self.encoding_format = "float"
+        log.info("model %r at %s takes float embeddings only (%s): asking it for float from now on",
+                 self.model, self.endpoint, reason)
 
     def _translate(self, exc: Exception) -> EmbeddingError:
         return translate_error(exc, model=self.model, endpoint=self.endpoint,
@@ -71,7 +136,31 @@ class OpenAIProvider:
                 f"model {self.model!r} at {self.endpoint} returned {len(data)} vectors "
                 f"(indexes {sorted(by_index)[:10]}) for {count} texts"
             )
-        return [list(by_index[index]) for index in range(count)]
+        try:
+            return [decode_vector(by_index[index]) for index in range(count)]
+        except ValueError as exc:
+            raise PermanentError(
+                f"model {self.model!r} at {self.endpoint} returned a vector that is not float32 base64: {exc}"
+            ) from None
+
+
+def decode_vector(embedding: str | Sequence[float]) -> list[float]:
+    """A vector from a base64 string of little-endian float32 values, or from a list of floats as is.
+
+    Raises ValueError when the string is not base64 or not a whole number of float32 values.
+    """
+    if isinstance(embedding, str):
+        return np.frombuffer(base64.b64decode(embedding, validate=True), dtype="<f4").tolist()
+    return list(embedding)
+
+
+def refuses_base64(exc: Exception) -> bool:
+    """Whether an openai error is an endpoint refusing base64 (a 400/422 naming the encoding format)."""
+    import openai
+
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
+        return False
+    return bool(_FORMAT_REFUSED.search(f"{exc.message} {exc.body}"))
 
 
 def translate_error(exc: Exception, *, model: str, endpoint: str, api_key: str | None) -> EmbeddingError:
