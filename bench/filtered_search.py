@@ -4,7 +4,8 @@
 
 Vectors are clustered (uniform random vectors make HNSW recall meaningless);
 the filter fields are independent of the clusters, the hard case for HNSW.
-Ground truth is an exact numpy search of the same rows. The load is the raw
+A second set is real text: paragraphs of Python's documentation embedded by
+the bundled local model. Ground truth is an exact numpy search of the same rows. The load is the raw
 limit: binary COPY into an empty table, then the HNSW build.
 """
 
@@ -37,6 +38,51 @@ def clustered(count: int, rng: np.random.Generator, centres: int = 500) -> np.nd
     vectors = middle[rng.integers(0, centres, count)] + 0.35 * rng.standard_normal((count, DIMENSIONS), np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors
+
+
+#: Modules whose docstrings are the real-text set (with Python's help topics).
+TEXT_MODULES = ("os", "collections", "itertools", "functools", "typing", "asyncio", "json", "re", "pathlib",
+                "subprocess", "logging", "argparse", "datetime", "decimal", "email", "unittest", "sqlite3",
+                "socket", "threading", "multiprocessing", "inspect", "ast", "dataclasses", "enum", "statistics",
+                "random", "textwrap", "shutil", "tempfile", "zipfile", "tarfile", "csv", "configparser", "hashlib",
+                "ssl", "selectors", "struct", "codecs", "io", "pickle", "heapq", "types", "contextlib", "math",
+                "calendar", "locale", "traceback", "warnings", "pdb", "doctest", "pydoc", "numpy", "sqlalchemy",
+                "celery", "kombu", "redis", "pydantic", "psycopg", "httpx", "openai", "tenacity")
+
+
+def _docstrings(module: object) -> Iterator[str]:
+    for value in list(vars(module).values()):
+        for obj in (value, *(list(vars(value).values()) if isinstance(value, type) else ())):
+            doc = getattr(obj, "__doc__", None)
+            if isinstance(doc, str):
+                yield doc
+
+
+def paragraphs(count: int) -> list[str]:
+    """Real English text: paragraphs of Python's help topics and of well-known modules' docstrings."""
+    import importlib
+    import pydoc_data.topics
+
+    texts = list(pydoc_data.topics.topics.values())
+    for name in TEXT_MODULES:
+        try:
+            texts += _docstrings(importlib.import_module(name))
+        except ImportError:
+            continue
+    found = (p.strip() for text in texts for p in text.split("\n\n"))
+    return list(dict.fromkeys(p for p in found if len(p) >= 60))[:count]
+
+
+def embedded_text(count: int) -> np.ndarray:
+    """``count`` paragraphs embedded by the bundled local model (all-MiniLM-L6-v2, 384-d, unit length)."""
+    from sentence_transformers import SentenceTransformer
+
+    from store.embeddings.providers.local import model_location
+
+    model = SentenceTransformer(model_location("all-MiniLM-L6-v2"), device="cpu")
+    texts = paragraphs(count)
+    vectors = model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+    return np.asarray(vectors, dtype=np.float32)
 
 
 def _metadata(i: int) -> dict[str, Any]:
@@ -104,10 +150,10 @@ def measure(store: PgvectorStore, name: str, vectors: np.ndarray, queries: np.nd
 
 
 def run(quick: bool = False, sizes: tuple[int, ...] = (100_000, 1_000_000), queries: int = 100,
-        folder: Path | None = None) -> list[Row]:
+        folder: Path | None = None, text_rows: int = 12_000) -> list[Row]:
     """Every figure of this section, on one database."""
     if quick:
-        sizes, queries = (20_000,), 30
+        sizes, queries, text_rows = (20_000,), 30, 2_000
     rng = np.random.default_rng(1)
     rows: list[Row] = []
     with database(folder) as url:
@@ -121,6 +167,12 @@ def run(quick: bool = False, sizes: tuple[int, ...] = (100_000, 1_000_000), quer
                             detail=f"COPY {copied:.1f} s + build {built:.1f} s"))
             rows += measure(store, name, vectors, held_out, "clustered")
             store.drop_collection(name)
+        if text_rows:
+            vectors = embedded_text(text_rows + queries)
+            held_out, vectors = vectors[-queries:], vectors[:-queries]
+            load(store, "text", vectors)
+            rows += measure(store, "text", vectors, held_out, "real text")
+            store.drop_collection("text")
         store.close()
     return rows
 
@@ -129,10 +181,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="100000,1000000")
     parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--text-rows", type=int, default=12_000)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     sizes = tuple(int(s) for s in args.sizes.split(","))
-    rows = run(args.quick, sizes, args.queries)
+    rows = run(args.quick, sizes, args.queries, text_rows=args.text_rows)
     print_table(rows)
 
 
