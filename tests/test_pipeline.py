@@ -111,6 +111,18 @@ def test_one_record_with_unencodable_metadata_fails_alone(ledger: MemoryLedger) 
     assert list(result.failed) == ["bad"] and "cannot be encoded as JSON" in result.failed["bad"]
 
 
+def test_a_declared_field_of_another_type_fails_its_record_alone_before_any_embedding(ledger: MemoryLedger) -> None:
+    RECORDS.clear()
+    RECORDS.update({"ok": {"id": "ok", "text": "fine text", "metadata": {"owner_id": 1}},
+                    "bad": {"id": "bad", "text": "never embedded", "metadata": {"owner_id": "seven"}}})
+    indexer, embeddings = make_indexer(ledger, source=PythonSource(loader="tests.test_pipeline:load_records"))
+    indexer.collection.declare_indexes({"owner_id": "integer"})
+    result = indexer.index(["ok", "bad"])
+    assert result.indexed == ["ok"]
+    assert "metadata field 'owner_id' = 'seven' is not a single integer" in result.failed["bad"]
+    assert embeddings.texts == ["fine text"]
+
+
 def test_python_source_pages_ids_in_order_loading_them_once_per_sweep() -> None:
     RECORDS.clear()
     RECORDS.update({f"r{i:02d}": {"id": f"r{i:02d}", "text": "t"} for i in range(25)})

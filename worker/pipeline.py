@@ -20,6 +20,7 @@ from store.ledger import Held, Ledger, LedgerEntry
 from store.settings import LimitSettings
 from store.vectors.collection import Collection
 from store.vectors.filters import Filter
+from store.vectors.indexed import check_indexed
 from store.vectors.records import VectorRecord, canonical_json, check_id_length, clean_text, validate_metadata
 from worker.chunking import Chunker
 from worker.metrics import stage
@@ -210,9 +211,11 @@ class Indexer:
 
     def _clean(self, record: SourceRecord) -> SourceRecord:
         """The record as it will be stored: text without unstorable characters (before it is chunked and
-        embedded), metadata a clean JSON object, an id within limits. Raises ConfigError."""
+        embedded), metadata a clean JSON object whose declared indexed fields hold their types, an id within
+        limits. Raises ConfigError."""
         check_id_length(record.id, max_chars=self.limits.max_id_chars)
         metadata = validate_metadata(record.metadata, record_id=record.id, max_depth=self.limits.max_metadata_depth)
+        check_indexed(metadata, self.collection.indexed, record_id=record.id, collection=self.name)
         return replace(record, text=clean_text(record.text), metadata=metadata)
 
     def _digest(self, clean: SourceRecord) -> str:
