@@ -21,7 +21,7 @@ from store.vectors.filters import Filter
 from store.vectors.indexed import IndexedFields
 from store.vectors.pgvector.filters import compile_filter
 from store.vectors.pgvector.planner import OVERSHOOT, Plan, exact_search, observe, plan
-from store.vectors.pgvector.schema import embedding_index, ensure_field_indexes, lock
+from store.vectors.pgvector.schema import bulk_indexes, ensure_field_indexes, lock
 from store.vectors.records import VectorMatch, VectorRecord, canonical_json
 
 if TYPE_CHECKING:
@@ -132,14 +132,16 @@ class PgvectorCollection(Collection):
             lock(conn, self.table.name)
             if conn.execute(sa.select(sa.exists().select_from(self.table))).scalar_one():
                 return False
-            embedding_index(self.table).drop(conn, checkfirst=True)
+            for index in bulk_indexes(self.table):
+                index.drop(conn, checkfirst=True)
         return True
 
     def ensure_index(self) -> None:
         with self._store.transaction() as conn:
             lock(conn, self.table.name)
             self._prepare_build(conn)
-            embedding_index(self.table).create(conn, checkfirst=True)
+            for index in bulk_indexes(self.table):
+                index.create(conn, checkfirst=True)
             self._analyze(conn)
 
     # -- COPY ------------------------------------------------------------------------
@@ -170,12 +172,14 @@ class PgvectorCollection(Collection):
         return conn.execute(sa.select(sa.exists().select_from(self.table))).scalar_one() is False
 
     def _load_then_index(self, conn: sa.Connection, records: list[VectorRecord]) -> None:
-        """Bulk load into an empty table: drop HNSW, COPY, rebuild (an index build beats inserts)."""
-        index = embedding_index(self.table)
-        index.drop(conn, checkfirst=True)
+        """Bulk load into an empty table: drop HNSW and the GIN, COPY, rebuild (an index build beats inserts)."""
+        indexes = bulk_indexes(self.table)
+        for index in indexes:
+            index.drop(conn, checkfirst=True)
         self.copy_rows(_driver(conn), self.table.name, records)
         self._prepare_build(conn)
-        index.create(conn)
+        for index in indexes:
+            index.create(conn)
         self._analyze(conn)
 
     def _analyze(self, conn: sa.Connection) -> None:

@@ -25,6 +25,7 @@ __all__ = [
     "MAX_HALFVEC_DIMENSIONS",
     "MAX_VECTOR_DIMENSIONS",
     "Schema",
+    "bulk_indexes",
     "embedding_index",
     "embedding_type",
     "ensure_field_indexes",
@@ -101,8 +102,9 @@ class Schema:
             sa.Column("metadata", JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")),
             sa.Column("model", sa.Text, nullable=False, server_default=""),
             sa.Column("updated_at", TIMESTAMP(timezone=True), nullable=False, server_default=sa.func.now()),
+            # fastupdate off: a pending list would be scanned whole by every filtered search until vacuumed
             sa.Index(f"{table_name}_metadata_idx", "metadata", postgresql_using="gin",
-                     postgresql_ops={"metadata": "jsonb_path_ops"}),
+                     postgresql_ops={"metadata": "jsonb_path_ops"}, postgresql_with={"fastupdate": "off"}),
             sa.Index(
                 f"{table_name}_embedding_idx", "embedding", postgresql_using="hnsw",
                 postgresql_with={"m": self.hnsw_m, "ef_construction": self.hnsw_ef_construction},
@@ -149,6 +151,11 @@ class Schema:
 def embedding_index(table: sa.Table) -> sa.Index:
     """The HNSW index of a collection table."""
     return next(i for i in table.indexes if i.name and i.name.endswith("_embedding_idx"))
+
+
+def bulk_indexes(table: sa.Table) -> list[sa.Index]:
+    """The indexes a bulk load into an empty table drops and builds after the rows: HNSW and the GIN."""
+    return [i for i in table.indexes if i.name and i.name.endswith(("_embedding_idx", "_metadata_idx"))]
 
 
 def embedding_type(conn: sa.Connection, table_name: str) -> str | None:
