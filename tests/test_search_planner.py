@@ -246,3 +246,17 @@ def test_declared_fields_become_qdrant_payload_indexes_of_their_type(tmp_path: P
                      ("metadata.created_at", models.PayloadSchemaType.DATETIME),
                      ("metadata.kind", models.PayloadSchemaType.KEYWORD)]
     store.close()
+
+
+def test_a_table_made_with_a_gin_pending_list_loses_it_when_opened(pg: PgvectorStore, postgres_url: str) -> None:
+    collection = pg.collection(unique_name())
+    index = f"{collection.table.name}_metadata_idx"  # type: ignore[attr-defined]
+    options = sa.text("SELECT reloptions FROM pg_class WHERE oid = to_regclass(:i)")
+    with pg.transaction() as conn:
+        assert conn.execute(options, {"i": index}).scalar_one() == ["fastupdate=off"]
+        conn.execute(sa.text(f"ALTER INDEX {index} SET (fastupdate = on)"))  # as tables made before were
+    reopened = PgvectorStore(postgres_url, dimensions=DIMENSIONS)
+    reopened.collection(collection.name)
+    with pg.transaction() as conn:
+        assert conn.execute(options, {"i": index}).scalar_one() == ["fastupdate=off"]
+    reopened.close()

@@ -126,6 +126,7 @@ class Schema:
             )
         else:
             self._check_metric(conn, table.name, name)
+            _without_pending_list(conn, f"{table.name}_metadata_idx")
         return table
 
     def _check_metric(self, conn: sa.Connection, table_name: str, name: str) -> None:
@@ -165,6 +166,17 @@ def embedding_type(conn: sa.Connection, table_name: str) -> str | None:
         "WHERE attrelid = to_regclass(:t) AND attname = 'embedding' AND NOT attisdropped"
     )
     return conn.execute(query, {"t": table_name}).scalar_one_or_none()
+
+
+def _without_pending_list(conn: sa.Connection, index: str) -> None:
+    """Turn off the GIN pending list of a table made before it was off, and empty it: searches read it whole."""
+    query = sa.text("SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = to_regclass(:i)")
+    options = conn.execute(query, {"i": index}).scalar_one_or_none()
+    if options is None or "fastupdate=off" in options:
+        return
+    raw = conn.connection.driver_connection
+    raw.execute(sql.SQL("ALTER INDEX {} SET (fastupdate = off)").format(sql.Identifier(index)))  # type: ignore[union-attr]
+    conn.execute(sa.select(sa.func.gin_clean_pending_list(sa.func.to_regclass(index))))
 
 
 def field_index_name(table_name: str, field: str) -> str:
