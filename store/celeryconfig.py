@@ -48,10 +48,12 @@ def soft_time_limit(hard: int) -> int:
 
 def _transport_options(settings: Settings) -> dict[str, Any]:
     """Redis: tasks of a worker that died come back after ``visibility_timeout``; look for them every
-    quarter of it (at most every 10 s, one cheap sorted-set query), not kombu's default of every ~100 s."""
+    quarter of it (at most every 10 s, one cheap sorted-set query), not kombu's default of every ~100 s.
+    Queues are read in the order the worker lists them (``-Q vectorsync.live,vectorsync.bulk``): a pool
+    process that frees up takes a waiting live update before the next backfill batch."""
     visibility = settings.broker.visibility_timeout
     return {"visibility_timeout": visibility, "unacked_restore_interval": max(1, min(10, visibility // 4)),
-            "unacked_restore_throttle": 1}
+            "unacked_restore_throttle": 1, "queue_order_strategy": "priority"}
 
 
 def beat_schedule(settings: Settings) -> dict[str, Any]:
