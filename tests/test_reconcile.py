@@ -1,5 +1,6 @@
-"""Reconcile sweeps over a SQL source with ``source.updated_at``: only rows whose stamp moved are read
-and hashed, deleted rows are still found, and a row without a stamp is always checked."""
+"""Reconcile sweeps over a SQL source with ``source.updated_at``: only known rows whose stamp moved are read
+and hashed (new ones are stale unread), deleted rows are still found, and a row without a stamp is always
+checked."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def test_a_sweep_reads_only_rows_whose_updated_at_moved_and_finds_deleted_ones(
     crm.delete([9])
     crm.insert([{"id": 51, "title": "new", "body": "new note", "kind": "email"}])
     assert indexer.stale(page_size=20) == ["7", "51", "9"]
-    assert sorted(source.read, key=int) == ["7", "8", "51"]
+    assert sorted(source.read, key=int) == ["7", "8"]  # 51 is new to the ledger: stale without a read
 
     indexer.index(["7", "8", "9", "51"])  # 8 is skipped as unchanged, and its new stamp remembered
     source.read.clear()

@@ -7,6 +7,7 @@ store ends up exactly equal to the source.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import subprocess
@@ -163,6 +164,24 @@ def test_reindex_then_skip_then_incremental_updates(world: World) -> None:
             producer.index_record(world.collection, i)
         wait_for(world.in_sync, timeout=120, what="the store to follow 50 edits, 10 deletes and 5 inserts")
         producer.close()
+
+
+@pytest.mark.parametrize("broker", ["redis"], indirect=True)  # the fan-out does not depend on the broker
+def test_a_one_percent_edit_is_embedded_in_full_provider_calls(world: World) -> None:
+    world.crm.insert([note(i) for i in range(1, 401)])
+    with celery_worker(world.config):
+        assert reindex_and_wait(world).returncode == 0
+        before = set(text for text, _ in world.expected().values())
+        edited = random.Random(9).sample(range(1, 401), 4)  # 1%, on different pages of worker.batch_size ids
+        for i in edited:
+            world.crm.update(i, body=note(i, version=1)["body"])
+        new_chunks = {text for text, _ in world.expected().values()} - before
+        calls = world.openai.calls
+        again = reindex_and_wait(world)
+        assert "done: 400 records, 4 indexed, 396 unchanged, 0 failed" in again.stdout, again.stdout
+        assert world.in_sync()
+    batch = world.settings.embeddings.batch_size
+    assert 0 < world.openai.calls - calls <= math.ceil(len(new_chunks) / batch)  # not one call per edited record
 
 
 def _has_vector_index(world: World) -> bool:

@@ -150,21 +150,27 @@ class Indexer:
         result.superseded.extend(i for i in ids if i not in gone)
         return result
 
-    def stale_ids(self, stamped: Sequence[tuple[str, str]]) -> list[str]:
-        """Which of these (id, stamp) pairs the index does not follow: new, changed or gone.
+    def stale_ids(self, stamped: Sequence[tuple[str, str]], *,
+                  known: Mapping[str, LedgerEntry] | None = None) -> list[str]:
+        """Which of these (id, stamp) pairs the index does not follow: new, changed or gone, in their order.
 
-        For reconcile sweeps. A record whose stamp equals the ledger's, made by the
-        chain's first model, is taken as unchanged without reading it, so a sweep
-        reads and hashes only records whose stamp moved (or that keep no stamp).
+        For reconcile sweeps and reindexes. An id the ledger does not hold is new: stale without a read. A
+        record whose stamp holds (``stamp_holds``) is taken as unchanged without reading it, so only records
+        whose stamp moved (or that keep no stamp) are read and hashed. ``known``: the ledger entries of these
+        ids, when the caller has them already.
         """
-        ledger = self.ledger.entries(self.name, [i for i, _ in stamped])
-        moved = [i for i, stamp in stamped if not (stamp and i in ledger and ledger[i].stamp == stamp
-                                                   and ledger[i].model == self.embeddings.model)]
+        ledger = known if known is not None else self.ledger.entries(self.name, [i for i, _ in stamped])
+        moved = [i for i, stamp in stamped if i in ledger and not self.stamp_holds(ledger[i], stamp)]
         unreadable = BatchResult()
         current = self._fetch(moved, unreadable) if moved else {}
         # A record the source cannot give is stale too: its batch reads it again and records why it fails.
-        return [i for i in moved if i in unreadable.failed or i not in current or i not in ledger
-                or not self._current(ledger[i], current[i])]
+        stale = {i for i in moved if i in unreadable.failed or i not in current
+                 or not self._current(ledger[i], current[i])}
+        return [i for i, _ in stamped if i not in ledger or i in stale]
+
+    def stamp_holds(self, known: LedgerEntry, stamp: str) -> bool:
+        """Whether the source's ``stamp`` is the one ``known`` was indexed at, by the chain's first model."""
+        return bool(stamp) and known.stamp == stamp and known.model == self.embeddings.model
 
     def forget_if_lost(self) -> bool:
         """When the collection is empty but the ledger says records are indexed (the collection was dropped,

@@ -24,6 +24,7 @@ from store.queues import queue_states, sent_headers, worker_states
 from store.vectors.records import check_collection_name
 from worker.celery import app
 from worker.context import context
+from worker.fanout import count_run, fan_out
 from worker.metrics import observe_batch
 from worker.pipeline import BatchResult, Document
 from worker.policy import RetryPolicy, as_failed, as_retry, decide
@@ -131,7 +132,8 @@ def index_document(self: Task, collection: str, id: str, text: str | None, metad
 @app.task(bind=True, name=REINDEX_ALL, **_RETRIED)
 def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | None = None,
                 allow_empty: bool = False) -> str:
-    """Fan a collection out as batch tasks on the bulk queue; with ``full``, drop records gone from the source."""
+    """Fan what changed in a collection out as batch tasks on the bulk queue (``worker.fanout``: a first
+    load sends every id); with ``full``, drop records gone from the source."""
     ctx = context()
     check_collection_name(collection)
     run_id = ctx.ledger.create_run(collection, full=full, run_id=run_id)
@@ -142,9 +144,11 @@ def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | N
         if indexer.collection.defer_index():
             ctx.ledger.defer_index(run_id)
             log.info("%s is empty: its vector index is built once every record is in", collection)
-        total, batches, seen = _fan_out(collection, run_id, keep_ids=full)
+        found = fan_out(indexer, batch_size=ctx.settings.worker.batch_size, keep_ids=full,
+                        changed_only=not _again(self),
+                        send=lambda ids, batch: _send_batch(collection, ids, run_id=run_id, batch=batch))
         if full:
-            _drop_gone(collection, seen, allow_empty=allow_empty)
+            _drop_gone(collection, found.seen, allow_empty=allow_empty)
     except StoreUnavailable as exc:
         policy = _policy()
         if policy.may_retry(self.request.retries):
@@ -159,9 +163,18 @@ def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | N
     except Exception as exc:  # a bug: the run ends failed, saying what happened
         ctx.ledger.fail_run(run_id, f"{type(exc).__name__}: {exc}")
         raise
-    _finished(collection, ctx.ledger.set_run_total(run_id, total=total, batches=batches))
-    log.info("reindex %s of %s: %d records in %d batches", run_id, collection, total, batches)
+    _finished(collection, count_run(ctx.ledger, run_id, found))
+    log.info("reindex %s of %s: %d records, %d unchanged, the rest in %d batches", run_id, collection, found.total,
+             found.unchanged, found.batches)
     return run_id
+
+
+def _again(task: Task) -> bool:
+    """Whether this is a second attempt of the task (retried, or redelivered after its worker died). Batches
+    sent by the first attempt may be counted already, by number: the run then fans out every id page, as
+    numbered in any first load, rather than what changed since, which those batches have indexed meanwhile."""
+    delivery = task.request.delivery_info or {}
+    return bool(task.request.retries or delivery.get("redelivered"))
 
 
 def _send_batch(collection: str, ids: list[str], *, run_id: str, batch: int) -> None:
@@ -195,20 +208,6 @@ def build_index(self: Task, collection: str, run_id: str) -> str:
         ctx.ledger.fail_run(run_id, f"the vector index could not be built: {type(exc).__name__}: {exc}")
         raise
     return str(ctx.ledger.complete_run(run_id).status)
-
-
-def _fan_out(collection: str, run_id: str, *, keep_ids: bool) -> tuple[int, int, set[str]]:
-    ctx = context()
-    source = ctx.indexer(collection).source
-    after: str | None = None
-    total = batches = 0
-    seen: set[str] = set()
-    while ids := source.page_ids(after=after, limit=ctx.settings.worker.batch_size):
-        _send_batch(collection, ids, run_id=run_id, batch=batches)
-        total, batches, after = total + len(ids), batches + 1, ids[-1]
-        if keep_ids:
-            seen.update(ids)
-    return total, batches, seen
 
 
 def _drop_gone(collection: str, seen: set[str], *, allow_empty: bool) -> None:
