@@ -67,6 +67,7 @@ class Chunks:
 
     def __init__(self) -> None:
         self.by_record: dict[str, list[VectorRecord]] = {}
+        self.indexed: dict[str, str] = {}  # no declared indexed fields
 
     def replace_where(self, filter: AnyOf, records: list[VectorRecord]) -> None:
         self.delete_where(filter)
