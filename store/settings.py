@@ -207,13 +207,13 @@ class VectorSettings(_Section):
     metric: Literal["cosine", "dot", "euclidean"] = "cosine"
     hnsw_m: int = Field(default=16, ge=2, le=100)
     hnsw_ef_construction: int = Field(default=64, ge=4, le=1000)
-    ef_search: int = Field(default=100, ge=1, le=1000)
+    ef_search: int = Field(default=200, ge=1, le=1000)
     #: Prefix of the pgvector table that holds a collection.
     table_prefix: str = Field(default="vs_", pattern=r"^[a-z][a-z0-9_]{0,14}$")
     #: Payload fields Qdrant indexes for filtering, besides record_id.
     index_fields: list[str] = Field(default_factory=list)
-    #: A filtered pgvector search matching at most this many rows sorts them exactly by distance; a
-    #: filter matching more uses the HNSW index with iterative scans. The count is bounded by this too.
+    #: A filtered pgvector search whose filter matches at most this many rows (and under 5% of the table)
+    #: sorts them exactly by distance; a filter matching more uses the HNSW index with iterative scans.
     exact_search_rows: int = Field(default=10_000, ge=0, le=1_000_000)
     #: Parallel workers PostgreSQL may use to build an HNSW index (besides its leader): this machine's cores
     #: less one, a guess that holds where the database runs on a machine of the same size.

@@ -103,9 +103,22 @@ def test_the_plan_follows_a_sampled_estimate_of_the_matching_rows(
     messages = _messages(caplog)
     assert messages[0].endswith("(sample; bound 100): exact path"), messages
     assert messages[1].endswith("(sample; bound 100): hnsw path"), messages
-    pg.exact_search_rows = 5_000  # the whole table is below the bound: no estimate needed
-    collection.search(queries[0], filter=Filter.eq("tens", 3), limit=5)
-    assert _messages(caplog)[-1].endswith("about 3000 rows (table; bound 5000): exact path")
+    pg.exact_search_rows = 5_000
+    collection.search(queries[0], filter=Filter.eq("tens", 3), limit=5)  # 300 rows: always cheap to sort
+    assert _messages(caplog)[-1].endswith("(sample; bound 5000): exact path")
+
+
+@pytest.mark.parametrize(("estimate", "rows", "path"), [
+    (1_500, 1_000_000, "exact"),    # few rows: always sorted exactly
+    (1_500, 10_000, "exact"),       # even as 15% of a small table
+    (9_000, 1_000_000, "exact"),    # 0.9% of the table: HNSW would lose recall
+    (9_000, 100_000, "hnsw"),       # 9% of the table: HNSW keeps full recall, faster than sorting
+    (20_000, 10_000_000, "hnsw"),   # past the bound, whatever the share
+])
+def test_the_path_depends_on_the_rows_and_their_share_of_the_table(estimate: int, rows: int, path: str) -> None:
+    from store.vectors.pgvector.planner import choose_path
+
+    assert choose_path(estimate, rows, 10_000) == path
 
 
 def test_a_table_never_analyzed_is_counted_up_to_the_bound(pg: PgvectorStore, caplog: pytest.LogCaptureFixture) -> None:
@@ -122,6 +135,11 @@ def test_a_table_never_analyzed_is_counted_up_to_the_bound(pg: PgvectorStore, ca
     assert [m.rsplit("(", 1)[-1] for m in _messages(caplog)] == [
         "count; bound 100): exact path", "count; bound 100): exact path", "count; bound 100): exact path",
         "count; bound 100): hnsw path"]
+    with pg.transaction() as conn:
+        conn.execute(sa.text(f"ANALYZE {collection.table.name}"))  # type: ignore[attr-defined]
+    pg.exact_search_rows = 1_000
+    collection.search(vectors[0], filter=Filter.any_of("tens", [1, 2]), limit=5)
+    assert _messages(caplog)[-1].endswith("about 600 rows (table; bound 1000): exact path")
 
 
 def test_an_estimate_that_was_too_low_hands_over_to_hnsw(

@@ -3,9 +3,10 @@
 HNSW with a selective filter loses recall (the graph walk finds too few
 matching neighbours); sorting a few thousand matching rows by distance is
 exact and faster. So a filtered search first estimates how many rows match,
-cheaply (``plan``). At or below the bound it takes the matching rows through
-the GIN or btree indexes the filter compiles to and sorts them exactly; above
-it, it walks the HNSW index with iterative scans. Either way the caller gets
+cheaply (``plan``). When they are few (a small share of the table, at most
+``exact_rows``), it takes them through the GIN or btree indexes the filter
+compiles to and sorts them exactly; otherwise it walks the HNSW index with
+iterative scans, which keeps full recall when the filter keeps much of the table. Either way the caller gets
 the same kind of answer; the plan and the estimate are logged at DEBUG and
 counted in metrics.
 """
@@ -21,7 +22,17 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.sql import util as sql_util
 
-__all__ = ["OVERSHOOT", "SAMPLE_ROWS", "Plan", "exact_search", "observe", "plan"]
+__all__ = [
+    "ALWAYS_EXACT_ROWS",
+    "HNSW_SHARE",
+    "OVERSHOOT",
+    "SAMPLE_ROWS",
+    "Plan",
+    "choose_path",
+    "exact_search",
+    "observe",
+    "plan",
+]
 
 log = logging.getLogger("vectorsync.search")
 
@@ -29,6 +40,11 @@ log = logging.getLogger("vectorsync.search")
 Score = Callable[[Any], Any]
 
 
+#: A filter matching at most this many rows is always sorted exactly: that costs a few milliseconds.
+ALWAYS_EXACT_ROWS = 2_000
+#: A filter keeping at least this share of the table is left to HNSW, whose iterative scan finds its
+#: neighbours with full recall there, faster than sorting that many rows (measured in bench/).
+HNSW_SHARE = 0.05
 #: Rows a selectivity estimate samples (whole pages, TABLESAMPLE SYSTEM): a few milliseconds at any size.
 SAMPLE_ROWS = 2_000
 #: An estimate may be low: the exact path sorts up to this many times the bound, else it hands over to HNSW.
@@ -50,14 +66,15 @@ class Plan:
 
 
 def plan(conn: sa.Connection, table: sa.Table, where: sa.ColumnElement[bool], *, exact_rows: int) -> Plan:
-    """Choose the path for ``where``: exact when it matches at most about ``exact_rows`` rows, else HNSW.
+    """Choose the path for ``where``: exact when it matches few rows (at most ``ALWAYS_EXACT_ROWS``, or a
+    small share of the table up to ``exact_rows``), else HNSW.
 
     The estimate costs a few milliseconds whatever the table's size: the table's row count from the
     catalog, then the share of a page sample that matches.
     """
     rows = conn.execute(sa.text("SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(:t)"),
                         {"t": table.name}).scalar_one_or_none()
-    if rows is not None and 0 <= rows <= exact_rows:
+    if rows is not None and 0 <= rows <= min(ALWAYS_EXACT_ROWS, exact_rows):
         return Plan("exact", int(rows), "table")
     if rows is None or rows < 0:  # never analyzed: count, stopping past the bound
         matching = sa.select(sa.literal(1)).select_from(table).where(where).limit(exact_rows + 1).subquery()
@@ -67,7 +84,14 @@ def plan(conn: sa.Connection, table: sa.Table, where: sa.ColumnElement[bool], *,
     sampled_where = sql_util.ClauseAdapter(sample).traverse(where)
     sampled, matched = conn.execute(sa.select(sa.func.count(), sa.func.count().filter(sampled_where))).one()
     estimate = round(matched / sampled * rows) if sampled else 0
-    return Plan("exact" if estimate <= exact_rows else "hnsw", estimate, "sample")
+    return Plan(choose_path(estimate, rows, exact_rows), estimate, "sample")
+
+
+def choose_path(estimate: int, rows: int, exact_rows: int) -> Literal["exact", "hnsw"]:
+    """Exact for few rows; HNSW for a large share of the table (full recall there) or beyond the bound."""
+    if estimate <= min(ALWAYS_EXACT_ROWS, exact_rows):
+        return "exact"
+    return "hnsw" if estimate > exact_rows or estimate >= HNSW_SHARE * rows else "exact"
 
 
 def exact_search(
