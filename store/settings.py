@@ -159,12 +159,25 @@ class ModelSettings(_Section):
     max_tokens_per_input: int = Field(default=8192, gt=0)
     #: The request shape of an ``http`` reranker: Cohere's (also Jina's and vLLM's) or Hugging Face TEI's.
     rerank_api: Literal["cohere", "tei"] = "cohere"
+    #: ``local`` models: threads of torch / ONNX Runtime in each process. None: this machine's cores divided
+    #: by the processes that share them (a worker's pool size, or $VECTORSYNC_LOCAL_PROCESSES), at least 1,
+    #: so two pool processes do not each start a thread per core and fight over the cores.
+    threads: int | None = Field(default=None, gt=0, le=1024)
+    #: ``local`` embedding models: ONNX Runtime (exported once from the model's own weights into a cache
+    #: folder, offline; the same vectors, faster on CPU) or torch (sentence-transformers as it comes).
+    backend: Literal["onnx", "torch"] = "onnx"
+    #: ``local`` with backend "onnx": int8 weights (per-channel dynamic quantisation). Faster, but the vectors
+    #: move a little (cosine ~0.99 to the float ones), so it counts as another model: its cache entries and
+    #: ledger rows are its own, and turning it on or off re-embeds on the next reindex.
+    quantize: bool = False
 
     @model_validator(mode="after")
     def _provider_serves_task(self) -> ModelSettings:
         if self.provider not in PROVIDERS[self.task]:
             raise ValueError(f"provider {self.provider!r} cannot serve task {self.task!r}: use one of "
                              f"{', '.join(PROVIDERS[self.task])}")
+        if self.quantize and (self.provider != "local" or self.backend != "onnx"):
+            raise ValueError("quantize applies only to provider 'local' with backend 'onnx'")
         if self.task == "embed" and not self.dimensions:
             raise ValueError(f"model {self.model!r} embeds, so dimensions is required (the size of its vectors)")
         return self

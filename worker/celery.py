@@ -7,13 +7,15 @@ acks_late, reject_on_worker_lost, prefetch 1, task events for Flower.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_process_init, worker_process_shutdown, worker_ready
+from celery.signals import worker_init, worker_process_init, worker_process_shutdown, worker_ready
 
 from store.celeryconfig import celery_config
 from store.contract import QUEUES
+from store.cpu import PROCESSES_ENV
 from store.settings import load_settings
 from worker.metrics import prepare_environment, process_exited, serve
 
@@ -27,6 +29,25 @@ def _config() -> dict[str, Any]:
 prepare_environment()  # before any pool process starts
 app = Celery("vectorsync", include=["worker.tasks"])
 app.add_defaults(_config)
+
+
+@worker_init.connect
+def _share_cores(sender: Any = None, **_: Any) -> None:
+    # Before the pool starts: its processes inherit how many of them share the cores (store.cpu), so a local
+    # model in each takes cores // pool threads. A value already set (several workers on one machine) stays.
+    processes = pool_processes(sender)
+    if processes is not None:
+        os.environ.setdefault(PROCESSES_ENV, str(processes))
+
+
+def pool_processes(worker: Any) -> int | None:
+    """The processes a worker's pool runs tasks in: its concurrency for prefork, 1 for a pool of threads or
+    greenlets (one process), None when not yet known (concurrency ``auto``, resolved later)."""
+    pool = str(getattr(worker, "pool_cls", "prefork") or "prefork").lower()
+    concurrency = getattr(worker, "concurrency", None)
+    if not any(name in pool for name in ("prefork", "processes")):
+        return 1
+    return concurrency if isinstance(concurrency, int) and concurrency > 0 else None
 
 
 @worker_process_init.connect

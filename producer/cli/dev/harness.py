@@ -50,6 +50,7 @@ from producer.cli.dev.services import (
 )
 from producer.cli.progress import follow, summary
 from store.contract import BULK_QUEUE, LIVE_QUEUE
+from store.cpu import PROCESSES_ENV
 from store.errors import VectorsyncError
 
 __all__ = ["DEFAULT_DIR", "SERVING", "run_dev"]
@@ -110,14 +111,14 @@ def _is_setting(name: str) -> bool:
     return name == "VECTORSYNC_CONFIG" or (name.startswith("VECTORSYNC_") and "__" in name)
 
 
-def _child_env(config: Path, root: Path, checkout: bool) -> dict[str, str]:
+def _child_env(config: Path, root: Path, checkout: bool, workers: int) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not _is_setting(k)}
     env["VECTORSYNC_CONFIG"] = str(config)
     env["PYTHONUNBUFFERED"] = "1"
     if checkout:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)
-    # Two single-process workers share the cores: one torch thread pool each, not one per core each.
-    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 2) // 2)))
+    # The single-process workers share the cores: a local model in each takes cores // workers threads.
+    env.setdefault(PROCESSES_ENV, str(workers))
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     return env
 
@@ -276,7 +277,7 @@ def _start(dev: _Dev, *, fresh: bool, workers: int, serve: bool, model: str, cha
     root = _worker_root()
     checkout = (root / "pyproject.toml").is_file()
     cwd = root if checkout else folder
-    env = _child_env(config, root, checkout)
+    env = _child_env(config, root, checkout, workers)
 
     start = time.monotonic()
     for number in range(1, workers + 1):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from store import usage
+from store.cpu import budget_here
 from store.errors import ConfigError
 from store.settings import ModelSettings
 from store.tokens import estimate_tokens
@@ -47,6 +48,7 @@ class LocalReranker:
 
     def __init__(self, *, name: str, settings: ModelSettings) -> None:
         self.name, self.model = name, settings.model
+        self.threads = settings.threads
         self._path = model_path(name, settings.model)
         self._loaded: Any = None
         self._lock = threading.Lock()
@@ -67,5 +69,8 @@ class LocalReranker:
             except ImportError:
                 raise ConfigError(f"models.{self.name} uses provider 'local', which needs sentence-transformers: "
                                   "pip install 'vectorsync[local]'") from None
+            import torch
+
+            torch.set_num_threads(budget_here(self.threads))  # this process's share of the cores (store.cpu)
             self._loaded = CrossEncoder(self._path, local_files_only=True, device="cpu")
         return self._loaded
