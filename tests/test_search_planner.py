@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -278,3 +279,20 @@ def test_a_table_made_with_a_gin_pending_list_loses_it_when_opened(pg: PgvectorS
     with pg.transaction() as conn:
         assert conn.execute(options, {"i": index}).scalar_one() == ["fastupdate=off"]
     reopened.close()
+
+
+@pytest.mark.skipif(not os.environ.get("VECTORSYNC_TEST_QDRANT_URL"), reason="VECTORSYNC_TEST_QDRANT_URL is not set")
+def test_a_qdrant_server_holds_the_payload_indexes_of_the_declared_fields() -> None:
+    from qdrant_client import models
+
+    from store.vectors.qdrant import QdrantStore
+
+    store = QdrantStore(os.environ["VECTORSYNC_TEST_QDRANT_URL"], dimensions=DIMENSIONS)
+    name = unique_name()
+    store.indexed[name] = {"owner_id": "integer", "created_at": "datetime"}
+    store.collection(name)
+    schema = store._client.get_collection(name).payload_schema
+    assert schema["metadata.owner_id"].data_type == models.PayloadSchemaType.INTEGER
+    assert schema["metadata.created_at"].data_type == models.PayloadSchemaType.DATETIME
+    store.drop_collection(name)
+    store.close()
