@@ -84,6 +84,13 @@ def _entry(row: sa.Row) -> LedgerEntry:  # type: ignore[type-arg]
     return LedgerEntry(row.record_id, row.content_hash, row.model, row.chunks, row.version, row.stamp)
 
 
+#: Takes the write lock of each record id in ``ids`` (a sorted array), one statement for all of them.
+_LOCK_RECORDS = sa.text(
+    "SELECT count(pg_advisory_xact_lock(hashtextextended(:collection || '/' || id, 0))) "
+    "FROM unnest(CAST(:ids AS text[])) AS id"
+)
+
+
 class _Held:
     """The ledger inside a transaction that holds some records' locks."""
 
@@ -144,10 +151,10 @@ class PostgresLedger:
     @contextmanager
     def locked(self, collection: str, record_ids: Iterable[str]) -> Iterator[_Held]:
         """Hold the write locks of these records until the block ends (sorted: no deadlocks)."""
+        ids = sorted(set(record_ids))
         with self.transaction() as conn:
-            for record_id in sorted(set(record_ids)):
-                key = sa.func.hashtextextended(f"{collection}/{record_id}", 0)
-                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(key)))
+            if ids:  # one statement for every lock, taken in the ids' order (unnest keeps the array's)
+                conn.execute(_LOCK_RECORDS, {"collection": collection, "ids": ids})
             yield _Held(self, collection, conn)
 
     def entries(self, collection: str, record_ids: Sequence[str]) -> dict[str, LedgerEntry]:
