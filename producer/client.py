@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from celery import Celery
@@ -18,7 +18,10 @@ from store.queues import QueueState, WorkerState, queue_states, sent_headers, wo
 from store.settings import Settings, load_settings
 from store.vectors.records import check_collection_name, validate_metadata
 
-__all__ = ["Producer", "default_producer"]
+__all__ = ["Producer", "Sender", "default_producer", "use_producer"]
+
+#: Sends one task by name, called as Celery's ``send_task(name, args=..., queue=..., headers=...)`` is.
+Sender = Callable[..., object]
 
 
 def _record_id(record_id: object) -> str:
@@ -28,14 +31,19 @@ def _record_id(record_id: object) -> str:
 
 
 class Producer:
-    """Sends vectorsync tasks through the broker the settings name."""
+    """Sends vectorsync tasks through the broker the settings name.
 
-    def __init__(self, settings: Settings) -> None:
+    ``send`` replaces the broker (``producer.testing`` passes its in-memory queue); ``ledger`` is where runs
+    are read and created (default: the state database's, connected on first use).
+    """
+
+    def __init__(self, settings: Settings, *, send: Sender | None = None, ledger: Ledger | None = None) -> None:
         self.settings = settings
         self.app = Celery("vectorsync-producer", set_as_current=False)
         self.app.conf.update(celery_config(settings))
+        self.send: Sender = send if send is not None else self.app.send_task
         self.coalescer = Coalescer(settings.cache_url, ttl_seconds=settings.broker.coalesce_seconds)
-        self._ledger: Ledger | None = None
+        self._ledger: Ledger | None = ledger
 
     @property
     def ledger(self) -> Ledger:
@@ -103,7 +111,7 @@ class Producer:
 
     def _send(self, task: str, args: tuple[Any, ...], queue: str) -> None:
         """Send ``task`` by name, stamped with when it was sent (``vectorsync status`` shows queue ages)."""
-        self.app.send_task(task, args=args, queue=queue, headers=sent_headers())
+        self.send(task, args=args, queue=queue, headers=sent_headers())
 
     def workers(self, *, timeout: float = 1.0, active: bool = True) -> list[WorkerState]:
         """The workers that answer a broadcast within ``timeout`` seconds, with their queues (and, unless
@@ -136,3 +144,12 @@ def default_producer() -> Producer:
         if _default is None:
             _default = Producer(load_settings())
         return _default
+
+
+def use_producer(producer: Producer | None) -> Producer | None:
+    """Make ``producer`` the one ``default_producer`` returns (None: built again on next use); returns the
+    previous one. For in-process test harnesses (``producer.testing``)."""
+    global _default
+    with _lock:
+        previous, _default = _default, producer
+        return previous

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from store.errors import ConfigError
@@ -24,11 +24,13 @@ from store.vectors.records import VectorMatch
 
 __all__ = [
     "aanswer", "answer", "arerank", "asearch", "default_retrieval", "default_store", "open_collection", "rerank",
-    "search", "store_from_settings",
+    "search", "store_from_settings", "use_defaults",
 ]
 
 _default: VectorStore | None = None
 _retrieval: Retrieval | None = None
+#: The collections a read may create empty; None: those ``load_settings()`` declares, read at each call.
+_declared: frozenset[str] | None = None
 _lock = threading.Lock()
 
 
@@ -62,6 +64,25 @@ def default_retrieval() -> Retrieval:
         return _retrieval
 
 
+def use_defaults(store: VectorStore | None, retrieval: Retrieval | None = None, *,
+                 declared: Iterable[str] | None = None) -> Callable[[], None]:
+    """Make ``store``, ``retrieval`` and the ``declared`` collections what these functions use without
+    ``store=`` or ``retrieval=`` (None: built from ``load_settings()`` again); returns the function that puts
+    the previous ones back. For in-process test harnesses (``producer.testing``)."""
+    global _default, _retrieval, _declared
+    with _lock:
+        previous = (_default, _retrieval, _declared)
+        _default, _retrieval = store, retrieval
+        _declared = frozenset(declared) if declared is not None else None
+
+    def restore() -> None:
+        global _default, _retrieval, _declared
+        with _lock:
+            _default, _retrieval, _declared = previous
+
+    return restore
+
+
 def _as_filter(filter: Filter | Mapping[str, Any] | None) -> Filter | None:
     return Filter.from_dict(filter) if isinstance(filter, Mapping) else filter
 
@@ -92,6 +113,8 @@ def open_collection(store: VectorStore, name: str) -> Collection:
 
 
 def _configured() -> set[str]:
+    if _declared is not None:
+        return set(_declared)
     try:
         return set(load_settings().collections)
     except ConfigError:
