@@ -3,6 +3,7 @@
     from producer import index_record, reindex_all, reindex_status
     index_record("activity_notes", note.id)                     # now
     index_record("activity_notes", note.id, session=session)    # when the session commits
+    doc_id = index_document("uploads", text=text, metadata={"url": url})  # the id: given, a field, or a hash
     run_id = reindex_all("activity_notes")
 
 Tasks are sent by name: importing this loads no embedding client, numpy,
@@ -12,7 +13,7 @@ torch or qdrant-client.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from producer.client import Producer, default_producer
 
@@ -35,9 +36,21 @@ def index_record(collection: str, record_id: str | int, *, session: Session | No
     after_commit(session, lambda: producer.index_record(collection, record_id))
 
 
-def index_document(collection: str, id: str | int, text: str, metadata: Mapping[str, Any] | None = None) -> None:
-    """Enqueue a document pushed with its content."""
-    default_producer().index_document(collection, id, text, metadata)
+@overload
+def index_document(collection: str, id: str | int | None, text: str,
+                   metadata: Mapping[str, Any] | None = None) -> str: ...
+
+
+@overload
+def index_document(collection: str, *, text: str, metadata: Mapping[str, Any] | None = None) -> str: ...
+
+
+def index_document(collection: str, id: str | int | None = None, text: str | None = None,
+                   metadata: Mapping[str, Any] | None = None) -> str:
+    """Enqueue a document pushed with its content; returns its id: ``id``, else the metadata field
+    ``collections.NAME.source.id_field`` names, else a hash of the text and metadata. A missing ``text`` is a
+    ConfigError the producer raises."""
+    return default_producer().index_document(collection, id, text, metadata)  # type: ignore[arg-type]
 
 
 def delete_document(collection: str, id: str | int) -> None:

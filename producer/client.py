@@ -4,21 +4,25 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, overload
 
 from celery import Celery
 
+from producer.documents import document_id
 from store.celeryconfig import celery_config
 from store.coalesce import Coalescer
 from store.contract import BULK_QUEUE, INDEX_DOCUMENT, INDEX_RECORD, LIVE_QUEUE, QUEUES, RECONCILE, REINDEX_ALL
 from store.errors import ConfigError
 from store.ledger import Ledger, RunProgress, ledger_from_settings
 from store.queues import QueueState, WorkerState, queue_states, sent_headers, worker_states
-from store.settings import Settings, load_settings
-from store.vectors.records import check_collection_name, validate_metadata
+from store.settings import CollectionSettings, Settings, load_settings
+from store.vectors.records import check_collection_name, check_id_length, validate_metadata
 
-__all__ = ["Producer", "default_producer"]
+__all__ = ["Producer", "Sender", "default_producer", "use_producer"]
+
+#: Sends one task by name, called as Celery's ``send_task(name, args=..., queue=..., headers=...)`` is.
+Sender = Callable[..., object]
 
 
 def _record_id(record_id: object) -> str:
@@ -28,14 +32,19 @@ def _record_id(record_id: object) -> str:
 
 
 class Producer:
-    """Sends vectorsync tasks through the broker the settings name."""
+    """Sends vectorsync tasks through the broker the settings name.
 
-    def __init__(self, settings: Settings) -> None:
+    ``send`` replaces the broker (``producer.testing`` passes its in-memory queue); ``ledger`` is where runs
+    are read and created (default: the state database's, connected on first use).
+    """
+
+    def __init__(self, settings: Settings, *, send: Sender | None = None, ledger: Ledger | None = None) -> None:
         self.settings = settings
         self.app = Celery("vectorsync-producer", set_as_current=False)
         self.app.conf.update(celery_config(settings))
+        self.send: Sender = send if send is not None else self.app.send_task
         self.coalescer = Coalescer(settings.cache_url, ttl_seconds=settings.broker.coalesce_seconds)
-        self._ledger: Ledger | None = None
+        self._ledger: Ledger | None = ledger
 
     @property
     def ledger(self) -> Ledger:
@@ -60,16 +69,42 @@ class Producer:
         """Enqueue several records; returns how many were sent (the rest were already queued)."""
         return sum(self.index_record(collection, record_id) for record_id in record_ids)
 
-    def index_document(
-        self, collection: str, id: str | int, text: str, metadata: Mapping[str, Any] | None = None
-    ) -> None:
-        """Enqueue a document with its content (for collections whose records are pushed)."""
-        key = _record_id(id)
-        self._require_pushed(collection)
+    @overload
+    def index_document(self, collection: str, id: str | int | None, text: str,
+                       metadata: Mapping[str, Any] | None = None) -> str: ...
+
+    @overload
+    def index_document(self, collection: str, *, text: str, metadata: Mapping[str, Any] | None = None) -> str: ...
+
+    def index_document(self, collection: str, id: str | int | None = None, text: str | None = None,
+                       metadata: Mapping[str, Any] | None = None) -> str:
+        """Enqueue a document with its content (for collections whose records are pushed); returns its id.
+
+        The id is ``id`` when given, else the metadata field ``collections.NAME.source.id_field`` names, else
+        a hash of the text and metadata, so the same document pushed twice is one record. Raises ConfigError.
+        """
+        collection = check_collection_name(collection)
+        label = _record_id(id) if id is not None else "new document"
+        config = self._require_pushed(collection)
         if not isinstance(text, str):
-            raise ConfigError(f"text of document {key!r} must be a string, got {type(text).__name__}")
-        clean = validate_metadata(metadata or {}, record_id=key)
-        self._send(INDEX_DOCUMENT, (check_collection_name(collection), key, text, clean, time.time_ns()), LIVE_QUEUE)
+            raise ConfigError(f"text of document {label!r} must be a string, got {type(text).__name__}: pass "
+                              "text=..., or use delete_document to remove a document")
+        clean = validate_metadata(metadata or {}, record_id=label)
+        key = self._document_id(collection, text, clean, id, config)
+        self._send(INDEX_DOCUMENT, (collection, key, text, clean, time.time_ns()), LIVE_QUEUE)
+        return key
+
+    def document_id(self, collection: str, text: str, metadata: Mapping[str, Any] | None = None, *,
+                    id: str | int | None = None) -> str:
+        """The id ``index_document`` gives this document (to delete it later, say). Raises ConfigError."""
+        clean = validate_metadata(metadata or {}, record_id=_record_id(id) if id is not None else "new document")
+        return self._document_id(collection, text, clean, id, self.settings.collections.get(collection))
+
+    def _document_id(self, collection: str, text: str, clean: Mapping[str, Any], id: object,
+                     config: CollectionSettings | None) -> str:
+        id_field = config.source.id_field if config is not None else None
+        key = document_id(collection, text, clean, id=id, id_field=id_field)
+        return check_id_length(key, max_chars=self.settings.limits.max_id_chars)
 
     def delete_document(self, collection: str, id: str | int) -> None:
         """Enqueue the removal of a pushed document."""
@@ -91,8 +126,9 @@ class Producer:
         self._send(RECONCILE, (collection, run_id), BULK_QUEUE)
         return run_id
 
-    def _require_pushed(self, collection: str) -> None:
-        """A collection the settings give a source reads its records there: pushing to it is a mistake."""
+    def _require_pushed(self, collection: str) -> CollectionSettings | None:
+        """The collection's settings, if any. A collection the settings give a source reads its records there:
+        pushing to it is a mistake."""
         config = self.settings.collections.get(collection)
         if config is not None and config.source.kind != "push":
             raise ConfigError(
@@ -100,10 +136,11 @@ class Producer:
                 "index_document and delete_document are for collections whose records are pushed "
                 f"(collections.{collection}.source.kind = 'push'): use index_record for this one"
             )
+        return config
 
     def _send(self, task: str, args: tuple[Any, ...], queue: str) -> None:
         """Send ``task`` by name, stamped with when it was sent (``vectorsync status`` shows queue ages)."""
-        self.app.send_task(task, args=args, queue=queue, headers=sent_headers())
+        self.send(task, args=args, queue=queue, headers=sent_headers())
 
     def workers(self, *, timeout: float = 1.0, active: bool = True) -> list[WorkerState]:
         """The workers that answer a broadcast within ``timeout`` seconds, with their queues (and, unless
@@ -136,3 +173,12 @@ def default_producer() -> Producer:
         if _default is None:
             _default = Producer(load_settings())
         return _default
+
+
+def use_producer(producer: Producer | None) -> Producer | None:
+    """Make ``producer`` the one ``default_producer`` returns (None: built again on next use); returns the
+    previous one. For in-process test harnesses (``producer.testing``)."""
+    global _default
+    with _lock:
+        previous, _default = _default, producer
+        return previous

@@ -5,16 +5,19 @@
     rerank("onboarding delays", matches, top=3)
     answer("activity_notes", "Why is Dana's onboarding late?", filter={"owner_id": 7})
 
-Each has an async twin (``asearch``, ``arerank``, ``aanswer``) that runs it in a thread.
+Each has an async twin (``asearch``, ``arerank``, ``aanswer``) that runs it in a thread. Mixing them up is a
+TypeError naming the right call (``store.awaitables``): ``await search(...)`` names ``asearch``, and the result
+of ``asearch(...)`` used without ``await`` names ``await asearch(...)``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from store.awaitables import Matches, Pending
 from store.errors import ConfigError
 from store.retrieval import GroundedAnswer, Retrieval
 from store.settings import Settings, load_settings
@@ -24,11 +27,13 @@ from store.vectors.records import VectorMatch
 
 __all__ = [
     "aanswer", "answer", "arerank", "asearch", "default_retrieval", "default_store", "open_collection", "rerank",
-    "search", "store_from_settings",
+    "search", "store_from_settings", "use_defaults",
 ]
 
 _default: VectorStore | None = None
 _retrieval: Retrieval | None = None
+#: The collections a read may create empty; None: those ``load_settings()`` declares, read at each call.
+_declared: frozenset[str] | None = None
 _lock = threading.Lock()
 
 
@@ -62,6 +67,25 @@ def default_retrieval() -> Retrieval:
         return _retrieval
 
 
+def use_defaults(store: VectorStore | None, retrieval: Retrieval | None = None, *,
+                 declared: Iterable[str] | None = None) -> Callable[[], None]:
+    """Make ``store``, ``retrieval`` and the ``declared`` collections what these functions use without
+    ``store=`` or ``retrieval=`` (None: built from ``load_settings()`` again); returns the function that puts
+    the previous ones back. For in-process test harnesses (``producer.testing``)."""
+    global _default, _retrieval, _declared
+    with _lock:
+        previous = (_default, _retrieval, _declared)
+        _default, _retrieval = store, retrieval
+        _declared = frozenset(declared) if declared is not None else None
+
+    def restore() -> None:
+        global _default, _retrieval, _declared
+        with _lock:
+            _default, _retrieval, _declared = previous
+
+    return restore
+
+
 def _as_filter(filter: Filter | Mapping[str, Any] | None) -> Filter | None:
     return Filter.from_dict(filter) if isinstance(filter, Mapping) else filter
 
@@ -74,13 +98,13 @@ def search(
     limit: int = DEFAULT_LIMIT,
     min_score: float | None = None,
     store: VectorStore | None = None,
-) -> list[VectorMatch]:
-    """The ``limit`` best matches for a text or vector ``query`` in ``collection``.
+) -> Matches:
+    """The ``limit`` best matches for a text or vector ``query`` in ``collection``, as a list.
 
     ``filter`` is a Filter or its JSON form. Raises ConfigError, StoreUnavailable, EmbeddingError.
     """
     target = open_collection(store or default_store(), collection)
-    return target.search(query, filter=_as_filter(filter), limit=limit, min_score=min_score)
+    return Matches(target.search(query, filter=_as_filter(filter), limit=limit, min_score=min_score), called="search")
 
 
 def open_collection(store: VectorStore, name: str) -> Collection:
@@ -92,13 +116,15 @@ def open_collection(store: VectorStore, name: str) -> Collection:
 
 
 def _configured() -> set[str]:
+    if _declared is not None:
+        return set(_declared)
     try:
         return set(load_settings().collections)
     except ConfigError:
         return set()
 
 
-async def asearch(
+def asearch(
     collection: str,
     query: str | Sequence[float],
     *,
@@ -106,27 +132,27 @@ async def asearch(
     limit: int = DEFAULT_LIMIT,
     min_score: float | None = None,
     store: VectorStore | None = None,
-) -> list[VectorMatch]:
-    """``search`` without blocking the event loop (it runs in a worker thread)."""
-    return await asyncio.to_thread(
+) -> Pending[Matches]:
+    """``search`` without blocking the event loop (it runs in a worker thread): ``await asearch(...)``."""
+    return Pending(asyncio.to_thread(
         search, collection, query, filter=filter, limit=limit, min_score=min_score, store=store
-    )
+    ), "asearch")
 
 
 def rerank(query: str, matches: Sequence[VectorMatch], *, top: int | None = None, user: str | None = None,
-           retrieval: Retrieval | None = None) -> list[VectorMatch]:
+           retrieval: Retrieval | None = None) -> Matches:
     """The ``top`` matches that best answer ``query``, best first, ``score`` the reranker's (0 to 1).
 
     With no rerank model configured the search order is kept and nothing is called. ``user`` names
     the caller in the cost metrics. Raises ConfigError, ProviderError.
     """
-    return (retrieval or default_retrieval()).rerank(query, matches, top=top, user=user)
+    return Matches((retrieval or default_retrieval()).rerank(query, matches, top=top, user=user), called="rerank")
 
 
-async def arerank(query: str, matches: Sequence[VectorMatch], *, top: int | None = None, user: str | None = None,
-                  retrieval: Retrieval | None = None) -> list[VectorMatch]:
-    """``rerank`` without blocking the event loop."""
-    return await asyncio.to_thread(rerank, query, matches, top=top, user=user, retrieval=retrieval)
+def arerank(query: str, matches: Sequence[VectorMatch], *, top: int | None = None, user: str | None = None,
+            retrieval: Retrieval | None = None) -> Pending[Matches]:
+    """``rerank`` without blocking the event loop: ``await arerank(...)``."""
+    return Pending(asyncio.to_thread(rerank, query, matches, top=top, user=user, retrieval=retrieval), "arerank")
 
 
 def answer(collection: str, question: str, *, filter: Filter | Mapping[str, Any] | None = None,
@@ -143,9 +169,9 @@ def answer(collection: str, question: str, *, filter: Filter | Mapping[str, Any]
                                                      top=top, user=user)
 
 
-async def aanswer(collection: str, question: str, *, filter: Filter | Mapping[str, Any] | None = None,
-                  candidates: int | None = None, top: int | None = None, user: str | None = None,
-                  retrieval: Retrieval | None = None) -> GroundedAnswer:
-    """``answer`` without blocking the event loop."""
-    return await asyncio.to_thread(answer, collection, question, filter=filter, candidates=candidates, top=top,
-                                   user=user, retrieval=retrieval)
+def aanswer(collection: str, question: str, *, filter: Filter | Mapping[str, Any] | None = None,
+            candidates: int | None = None, top: int | None = None, user: str | None = None,
+            retrieval: Retrieval | None = None) -> Pending[GroundedAnswer]:
+    """``answer`` without blocking the event loop: ``await aanswer(...)``."""
+    return Pending(asyncio.to_thread(answer, collection, question, filter=filter, candidates=candidates, top=top,
+                                     user=user, retrieval=retrieval), "aanswer")

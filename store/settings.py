@@ -233,6 +233,10 @@ class VectorSettings(_Section):
     index_build_workers: int = Field(default_factory=lambda: max(0, (os.cpu_count() or 2) - 1), ge=0, le=64)
 
 
+#: A metadata field name: letters, digits and '_', dotted for nested objects (filters check the same).
+FIELD_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
+
+
 class SourceSettings(_Section):
     kind: Literal["sql", "python", "push"] = "push"
     url: str | None = None
@@ -243,6 +247,17 @@ class SourceSettings(_Section):
     updated_at: str | None = None
     where: str | None = None
     loader: str | None = None
+    #: Pushed documents (kind = "push"): the metadata field (dotted for nested objects) that holds a document's
+    #: id when ``index_document`` is given none; None: a hash of the text and metadata.
+    id_field: str | None = Field(default=None, pattern=FIELD_PATTERN, max_length=200)
+
+    @model_validator(mode="after")
+    def _id_field_is_for_pushed_documents(self) -> SourceSettings:
+        if self.id_field is not None and self.kind != "push":
+            raise ValueError(f"source.id_field ({self.id_field!r}) names the metadata field that holds a pushed "
+                             f"document's id, so it is for kind = 'push'; a {self.kind} source's ids come from "
+                             f"{'source.id' if self.kind == 'sql' else 'its loader'}: remove id_field")
+        return self
 
 
 class ChunkerSettings(_Section):
@@ -257,8 +272,6 @@ class ChunkerSettings(_Section):
         return self
 
 
-#: A metadata field name: letters, digits and '_', dotted for nested objects (filters check the same).
-FIELD_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
 #: Types a declared indexed field may have; a stored value of another type is refused at write.
 FieldType = Literal["integer", "float", "keyword", "bool", "datetime"]
 

@@ -20,7 +20,7 @@ from worker.metrics import watch_embeddings
 from worker.pipeline import Indexer
 from worker.sources import source_from_settings
 
-__all__ = ["WorkerContext", "context", "reset_context"]
+__all__ = ["WorkerContext", "context", "reset_context", "use_context"]
 
 
 @dataclass
@@ -34,14 +34,15 @@ class WorkerContext:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> WorkerContext:
+    def from_settings(cls, settings: Settings, *, ledger: Ledger | None = None) -> WorkerContext:
+        """Everything the settings name; ``ledger`` replaces the state database's (an in-memory one)."""
         embeddings = Embeddings.from_settings(settings)
         watch_embeddings(embeddings.stats)
         return cls(
             settings=settings,
             store=VectorStore.from_settings(settings, embedder=embeddings),
             embeddings=embeddings,
-            ledger=ledger_from_settings(settings),
+            ledger=ledger if ledger is not None else ledger_from_settings(settings),
             coalescer=Coalescer(settings.cache_url, ttl_seconds=settings.broker.coalesce_seconds),
         )
 
@@ -94,3 +95,12 @@ def reset_context() -> None:
     global _context
     with _context_lock:
         _context = None
+
+
+def use_context(ctx: WorkerContext | None) -> WorkerContext | None:
+    """Make ``ctx`` this process's context (None: built again on next use); returns the previous one.
+    For running tasks in a test process (``producer.testing``)."""
+    global _context
+    with _context_lock:
+        previous, _context = _context, ctx
+        return previous

@@ -304,7 +304,7 @@ class Indexer:
         if not planned:
             return []
         try:
-            vectors = self.embeddings.embed_many_with_models([t for p in planned for t in p.texts])
+            vectors = self.embeddings.embed_many([t for p in planned for t in p.texts])
         except EmbeddingError as exc:
             if len(planned) == 1:
                 self._record_error(planned[0], exc, result)
@@ -393,7 +393,7 @@ class Indexer:
         return [
             VectorRecord(
                 id=f"{record.id}:{index}",
-                embedding=embedding.vector,
+                embedding=embedding,
                 text=text,
                 metadata={**record.metadata, "record_id": record.id, "chunk": index},
                 model=embedding.model,

@@ -1,11 +1,13 @@
 """The embedding subsystem: texts in, vectors out, through a cache and a failover chain of providers.
 
-``embedder`` holds the facade (``Embeddings``), ``failover`` the chain with
+``embedder`` holds the facade (``Embeddings``), ``embedding`` the value it
+returns (``Embedding``), ``failover`` the chain with
 tenacity retries, ``batching`` the token-aware provider calls, ``cache`` the
 Redis cache, ``providers`` one module per technology behind one seam.
 """
 
-from store.embeddings.embedder import Embedding, Embeddings
+from store.embeddings.embedder import Embeddings
+from store.embeddings.embedding import Embedding
 from store.embeddings.failover import ChainPolicy, FailoverChain
 from store.stats import EmbeddingStats
 

@@ -2,22 +2,22 @@
 
 ``embed_many`` looks every distinct text up in the cache (one MGET), sends the
 misses through the chain in token-aware batches (several at once), writes them
-back (one pipeline) and returns the vectors in input order. Each vector is
-made by one model: ``embed_many_with_models`` says which, for the chunks to
-record; ``embed_many`` is the plain form for callers that need only vectors.
-The cache is read under the first entry's model and written under the model
-that made each vector, so a failover model's vectors never answer for another.
+back (one pipeline) and returns the vectors in input order, each an
+``Embedding`` (float32, with the model that made it, which every chunk
+records). The cache is read under the first entry's model and written under
+the model that made each vector, so a failover model's vectors never answer
+for another.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from store.contract import REDIS_SCHEMES
 from store.embeddings.batching import plan_batches, run_batches
 from store.embeddings.cache import EmbeddingCache
+from store.embeddings.embedding import Embedding
 from store.embeddings.failover import FailoverChain
 from store.errors import ConfigError
 from store.settings import EmbeddingSettings, Settings, default
@@ -32,14 +32,6 @@ DEFAULT_BATCH_SIZE: int = default(EmbeddingSettings, "batch_size")
 #: Provider calls in flight per ``embed_many`` unless told otherwise.
 DEFAULT_PARALLELISM: int = default(EmbeddingSettings, "parallelism")
 SECONDS_PER_DAY = 86_400
-
-
-@dataclass(frozen=True, slots=True)
-class Embedding:
-    """One text's vector and the model that made it (the cache's or the chain's)."""
-
-    vector: list[float]
-    model: str
 
 
 class Embeddings:
@@ -99,21 +91,21 @@ class Embeddings:
         """Provider calls, retries, failovers per entry; cache hits and misses."""
         return self.chain.stats
 
-    def embed(self, text: str) -> list[float]:
-        """The vector of one text. Raises what ``embed_many`` raises."""
+    def embed(self, text: str) -> Embedding:
+        """The ``Embedding`` of one text. Raises what ``embed_many`` raises."""
         return self.embed_many([text])[0]
 
-    def embed_many(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in input order. Raises what ``embed_many_with_models`` raises."""
-        return [embedding.vector for embedding in self.embed_many_with_models(texts)]
-
-    def embed_many_with_models(self, texts: Sequence[str]) -> list[Embedding]:
+    def embed_many(self, texts: Sequence[str]) -> list[Embedding]:
         """One ``Embedding`` per text, in input order; a repeated text is embedded once.
 
         Raises ConfigError (not a list of strings; a model of the wrong size), InputError
         (a text over the token limit or refused by the provider), TransientError or
         PermanentError (every model in the chain failed).
         """
+        return self.embed_many_with_models(texts)
+
+    def embed_many_with_models(self, texts: Sequence[str]) -> list[Embedding]:
+        """``embed_many``, by its older name (each ``Embedding`` carries its model)."""
         unique = list(dict.fromkeys(_check_texts(texts)))
         found = self._from_cache(unique)
         misses = [text for text in unique if text not in found]
@@ -157,9 +149,9 @@ class Embeddings:
         if self.cache is None:
             return
         # Under the model that made each vector: a failover model's vectors never answer for another.
-        by_model: dict[str, list[tuple[str, list[float]]]] = {}
+        by_model: dict[str, list[tuple[str, Embedding]]] = {}
         for text, embedding in made.items():
-            by_model.setdefault(embedding.model, []).append((text, embedding.vector))
+            by_model.setdefault(embedding.model, []).append((text, embedding))
         for model, items in by_model.items():
             self.cache.put_many(model, self.dimensions, items)
 

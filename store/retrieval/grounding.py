@@ -11,10 +11,11 @@ with the reason.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
+from store.awaitables import sync_misuse
 from store.vectors.records import VectorMatch
 
 __all__ = ["ANSWER_SCHEMA", "Citation", "GroundedAnswer", "check_answer", "messages"]
@@ -51,13 +52,17 @@ class Citation:
 
 @dataclass(frozen=True, slots=True)
 class GroundedAnswer:
-    """An answer with the passages it cites; ``answered`` is False (with ``reason``) when there is none."""
+    """An answer with the passages it cites; ``answered`` is False (with ``reason``) when there is none.
+    Awaiting one is a TypeError naming ``aanswer`` (``answer`` is synchronous)."""
 
     answer: str
     answered: bool
     sources: list[Citation]
     reason: str = ""
     model: str = ""
+
+    def __await__(self) -> Generator[Any, None, NoReturn]:
+        raise TypeError(sync_misuse("answer"))
 
 
 def excerpt(match: VectorMatch, chars: int) -> str:

@@ -67,7 +67,14 @@ def escape_unstorable(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
 
 
+def _plain(value: Any) -> Any:
+    """An ``Embedding`` or a numpy value as the JSON-plain list or number it holds; anything else unchanged."""
+    tolist = getattr(value, "tolist", None)
+    return tolist() if callable(tolist) and not isinstance(value, str | bytes) else value
+
+
 def _clean_json(value: Any) -> Any:
+    value = _plain(value)
     if isinstance(value, str):
         return clean_text(value)
     if isinstance(value, Mapping):
@@ -80,8 +87,17 @@ def _clean_json(value: Any) -> Any:
 
 
 def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no spaces: the same value always gives the same text."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    """JSON with sorted keys and no spaces: the same value always gives the same text. An ``Embedding`` or a
+    numpy value is written as the list or number it holds."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+                      default=_json_default)
+
+
+def _json_default(value: Any) -> Any:
+    plain = _plain(value)
+    if plain is value:
+        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+    return plain
 
 
 def _depth(value: Any, limit: int) -> int:
