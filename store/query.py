@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from store.errors import ConfigError
-from store.retrieval import GroundedAnswer, Retrieval
-from store.settings import Settings, load_settings
+from store.retrieval import Allow, GroundedAnswer, Retrieval
+from store.settings import CollectionSettings, Settings, load_settings
 from store.vectors.collection import DEFAULT_LIMIT, Collection, VectorStore
 from store.vectors.filters import Filter
 from store.vectors.records import VectorMatch
@@ -86,16 +86,21 @@ def search(
 def open_collection(store: VectorStore, name: str) -> Collection:
     """A collection to read: a configured one (created empty if need be), else one that exists.
 
-    A name that is neither is a ConfigError: reading never creates a table for a typo.
+    A name that is neither is a ConfigError: reading never creates a table for a typo. A configured
+    ``required_filter`` holds even on a store that was not built from the settings.
     """
-    return store.open(name, declared=_configured())
+    configured = _configured()
+    declared = configured.get(name)
+    if declared is not None and declared.required_filter and name not in store.required_filters:
+        store.require_filter(name, declared.required_filter)
+    return store.open(name, declared=set(configured))
 
 
-def _configured() -> set[str]:
+def _configured() -> dict[str, CollectionSettings]:
     try:
-        return set(load_settings().collections)
+        return dict(load_settings().collections)
     except ConfigError:
-        return set()
+        return {}
 
 
 async def asearch(
@@ -131,21 +136,22 @@ async def arerank(query: str, matches: Sequence[VectorMatch], *, top: int | None
 
 def answer(collection: str, question: str, *, filter: Filter | Mapping[str, Any] | None = None,
            candidates: int | None = None, top: int | None = None, user: str | None = None,
-           retrieval: Retrieval | None = None) -> GroundedAnswer:
+           allow: Allow | None = None, retrieval: Retrieval | None = None) -> GroundedAnswer:
     """Answer ``question`` from the passages of ``collection`` that ``filter`` allows, citing them.
 
-    Retrieves ``candidates`` matches (``retrieval.candidates``), reranks them to ``top``
-    (``retrieval.top``) and asks the chat chain; invented citations are dropped and
-    ``answered`` is False, with a reason, when the passages do not hold the answer.
-    ``user`` names the caller in the cost metrics. Raises ConfigError, StoreUnavailable, ProviderError.
+    Retrieves ``candidates`` matches (``retrieval.candidates``), keeps those ``allow(matches)`` returns
+    (the app's access check, before any model sees them), reranks them to ``top`` (``retrieval.top``) and
+    asks the chat chain; invented citations are dropped and ``answered`` is False, with a reason, when the
+    passages do not hold the answer. ``user`` names the caller in the cost metrics.
+    Raises ConfigError, StoreUnavailable, ProviderError.
     """
     return (retrieval or default_retrieval()).answer(collection, question, filter=filter, candidates=candidates,
-                                                     top=top, user=user)
+                                                     top=top, user=user, allow=allow)
 
 
 async def aanswer(collection: str, question: str, *, filter: Filter | Mapping[str, Any] | None = None,
                   candidates: int | None = None, top: int | None = None, user: str | None = None,
-                  retrieval: Retrieval | None = None) -> GroundedAnswer:
-    """``answer`` without blocking the event loop."""
+                  allow: Allow | None = None, retrieval: Retrieval | None = None) -> GroundedAnswer:
+    """``answer`` without blocking the event loop (``allow`` runs in the worker thread too)."""
     return await asyncio.to_thread(answer, collection, question, filter=filter, candidates=candidates, top=top,
-                                   user=user, retrieval=retrieval)
+                                   user=user, allow=allow, retrieval=retrieval)

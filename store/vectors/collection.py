@@ -15,6 +15,7 @@ from store.settings import LimitSettings, Settings, VectorSettings, default
 from store.vectors.filters import Filter, check_size
 from store.vectors.indexed import IndexedFields, check_declared, check_indexed
 from store.vectors.records import VectorMatch, VectorRecord, check_collection_name, validate_record, validate_vector
+from store.vectors.scope import check_scoped, required_fields
 
 __all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "Collection", "Metric", "QueryEmbedder", "VectorStore"]
 
@@ -45,6 +46,8 @@ class Collection:
         self.limits = LimitSettings()
         #: Declared indexed fields and their types (``declare_indexes``).
         self.indexed: IndexedFields = {}
+        #: Fields every search must pin to one value (``VectorStore.require_filter``).
+        self.required_filter: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} {self.dimensions}-d {self.metric}>"
@@ -94,15 +97,18 @@ class Collection:
     ) -> list[VectorMatch]:
         """The ``limit`` records closest to ``query`` among those matching ``filter``, best first.
 
-        ``query`` is a text (embedded with the store's embeddings) or a vector.
+        ``query`` is a text (embedded with the store's embeddings) or a vector. A collection with a required
+        filter refuses a ``filter`` that does not pin each of its fields to one value (``store.vectors.scope``).
         Raises ConfigError, StoreUnavailable, EmbeddingError.
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
             raise ConfigError(f"limit {limit!r} is not allowed: use a whole number from 1 to {MAX_LIMIT}")
         if min_score is not None and not isinstance(min_score, int | float):
             raise ConfigError(f"min_score {min_score!r} is not a number")
+        where = self._filter(filter)
+        check_scoped(self.name, self.required_filter, where)
         vector = self._query_vector(query)
-        matches = self._search(vector, self._filter(filter), limit)
+        matches = self._search(vector, where, limit)
         if min_score is not None:
             matches = [m for m in matches if m.score >= min_score]
         return matches
@@ -213,6 +219,8 @@ class VectorStore:
         self.limits = LimitSettings()
         #: Declared indexed fields per collection name (``[collections.NAME.index] fields``).
         self.indexed: dict[str, IndexedFields] = {}
+        #: Fields each search must pin, per collection name (``[collections.NAME] required_filter``).
+        self.required_filters: dict[str, tuple[str, ...]] = {}
         self._collections: dict[str, Collection] = {}
 
     def collection(self, name: str) -> Collection:
@@ -241,9 +249,18 @@ class VectorStore:
         """Create ``name`` if missing; an existing one of another size is a ConfigError."""
         collection = self._ensure(check_collection_name(name))
         collection.limits = self.limits
+        collection.required_filter = self.required_filters.get(name, ())
         collection.declare_indexes(self.indexed.get(name, {}))
         self._collections[name] = collection
         return collection
+
+    def require_filter(self, name: str, fields: Iterable[str]) -> None:
+        """Refuse every search of ``name`` that does not pin each of ``fields`` to one value (what
+        ``[collections.NAME] required_filter`` declares); ``from_settings`` does it for every declared one."""
+        checked = required_fields(fields)
+        self.required_filters[check_collection_name(name)] = checked
+        if name in self._collections:
+            self._collections[name].required_filter = checked
 
     def drop_collection(self, name: str) -> None:
         """Delete the collection ``name`` and everything in it, if it exists."""
@@ -278,6 +295,9 @@ class VectorStore:
         store = VectorStore._open(settings, embedder)
         store.limits = settings.limits
         store.indexed = {name: c.index.fields for name, c in settings.collections.items() if c.index.fields}
+        for name, declared in settings.collections.items():
+            if declared.required_filter:
+                store.require_filter(name, declared.required_filter)
         return store
 
     @staticmethod
