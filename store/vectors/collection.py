@@ -17,7 +17,7 @@ from store.vectors.indexed import IndexedFields, check_declared, check_indexed
 from store.vectors.records import VectorMatch, VectorRecord, check_collection_name, validate_record, validate_vector
 from store.vectors.scope import check_scoped, required_fields
 
-__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "Collection", "Metric", "QueryEmbedder", "VectorStore"]
+__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "Collection", "Metric", "QueryEmbedder", "VectorStore", "missing"]
 
 Metric = Literal["cosine", "dot", "euclidean"]
 METRICS: tuple[Metric, ...] = ("cosine", "dot", "euclidean")
@@ -204,6 +204,13 @@ def _check_filter(filter: object, *, required: bool = False) -> Filter | None:
     return filter
 
 
+def missing(name: str, existing: Iterable[str]) -> str:
+    """The message for a collection ``name`` that does not exist: the existing ones, and the fix."""
+    known = ", ".join(sorted(existing)) or "none yet"
+    return (f"collection {name!r} does not exist (existing: {known}): check the name, or create it "
+            f"(vectorsync collections create {name}, or vectorsync init for the declared ones)")
+
+
 class VectorStore:
     """A place that holds collections: pgvector, Qdrant or memory."""
 
@@ -244,6 +251,38 @@ class VectorStore:
             raise ConfigError(f"collection {name!r} does not exist (existing: {known}): check the name, or declare "
                               f"[collections.{name}] and index it (vectorsync reindex {name})")
         return self.ensure_collection(name)
+
+    def has_collection(self, name: str) -> bool:
+        """Whether the store holds the collection ``name``. Raises ConfigError for a bad name, StoreUnavailable."""
+        return self._exists(check_collection_name(name))  # asked each time: another process may have dropped it
+
+    def create_collection(self, name: str) -> Collection:
+        """Create the collection ``name``; one that exists already is a ConfigError (nothing changes).
+
+        The check and the creation are two steps: two creators racing both succeed, with one collection.
+        """
+        if self.has_collection(name):
+            raise ConfigError(f"collection {name!r} already exists: open it (get, or get_or_create), or drop it "
+                              f"first (vectorsync collections drop {name})")
+        return self.ensure_collection(name)
+
+    def get_collection(self, name: str) -> Collection:
+        """The existing collection ``name``; a missing one is a ConfigError naming the fix (nothing is created)."""
+        found = self._collections.get(name)
+        if found is not None:
+            return found
+        if not self.has_collection(name):
+            raise ConfigError(missing(name, self._list()))
+        return self.ensure_collection(name)
+
+    def reset_collection(self, name: str) -> None:
+        """Delete every record of ``name`` and keep the collection: its schema, indexes and settings.
+
+        A missing collection is a ConfigError (nothing is created). Raises StoreUnavailable.
+        """
+        if not self.has_collection(name):
+            raise ConfigError(missing(name, self._list()))
+        self._reset(name)
 
     def ensure_collection(self, name: str) -> Collection:
         """Create ``name`` if missing; an existing one of another size is a ConfigError."""
@@ -324,6 +363,10 @@ class VectorStore:
         raise NotImplementedError
 
     def _drop(self, name: str) -> None:
+        raise NotImplementedError
+
+    def _reset(self, name: str) -> None:
+        """Delete every record of the existing collection ``name``, keeping its schema and indexes."""
         raise NotImplementedError
 
     def _exists(self, name: str) -> bool:
