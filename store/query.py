@@ -19,8 +19,8 @@ from typing import Any
 
 from store.awaitables import Matches, Pending
 from store.errors import ConfigError
-from store.retrieval import GroundedAnswer, Retrieval
-from store.settings import Settings, load_settings
+from store.retrieval import Allow, GroundedAnswer, Retrieval
+from store.settings import CollectionSettings, Settings, load_settings
 from store.vectors.collection import DEFAULT_LIMIT, Collection, VectorStore
 from store.vectors.filters import Filter
 from store.vectors.records import VectorMatch
@@ -33,7 +33,7 @@ __all__ = [
 _default: VectorStore | None = None
 _retrieval: Retrieval | None = None
 #: The collections a read may create empty; None: those ``load_settings()`` declares, read at each call.
-_declared: frozenset[str] | None = None
+_declared: dict[str, CollectionSettings] | None = None
 _lock = threading.Lock()
 
 
@@ -68,7 +68,7 @@ def default_retrieval() -> Retrieval:
 
 
 def use_defaults(store: VectorStore | None, retrieval: Retrieval | None = None, *,
-                 declared: Iterable[str] | None = None) -> Callable[[], None]:
+                 declared: Mapping[str, CollectionSettings] | None = None) -> Callable[[], None]:
     """Make ``store``, ``retrieval`` and the ``declared`` collections what these functions use without
     ``store=`` or ``retrieval=`` (None: built from ``load_settings()`` again); returns the function that puts
     the previous ones back. For in-process test harnesses (``producer.testing``)."""
@@ -76,7 +76,7 @@ def use_defaults(store: VectorStore | None, retrieval: Retrieval | None = None, 
     with _lock:
         previous = (_default, _retrieval, _declared)
         _default, _retrieval = store, retrieval
-        _declared = frozenset(declared) if declared is not None else None
+        _declared = dict(declared) if declared is not None else None
 
     def restore() -> None:
         global _default, _retrieval, _declared
@@ -110,18 +110,23 @@ def search(
 def open_collection(store: VectorStore, name: str) -> Collection:
     """A collection to read: a configured one (created empty if need be), else one that exists.
 
-    A name that is neither is a ConfigError: reading never creates a table for a typo.
+    A name that is neither is a ConfigError: reading never creates a table for a typo. A configured
+    ``required_filter`` holds even on a store that was not built from the settings.
     """
-    return store.open(name, declared=_configured())
+    configured = _configured()
+    declared = configured.get(name)
+    if declared is not None and declared.required_filter and name not in store.required_filters:
+        store.require_filter(name, declared.required_filter)
+    return store.open(name, declared=set(configured))
 
 
-def _configured() -> set[str]:
+def _configured() -> dict[str, CollectionSettings]:
     if _declared is not None:
-        return set(_declared)
+        return dict(_declared)
     try:
-        return set(load_settings().collections)
+        return dict(load_settings().collections)
     except ConfigError:
-        return set()
+        return {}
 
 
 def asearch(
@@ -157,21 +162,22 @@ def arerank(query: str, matches: Sequence[VectorMatch], *, top: int | None = Non
 
 def answer(collection: str, question: str, *, filter: Filter | Mapping[str, Any] | None = None,
            candidates: int | None = None, top: int | None = None, user: str | None = None,
-           retrieval: Retrieval | None = None) -> GroundedAnswer:
+           allow: Allow | None = None, retrieval: Retrieval | None = None) -> GroundedAnswer:
     """Answer ``question`` from the passages of ``collection`` that ``filter`` allows, citing them.
 
-    Retrieves ``candidates`` matches (``retrieval.candidates``), reranks them to ``top``
-    (``retrieval.top``) and asks the chat chain; invented citations are dropped and
-    ``answered`` is False, with a reason, when the passages do not hold the answer.
-    ``user`` names the caller in the cost metrics. Raises ConfigError, StoreUnavailable, ProviderError.
+    Retrieves ``candidates`` matches (``retrieval.candidates``), keeps those ``allow(matches)`` returns
+    (the app's access check, before any model sees them), reranks them to ``top`` (``retrieval.top``) and
+    asks the chat chain; invented citations are dropped and ``answered`` is False, with a reason, when the
+    passages do not hold the answer. ``user`` names the caller in the cost metrics.
+    Raises ConfigError, StoreUnavailable, ProviderError.
     """
     return (retrieval or default_retrieval()).answer(collection, question, filter=filter, candidates=candidates,
-                                                     top=top, user=user)
+                                                     top=top, user=user, allow=allow)
 
 
 def aanswer(collection: str, question: str, *, filter: Filter | Mapping[str, Any] | None = None,
             candidates: int | None = None, top: int | None = None, user: str | None = None,
-            retrieval: Retrieval | None = None) -> Pending[GroundedAnswer]:
-    """``answer`` without blocking the event loop: ``await aanswer(...)``."""
+            allow: Allow | None = None, retrieval: Retrieval | None = None) -> Pending[GroundedAnswer]:
+    """``answer`` without blocking the event loop: ``await aanswer(...)`` (``allow`` runs in the worker thread)."""
     return Pending(asyncio.to_thread(answer, collection, question, filter=filter, candidates=candidates, top=top,
-                                     user=user, retrieval=retrieval), "aanswer")
+                                     user=user, allow=allow, retrieval=retrieval), "aanswer")

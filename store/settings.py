@@ -289,6 +289,11 @@ class CollectionSettings(_Section):
     source: SourceSettings = Field(default_factory=SourceSettings)
     chunker: ChunkerSettings = Field(default_factory=ChunkerSettings)
     index: IndexSettings = Field(default_factory=IndexSettings)
+    #: Metadata fields every search must pin to one value (tenancy: ``["workspace_id"]``); a search without
+    #: an equality on each, ANDed at the top, is refused.
+    required_filter: list[Annotated[str, StringConstraints(pattern=FIELD_PATTERN, max_length=200)]] = Field(
+        default_factory=list
+    )
 
 
 class Settings(BaseSettings):

@@ -121,6 +121,23 @@ def test_store_lists_ensures_and_drops_collections(make_store: StoreFactory) -> 
     assert store.collection(name).count() == 0
 
 
+def test_reset_empties_a_collection_and_keeps_it_create_and_get_refuse_surprises(make_store: StoreFactory) -> None:
+    store = make_store(dimensions=4)
+    name = unique_name()
+    for refused in (store.reset_collection, store.get_collection):
+        with pytest.raises(ConfigError, match=f"collection '{name}' does not exist"):
+            refused(name)
+    assert not store.has_collection(name)
+    notes = store.create_collection(name)
+    notes.upsert_many(PEOPLE)
+    with pytest.raises(ConfigError, match=f"collection '{name}' already exists"):
+        store.create_collection(name)
+    store.reset_collection(name)
+    assert notes.count() == 0 and store.get_collection(name).count() == 0 and store.has_collection(name)
+    notes.upsert_many(PEOPLE[:3])
+    assert ids(notes, Filter.eq("kind", "call")) == ["a", "b"]
+
+
 # -- filters ---------------------------------------------------------------------------
 
 FILTER_CASES = [

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from store.errors import ConfigError
-from store.ledger import Ledger, LedgerEntry, MemoryLedger, RunStatus
+from store.ledger import Forgotten, Ledger, LedgerEntry, MemoryLedger, RunStatus
 from tests.backends import unique_name
 
 
@@ -64,6 +64,22 @@ def test_forget_drops_entries_and_failures(ledger: Ledger) -> None:
     assert ledger.record_ids(name) == {"a"} and ledger.failures(name) == []
     ledger.forget_collection(name)
     assert ledger.record_ids(name) == set()
+
+
+def test_forget_collection_says_what_it_dropped_and_keeps_runs_and_other_collections(ledger: Ledger) -> None:
+    name, other = unique_name(), unique_name()
+    with ledger.locked(name, ["a", "b"]) as held:
+        held.record_indexed([entry("a"), entry("b")])
+    with ledger.locked(other, ["a"]) as held:
+        held.record_indexed([entry("a")])
+    ledger.record_failure(name, "c", "boom")
+    ledger.record_failure(other, "c", "boom")
+    run_id = ledger.create_run(name)
+    assert ledger.forget_collection(name) == Forgotten(entries=2, failures=1)
+    assert ledger.record_ids(name) == set() and ledger.failures(name) == []
+    assert ledger.record_ids(other) == {"a"} and [f.record_id for f in ledger.failures(other)] == ["c"]
+    assert ledger.run(run_id).collection == name  # runs are history
+    assert ledger.forget_collection(name) == Forgotten(entries=0, failures=0)
 
 
 def test_failures_count_attempts_and_clear_once_indexed(ledger: Ledger) -> None:

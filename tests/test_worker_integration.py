@@ -139,6 +139,8 @@ def reindex_and_wait(world: World, *extra: str) -> subprocess.CompletedProcess[s
 def test_reindex_then_skip_then_incremental_updates(world: World) -> None:
     world.crm.insert([note(i) for i in range(1, 1001)])
     with celery_worker(world.config):
+        pushed = world.settings.vectors.table_prefix + world.collection + "_pushed"  # declared, never indexed
+        wait_for(lambda: _has_table(world, pushed), timeout=30, what="the worker's start to create its collections")
         result = reindex_and_wait(world)
         assert result.returncode == 0, result.stdout + result.stderr
         assert "done: 1000 records, 1000 indexed, 0 unchanged, 0 failed" in result.stdout
@@ -189,6 +191,13 @@ def _has_vector_index(world: World) -> bool:
     names = {i["name"] for i in sa.inspect(engine).get_indexes(world.table)}
     engine.dispose()
     return f"{world.table}_embedding_idx" in names
+
+
+def _has_table(world: World, table: str) -> bool:
+    engine = sa.create_engine(engine_url(world.database))
+    found = sa.inspect(engine).has_table(table)
+    engine.dispose()
+    return found
 
 
 def _last_write(world: World) -> tuple[object, ...]:

@@ -104,8 +104,10 @@ def pool_processes(worker: subprocess.Popen[bytes]) -> list[psutil.Process]:
     return psutil.Process(worker.pid).children()
 
 
-def run_on_terminal(config: Path, *args: str, columns: int = 120, timeout: float = 120) -> str:
-    """Run ``vectorsync ARGS`` on a pseudo-terminal ``columns`` wide; what the screen got."""
+def run_on_terminal(config: Path, *args: str, columns: int = 120, timeout: float = 120,
+                    answer: str | None = None, prompt: bytes = b"[y/N]") -> str:
+    """Run ``vectorsync ARGS`` on a pseudo-terminal ``columns`` wide; what the screen got. ``answer`` is typed
+    once ``prompt`` shows."""
     main, child = pty.openpty()
     fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
     env = process_env(config) | {"TERM": "xterm-256color", "COLUMNS": str(columns)}
@@ -124,6 +126,9 @@ def run_on_terminal(config: Path, *args: str, columns: int = 120, timeout: float
             if not chunk:
                 break
             output += chunk
+            if answer is not None and prompt in output:
+                os.write(main, answer.encode() + b"\n")
+                answer = None
         elif process.poll() is not None:
             break
     process.wait(timeout=30)
@@ -132,9 +137,9 @@ def run_on_terminal(config: Path, *args: str, columns: int = 120, timeout: float
 
 
 def run_cli(config: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """Run ``vectorsync ARGS`` as a user would, output to a pipe."""
+    """Run ``vectorsync ARGS`` as a script would: output to a pipe, nothing on stdin."""
     return subprocess.run([sys.executable, "-m", "producer.cli", *args], cwd=ROOT, env=process_env(config),
-                          capture_output=True, text=True, timeout=timeout)
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
 
 
 class CrmTable:

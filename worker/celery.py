@@ -7,6 +7,7 @@ acks_late, reject_on_worker_lost, prefetch 1, task events for Flower.
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -16,10 +17,13 @@ from celery.signals import worker_init, worker_process_init, worker_process_shut
 from store.celeryconfig import celery_config
 from store.contract import QUEUES
 from store.cpu import PROCESSES_ENV
+from store.errors import VectorsyncError
 from store.settings import load_settings
 from worker.metrics import prepare_environment, process_exited, serve
 
 __all__ = ["app"]
+
+log = logging.getLogger(__name__)
 
 
 def _config() -> dict[str, Any]:
@@ -56,6 +60,22 @@ def _fresh_process(**_: Any) -> None:
     from worker.context import reset_context
 
     reset_context()
+
+
+@worker_ready.connect
+def _create_declared_collections(**_: Any) -> None:
+    """Create the ledger's tables and every declared collection as the worker starts, so a search before the
+    first reindex finds an empty collection. Once, in the main process (pool processes fork before it).
+
+    A store or state database that cannot be reached yet is logged, not fatal: each task opens what it needs.
+    """
+    from store.collections import Collections
+
+    try:
+        with Collections.from_settings(load_settings()) as collections:
+            collections.create_declared()
+    except VectorsyncError as exc:
+        log.error("could not create the declared collections at start: %s", exc)
 
 
 @worker_ready.connect

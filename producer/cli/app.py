@@ -1,4 +1,4 @@
-"""The ``vectorsync`` command: reindex with progress, index, search, status, failures, collections."""
+"""The ``vectorsync`` command: reindex with progress, index, search, status, failures; collections and init."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from producer.cli.collections import collections_app, init
 from producer.cli.console import errors, guarded, out, say, short
 from producer.cli.progress import follow, summary, warn_if_no_consumer
 from store.contract import BULK_QUEUE, LIVE_QUEUE
@@ -206,21 +207,8 @@ def failures(
             out.print(f"{pushed} failed records belong to pushed collections: send them again with index_document")
 
 
-@app.command()
-def collections() -> None:
-    """List the configured collections with their chunk counts."""
-    from store.query import default_store
-
-    def go() -> list[tuple[str, str, int]]:
-        producer = _producer()
-        store = default_store()
-        return [(name, c.source.kind, store.collection(name).count())
-                for name, c in sorted(producer.settings.collections.items())]
-
-    table = Table("collection", "source", "chunks")
-    for name, kind, count in guarded(go):
-        table.add_row(name, kind, str(count))
-    out.print(table)
+app.add_typer(collections_app, name="collections")
+app.command()(init)
 
 
 @app.command()

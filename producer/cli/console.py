@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
@@ -12,7 +13,7 @@ from rich.text import Text
 
 from store.errors import VectorsyncError
 
-__all__ = ["err", "errors", "guarded", "out", "say", "short"]
+__all__ = ["confirmed", "err", "errors", "guarded", "out", "say", "short"]
 
 out = Console(soft_wrap=True)  # messages stay whole lines on a pipe; tables still fit the width
 err = Console(stderr=True, soft_wrap=True)
@@ -40,6 +41,20 @@ def guarded(action: Callable[[], T]) -> T:
     """``action()``, its errors reported as ``errors`` does."""
     with errors():
         return action()
+
+
+def confirmed(question: str, *, action: str, yes: bool, flag: str = "--yes") -> None:
+    """Go on when ``flag`` was given or the user answers yes to ``question`` on a terminal. Without ``flag`` a
+    pipe cannot answer, so ``action`` is refused (exit 2) rather than taken as consented; declining exits 1."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        err.print(f"[red]error:[/red] {action} needs confirmation and stdin is not a terminal: pass {flag}",
+                  highlight=False)
+        raise typer.Exit(2)
+    if not typer.confirm(question, default=False):
+        err.print("aborted: nothing changed", highlight=False)
+        raise typer.Exit(1)
 
 
 def say(text: str, *, style: str = "") -> None:

@@ -9,14 +9,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from store.errors import ConfigError
-from store.ledger.base import Failure, Held, Ledger, LedgerEntry, RunProgress, RunStatus
+from store.ledger.base import Failure, Forgotten, Held, Ledger, LedgerEntry, RunProgress, RunStatus
 from store.ledger.memory import MemoryLedger
 
 if TYPE_CHECKING:
     from store.settings import Settings
 
 __all__ = [
-    "Failure", "Held", "Ledger", "LedgerEntry", "MemoryLedger", "RunProgress", "RunStatus", "ledger_from_settings",
+    "Failure", "Forgotten", "Held", "Ledger", "LedgerEntry", "MemoryLedger", "RunProgress", "RunStatus",
+    "ledger_from_settings",
 ]
 
 

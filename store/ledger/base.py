@@ -19,8 +19,8 @@ from typing import Protocol
 from store.errors import ConfigError
 
 __all__ = [
-    "MAX_ERROR_CHARS", "Failure", "Held", "Ledger", "LedgerEntry", "RunProgress", "RunStatus", "now", "one_run",
-    "unknown_run",
+    "MAX_ERROR_CHARS", "Failure", "Forgotten", "Held", "Ledger", "LedgerEntry", "RunProgress", "RunStatus", "now",
+    "one_run", "unknown_run",
 ]
 
 #: Longest error text kept per failure.
@@ -95,6 +95,14 @@ class Failure:
     last_seen: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class Forgotten:
+    """What ``forget_collection`` dropped: ledger entries and failures."""
+
+    entries: int
+    failures: int
+
+
 def unknown_run(run_id: str) -> str:
     return f"no reindex run {run_id!r}: `vectorsync status` lists the runs"
 
@@ -143,8 +151,8 @@ class Ledger(Protocol):
         """Every record id the collection's ledger holds."""
         ...
 
-    def forget_collection(self, collection: str) -> None:
-        """Drop every entry and failure of ``collection``."""
+    def forget_collection(self, collection: str) -> Forgotten:
+        """Drop every entry and failure of ``collection`` (its runs stay, as history); say how many."""
         ...
 
     # -- runs ------------------------------------------------------------------------

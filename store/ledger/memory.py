@@ -14,7 +14,17 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from store.errors import ConfigError
-from store.ledger.base import MAX_ERROR_CHARS, Failure, LedgerEntry, RunProgress, RunStatus, now, one_run, unknown_run
+from store.ledger.base import (
+    MAX_ERROR_CHARS,
+    Failure,
+    Forgotten,
+    LedgerEntry,
+    RunProgress,
+    RunStatus,
+    now,
+    one_run,
+    unknown_run,
+)
 
 __all__ = ["MemoryLedger"]
 
@@ -74,11 +84,15 @@ class MemoryLedger:
         with self._lock:
             return {record_id for name, record_id in self._entries if name == collection}
 
-    def forget_collection(self, collection: str) -> None:
+    def forget_collection(self, collection: str) -> Forgotten:
+        counts = []
         with self._lock:
             for table in (self._entries, self._failures):
-                for key in [k for k in table if k[0] == collection]:
+                keys = [k for k in table if k[0] == collection]
+                for key in keys:
                     del table[key]
+                counts.append(len(keys))
+        return Forgotten(*counts)
 
     def _indexed(self, collection: str, entries: list[LedgerEntry]) -> None:
         for entry in entries:

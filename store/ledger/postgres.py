@@ -19,7 +19,17 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from store.errors import ConfigError
-from store.ledger.base import MAX_ERROR_CHARS, Failure, LedgerEntry, RunProgress, RunStatus, now, one_run, unknown_run
+from store.ledger.base import (
+    MAX_ERROR_CHARS,
+    Failure,
+    Forgotten,
+    LedgerEntry,
+    RunProgress,
+    RunStatus,
+    now,
+    one_run,
+    unknown_run,
+)
 from store.sql import make_engine, transaction
 from store.vectors.records import escape_unstorable
 
@@ -186,10 +196,11 @@ class PostgresLedger:
         conn.execute(sa.delete(failures).where(failures.c.collection == collection,
                                                failures.c.record_id.in_([e.record_id for e in entries])))
 
-    def forget_collection(self, collection: str) -> None:
+    def forget_collection(self, collection: str) -> Forgotten:
         with self.transaction() as conn:
-            for table in (ledger, failures):
-                conn.execute(sa.delete(table).where(table.c.collection == collection))
+            counts = [conn.execute(sa.delete(table).where(table.c.collection == collection)).rowcount
+                      for table in (ledger, failures)]
+        return Forgotten(*counts)
 
     # -- runs ------------------------------------------------------------------------
 

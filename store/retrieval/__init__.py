@@ -6,6 +6,6 @@ citation check; ``providers`` the rerank and chat models behind the seams in
 """
 
 from store.retrieval.grounding import Citation, GroundedAnswer
-from store.retrieval.service import Retrieval
+from store.retrieval.service import Allow, Retrieval
 
-__all__ = ["Citation", "GroundedAnswer", "Retrieval"]
+__all__ = ["Allow", "Citation", "GroundedAnswer", "Retrieval"]

@@ -8,7 +8,7 @@ answer chain uses the fake chat model.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
@@ -22,7 +22,10 @@ from store.settings import RetrievalSettings, Settings
 from store.stats import CallStats
 from store.vectors import Filter, VectorMatch, VectorStore
 
-__all__ = ["Retrieval"]
+__all__ = ["Allow", "Retrieval", "allowed"]
+
+#: The app's access check: given the matches a search found, return those the caller may read.
+Allow = Callable[[list[VectorMatch]], Iterable[VectorMatch]]
 
 
 class Retrieval:
@@ -39,6 +42,9 @@ class Retrieval:
     def from_settings(cls, settings: Settings, *, store: VectorStore) -> Retrieval:
         """The chains ``[retrieval] rerank`` and ``answer`` name. Raises ConfigError for a bad chain."""
         section, policy, stats = settings.retrieval, ChainPolicy.from_settings(settings.embeddings), CallStats()
+        for name, declared in settings.collections.items():  # on a store not built from these settings too
+            if declared.required_filter and name not in store.required_filters:
+                store.require_filter(name, declared.required_filter)
         rerankers: list[Reranker] = [build_reranker(name, model) for name, model in
                                      named_entries(settings, section.rerank, task="rerank", setting="retrieval.rerank")]
         chats: list[Chat] = [build_chat(name, model) for name, model in
@@ -72,11 +78,14 @@ class Retrieval:
         return [_rescored(matches[index], scores[index]) for index in order[:top]]
 
     def answer(self, collection: str, question: str, *, filter: Filter | Mapping[str, Any] | None = None,
-               candidates: int | None = None, top: int | None = None, user: str | None = None) -> GroundedAnswer:
+               candidates: int | None = None, top: int | None = None, user: str | None = None,
+               allow: Allow | None = None) -> GroundedAnswer:
         """Search ``collection`` with the caller's ``filter``, rerank, and ask the chat chain for an answer that
         cites the passages. ``answered`` is False, with a reason, when they do not hold one.
 
-        ``user`` names the caller in the cost metrics. Raises ConfigError, StoreUnavailable, ProviderError.
+        ``allow(matches)`` returns the matches the caller may read (the app's own access rules); the others
+        are dropped before any model sees them. ``user`` names the caller in the cost metrics.
+        Raises ConfigError, StoreUnavailable, ProviderError.
         """
         _check_text(question, "question")
         wanted = candidates or self.settings.candidates
@@ -85,7 +94,9 @@ class Retrieval:
             where = Filter.from_dict(filter) if isinstance(filter, Mapping) else filter
             target = self.store.open(collection, declared=self.declared)  # never a table for a mistyped name
             found = target.search(question, filter=where, limit=wanted)
-            if not found:
+            if allow is not None and found:
+                found = allowed(found, allow)
+            if not found:  # the same reason when allow dropped them all: it never tells that hidden passages exist
                 return GroundedAnswer("", False, [], reason=f"no passage in {collection!r} matches the question"
                                       + (" and the filter" if filter else ""))
             passages = self.rerank(question, found, top=shown)
@@ -93,6 +104,15 @@ class Retrieval:
             reply, chat = self.chats.run(lambda model: model.complete(prompt, schema=ANSWER_SCHEMA,
                                                                        schema_name="grounded_answer"))
         return check_answer(reply, passages, chars=self.settings.passage_chars, model=chat.model)
+
+
+def allowed(matches: Sequence[VectorMatch], allow: Allow) -> list[VectorMatch]:
+    """The matches ``allow`` keeps, in search order; it can drop matches, never add or change one."""
+    kept = allow(list(matches))
+    if isinstance(kept, str | bytes) or not isinstance(kept, Iterable):
+        raise ConfigError(f"allow must return the matches the caller may read, got {kept!r}")
+    ids = {match.id for match in kept if isinstance(match, VectorMatch)}
+    return [match for match in matches if match.id in ids]
 
 
 def _check_text(text: object, what: str) -> None:

@@ -15,8 +15,9 @@ from store.settings import LimitSettings, Settings, VectorSettings, default
 from store.vectors.filters import Filter, check_size
 from store.vectors.indexed import IndexedFields, check_declared, check_indexed
 from store.vectors.records import VectorMatch, VectorRecord, check_collection_name, validate_record, validate_vector
+from store.vectors.scope import check_scoped, required_fields
 
-__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "Collection", "Metric", "QueryEmbedder", "VectorStore"]
+__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "Collection", "Metric", "QueryEmbedder", "VectorStore", "missing"]
 
 Metric = Literal["cosine", "dot", "euclidean"]
 METRICS: tuple[Metric, ...] = ("cosine", "dot", "euclidean")
@@ -45,6 +46,8 @@ class Collection:
         self.limits = LimitSettings()
         #: Declared indexed fields and their types (``declare_indexes``).
         self.indexed: IndexedFields = {}
+        #: Fields every search must pin to one value (``VectorStore.require_filter``).
+        self.required_filter: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} {self.dimensions}-d {self.metric}>"
@@ -94,15 +97,18 @@ class Collection:
     ) -> list[VectorMatch]:
         """The ``limit`` records closest to ``query`` among those matching ``filter``, best first.
 
-        ``query`` is a text (embedded with the store's embeddings) or a vector.
+        ``query`` is a text (embedded with the store's embeddings) or a vector. A collection with a required
+        filter refuses a ``filter`` that does not pin each of its fields to one value (``store.vectors.scope``).
         Raises ConfigError, StoreUnavailable, EmbeddingError.
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
             raise ConfigError(f"limit {limit!r} is not allowed: use a whole number from 1 to {MAX_LIMIT}")
         if min_score is not None and not isinstance(min_score, int | float):
             raise ConfigError(f"min_score {min_score!r} is not a number")
+        where = self._filter(filter)
+        check_scoped(self.name, self.required_filter, where)
         vector = self._query_vector(query)
-        matches = self._search(vector, self._filter(filter), limit)
+        matches = self._search(vector, where, limit)
         if min_score is not None:
             matches = [m for m in matches if m.score >= min_score]
         return matches
@@ -198,6 +204,13 @@ def _check_filter(filter: object, *, required: bool = False) -> Filter | None:
     return filter
 
 
+def missing(name: str, existing: Iterable[str]) -> str:
+    """The message for a collection ``name`` that does not exist: the existing ones, and the fix."""
+    known = ", ".join(sorted(existing)) or "none yet"
+    return (f"collection {name!r} does not exist (existing: {known}): check the name, or create it "
+            f"(vectorsync collections create {name}, or vectorsync init for the declared ones)")
+
+
 class VectorStore:
     """A place that holds collections: pgvector, Qdrant or memory."""
 
@@ -213,6 +226,8 @@ class VectorStore:
         self.limits = LimitSettings()
         #: Declared indexed fields per collection name (``[collections.NAME.index] fields``).
         self.indexed: dict[str, IndexedFields] = {}
+        #: Fields each search must pin, per collection name (``[collections.NAME] required_filter``).
+        self.required_filters: dict[str, tuple[str, ...]] = {}
         self._collections: dict[str, Collection] = {}
 
     def collection(self, name: str) -> Collection:
@@ -237,13 +252,54 @@ class VectorStore:
                               f"[collections.{name}] and index it (vectorsync reindex {name})")
         return self.ensure_collection(name)
 
+    def has_collection(self, name: str) -> bool:
+        """Whether the store holds the collection ``name``. Raises ConfigError for a bad name, StoreUnavailable."""
+        return self._exists(check_collection_name(name))  # asked each time: another process may have dropped it
+
+    def create_collection(self, name: str) -> Collection:
+        """Create the collection ``name``; one that exists already is a ConfigError (nothing changes).
+
+        The check and the creation are two steps: two creators racing both succeed, with one collection.
+        """
+        if self.has_collection(name):
+            raise ConfigError(f"collection {name!r} already exists: open it (get, or get_or_create), or drop it "
+                              f"first (vectorsync collections drop {name})")
+        return self.ensure_collection(name)
+
+    def get_collection(self, name: str) -> Collection:
+        """The existing collection ``name``; a missing one is a ConfigError naming the fix (nothing is created)."""
+        found = self._collections.get(name)
+        if found is not None:
+            return found
+        if not self.has_collection(name):
+            raise ConfigError(missing(name, self._list()))
+        return self.ensure_collection(name)
+
+    def reset_collection(self, name: str) -> None:
+        """Delete every record of ``name`` and keep the collection: its schema, indexes and settings.
+
+        A missing collection is a ConfigError (nothing is created). Raises StoreUnavailable.
+        """
+        if not self.has_collection(name):
+            raise ConfigError(missing(name, self._list()))
+        self._reset(name)
+
     def ensure_collection(self, name: str) -> Collection:
         """Create ``name`` if missing; an existing one of another size is a ConfigError."""
         collection = self._ensure(check_collection_name(name))
         collection.limits = self.limits
+        collection.required_filter = self.required_filters.get(name, ())
         collection.declare_indexes(self.indexed.get(name, {}))
         self._collections[name] = collection
         return collection
+
+    def require_filter(self, name: str, fields: Iterable[str]) -> None:
+        """Refuse every search of ``name`` that does not pin each of ``fields`` to one value (what
+        ``[collections.NAME] required_filter`` declares); ``from_settings`` does it for every declared one."""
+        checked = required_fields(fields)
+        self.required_filters[check_collection_name(name)] = checked
+        if name in self._collections:
+            self._collections[name].required_filter = checked
 
     def drop_collection(self, name: str) -> None:
         """Delete the collection ``name`` and everything in it, if it exists."""
@@ -278,6 +334,9 @@ class VectorStore:
         store = VectorStore._open(settings, embedder)
         store.limits = settings.limits
         store.indexed = {name: c.index.fields for name, c in settings.collections.items() if c.index.fields}
+        for name, declared in settings.collections.items():
+            if declared.required_filter:
+                store.require_filter(name, declared.required_filter)
         return store
 
     @staticmethod
@@ -304,6 +363,10 @@ class VectorStore:
         raise NotImplementedError
 
     def _drop(self, name: str) -> None:
+        raise NotImplementedError
+
+    def _reset(self, name: str) -> None:
+        """Delete every record of the existing collection ``name``, keeping its schema and indexes."""
         raise NotImplementedError
 
     def _exists(self, name: str) -> bool:

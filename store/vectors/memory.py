@@ -95,6 +95,12 @@ class MemoryStore(VectorStore):
         with self._lock:
             self._held.pop(name, None)
 
+    def _reset(self, name: str) -> None:
+        with self._lock:
+            held = self._held[name]
+        with held._lock:
+            held._records.clear()
+
     def _list(self) -> list[str]:
         with self._lock:
             return list(self._held)

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import sqlalchemy as sa
 from pgvector.psycopg import register_vector
+from psycopg import sql
 
 from store.settings import Settings, VectorSettings, default
 from store.sql import make_engine, safe_url, transaction
@@ -111,6 +112,16 @@ class PgvectorStore(VectorStore):
     def _drop(self, name: str) -> None:
         with self.transaction() as conn:
             self.schema.table(name).drop(conn, checkfirst=True)
+
+    def _reset(self, name: str) -> None:
+        """TRUNCATE: the rows go at once whatever their number, the table and its indexes stay (empty); ANALYZE
+        so the search planner reads an empty table rather than an unknown one."""
+        table = self.schema.table(name).name
+        with self.transaction() as conn:
+            lock(conn, table)
+            raw = conn.connection.driver_connection
+            raw.execute(sql.SQL("TRUNCATE {}").format(sql.Identifier(table)))  # type: ignore[union-attr]
+            raw.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))  # type: ignore[union-attr]
 
     def _list(self) -> list[str]:
         with self.transaction() as conn:

@@ -163,6 +163,12 @@ class QdrantStore(VectorStore):
         with translated(self.url, f"drop collection {name!r}"):
             self._client.delete_collection(name)
 
+    def _reset(self, name: str) -> None:
+        """Delete every point (an empty filter matches all); the collection, its parameters and payload indexes
+        stay."""
+        with translated(self.url, f"empty collection {name!r}"):
+            self._client.delete(name, points_selector=models.FilterSelector(filter=models.Filter()), wait=True)
+
     def _list(self) -> list[str]:
         with translated(self.url, "list collections"):
             return [c.name for c in self._client.get_collections().collections]

@@ -1,0 +1,133 @@
+"""``vectorsync collections list|create|reset|drop`` and ``vectorsync init``: the lifecycle of collections.
+
+Destructive commands (reset, drop) ask on a terminal and take ``--yes`` otherwise: a script that pipes
+nothing in is refused rather than taken as consenting.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table
+
+from producer.cli.console import confirmed, guarded, out, say
+
+if TYPE_CHECKING:
+    from store.collections import Collections, Emptied
+    from store.settings import Settings
+
+__all__ = ["collections_app", "init"]
+
+collections_app = typer.Typer(help="List, create, empty (reset) and drop collections.", no_args_is_help=False)
+Yes = Annotated[bool, typer.Option("--yes", "-y", help="do not ask (needed when stdin is not a terminal)")]
+
+
+def _open() -> tuple[Settings, Collections]:
+    from store.collections import Collections
+    from store.settings import load_settings
+
+    settings = guarded(load_settings)
+    return settings, guarded(lambda: Collections.from_settings(settings))
+
+
+@collections_app.callback(invoke_without_command=True)
+def _default(ctx: typer.Context) -> None:
+    """With no subcommand: list them."""
+    if ctx.invoked_subcommand is None:
+        list_collections()
+
+
+@collections_app.command("list")
+def list_collections() -> None:
+    """The declared collections and those the store holds, with their chunk counts; nothing is created."""
+    settings, collections = _open()
+
+    def chunks(name: str, held: set[str]) -> str:
+        if name not in held:
+            return "not created"
+        found = guarded(lambda: collections.chunks(name))
+        return "other vector settings" if found is None else f"{found:,}"
+
+    with collections:
+        held = set(guarded(collections.names))
+        rows = [(name, settings.collections[name].source.kind if name in settings.collections else "-",
+                 chunks(name, held)) for name in sorted(held | set(settings.collections))]
+    table = Table("collection", "source", "chunks")
+    for row in rows:
+        table.add_row(*row)
+    out.print(table)
+    if any(row[2] == "not created" for row in rows):
+        say("vectorsync init creates the declared collections that are missing (a worker does at its start)")
+
+
+@collections_app.command()
+def create(name: str) -> None:
+    """Create a collection; one that exists already is an error."""
+    settings, collections = _open()
+    with collections:
+        guarded(lambda: collections.create(name))
+    say(f"created collection {name}")
+    if name not in settings.collections:
+        say(f"note: {name} is not declared in the settings; workers index declared collections only "
+            f"(add [collections.{name}])")
+
+
+@collections_app.command()
+def reset(name: str, yes: Yes = False) -> None:
+    """Empty a collection and forget its ledger entries and failures; its schema and indexes stay."""
+    settings, collections = _open()
+    with collections:
+        chunks = guarded(lambda: collections.get(name).count())
+        confirmed(f"Empty collection {name!r} ({_chunks(chunks)}) and forget what the ledger "
+                  "holds of it?",
+                  action=f"emptying collection {name!r}", yes=yes)
+        emptied = guarded(lambda: collections.reset(name))
+    say(f"emptied {name}: {_removed(emptied)}; its schema and indexes are kept")
+    source = settings.collections.get(name)
+    if source is not None and source.source.kind != "push":
+        say(f"`vectorsync reindex {name}` indexes it again")
+
+
+@collections_app.command()
+def drop(name: str, yes: Yes = False) -> None:
+    """Delete a collection with everything in it, and forget its ledger entries and failures."""
+    settings, collections = _open()
+    with collections:
+        chunks = guarded(lambda: collections.chunks(name))  # a missing one: the error naming the others
+        confirmed(f"Drop collection {name!r} ({_chunks(chunks)}) and forget what the ledger "
+                  "holds of it?",
+                  action=f"dropping collection {name!r}", yes=yes)
+        emptied = guarded(lambda: collections.drop(name))
+    say(f"dropped {name}: {_removed(emptied)}")
+    if name in settings.collections:
+        say(f"note: {name} is still declared in the settings, so a worker's start or vectorsync init creates it "
+            f"again, empty: remove [collections.{name}] to keep it gone (`reset` empties it and keeps it)")
+
+
+def init() -> None:
+    """Create the state tables and the declared collections that are missing; safe to run again."""
+    settings, collections = _open()
+    with collections:
+        created = set(guarded(collections.create_declared))
+        where = getattr(collections.ledger, "safe_url", None)
+    say(f"state tables ready in {where}" if where else "state kept in memory (vectors.store = memory)")
+    for name in sorted(settings.collections):
+        say(f"{'created' if name in created else 'exists '}  {name}")
+    if not settings.collections:
+        say("no collection is declared: add [collections.NAME] to the settings")
+
+
+def _removed(emptied: Emptied) -> str:
+    forgotten = emptied.forgotten
+    return (f"{_chunks(emptied.chunks)} deleted, "
+            f"{_many(forgotten.entries, 'ledger entry', 'ledger entries')} and "
+            f"{_many(forgotten.failures, 'failure', 'failures')} forgotten")
+
+
+def _many(count: int, one: str, many: str) -> str:
+    return f"{count:,} {one if count == 1 else many}"
+
+
+def _chunks(count: int | None) -> str:
+    return "chunks made with other vector settings" if count is None else _many(count, "chunk", "chunks")

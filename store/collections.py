@@ -1,0 +1,141 @@
+"""Collection lifecycle: create, open, empty and drop collections, their vectors and the ledger's state together.
+
+The ledger remembers which content each record was indexed from, so a reindex
+skips what it holds. A collection emptied or dropped in the store alone would
+keep that memory, and the next reindex would skip every record and leave it
+empty: ``reset`` and ``drop`` here clear the collection's ledger entries and
+failures too (runs stay, as history).
+
+    from store.collections import Collections
+    with Collections.from_settings(load_settings()) as collections:
+        notes = collections.get_or_create("notes")
+        collections.reset("notes")          # empty, schema and indexes kept, ledger forgotten
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from store.errors import ConfigError
+from store.ledger import Forgotten, Ledger, MemoryLedger, ledger_from_settings
+from store.settings import Settings
+from store.vectors.collection import Collection, VectorStore, missing
+
+__all__ = ["Collections", "Emptied"]
+
+log = logging.getLogger("vectorsync.collections")
+
+
+@dataclass(frozen=True, slots=True)
+class Emptied:
+    """What ``reset`` or ``drop`` removed: the collection's chunks (None: not counted, the collection was made
+    with other vector settings), and its ledger entries and failures."""
+
+    chunks: int | None
+    forgotten: Forgotten
+
+
+class Collections:
+    """The lifecycle of collections in one store with one ledger; see the module docstring.
+
+    Indexing a collection while it is reset or dropped races with it: stop its reindex first, or run
+    ``vectorsync reindex`` afterwards.
+    """
+
+    def __init__(self, store: VectorStore, ledger: Ledger, *, declared: Iterable[str] = ()) -> None:
+        self.store, self.ledger = store, ledger
+        #: The collections the settings declare (``create_declared`` makes them).
+        self.declared = tuple(declared)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Collections:
+        """The store ``[vectors]`` names (no embeddings: nothing here searches) and the state database's ledger.
+
+        A memory store keeps nothing past its process, so with no state database its ledger is in memory too.
+        Raises ConfigError, StoreUnavailable.
+        """
+        store = VectorStore.from_settings(settings)
+        try:
+            memory = settings.vectors.store == "memory" and settings.state_url is None
+            ledger = MemoryLedger() if memory else ledger_from_settings(settings)
+        except BaseException:
+            store.close()
+            raise
+        return cls(store, ledger, declared=sorted(settings.collections))
+
+    def names(self) -> list[str]:
+        """The collections the store holds, sorted."""
+        return self.store.list_collections()
+
+    def exists(self, name: str) -> bool:
+        return self.store.has_collection(name)
+
+    def create(self, name: str) -> Collection:
+        """Create ``name``; one that exists is a ConfigError naming the fix (nothing changes)."""
+        return self.store.create_collection(name)
+
+    def get(self, name: str) -> Collection:
+        """The existing collection ``name``; a missing one is a ConfigError naming the fix (nothing is created)."""
+        return self.store.get_collection(name)
+
+    def get_or_create(self, name: str) -> Collection:
+        """``name``, created empty if missing."""
+        return self.store.ensure_collection(name)
+
+    def chunks(self, name: str) -> int | None:
+        """How many chunks ``name`` holds; None when it was made with another size or metric than the settings
+        say (it cannot be opened, only dropped). A missing collection is a ConfigError naming the fix."""
+        if not self.exists(name):
+            raise ConfigError(missing(name, self.names()))
+        try:
+            return self.store.get_collection(name).count()
+        except ConfigError:
+            return None
+
+    def reset(self, name: str) -> Emptied:
+        """Empty ``name`` and forget its ledger entries and failures; its schema and indexes stay.
+
+        So the next reindex indexes every record again. A missing collection is a ConfigError.
+        """
+        chunks = self.get(name).count()
+        forgotten = self.ledger.forget_collection(name)  # first: a failure after it leaves records to index again
+        self.store.reset_collection(name)
+        return Emptied(chunks, self._forget_again(name, forgotten))
+
+    def drop(self, name: str) -> Emptied:
+        """Delete ``name`` with everything in it, and forget its ledger entries and failures.
+
+        A missing collection is a ConfigError naming the existing ones. A declared collection comes back, empty,
+        when a worker starts or ``vectorsync init`` runs: to keep it gone, remove it from the settings.
+        """
+        chunks = self.chunks(name)  # one of other vector settings is counted as None, and dropped all the same
+        forgotten = self.ledger.forget_collection(name)
+        self.store.drop_collection(name)
+        return Emptied(chunks, self._forget_again(name, forgotten))
+
+    def _forget_again(self, name: str, first: Forgotten) -> Forgotten:
+        """A record indexed between the first forget and the store's change would be remembered without its
+        chunks: forget once more, which narrows that window to one record's write."""
+        again = self.ledger.forget_collection(name)
+        return Forgotten(first.entries + again.entries, first.failures + again.failures)
+
+    def create_declared(self) -> list[str]:
+        """Create the declared collections that are missing (a worker's start, ``vectorsync init``); return them."""
+        created = [name for name in self.declared if not self.exists(name)]
+        for name in self.declared:
+            self.store.ensure_collection(name)  # an existing one is checked against the settings (size, metric)
+        if created:
+            log.info("created the declared collections %s", ", ".join(created))
+        return created
+
+    def close(self) -> None:
+        self.store.close()
+        self.ledger.close()
+
+    def __enter__(self) -> Collections:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
