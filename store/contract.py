@@ -17,6 +17,7 @@ __all__ = [
     "LIVE_QUEUE",
     "PENDING_KEY_PREFIX",
     "QUEUES",
+    "RATE_LIMIT_KEY_PREFIX",
     "RECONCILE",
     "REDIS_SCHEMES",
     "REINDEX_ALL",
@@ -56,6 +57,8 @@ REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 PENDING_KEY_PREFIX = "vectorsync:pending:"
 #: Prefix of the embedding cache's keys.
 CACHE_KEY_PREFIX = "vectorsync:emb:"
+#: Prefix of the shared rate limits' buckets, one per model endpoint (``store.ratelimit``).
+RATE_LIMIT_KEY_PREFIX = "vectorsync:ratelimit:"
 #: Message header holding when a task was sent (epoch seconds): how long a queue has waited.
 SENT_AT_HEADER = "vectorsync_sent_at"
 #: How to start a worker that consumes every queue (said when none does).

@@ -55,9 +55,11 @@ EmbeddingError = ProviderError
 class TransientError(ProviderError):
     """A failure that may go away when retried (429, 5xx, timeout, connection)."""
 
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, *, retry_after: float | None = None, rate_limited: bool = False) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        #: The provider said 429, too many requests: the shared rate limit shrinks (``store.ratelimit``).
+        self.rate_limited = rate_limited
 
 
 class PermanentError(ProviderError):

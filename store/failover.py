@@ -12,6 +12,10 @@ skip it meanwhile. When every entry fails, the error raised is transient if
 any entry failed transiently (worth retrying later), else the last permanent
 one; when every entry is cooling down, a TransientError whose ``retry_after``
 is the time until the first comes back.
+
+Each try of an entry with a shared rate limit (``store.ratelimit``) first
+waits for its budget: one request and the call's estimated tokens. A 429
+shrinks that budget for every process, besides the backoff above.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
@@ -28,6 +32,7 @@ from tenacity.stop import stop_base
 from tenacity.wait import wait_random_exponential
 
 from store.errors import ConfigError, PermanentError, ProviderError, TransientError
+from store.ratelimit import Limiter
 from store.settings import EmbeddingSettings, ModelSettings, Settings, default
 from store.stats import EmbeddingStats
 
@@ -128,19 +133,23 @@ class Failover(Generic[E]):
     """Runs a call with the first entry that works; see the module docstring. Thread-safe."""
 
     def __init__(self, entries: Sequence[E], *, policy: ChainPolicy = DEFAULT_POLICY,
-                 stats: EmbeddingStats | None = None, what: str = "embedding", setting: str = "embeddings.chain"):
+                 stats: EmbeddingStats | None = None, what: str = "embedding", setting: str = "embeddings.chain",
+                 limiters: Mapping[str, Limiter] | None = None):
         if not entries:
             raise ConfigError(f"the {what} chain is empty: name at least one [models.NAME] in {setting}")
         self.entries = list(entries)
         self.policy = policy
         self.stats = stats if stats is not None else EmbeddingStats()
         self.what = what
+        #: Shared rate limits by entry name (``store.ratelimit.rate_limiters``); an entry without one is unlimited.
+        self.limiters = dict(limiters or {})
         self._cool_until: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def run(self, call: Callable[[E], R]) -> tuple[R, E]:
+    def run(self, call: Callable[[E], R], *, tokens: int = 0) -> tuple[R, E]:
         """``call(entry)`` with retries, failing over; the result and the entry that made it.
 
+        ``tokens`` is the call's estimated tokens, taken from a rate-limited entry's budget with each try.
         Raises InputError and ConfigError at once; TransientError or PermanentError when every entry failed.
         """
         failures: list[ProviderError] = []
@@ -148,7 +157,7 @@ class Failover(Generic[E]):
             if self._cooling(entry):
                 continue
             try:
-                return self._with_retries(entry, call), entry
+                return self._with_retries(entry, call, tokens), entry
             except (TransientError, PermanentError) as error:
                 self._cool_down(entry, at_least=getattr(error, "retry_after", None) or 0.0)
                 self.stats.add("failovers", entry.name)
@@ -156,7 +165,7 @@ class Failover(Generic[E]):
                 failures.append(error)
         raise self._all_failed(failures)
 
-    def _with_retries(self, entry: E, call: Callable[[E], R]) -> R:
+    def _with_retries(self, entry: E, call: Callable[[E], R], tokens: int) -> R:
         retrying = Retrying(
             retry=retry_if_exception_type(TransientError),
             # A server asking for a longer pause than max_wait_seconds is not hammered sooner: the entry
@@ -167,9 +176,18 @@ class Failover(Generic[E]):
             reraise=True,
         )
 
+        limiter = self.limiters.get(entry.name)
+
         def counted() -> R:
+            if limiter is not None:
+                limiter.acquire(tokens=tokens)
             self.stats.add("calls", entry.name)
-            return call(entry)
+            try:
+                return call(entry)
+            except TransientError as error:
+                if limiter is not None and error.rate_limited:
+                    limiter.penalize(error.retry_after)
+                raise
 
         result: R = retrying(counted)
         return result

@@ -157,6 +157,11 @@ class ModelSettings(_Section):
     max_inputs: int = Field(default=2048, gt=0)
     max_tokens_per_request: int = Field(default=300_000, gt=0)
     max_tokens_per_input: int = Field(default=8192, gt=0)
+    #: Requests a minute the provider allows this model: every process waits its turn in one budget shared
+    #: through Redis at ``cache.url`` (``store.ratelimit``). None: no limit.
+    requests_per_minute: int | None = Field(default=None, gt=0)
+    #: Estimated tokens a minute the provider allows this model, shared the same way. None: no limit.
+    tokens_per_minute: int | None = Field(default=None, gt=0)
     #: The request shape of an ``http`` reranker: Cohere's (also Jina's and vLLM's) or Hugging Face TEI's.
     rerank_api: Literal["cohere", "tei"] = "cohere"
     #: ``local`` models: threads of torch / ONNX Runtime in each process. None: this machine's cores divided

@@ -12,9 +12,11 @@ Embeddings come back as base64 (little-endian float32) when the request asks
 makes it answer 400 to base64, as strict servers do, and a ``floats`` reply
 ignores the format, as lax ones do. ``dense`` sets every coordinate, as real
 models do (hashed words alone leave most of them 0.0, which flatters JSON).
-Every request is recorded; scripted replies (``push``) make it fail on command:
-a status with headers, a delay past the client's timeout, vectors of the wrong
-size or one vector too few. ``always`` sets the reply once the script is used up.
+Every request is recorded with when it arrived (``arrivals``; ``busiest``
+counts them per sliding window, as a provider's rate limit does). Scripted
+replies (``push``) make it fail on command: a status with headers, a delay
+past the client's timeout, vectors of the wrong size or one vector too few.
+``always`` sets the reply once the script is used up.
 Use it as a context manager: ``with FakeOpenAI() as server: ...``.
 """
 
@@ -127,6 +129,20 @@ class FakeOpenAI:
         """How many requests arrived."""
         with self._lock:
             return len(self.requests)
+
+    def arrivals(self, path: str = "/v1/embeddings") -> list[float]:
+        """When each request to ``path`` arrived (time.monotonic()), in order."""
+        with self._lock:
+            return sorted(request.at for request in self.requests if request.path == path)
+
+    def busiest(self, seconds: float, path: str = "/v1/embeddings") -> int:
+        """The most requests to ``path`` that arrived within any ``seconds``: a sliding-window count."""
+        times, most, start = self.arrivals(path), 0, 0
+        for end, at in enumerate(times):
+            while at - times[start] > seconds:
+                start += 1
+            most = max(most, end - start + 1)
+        return most
 
     def push(self, **reply: Any) -> None:
         """Queue one scripted reply (``Reply``'s fields); used before the default."""

@@ -9,6 +9,7 @@ import pytest
 
 from store.embeddings import ChainPolicy, Embeddings, FailoverChain
 from store.embeddings.providers import FakeProvider, Limits
+from store.ratelimit import rate_limiters
 from store.settings import CollectionSettings, ModelSettings, Settings
 from store.vectors import VectorStore
 from store.vectors.pgvector import PgvectorStore
@@ -61,3 +62,9 @@ def test_pgvector_takes_every_index_setting_from_the_settings() -> None:
 def test_the_retry_policy_is_the_worker_settings() -> None:
     policy = RetryPolicy.from_settings(DEFAULTS.worker)
     assert (policy.max_retries, policy.retry_delay) == (DEFAULTS.worker.max_retries, DEFAULTS.worker.retry_delay)
+
+
+def test_models_have_no_rate_limit_by_default() -> None:
+    assert (MODEL.requests_per_minute, MODEL.tokens_per_minute) == (None, None)
+    assert rate_limiters(DEFAULTS.cache_url, [("m", MODEL)]) == {}  # nothing connects to Redis
+    assert FailoverChain.from_settings(DEFAULTS)._failover.limiters == {}

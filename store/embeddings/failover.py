@@ -1,9 +1,10 @@
 """The embedding chain: an ordered list of embedding models behind ``store.failover``.
 
-Retries, failover and cool-downs are ``store.failover.Failover``'s. Answers are
-checked here, once for every provider: the wrong number of vectors is a
-PermanentError (that endpoint is broken: fail over), vectors of the wrong
-size a ConfigError raised at once (the settings name the wrong size).
+Retries, failover, cool-downs and shared rate limits are
+``store.failover.Failover``'s. Answers are checked here, once for every
+provider: the wrong number of vectors is a PermanentError (that endpoint is
+broken: fail over), vectors of the wrong size a ConfigError raised at once
+(the settings name the wrong size).
 
 Built from settings, the chain checks that every entry has ``vectors.dimensions``
 and, unless ``embeddings.allow_mixed_models`` is set, the same model name.
@@ -13,13 +14,14 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from store import usage
 from store.embeddings.providers import Limits, Provider, build_provider
 from store.embeddings.providers.fake import DEFAULT_FAKE_MODEL
 from store.errors import ConfigError, PermanentError
 from store.failover import DEFAULT_POLICY, ChainPolicy, Failover, named_entries
+from store.ratelimit import Limiter, rate_limiters
 from store.settings import ModelSettings, Settings
 from store.stats import EmbeddingStats
 from store.tokens import estimate_tokens
@@ -48,8 +50,9 @@ class FailoverChain:
         dimensions: int,
         policy: ChainPolicy = DEFAULT_POLICY,
         stats: EmbeddingStats | None = None,
+        limiters: Mapping[str, Limiter] | None = None,
     ) -> None:
-        self._failover = Failover(providers, policy=policy, stats=stats)
+        self._failover = Failover(providers, policy=policy, stats=stats, limiters=limiters)
         self.providers = list(providers)
         self.dimensions = dimensions
         self.policy = policy
@@ -66,7 +69,8 @@ class FailoverChain:
         )
         providers = [build_provider(name, model) for name, model in entries]
         policy = ChainPolicy.from_settings(settings.embeddings)
-        return cls(providers, dimensions=settings.vectors.dimensions, policy=policy, stats=stats)
+        limiters = rate_limiters(settings.cache_url, entries, max_pause=policy.max_wait_seconds)
+        return cls(providers, dimensions=settings.vectors.dimensions, policy=policy, stats=stats, limiters=limiters)
 
     def __repr__(self) -> str:
         return f"<FailoverChain {[provider.name for provider in self.providers]} {self.dimensions}-d>"
@@ -90,12 +94,13 @@ class FailoverChain:
         Raises InputError (the text was refused), ConfigError (a model's vectors
         have the wrong size), TransientError or PermanentError when every entry failed.
         """
-        vectors, provider = self._failover.run(lambda provider: self._call(provider, texts))
+        tokens = sum(estimate_tokens(text) for text in texts)
+        vectors, provider = self._failover.run(lambda provider: self._call(provider, texts, tokens), tokens=tokens)
         return vectors, provider.model
 
-    def _call(self, provider: Provider, texts: list[str]) -> list[list[float]]:
+    def _call(self, provider: Provider, texts: list[str], tokens: int) -> list[list[float]]:
         vectors = provider.embed_batch(texts)
-        usage.record("embed", provider.model, tokens=sum(estimate_tokens(text) for text in texts))
+        usage.record("embed", provider.model, tokens=tokens)
         if len(vectors) != len(texts):
             raise PermanentError(
                 f"model {provider.model!r} at {provider.endpoint} returned {len(vectors)} vectors "

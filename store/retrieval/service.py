@@ -2,8 +2,9 @@
 
 Built from ``[retrieval]``: its ``rerank`` and ``answer`` chains of
 ``[models.NAME]`` entries fail over through ``store.failover`` with the
-embedding chain's retry settings. No rerank chain keeps the search order; no
-answer chain uses the fake chat model.
+embedding chain's retry settings, each model within its shared rate limit.
+No rerank chain keeps the search order; no answer chain uses the fake chat
+model.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from typing import Any
 from store import usage
 from store.errors import ConfigError, PermanentError
 from store.failover import ChainPolicy, Failover, named_entries
+from store.ratelimit import rate_limiters
 from store.retrieval.base import Chat, Reranker
 from store.retrieval.grounding import ANSWER_SCHEMA, GroundedAnswer, check_answer, excerpt, messages
 from store.retrieval.providers import FakeChat, FakeReranker, build_chat, build_reranker
 from store.settings import RetrievalSettings, Settings
 from store.stats import CallStats
+from store.tokens import estimate_tokens
 from store.vectors import Filter, VectorMatch, VectorStore
 
 __all__ = ["Allow", "Retrieval", "allowed"]
@@ -45,15 +48,17 @@ class Retrieval:
         for name, declared in settings.collections.items():  # on a store not built from these settings too
             if declared.required_filter and name not in store.required_filters:
                 store.require_filter(name, declared.required_filter)
-        rerankers: list[Reranker] = [build_reranker(name, model) for name, model in
-                                     named_entries(settings, section.rerank, task="rerank", setting="retrieval.rerank")]
-        chats: list[Chat] = [build_chat(name, model) for name, model in
-                             named_entries(settings, section.answer, task="chat", setting="retrieval.answer")]
+        rerank = named_entries(settings, section.rerank, task="rerank", setting="retrieval.rerank")
+        answer = named_entries(settings, section.answer, task="chat", setting="retrieval.answer")
+        rerankers: list[Reranker] = [build_reranker(name, model) for name, model in rerank]
+        chats: list[Chat] = [build_chat(name, model) for name, model in answer]
+        limiters = rate_limiters(settings.cache_url, [*rerank, *answer], max_pause=policy.max_wait_seconds)
         return cls(
             store,
             rerankers=Failover(rerankers or [FakeReranker()], policy=policy, stats=stats, what="rerank",
-                               setting="retrieval.rerank"),
-            chats=Failover(chats or [FakeChat()], policy=policy, stats=stats, what="chat", setting="retrieval.answer"),
+                               setting="retrieval.rerank", limiters=limiters),
+            chats=Failover(chats or [FakeChat()], policy=policy, stats=stats, what="chat", setting="retrieval.answer",
+                           limiters=limiters),
             settings=section,
             declared=frozenset(settings.collections),
         )
@@ -72,8 +77,9 @@ class Retrieval:
         if not matches:
             return []
         passages = [excerpt(match, self.settings.passage_chars) for match in matches]
+        tokens = estimate_tokens(query) * len(passages) + sum(estimate_tokens(passage) for passage in passages)
         scores, _ = self.rerankers.run(lambda reranker: _checked(reranker, reranker.scores(query, passages),
-                                                                 len(passages)))
+                                                                 len(passages)), tokens=tokens)
         order = sorted(range(len(matches)), key=lambda index: -scores[index])  # stable: ties keep search order
         return [_rescored(matches[index], scores[index]) for index in order[:top]]
 
@@ -102,7 +108,8 @@ class Retrieval:
             passages = self.rerank(question, found, top=shown)
             prompt = messages(question, passages, chars=self.settings.passage_chars)
             reply, chat = self.chats.run(lambda model: model.complete(prompt, schema=ANSWER_SCHEMA,
-                                                                       schema_name="grounded_answer"))
+                                                                       schema_name="grounded_answer"),
+                                         tokens=sum(estimate_tokens(message["content"]) for message in prompt))
         return check_answer(reply, passages, chars=self.settings.passage_chars, model=chat.model)
 
 

@@ -95,7 +95,7 @@ def error_for_status(
     """The error an HTTP ``status`` from an embeddings endpoint stands for."""
     message = f"model {model!r} at {endpoint} answered {status}: {detail}"
     if status in RETRYABLE_STATUSES or status >= 500:
-        return TransientError(message, retry_after=retry_after)
+        return TransientError(message, retry_after=retry_after, rate_limited=status == 429)
     if status in INPUT_STATUSES:
         return InputError(message)
     return PermanentError(message)
