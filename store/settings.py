@@ -29,26 +29,10 @@ from store.names import check_collection_name
 from store.urls import without_credentials
 
 __all__ = [
-    "DEFAULT_BROKER_URL",
-    "DEFAULT_CONFIG_PATH",
-    "BrokerSettings",
-    "CacheSettings",
-    "ChunkerSettings",
-    "CollectionSettings",
-    "EmbeddingSettings",
-    "FieldType",
-    "FlowerSettings",
-    "IndexSettings",
-    "LimitSettings",
-    "ModelSettings",
-    "RetrievalSettings",
-    "Settings",
-    "SourceSettings",
-    "StateSettings",
-    "VectorSettings",
-    "WorkerSettings",
-    "default",
-    "load_settings",
+    "DEFAULT_BROKER_URL", "DEFAULT_CONFIG_PATH", "BrokerSettings", "CacheSettings", "ChunkerSettings",
+    "CollectionSettings", "EmbeddingSettings", "FieldType", "FlowerSettings", "IndexSettings", "LimitSettings",
+    "ModelSettings", "RetrievalSettings", "Settings", "SourceSettings", "StateSettings", "VectorSettings",
+    "WorkerSettings", "default", "load_settings"
 ]
 
 #: Where settings are read from when neither an argument nor VECTORSYNC_CONFIG names a file.
