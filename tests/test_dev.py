@@ -30,6 +30,7 @@ from producer.cli.dev.corpus import CRM_TABLE, TOPICS_TABLE, crm_rows, length_bu
 from producer.cli.dev.demo import SEARCHES
 from producer.cli.dev.harness import SERVING
 from store.settings import load_settings
+from tests.workers import child_env
 
 ROOT = Path(__file__).resolve().parent.parent
 #: A match line: indented score, then the chunk id ("try:0", "14:0").
@@ -237,9 +238,9 @@ def _clean_env(home: Path) -> dict[str, str]:
     """
     real_cache = os.environ.get("PIP_CACHE_DIR") or str(
         Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pip")
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("VECTORSYNC_") and k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "HOME",
-                                                              "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME")}
+    env = {k: v for k, v in child_env().items()
+           if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME",
+                        "XDG_DATA_HOME")}
     path = [entry for entry in env.get("PATH", "").split(os.pathsep)
             if entry and not (Path(entry).parent / "pyvenv.cfg").exists()]
     env.update(HOME=str(home), PATH=os.pathsep.join(path), PIP_CACHE_DIR=real_cache, PYTHONUNBUFFERED="1")
@@ -316,7 +317,7 @@ def test_scripts_dev_in_a_fresh_clone_serves_and_stops_on_ctrl_c(fresh_clone: Pa
 def test_vectorsync_dev_no_serve_runs_searches_and_cleans_up(tmp_path: Path) -> None:
     """The dev command from this checkout, with the fake model: quick, and nothing left behind."""
     folder = tmp_path / "dev"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VECTORSYNC_")}
+    env = child_env()
     result = subprocess.run([sys.executable, "-m", "producer.cli", "dev", "--dir", str(folder), "--no-serve",
                              "--model", "fake"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=500)
     lines = result.stdout.splitlines()
@@ -336,7 +337,7 @@ def test_vectorsync_dev_no_serve_runs_searches_and_cleans_up(tmp_path: Path) -> 
 def test_vectorsync_dev_stops_everything_on_sigterm(tmp_path: Path) -> None:
     """SIGTERM (a service manager, `kill`) to the dev process alone: it stops what it started, then exits 0."""
     folder = tmp_path / "dev"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VECTORSYNC_")}
+    env = child_env()
     process = subprocess.Popen([sys.executable, "-m", "producer.cli", "dev", "--dir", str(folder), "--model", "fake"],
                                cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, start_new_session=True)

@@ -27,9 +27,11 @@ from store.settings import Settings, load_settings
 from store.sql import engine_url
 
 __all__ = [
+    "METRICS_FOLDER_ENV",
     "ROOT",
     "CrmTable",
     "celery_worker",
+    "child_env",
     "process_env",
     "pushed_collection",
     "run_cli",
@@ -39,6 +41,10 @@ __all__ = [
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+#: The multiprocess metrics folder prometheus_client reads (worker.metrics sets it when the app is imported).
+METRICS_FOLDER_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 
 def wait_for(check: Callable[[], Any], *, timeout: float = 120, every: float = 0.2, what: str = "condition") -> Any:
@@ -53,9 +59,16 @@ def wait_for(check: Callable[[], Any], *, timeout: float = 120, every: float = 0
         time.sleep(every)
 
 
+def child_env() -> dict[str, str]:
+    """This environment for a child process, less what this test process picked up: VECTORSYNC_ settings,
+    and the metrics folder that importing the worker app made for this process (a child sharing it shared
+    its prometheus files and, in the full suite, no longer stopped on SIGINT)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("VECTORSYNC_") and k != METRICS_FOLDER_ENV}
+
+
 def process_env(config: Path) -> dict[str, str]:
     """This environment for a vectorsync process: no stray VECTORSYNC_ settings, ``config`` as the file."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VECTORSYNC_")}
+    env = child_env()
     env["VECTORSYNC_CONFIG"] = str(config)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     return env

@@ -45,8 +45,9 @@ __all__ = [
     "wait_until",
 ]
 
-#: Seconds a service gets to stop after SIGTERM before it is killed.
-STOP_SECONDS = 20.0
+#: Seconds a service gets to stop after SIGTERM before it is killed (a dev system: Flower can take longer
+#: finishing its inspect calls, and nothing it holds is worth waiting for).
+STOP_SECONDS = 8.0
 
 
 class DevServiceError(RuntimeError):
