@@ -26,7 +26,6 @@ __all__ = [
     "MAX_VECTOR_DIMENSIONS",
     "Schema",
     "bulk_indexes",
-    "embedding_index",
     "embedding_type",
     "ensure_field_indexes",
     "field_index_name",
@@ -147,11 +146,6 @@ class Schema:
         )
         found = conn.execute(query, {"prefix": self.table_prefix}).scalars().all()
         return [n[len(self.table_prefix):] for n in found]
-
-
-def embedding_index(table: sa.Table) -> sa.Index:
-    """The HNSW index of a collection table."""
-    return next(i for i in table.indexes if i.name and i.name.endswith("_embedding_idx"))
 
 
 def bulk_indexes(table: sa.Table) -> list[sa.Index]:
