@@ -14,6 +14,7 @@ from store.celeryconfig import celery_config
 from store.coalesce import Coalescer
 from store.contract import BULK_QUEUE, INDEX_DOCUMENT, INDEX_RECORD, LIVE_QUEUE, QUEUES, RECONCILE, REINDEX_ALL
 from store.errors import ConfigError
+from store.generations import Generation
 from store.ledger import Ledger, RunProgress, ledger_from_settings
 from store.queues import QueueState, WorkerState, queue_states, sent_headers, worker_states
 from store.settings import CollectionSettings, Settings, load_settings
@@ -118,6 +119,22 @@ class Producer:
         run_id = self.ledger.create_run(collection, full=full)
         self._send(REINDEX_ALL, (collection, full, run_id, allow_empty), BULK_QUEUE)
         return run_id
+
+    def migrate(self, collection: str, chain: Sequence[str]) -> tuple[Generation, str]:
+        """Build ``collection`` under ``chain`` in a new generation and return it with its run id at once.
+
+        Searches keep reading the live generation and updates go to both; when the run is done with no
+        failure the collection switches to the new one in one step (``store.generations.migration``).
+        Run again while it builds, it starts another run of the same generation. Raises ConfigError.
+        """
+        from store.generations.migration import begin
+
+        collection = check_collection_name(collection)
+        generation = begin(self.settings, self.ledger.generations, collection, list(chain))
+        run_id = self.ledger.create_run(generation.physical, kind="migrate")
+        self.ledger.generations.set_run(collection, generation.number, run_id)
+        self._send(REINDEX_ALL, (generation.physical, False, run_id, False), BULK_QUEUE)
+        return generation, run_id
 
     def reconcile(self, collection: str) -> str:
         """Start a reconcile sweep (what beat runs periodically) and return its run id."""

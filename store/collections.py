@@ -19,6 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from store.errors import ConfigError
+from store.generations import Alias, Generation, parse_name
+from store.generations.base import live_error
+from store.generations.serving import GenerationStores
 from store.ledger import Forgotten, Ledger, MemoryLedger, ledger_from_settings
 from store.settings import Settings
 from store.vectors.collection import Collection, VectorStore, missing
@@ -44,10 +47,13 @@ class Collections:
     ``vectorsync reindex`` afterwards.
     """
 
-    def __init__(self, store: VectorStore, ledger: Ledger, *, declared: Iterable[str] = ()) -> None:
+    def __init__(self, store: VectorStore, ledger: Ledger, *, declared: Iterable[str] = (),
+                 settings: Settings | None = None) -> None:
         self.store, self.ledger = store, ledger
         #: The collections the settings declare (``create_declared`` makes them).
         self.declared = tuple(declared)
+        #: The stores of generations of other sizes, for counting their chunks (None: not counted).
+        self.generations = GenerationStores(settings, store=store, registry=ledger.generations) if settings else None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Collections:
@@ -63,7 +69,7 @@ class Collections:
         except BaseException:
             store.close()
             raise
-        return cls(store, ledger, declared=sorted(settings.collections))
+        return cls(store, ledger, declared=sorted(settings.collections), settings=settings)
 
     def names(self) -> list[str]:
         """The collections the store holds, sorted."""
@@ -97,23 +103,64 @@ class Collections:
     def reset(self, name: str) -> Emptied:
         """Empty ``name`` and forget its ledger entries and failures; its schema and indexes stay.
 
-        So the next reindex indexes every record again. A missing collection is a ConfigError.
+        So the next reindex indexes every record again. A migrated collection empties its live generation
+        (``NAME__gN``: that one). A missing collection is a ConfigError.
         """
-        chunks = self.get(name).count()
+        name = self._physical(name)
+        chunks = self.chunks(name)
         forgotten = self.ledger.forget_collection(name)  # first: a failure after it leaves records to index again
         self.store.reset_collection(name)
         return Emptied(chunks, self._forget_again(name, forgotten))
 
+    def _physical(self, name: str) -> str:
+        """The store's collection a name reads: a migrated collection's live generation, or ``NAME__gN``'s."""
+        collection, number = parse_name(name)
+        alias = self.ledger.generations.alias(collection)
+        if alias is None or (number is not None and number not in {g.number for g in alias.generations}):
+            return name
+        return (alias.reads if number is None else alias.generation(number)).physical
+
     def drop(self, name: str) -> Emptied:
         """Delete ``name`` with everything in it, and forget its ledger entries and failures.
 
-        A missing collection is a ConfigError naming the existing ones. A declared collection comes back, empty,
-        when a worker starts or ``vectorsync init`` runs: to keep it gone, remove it from the settings.
+        A migrated collection goes with every generation; ``NAME__gN`` drops one generation that is not live
+        (an old one, or a migration abandoned). A missing collection is a ConfigError naming the existing ones.
+        A declared collection comes back, empty, when a worker starts or ``vectorsync init`` runs: to keep it
+        gone, remove it from the settings.
         """
+        collection, number = parse_name(name)
+        alias = self.ledger.generations.alias(collection)
+        if alias is None or (number is not None and number not in {g.number for g in alias.generations}):
+            return self._drop_physical(name)
+        if number is not None:
+            if number == alias.live:
+                raise ConfigError(live_error(alias))
+            emptied = self._drop_physical(alias.generation(number).physical)
+            self.ledger.generations.forget(collection, number)
+            return emptied
+        dropped = [self._drop_physical(g.physical, missing_ok=True) for g in alias.generations]
+        self.ledger.generations.forget(collection)
+        counts = [d.chunks for d in dropped]
+        return Emptied(None if None in counts else sum(c or 0 for c in counts),
+                       Forgotten(sum(d.forgotten.entries for d in dropped), sum(d.forgotten.failures for d in dropped)))
+
+    def _drop_physical(self, name: str, *, missing_ok: bool = False) -> Emptied:
+        if missing_ok and not self.exists(name):
+            return Emptied(0, self.ledger.forget_collection(name))
         chunks = self.chunks(name)  # one of other vector settings is counted as None, and dropped all the same
         forgotten = self.ledger.forget_collection(name)
         self.store.drop_collection(name)
         return Emptied(chunks, self._forget_again(name, forgotten))
+
+    def aliases(self) -> list[Alias]:
+        """The migrated collections, with their generations."""
+        return self.ledger.generations.aliases()
+
+    def generation_chunks(self, generation: Generation) -> int | None:
+        """How many chunks a generation holds (None: its collection is missing, or not countable here)."""
+        if self.generations is None or not self.exists(generation.physical):
+            return None
+        return self.generations.collection(generation).count()
 
     def _forget_again(self, name: str, first: Forgotten) -> Forgotten:
         """A record indexed between the first forget and the store's change would be remembered without its
@@ -131,6 +178,8 @@ class Collections:
         return created
 
     def close(self) -> None:
+        if self.generations is not None:
+            self.generations.close()
         self.store.close()
         self.ledger.close()
 

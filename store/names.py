@@ -6,9 +6,11 @@ import re
 
 from store.errors import ConfigError
 
-__all__ = ["check_collection_name"]
+__all__ = ["GENERATION_NAME", "check_collection_name", "check_declared_name"]
 
 _COLLECTION_NAME = re.compile(r"[a-z][a-z0-9_]{0,47}")
+#: ``notes__g2``: generation 2 of ``notes`` (``store.generations``), a name no declared collection may take.
+GENERATION_NAME = re.compile(r"(?P<collection>[a-z][a-z0-9_]*?)__g(?P<number>[1-9][0-9]{0,5})")
 
 
 def check_collection_name(name: object) -> str:
@@ -19,3 +21,12 @@ def check_collection_name(name: object) -> str:
             "digits and '_', starting with a letter (e.g. 'activity_notes')"
         )
     return name
+
+
+def check_declared_name(name: object) -> str:
+    """``check_collection_name``, and not a generation's name, which ``vectorsync migrate`` makes."""
+    checked = check_collection_name(name)
+    if GENERATION_NAME.fullmatch(checked):
+        raise ConfigError(f"collection name {checked!r} ends like a generation of a migrated collection (__gN): "
+                          f"pick another name, e.g. {checked.replace('__g', '_g')!r}")
+    return checked

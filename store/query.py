@@ -19,6 +19,8 @@ from typing import Any
 
 from store.awaitables import Matches, Pending
 from store.errors import ConfigError
+from store.generations import Generations
+from store.generations.serving import GenerationStores
 from store.retrieval import Allow, GroundedAnswer, Retrieval
 from store.settings import CollectionSettings, Settings, load_settings
 from store.vectors.collection import DEFAULT_LIMIT, Collection, VectorStore
@@ -31,6 +33,9 @@ __all__ = [
 ]
 
 _default: VectorStore | None = None
+_serving: GenerationStores | None = None
+#: Whether ``use_defaults`` gave the store (an in-process run: no aliases to read).
+_injected = False
 _retrieval: Retrieval | None = None
 #: The collections a read may create empty; None: those ``load_settings()`` declares, read at each call.
 _declared: dict[str, CollectionSettings] | None = None
@@ -57,13 +62,39 @@ def default_store() -> VectorStore:
         return _default
 
 
-def default_retrieval() -> Retrieval:
-    """One Retrieval per process over ``default_store()``, from ``load_settings()`` on first use."""
-    global _retrieval
+def default_generations() -> GenerationStores:
+    """What reads of a collection open: its live generation (``store.generations``), over ``default_store()``.
+
+    The aliases are read from the state database at each search, so a switch is seen at once; with no state
+    database (or in an in-process run, ``use_defaults``) every name is its own collection.
+    """
+    global _serving
     store = default_store()
     with _lock:
+        if _serving is None:
+            settings = load_settings()
+            _serving = GenerationStores(settings, store=store, embeddings=store.embedder,  # type: ignore[arg-type]
+                                        registry=_registry(settings))
+        return _serving
+
+
+def _registry(settings: Settings) -> Generations | None:
+    if settings.state_url is None:
+        return None
+    from store.generations.postgres import PostgresGenerations
+
+    return PostgresGenerations(settings.state_url)
+
+
+def default_retrieval() -> Retrieval:
+    """One Retrieval per process over ``default_store()``, from ``load_settings()`` on first use; it reads
+    each collection's live generation."""
+    global _retrieval
+    serving = default_generations()
+    with _lock:
         if _retrieval is None:
-            _retrieval = Retrieval.from_settings(load_settings(), store=store)
+            _retrieval = Retrieval.from_settings(load_settings(), store=serving.store)
+            _retrieval.opener = lambda name, declared: serving.open(name, declared=declared)
         return _retrieval
 
 
@@ -72,16 +103,17 @@ def use_defaults(store: VectorStore | None, retrieval: Retrieval | None = None, 
     """Make ``store``, ``retrieval`` and the ``declared`` collections what these functions use without
     ``store=`` or ``retrieval=`` (None: built from ``load_settings()`` again); returns the function that puts
     the previous ones back. For in-process test harnesses (``producer.testing``)."""
-    global _default, _retrieval, _declared
+    global _default, _retrieval, _declared, _serving, _injected
     with _lock:
-        previous = (_default, _retrieval, _declared)
+        previous = (_default, _retrieval, _declared, _serving, _injected)
         _default, _retrieval = store, retrieval
         _declared = dict(declared) if declared is not None else None
+        _serving, _injected = None, store is not None
 
     def restore() -> None:
-        global _default, _retrieval, _declared
+        global _default, _retrieval, _declared, _serving, _injected
         with _lock:
-            _default, _retrieval, _declared = previous
+            _default, _retrieval, _declared, _serving, _injected = previous
 
     return restore
 
@@ -103,7 +135,7 @@ def search(
 
     ``filter`` is a Filter or its JSON form. Raises ConfigError, StoreUnavailable, EmbeddingError.
     """
-    target = open_collection(store or default_store(), collection)
+    target = open_collection(store, collection) if store is not None else _open_live(collection)
     return Matches(target.search(query, filter=_as_filter(filter), limit=limit, min_score=min_score), called="search")
 
 
@@ -118,6 +150,17 @@ def open_collection(store: VectorStore, name: str) -> Collection:
     if declared is not None and declared.required_filter and name not in store.required_filters:
         store.require_filter(name, declared.required_filter)
     return store.open(name, declared=set(configured))
+
+
+def _open_live(name: str) -> Collection:
+    """The collection a search of ``name`` reads: its live generation's (``use_defaults``: the store given)."""
+    with _lock:
+        given = _default if _injected else None
+    if given is not None:
+        return open_collection(given, name)
+    serving = default_generations()
+    generation = serving.reading(name)
+    return serving.collection(generation) if generation.registered else open_collection(serving.store, name)
 
 
 def _configured() -> dict[str, CollectionSettings]:

@@ -25,7 +25,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from store.errors import ConfigError
-from store.names import check_collection_name
+from store.names import check_declared_name
 from store.urls import without_credentials
 
 __all__ = [
@@ -308,7 +308,7 @@ class Settings(BaseSettings):
     @classmethod
     def _collection_names(cls, value: dict[str, CollectionSettings]) -> dict[str, CollectionSettings]:
         for name in value:
-            check_collection_name(name)
+            check_declared_name(name)
         return value
 
     @model_validator(mode="after")

@@ -1,24 +1,29 @@
-"""What a worker process holds: settings, the store, embeddings, the ledger and one Indexer per collection.
+"""What a worker process holds: settings, the store, embeddings, the ledger and one Indexer per generation.
 
 Built on first use inside each process (after the prefork fork), so no
-connection is shared between processes.
+connection is shared between processes. A task names a collection (written
+to its live generation and the one a migration builds) or one generation
+(``NAME__gN``); each generation is indexed with its own chain and size.
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 from store.coalesce import Coalescer
 from store.embeddings import Embeddings
 from store.errors import ConfigError
+from store.generations import Generation
+from store.generations.serving import GenerationStores
 from store.ledger import Ledger, ledger_from_settings
 from store.settings import Settings, load_settings
 from store.vectors.collection import VectorStore
 from worker.chunking import Chunker
 from worker.metrics import watch_embeddings
 from worker.pipeline import Indexer
-from worker.sources import source_from_settings
+from worker.sources import Source, source_from_settings
 
 __all__ = ["WorkerContext", "context", "reset_context", "use_context"]
 
@@ -30,7 +35,10 @@ class WorkerContext:
     embeddings: Embeddings
     ledger: Ledger
     coalescer: Coalescer
-    _indexers: dict[str, Indexer] = field(default_factory=dict)
+    #: The store and embeddings of each generation's chain and size (``store`` and ``embeddings`` for most).
+    generations: GenerationStores
+    _indexers: dict[tuple[Any, ...], Indexer] = field(default_factory=dict)
+    _sources: dict[str, Source] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
@@ -38,39 +46,57 @@ class WorkerContext:
         """Everything the settings name; ``ledger`` replaces the state database's (an in-memory one)."""
         embeddings = Embeddings.from_settings(settings)
         watch_embeddings(embeddings.stats)
+        store = VectorStore.from_settings(settings, embedder=embeddings)
+        ledger = ledger if ledger is not None else ledger_from_settings(settings)
         return cls(
             settings=settings,
-            store=VectorStore.from_settings(settings, embedder=embeddings),
+            store=store,
             embeddings=embeddings,
-            ledger=ledger if ledger is not None else ledger_from_settings(settings),
+            ledger=ledger,
             coalescer=Coalescer(settings.cache_url, ttl_seconds=settings.broker.coalesce_seconds),
+            generations=GenerationStores(settings, store=store, embeddings=embeddings, registry=ledger.generations,
+                                         on_embeddings=lambda built: watch_embeddings(built.stats)),
         )
 
-    def indexer(self, collection: str) -> Indexer:
-        """The Indexer of a configured collection. Raises ConfigError for an unknown one."""
-        with self._lock:
-            if collection not in self._indexers:
-                self._indexers[collection] = self._build(collection)
-            return self._indexers[collection]
+    def indexer(self, name: str) -> Indexer:
+        """The Indexer of the generation a read of ``name`` goes to: a collection's live one, or the generation
+        ``NAME__gN`` names (a run). Raises ConfigError for a collection that is not configured."""
+        return self._indexer(self.generations.reading(name))
 
-    def _build(self, collection: str) -> Indexer:
+    def indexers(self, name: str) -> list[Indexer]:
+        """The Indexers a write of ``name`` goes to: its live generation and the one a migration builds."""
+        return [self._indexer(generation) for generation in self.generations.writing(name)]
+
+    def _indexer(self, generation: Generation) -> Indexer:
+        key = (generation.physical, generation.signature())
+        with self._lock:
+            if key not in self._indexers:
+                self._indexers[key] = self._build(generation)
+            return self._indexers[key]
+
+    def _build(self, generation: Generation) -> Indexer:
+        collection = generation.collection
         config = self.settings.collections.get(collection)
         if config is None:
             known = ", ".join(sorted(self.settings.collections)) or "none"
             raise ConfigError(f"collection {collection!r} is not configured (add [collections.{collection}]; "
                               f"configured: {known})")
+        if collection not in self._sources:
+            self._sources[collection] = source_from_settings(collection, config.source)
+        _, embeddings = self.generations.parts(generation)
         return Indexer(
-            name=collection,
-            collection=self.store.collection(collection),
-            source=source_from_settings(collection, config.source),
+            name=generation.physical,
+            collection=self.generations.collection(generation),
+            source=self._sources[collection],
             chunker=Chunker.from_settings(config.chunker),
-            embeddings=self.embeddings,
+            embeddings=embeddings if embeddings is not None else self.embeddings,
             ledger=self.ledger,
         )
 
     def close(self) -> None:
-        for indexer in self._indexers.values():
-            indexer.source.close()
+        for source in self._sources.values():
+            source.close()
+        self.generations.close()
         self.store.close()
         self.embeddings.close()
         self.ledger.close()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from store.settings import WorkerSettings
 from worker.pipeline import BatchResult
 
-__all__ = ["Decision", "RetryPolicy", "as_failed", "as_retry", "decide"]
+__all__ = ["Decision", "RetryPolicy", "as_failed", "as_retry", "combined", "decide"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,3 +78,34 @@ def decide(result: BatchResult, *, retries: int, policy: RetryPolicy,
     gave_up = {i: f"gave up after {retries} retries: {error}" for i, error in result.retry.items()}
     counts["failed"] += len(gave_up)
     return Decision(failures={**result.failed, **gave_up}, counts=counts)
+
+
+#: A record's outcomes in order of precedence: the worst outcome of any generation is the record's.
+_OUTCOMES = ("failed", "retry", "indexed", "deleted", "superseded", "skipped")
+
+
+def combined(results: Mapping[str, BatchResult]) -> BatchResult:
+    """One batch's outcome over the generations it was written to (by physical collection): each record
+    counts as its worst outcome in any of them; errors name the generation when there are several."""
+    if len(results) == 1:
+        return next(iter(results.values()))
+    outcome: dict[str, tuple[int, str]] = {}
+    errors: dict[str, str] = {}
+    total = BatchResult()
+    for physical, result in results.items():
+        total.chunks += result.chunks
+        total.retry_after = max(total.retry_after, result.retry_after)
+        for rank, name in enumerate(_OUTCOMES):
+            found = getattr(result, name)
+            for record_id in found:
+                if record_id not in outcome or rank < outcome[record_id][0]:
+                    outcome[record_id] = (rank, name)
+                    if isinstance(found, dict):
+                        errors[record_id] = f"{physical}: {found[record_id]}"
+    for record_id, (_, name) in outcome.items():
+        into = getattr(total, name)
+        if isinstance(into, dict):
+            into[record_id] = errors[record_id]
+        else:
+            into.append(record_id)
+    return total

@@ -19,6 +19,7 @@ from celery.exceptions import Retry, SoftTimeLimitExceeded
 from store.celeryconfig import soft_time_limit
 from store.contract import BUILD_INDEX, BULK_QUEUE, INDEX_BATCH, INDEX_DOCUMENT, INDEX_RECORD, RECONCILE, REINDEX_ALL
 from store.errors import ConfigError, StoreError, StoreUnavailable
+from store.generations.migration import switch_when_built
 from store.ledger import RunProgress, RunStatus
 from store.queues import queue_states, sent_headers, worker_states
 from store.vectors.records import check_collection_name
@@ -27,7 +28,7 @@ from worker.context import context
 from worker.fanout import count_run, fan_out
 from worker.metrics import observe_batch
 from worker.pipeline import BatchResult, Document
-from worker.policy import RetryPolicy, as_failed, as_retry, decide
+from worker.policy import RetryPolicy, as_failed, as_retry, combined, decide
 
 __all__ = ["build_index", "index_batch", "index_document", "index_record", "reconcile", "reindex_all"]
 
@@ -56,7 +57,7 @@ def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None 
     """
     ctx, policy, retries = context(), _policy(), task.request.retries
     try:
-        result = work() if work is not None else ctx.indexer(collection).index(ids)
+        result = work() if work is not None else combined({i.name: i.index(ids) for i in ctx.indexers(collection)})
     except StoreUnavailable as exc:
         log.warning("store unavailable for %s (%d records): %s", collection, len(ids), exc)
         if policy.may_retry(retries):
@@ -118,13 +119,14 @@ def index_batch(self: Task, collection: str, ids: list[str], run_id: str | None 
 def index_document(self: Task, collection: str, id: str, text: str | None, metadata: dict[str, Any] | None = None,
                    version: int = 0) -> dict[str, int]:
     """Index a document pushed with its content; ``text=None`` deletes it."""
-    indexer = context().indexer(collection)
+    indexers = context().indexers(collection)
     doc_id = str(id)
 
     def work() -> BatchResult:
         if text is None:
-            return indexer.delete_documents([doc_id], version=version)
-        return indexer.index_documents([Document(doc_id, text, metadata or {}, version)])
+            return combined({i.name: i.delete_documents([doc_id], version=version) for i in indexers})
+        return combined({i.name: i.index_documents([Document(doc_id, text, metadata or {}, version)])
+                         for i in indexers})
 
     return _process(self, collection, [doc_id], work=work)
 
@@ -184,8 +186,11 @@ def _send_batch(collection: str, ids: list[str], *, run_id: str, batch: int) -> 
 
 def _finished(collection: str, progress: RunProgress) -> None:
     """A run whose records are all in and whose index was deferred gets the index built, as a task of its own
-    with its own time limit; the run says ``indexing`` until then, so ``done`` means searchable at full speed."""
-    if progress.status == RunStatus.INDEXING:
+    with its own time limit; the run says ``indexing`` until then, so ``done`` means searchable at full speed.
+    A migration's run that is done switches its collection to the new generation."""
+    if progress.status == RunStatus.DONE:
+        switch_when_built(context().ledger.generations, progress)
+    elif progress.status == RunStatus.INDEXING:
         limit = context().settings.worker.index_time_limit
         build_index.apply_async(args=(collection, progress.run_id), queue=BULK_QUEUE, headers=sent_headers(),
                                 time_limit=limit, soft_time_limit=soft_time_limit(limit))
@@ -207,7 +212,9 @@ def build_index(self: Task, collection: str, run_id: str) -> str:
     except Exception as exc:
         ctx.ledger.fail_run(run_id, f"the vector index could not be built: {type(exc).__name__}: {exc}")
         raise
-    return str(ctx.ledger.complete_run(run_id).status)
+    progress = ctx.ledger.complete_run(run_id)
+    _finished(collection, progress)
+    return str(progress.status)
 
 
 def _drop_gone(collection: str, seen: set[str], *, allow_empty: bool) -> None:

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from producer.cli.collections import collections_app, init
 from producer.cli.console import errors, guarded, out, say, short
+from producer.cli.migrate import migrate
 from producer.cli.progress import follow, summary, warn_if_no_consumer
 from store.contract import BULK_QUEUE, LIVE_QUEUE
 from store.ledger import RunStatus
@@ -209,6 +210,7 @@ def failures(
 
 app.add_typer(collections_app, name="collections")
 app.command()(init)
+app.command()(migrate)
 
 
 @app.command()

@@ -40,7 +40,8 @@ def _default(ctx: typer.Context) -> None:
 
 @collections_app.command("list")
 def list_collections() -> None:
-    """The declared collections and those the store holds, with their chunk counts; nothing is created."""
+    """The declared collections and those the store holds, with their chunk counts, and the generations of
+    migrated ones (``vectorsync migrate``); nothing is created."""
     settings, collections = _open()
 
     def chunks(name: str, held: set[str]) -> str:
@@ -51,13 +52,26 @@ def list_collections() -> None:
 
     with collections:
         held = set(guarded(collections.names))
-        rows = [(name, settings.collections[name].source.kind if name in settings.collections else "-",
-                 chunks(name, held)) for name in sorted(held | set(settings.collections))]
-    table = Table("collection", "source", "chunks")
+        aliases = {alias.collection: alias for alias in guarded(collections.aliases)}
+        physical = {g.physical for alias in aliases.values() for g in alias.generations}
+        rows: list[tuple[str, str, str, str]] = []
+        for name in sorted((held - physical) | set(settings.collections) | set(aliases)):
+            kind: str = settings.collections[name].source.kind if name in settings.collections else "-"
+            alias = aliases.get(name)
+            if alias is None:
+                rows.append((name, kind, "", chunks(name, held)))
+                continue
+            rows.append((name, kind, f"reads {alias.reads.name}", ""))
+            for generation in alias.generations:
+                count = guarded(lambda g=generation: collections.generation_chunks(g))  # type: ignore[misc]
+                rows.append((f"  {generation.name}", ", ".join(generation.chain),
+                             f"{alias.status(generation)}, {generation.dimensions}-d",
+                             "not created" if count is None else f"{count:,}"))
+    table = Table("collection", "source / chain", "generation", "chunks")
     for row in rows:
         table.add_row(*row)
     out.print(table)
-    if any(row[2] == "not created" for row in rows):
+    if any(row[3] == "not created" for row in rows):
         say("vectorsync init creates the declared collections that are missing (a worker does at its start)")
 
 

@@ -14,9 +14,12 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from store.errors import ConfigError
+
+if TYPE_CHECKING:
+    from store.generations.base import Generations
 
 __all__ = [
     "MAX_ERROR_CHARS", "Failure", "Forgotten", "Held", "Ledger", "LedgerEntry", "RunProgress", "RunStatus", "now",
@@ -136,6 +139,11 @@ class Held(Protocol):
 
 class Ledger(Protocol):
     """Indexing state of every collection. Raises StoreUnavailable when its database cannot be reached."""
+
+    @property
+    def generations(self) -> Generations:
+        """Which generation each migrated collection reads and writes (``store.generations``), in the same state."""
+        ...
 
     # -- locks and entries -----------------------------------------------------------
 

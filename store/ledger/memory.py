@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from store.errors import ConfigError
+from store.generations.memory import MemoryGenerations
 from store.ledger.base import (
     MAX_ERROR_CHARS,
     Failure,
@@ -64,6 +65,8 @@ class MemoryLedger:
         self._entries: dict[tuple[str, str], LedgerEntry] = {}
         self._runs: dict[str, _Run] = {}
         self._failures: dict[tuple[str, str], Failure] = {}
+        #: The aliases of migrated collections, kept with the rest of this process's state.
+        self.generations = MemoryGenerations()
 
     # -- locks and entries -----------------------------------------------------------
 

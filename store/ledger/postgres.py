@@ -14,11 +14,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import cached_property
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from store.errors import ConfigError
+from store.generations.postgres import PostgresGenerations
 from store.ledger.base import (
     MAX_ERROR_CHARS,
     Failure,
@@ -133,6 +135,11 @@ class PostgresLedger:
         if self.engine.dialect.name != "postgresql":
             raise ConfigError(f"state.url {self.safe_url!r} is not PostgreSQL; the state needs PostgreSQL locks")
         self._create()
+
+    @cached_property
+    def generations(self) -> PostgresGenerations:
+        """The aliases of migrated collections, in this database (their tables made on first use)."""
+        return PostgresGenerations(engine=self.engine)
 
     def close(self) -> None:
         self.engine.dispose()

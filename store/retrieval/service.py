@@ -23,7 +23,7 @@ from store.retrieval.providers import FakeChat, FakeReranker, build_chat, build_
 from store.settings import RetrievalSettings, Settings
 from store.stats import CallStats
 from store.tokens import estimate_tokens
-from store.vectors import Filter, VectorMatch, VectorStore
+from store.vectors import Collection, Filter, VectorMatch, VectorStore
 
 __all__ = ["Allow", "Retrieval", "allowed"]
 
@@ -37,6 +37,8 @@ class Retrieval:
     def __init__(self, store: VectorStore, *, rerankers: Failover[Reranker], chats: Failover[Chat],
                  settings: RetrievalSettings | None = None, declared: AbstractSet[str] = frozenset()) -> None:
         self.store, self.rerankers, self.chats = store, rerankers, chats
+        #: Opens the collection an answer reads (None: ``store.open``); ``store.query`` reads live generations.
+        self.opener: Callable[[str, AbstractSet[str]], Collection] | None = None
         self.settings = settings if settings is not None else RetrievalSettings()
         #: Collections the settings declare: answer may open them before they hold anything.
         self.declared = frozenset(declared)
@@ -98,7 +100,8 @@ class Retrieval:
         shown = top or self.settings.top
         with usage.attributed_to(user):
             where = Filter.from_dict(filter) if isinstance(filter, Mapping) else filter
-            target = self.store.open(collection, declared=self.declared)  # never a table for a mistyped name
+            target = (self.opener(collection, self.declared) if self.opener is not None  # never a table for a typo
+                      else self.store.open(collection, declared=self.declared))
             found = target.search(question, filter=where, limit=wanted)
             if allow is not None and found:
                 found = allowed(found, allow)

@@ -1,0 +1,139 @@
+"""Changing a collection's model without downtime: a new generation is built, then switched to in one step.
+
+``begin`` registers the generation and creates its collection (the caller
+sends its reindex run); from then on every write of the collection goes to
+the live generation and the new one. ``switch_when_built`` runs where a run
+ends: when the new generation's run is done with no failure, the alias moves
+to it. Searches read the live generation throughout, so none finds nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from store.errors import ConfigError
+from store.generations.base import (
+    Alias,
+    Generation,
+    Generations,
+    building_error,
+    generation_settings,
+    parse_name,
+    registered,
+)
+from store.ledger.base import RunProgress, RunStatus
+from store.names import check_collection_name
+from store.settings import Settings
+
+__all__ = ["begin", "plan", "switch_now", "switch_when_built"]
+
+log = logging.getLogger("vectorsync.migrate")
+
+
+def plan(settings: Settings, registry: Generations, collection: str, chain: Sequence[str]) -> tuple[Generation,
+                                                                                                      Generation]:
+    """The live generation of ``collection`` and the one ``chain`` would build (the one building already, to run
+    again, when it has that chain). Checks the collection and the chain; raises ConfigError naming the fix."""
+    config = settings.collections.get(collection)
+    if config is None:
+        declared = ", ".join(sorted(settings.collections)) or "none"
+        raise ConfigError(f"collection {collection!r} is not declared: migrate a collection of the settings "
+                          f"([collections.{collection}]); declared: {declared}")
+    if config.source.kind == "push":
+        raise ConfigError(f"collection {collection!r} holds pushed documents, which only the app can send again: "
+                          "migrate needs a source to read every record from (sql or python). Declare a new "
+                          "collection under the new chain and push the documents to it")
+    if settings.vectors.store == "memory":
+        raise ConfigError("vectors.store = 'memory' keeps nothing beyond one process, so nothing can be migrated: "
+                          "use pgvector or qdrant")
+    alias = registry.alias(collection)
+    live = alias.reads if alias is not None else _first(settings, collection)
+    if tuple(chain) == live.chain:
+        raise ConfigError(f"collection {collection!r} is embedded by the chain {', '.join(chain)} already "
+                          f"({live.name}): name another chain with --chain")
+    building = alias.building if alias is not None else None
+    if building is not None:
+        if building.chain != tuple(chain):
+            raise ConfigError(building_error(alias))  # type: ignore[arg-type]
+        return live, building
+    number = max(g.number for g in alias.generations) + 1 if alias is not None else 2
+    new = registered(settings, collection, chain, number)
+    try:
+        check_collection_name(new.physical)
+    except ConfigError:
+        raise ConfigError(f"collection {collection!r} cannot be migrated: its generation's name {new.physical!r} "
+                          f"is longer than 48 characters. Declare a collection with a shorter name") from None
+    return live, new
+
+
+def begin(settings: Settings, registry: Generations, collection: str, chain: Sequence[str]) -> Generation:
+    """Register the generation ``chain`` builds for ``collection`` and create its collection, empty; from then
+    on writes of ``collection`` go to it too. The caller sends its reindex run (``Producer.migrate``)."""
+    from store.vectors.collection import VectorStore
+
+    live, new = plan(settings, registry, collection, chain)
+    with VectorStore.from_settings(generation_settings(settings, new)) as store:
+        if new.created_at is None and store.has_collection(new.physical):
+            raise ConfigError(f"a collection {new.physical!r} exists that is no generation of {collection!r} (left "
+                              f"from an earlier try?): drop it (vectorsync collections drop {new.physical}) and "
+                              "migrate again")
+        try:
+            store.ensure_collection(new.physical)
+        except ConfigError as exc:
+            raise ConfigError(f"{new.name}, the new generation of {collection!r}, cannot hold the chain "
+                              f"{', '.join(chain)} ({new.dimensions} dimensions): {exc}") from None
+    if new.created_at is None:
+        registry.begin(live, new)
+    return new
+
+
+def _first(settings: Settings, collection: str) -> Generation:
+    """Generation 1 of a collection never migrated: what the settings embed it with now."""
+    if not settings.embeddings.chain:
+        raise ConfigError(f"collection {collection!r} is embedded by the default fake model (embeddings.chain is "
+                          "empty); migrate needs the chain it is embedded by now: set embeddings.chain")
+    return registered(settings, collection, settings.embeddings.chain, 1)
+
+
+def switch_when_built(registry: Generations, progress: RunProgress) -> Generation | None:
+    """Switch the alias to the generation whose run ``progress`` is, if that run is done without failures;
+    the generation switched to, else None. A run with failures leaves it building, and says so."""
+    collection, number = parse_name(progress.collection)
+    if progress.status != RunStatus.DONE or number is None:
+        return None
+    alias = registry.alias(collection)
+    building = alias.building if alias is not None else None
+    if alias is None or building is None or building.number != number or building.run_id != progress.run_id:
+        return None
+    if progress.failed:
+        log.warning("%s is built but %d records failed, so %s still reads %s: fix them (vectorsync failures "
+                    "--retry), or switch anyway (vectorsync migrate %s --switch)", building.name, progress.failed,
+                    collection, alias.reads.name, collection)
+        return None
+    return _switch(registry, alias, building)
+
+
+def switch_now(registry: Generations, collection: str, run: RunProgress | None) -> Generation:
+    """Switch to the building generation of ``collection`` whose run is done, failures or not (``--switch``)."""
+    alias = registry.alias(collection)
+    building = alias.building if alias is not None else None
+    if alias is None or building is None:
+        raise ConfigError(f"collection {collection!r} has no generation building: "
+                          f"start one with `vectorsync migrate {collection} --chain NEW`")
+    if run is None or run.status != RunStatus.DONE:
+        state = "has no run" if run is None else f"run {run.run_id} is {run.status}"
+        raise ConfigError(f"{building.name} is not built ({state}): run `vectorsync migrate {collection} --chain "
+                          f"{','.join(building.chain)}` to build it, then switch")
+    switched = _switch(registry, alias, building)
+    if switched is None:
+        raise ConfigError(f"{collection!r} switched meanwhile: `vectorsync collections list` shows what it reads")
+    return switched
+
+
+def _switch(registry: Generations, alias: Alias, building: Generation) -> Generation | None:
+    if not registry.switch(alias.collection, building.number, expected=alias.live):
+        return None
+    log.info("%s now reads %s (chain %s); %s is kept until dropped (vectorsync collections drop %s)",
+             alias.collection, building.name, ", ".join(building.chain), alias.reads.name, alias.reads.name)
+    return building

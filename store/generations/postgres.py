@@ -1,0 +1,139 @@
+"""The registry of generations in the state database, shared by every worker and app.
+
+Tables (created on first use): ``vectorsync_aliases`` (a collection and the
+generation it reads) and ``vectorsync_generations`` (each generation's chain,
+models and size). A switch is one ``UPDATE`` of the alias row, compared and
+set: every reader sees the old generation or the new one, never neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+
+from store.errors import ConfigError
+from store.generations.base import Alias, Generation, building_error, live_error, now
+from store.sql import make_engine, transaction
+
+__all__ = ["PostgresGenerations"]
+
+_meta = sa.MetaData()
+aliases = sa.Table(
+    "vectorsync_aliases", _meta,
+    sa.Column("collection", sa.Text, primary_key=True),
+    sa.Column("live", sa.Integer, nullable=False),
+    sa.Column("switched_at", sa.DateTime(timezone=True)),
+)
+generations = sa.Table(
+    "vectorsync_generations", _meta,
+    sa.Column("collection", sa.Text, primary_key=True),
+    sa.Column("number", sa.Integer, primary_key=True),
+    sa.Column("chain", postgresql.JSONB, nullable=False),
+    sa.Column("models", postgresql.JSONB, nullable=False),
+    sa.Column("dimensions", sa.Integer, nullable=False),
+    sa.Column("run_id", sa.Text),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+
+def _generation(row: sa.Row) -> Generation:  # type: ignore[type-arg]
+    return Generation(row.collection, row.number, tuple(row.chain), row.models, row.dimensions, row.run_id,
+                      row.created_at)
+
+
+class PostgresGenerations:
+    """Aliases in PostgreSQL; see the module docstring. ``engine``: the state database's (None: its own at ``url``)."""
+
+    def __init__(self, url: str | None = None, *, engine: sa.Engine | None = None) -> None:
+        if engine is None:
+            if not url:
+                raise ConfigError("no state database: set state.url (VECTORSYNC_STATE__URL) to a PostgreSQL URL")
+            engine = make_engine(url, setting="state.url", pool_size=2, pool_pre_ping=True)
+            self._owned = True
+        else:
+            self._owned = False
+        self.engine = engine
+        self.safe_url = engine.url.render_as_string(hide_password=True)
+        with self._transaction() as conn:
+            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended("vectorsync:state", 0))))
+            _meta.create_all(conn, checkfirst=True)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sa.Connection]:
+        with transaction(self.engine, f"state database {self.safe_url}") as conn:
+            yield conn
+
+    def _read(self, conn: sa.Connection, where: sa.ColumnElement[bool] | None = None) -> list[Alias]:
+        heads = conn.execute(sa.select(aliases).where(where if where is not None else sa.true())
+                             .order_by(aliases.c.collection)).all()
+        if not heads:
+            return []
+        rows = conn.execute(sa.select(generations).where(generations.c.collection.in_([h.collection for h in heads]))
+                            .order_by(generations.c.collection, generations.c.number)).all()
+        return [Alias(head.collection, head.live,
+                      tuple(_generation(row) for row in rows if row.collection == head.collection), head.switched_at)
+                for head in heads]
+
+    def alias(self, collection: str) -> Alias | None:
+        with self._transaction() as conn:
+            found = self._read(conn, aliases.c.collection == collection)
+        return found[0] if found else None
+
+    def aliases(self) -> list[Alias]:
+        with self._transaction() as conn:
+            return self._read(conn)
+
+    def begin(self, first: Generation, new: Generation) -> None:
+        with self._transaction() as conn:
+            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(
+                sa.func.hashtextextended("vectorsync:alias/" + new.collection, 0))))
+            found = self._read(conn, aliases.c.collection == new.collection)
+            if not found:
+                conn.execute(sa.insert(aliases).values(collection=new.collection, live=first.number))
+                self._insert(conn, first)
+            elif found[0].building is not None:
+                raise ConfigError(building_error(found[0]))
+            elif any(g.number == new.number for g in found[0].generations):
+                raise ConfigError(f"generation {new.name} exists already: drop it first")
+            self._insert(conn, new)
+
+    @staticmethod
+    def _insert(conn: sa.Connection, generation: Generation) -> None:
+        conn.execute(sa.insert(generations).values(
+            collection=generation.collection, number=generation.number, chain=list(generation.chain),
+            models=dict(generation.models), dimensions=generation.dimensions, run_id=generation.run_id,
+            created_at=now()))
+
+    def set_run(self, collection: str, number: int, run_id: str) -> None:
+        with self._transaction() as conn:
+            conn.execute(sa.update(generations).where(generations.c.collection == collection,
+                                                      generations.c.number == number).values(run_id=run_id))
+
+    def switch(self, collection: str, number: int, *, expected: int) -> bool:
+        with self._transaction() as conn:
+            switched = conn.execute(sa.update(aliases).where(
+                aliases.c.collection == collection, aliases.c.live == expected,
+                sa.exists().where(generations.c.collection == collection, generations.c.number == number),
+            ).values(live=number, switched_at=now())).rowcount
+        return bool(switched)
+
+    def forget(self, collection: str, number: int | None = None) -> None:
+        with self._transaction() as conn:
+            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(
+                sa.func.hashtextextended("vectorsync:alias/" + collection, 0))))
+            if number is None:
+                conn.execute(sa.delete(aliases).where(aliases.c.collection == collection))
+                conn.execute(sa.delete(generations).where(generations.c.collection == collection))
+                return
+            found = self._read(conn, aliases.c.collection == collection)
+            if found and found[0].live == number:
+                raise ConfigError(live_error(found[0]))
+            conn.execute(sa.delete(generations).where(generations.c.collection == collection,
+                                                      generations.c.number == number))
+
+    def close(self) -> None:
+        if self._owned:
+            self.engine.dispose()
