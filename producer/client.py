@@ -130,7 +130,7 @@ class Producer:
         from store.generations.migration import begin
 
         collection = check_collection_name(collection)
-        generation = begin(self.settings, self.ledger.generations, collection, list(chain))
+        generation = begin(self.settings, self.ledger, collection, list(chain))
         run_id = self.ledger.create_run(generation.physical, kind="migrate")
         self.ledger.generations.set_run(collection, generation.number, run_id)
         self._send(REINDEX_ALL, (generation.physical, False, run_id, False), BULK_QUEUE)

@@ -91,8 +91,12 @@ class Collections:
         return self.store.ensure_collection(name)
 
     def chunks(self, name: str) -> int | None:
-        """How many chunks ``name`` holds; None when it was made with another size or metric than the settings
-        say (it cannot be opened, only dropped). A missing collection is a ConfigError naming the fix."""
+        """How many chunks ``name`` holds (a migrated collection: its live generation); None when it was made
+        with another size or metric than the settings say (it cannot be opened, only dropped). A missing
+        collection is a ConfigError naming the fix."""
+        return self._count(self.physical(name))
+
+    def _count(self, name: str) -> int | None:
         if not self.exists(name):
             raise ConfigError(missing(name, self.names()))
         try:
@@ -106,13 +110,13 @@ class Collections:
         So the next reindex indexes every record again. A migrated collection empties its live generation
         (``NAME__gN``: that one). A missing collection is a ConfigError.
         """
-        name = self._physical(name)
-        chunks = self.chunks(name)
+        name = self.physical(name)
+        chunks = self._count(name)
         forgotten = self.ledger.forget_collection(name)  # first: a failure after it leaves records to index again
         self.store.reset_collection(name)
         return Emptied(chunks, self._forget_again(name, forgotten))
 
-    def _physical(self, name: str) -> str:
+    def physical(self, name: str) -> str:
         """The store's collection a name reads: a migrated collection's live generation, or ``NAME__gN``'s."""
         collection, number = parse_name(name)
         alias = self.ledger.generations.alias(collection)
@@ -147,7 +151,7 @@ class Collections:
     def _drop_physical(self, name: str, *, missing_ok: bool = False) -> Emptied:
         if missing_ok and not self.exists(name):
             return Emptied(0, self.ledger.forget_collection(name))
-        chunks = self.chunks(name)  # one of other vector settings is counted as None, and dropped all the same
+        chunks = self._count(name)  # one of other vector settings is counted as None, and dropped all the same
         forgotten = self.ledger.forget_collection(name)
         self.store.drop_collection(name)
         return Emptied(chunks, self._forget_again(name, forgotten))

@@ -10,7 +10,7 @@ to it. Searches read the live generation throughout, so none finds nothing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 
 from store.errors import ConfigError
 from store.generations.base import (
@@ -22,7 +22,7 @@ from store.generations.base import (
     parse_name,
     registered,
 )
-from store.ledger.base import RunProgress, RunStatus
+from store.ledger.base import Ledger, RunProgress, RunStatus
 from store.names import check_collection_name
 from store.settings import Settings
 
@@ -31,10 +31,11 @@ __all__ = ["begin", "plan", "switch_now", "switch_when_built"]
 log = logging.getLogger("vectorsync.migrate")
 
 
-def plan(settings: Settings, registry: Generations, collection: str, chain: Sequence[str]) -> tuple[Generation,
-                                                                                                      Generation]:
+def plan(settings: Settings, registry: Generations, collection: str, chain: Sequence[str], *,
+         embedded: Set[str] = frozenset()) -> tuple[Generation, Generation]:
     """The live generation of ``collection`` and the one ``chain`` would build (the one building already, to run
-    again, when it has that chain). Checks the collection and the chain; raises ConfigError naming the fix."""
+    again, when it has that chain). ``embedded``: the models the ledger says embedded the collection.
+    Checks the collection and the chain; raises ConfigError naming the fix."""
     config = settings.collections.get(collection)
     if config is None:
         declared = ", ".join(sorted(settings.collections)) or "none"
@@ -48,7 +49,7 @@ def plan(settings: Settings, registry: Generations, collection: str, chain: Sequ
         raise ConfigError("vectors.store = 'memory' keeps nothing beyond one process, so nothing can be migrated: "
                           "use pgvector or qdrant")
     alias = registry.alias(collection)
-    live = alias.reads if alias is not None else _first(settings, collection)
+    live = alias.reads if alias is not None else _first(settings, collection, embedded)
     if tuple(chain) == live.chain:
         raise ConfigError(f"collection {collection!r} is embedded by the chain {', '.join(chain)} already "
                           f"({live.name}): name another chain with --chain")
@@ -67,13 +68,19 @@ def plan(settings: Settings, registry: Generations, collection: str, chain: Sequ
     return live, new
 
 
-def begin(settings: Settings, registry: Generations, collection: str, chain: Sequence[str]) -> Generation:
+def begin(settings: Settings, ledger: Ledger, collection: str, chain: Sequence[str]) -> Generation:
     """Register the generation ``chain`` builds for ``collection`` and create its collection, empty; from then
     on writes of ``collection`` go to it too. The caller sends its reindex run (``Producer.migrate``)."""
     from store.vectors.collection import VectorStore
 
-    live, new = plan(settings, registry, collection, chain)
-    with VectorStore.from_settings(generation_settings(settings, new)) as store:
+    registry = ledger.generations
+    embedded = ledger.models(collection) if registry.alias(collection) is None else set()
+    live, new = plan(settings, registry, collection, chain, embedded=embedded)
+    try:
+        store = VectorStore.from_settings(generation_settings(settings, new))
+    except ConfigError as exc:
+        raise _cannot_hold(new, exc) from None
+    with store:
         if new.created_at is None and store.has_collection(new.physical):
             raise ConfigError(f"a collection {new.physical!r} exists that is no generation of {collection!r} (left "
                               f"from an earlier try?): drop it (vectorsync collections drop {new.physical}) and "
@@ -81,19 +88,34 @@ def begin(settings: Settings, registry: Generations, collection: str, chain: Seq
         try:
             store.ensure_collection(new.physical)
         except ConfigError as exc:
-            raise ConfigError(f"{new.name}, the new generation of {collection!r}, cannot hold the chain "
-                              f"{', '.join(chain)} ({new.dimensions} dimensions): {exc}") from None
+            raise _cannot_hold(new, exc) from None
     if new.created_at is None:
         registry.begin(live, new)
     return new
 
 
-def _first(settings: Settings, collection: str) -> Generation:
-    """Generation 1 of a collection never migrated: what the settings embed it with now."""
-    if not settings.embeddings.chain:
+def _cannot_hold(new: Generation, exc: ConfigError) -> ConfigError:
+    return ConfigError(f"{new.name}, the new generation of {new.collection!r}, cannot hold the chain "
+                       f"{', '.join(new.chain)} ({new.dimensions} dimensions): {exc}")
+
+
+def _first(settings: Settings, collection: str, embedded: Set[str]) -> Generation:
+    """Generation 1 of a collection never migrated: the chain of the models its records were embedded with
+    (``embedded``, from the ledger), else the settings' chain. So migrate may run with settings whose chain
+    is already the new one."""
+    chain = list(settings.embeddings.chain)
+    first = settings.models.get(chain[0]) if chain else None
+    if embedded and (first is None or first.model not in embedded):
+        chain = [name for name, model in sorted(settings.models.items())
+                 if model.task == "embed" and model.model in embedded][:1]
+        if not chain:
+            raise ConfigError(f"collection {collection!r} was embedded by {', '.join(sorted(embedded))}, which no "
+                              "[models.NAME] entry of the settings names: add it, so its generation can go on "
+                              "serving searches until the switch, then migrate")
+    if not chain:
         raise ConfigError(f"collection {collection!r} is embedded by the default fake model (embeddings.chain is "
                           "empty); migrate needs the chain it is embedded by now: set embeddings.chain")
-    return registered(settings, collection, settings.embeddings.chain, 1)
+    return registered(settings, collection, chain, 1)
 
 
 def switch_when_built(registry: Generations, progress: RunProgress) -> Generation | None:

@@ -159,6 +159,10 @@ class Ledger(Protocol):
         """Every record id the collection's ledger holds."""
         ...
 
+    def models(self, collection: str) -> set[str]:
+        """The models the collection's records were last embedded with (``vectorsync migrate`` reads its chain)."""
+        ...
+
     def forget_collection(self, collection: str) -> Forgotten:
         """Drop every entry and failure of ``collection`` (its runs stay, as history); say how many."""
         ...

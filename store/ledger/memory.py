@@ -87,6 +87,10 @@ class MemoryLedger:
         with self._lock:
             return {record_id for name, record_id in self._entries if name == collection}
 
+    def models(self, collection: str) -> set[str]:
+        with self._lock:
+            return {entry.model for (name, _), entry in self._entries.items() if name == collection}
+
     def forget_collection(self, collection: str) -> Forgotten:
         counts = []
         with self._lock:

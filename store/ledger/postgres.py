@@ -203,6 +203,10 @@ class PostgresLedger:
         conn.execute(sa.delete(failures).where(failures.c.collection == collection,
                                                failures.c.record_id.in_([e.record_id for e in entries])))
 
+    def models(self, collection: str) -> set[str]:
+        with self.transaction() as conn:
+            return set(conn.scalars(sa.select(ledger.c.model).where(ledger.c.collection == collection).distinct()))
+
     def forget_collection(self, collection: str) -> Forgotten:
         with self.transaction() as conn:
             counts = [conn.execute(sa.delete(table).where(table.c.collection == collection)).rowcount
