@@ -173,9 +173,12 @@ class Collections:
         return Forgotten(first.entries + again.entries, first.failures + again.failures)
 
     def create_declared(self) -> list[str]:
-        """Create the declared collections that are missing (a worker's start, ``vectorsync init``); return them."""
-        created = [name for name in self.declared if not self.exists(name)]
-        for name in self.declared:
+        """Create the declared collections that are missing (a worker's start, ``vectorsync init``); return them.
+        A migrated collection's generations are left as they are."""
+        migrated = {alias.collection for alias in self.aliases()}  # made by migrate, in their own sizes
+        declared = [name for name in self.declared if name not in migrated]
+        created = [name for name in declared if not self.exists(name)]
+        for name in declared:
             self.store.ensure_collection(name)  # an existing one is checked against the settings (size, metric)
         if created:
             log.info("created the declared collections %s", ", ".join(created))

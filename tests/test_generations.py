@@ -135,6 +135,10 @@ def test_plan_refuses_what_cannot_be_migrated_naming_the_fix() -> None:
         plan(settings(kind="push"), registry, "notes", ["large"])
     with pytest.raises(ConfigError, match="memory"):
         plan(settings(store="memory"), registry, "notes", ["large"])
+    local = settings(store="qdrant").model_copy(update={"vectors": settings().vectors.model_copy(
+        update={"store": "qdrant", "url": "/tmp/qdrant-folder"})})
+    with pytest.raises(ConfigError, match="local mode"):
+        plan(local, registry, "notes", ["large"])
     with pytest.raises(ConfigError, match="already"):
         plan(settings(), registry, "notes", ["small"])
     with pytest.raises(ConfigError, match="one size"):

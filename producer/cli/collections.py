@@ -61,7 +61,7 @@ def list_collections() -> None:
             if alias is None:
                 rows.append((name, kind, "", chunks(name, held)))
                 continue
-            rows.append((name, kind, f"reads {alias.reads.name}", ""))
+            rows.append((name, kind, f"reads g{alias.live}", ""))
             for generation in alias.generations:
                 count = guarded(lambda g=generation: collections.generation_chunks(g))  # type: ignore[misc]
                 rows.append((f"  {generation.name}", ", ".join(generation.chain),

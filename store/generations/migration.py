@@ -45,9 +45,10 @@ def plan(settings: Settings, registry: Generations, collection: str, chain: Sequ
         raise ConfigError(f"collection {collection!r} holds pushed documents, which only the app can send again: "
                           "migrate needs a source to read every record from (sql or python). Declare a new "
                           "collection under the new chain and push the documents to it")
-    if settings.vectors.store == "memory":
-        raise ConfigError("vectors.store = 'memory' keeps nothing beyond one process, so nothing can be migrated: "
-                          "use pgvector or qdrant")
+    if settings.vectors.store == "memory" or (settings.vectors.store == "qdrant" and not _qdrant_server(settings)):
+        raise ConfigError(f"vectors.store = {settings.vectors.store!r} here lives in one process (memory, or "
+                          "Qdrant's local mode), so no worker could build a generation beside it: use pgvector "
+                          "or a Qdrant server")
     alias = registry.alias(collection)
     live = alias.reads if alias is not None else _first(settings, collection, embedded)
     if tuple(chain) == live.chain:
@@ -92,6 +93,12 @@ def begin(settings: Settings, ledger: Ledger, collection: str, chain: Sequence[s
     if new.created_at is None:
         registry.begin(live, new)
     return new
+
+
+def _qdrant_server(settings: Settings) -> bool:
+    """Whether the Qdrant store is a server (as ``store.vectors.qdrant.client.is_server`` says, without
+    loading qdrant-client)."""
+    return (settings.vectors.url or "").startswith(("http://", "https://"))
 
 
 def _cannot_hold(new: Generation, exc: ConfigError) -> ConfigError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
@@ -67,15 +68,17 @@ class PostgresGenerations:
             yield conn
 
     def _read(self, conn: sa.Connection, where: sa.ColumnElement[bool] | None = None) -> list[Alias]:
-        heads = conn.execute(sa.select(aliases).where(where if where is not None else sa.true())
-                             .order_by(aliases.c.collection)).all()
-        if not heads:
-            return []
-        rows = conn.execute(sa.select(generations).where(generations.c.collection.in_([h.collection for h in heads]))
-                            .order_by(generations.c.collection, generations.c.number)).all()
-        return [Alias(head.collection, head.live,
-                      tuple(_generation(row) for row in rows if row.collection == head.collection), head.switched_at)
-                for head in heads]
+        """The aliases ``where`` selects, in one statement (a search reads one before each query)."""
+        rows = conn.execute(
+            sa.select(aliases.c.live, aliases.c.switched_at, generations)
+            .join(generations, generations.c.collection == aliases.c.collection)
+            .where(where if where is not None else sa.true())
+            .order_by(generations.c.collection, generations.c.number)).all()
+        found: dict[str, Alias] = {}
+        for row in rows:
+            alias = found.get(row.collection) or Alias(row.collection, row.live, (), row.switched_at)
+            found[row.collection] = replace(alias, generations=(*alias.generations, _generation(row)))
+        return list(found.values())
 
     def alias(self, collection: str) -> Alias | None:
         with self._transaction() as conn:
