@@ -6,7 +6,8 @@ Sections, each measured against its limit in the same run: filtered search
 (recall and latency by selectivity, 100,000 and 1,000,000 vectors, and real
 text), the bulk pipeline against binary COPY + HNSW build, live latency under
 a full bulk queue and peak worker memory, provider calls against the ideal,
-the local model against raw encode, and the embeddings transport. Benchmarks
+the local model against raw encode, the embeddings transport, and what reading
+a collection's alias costs a search. Benchmarks
 are never collected as tests; ``--quick`` is a smoke run of a few minutes.
 """
 
@@ -26,6 +27,7 @@ SECTIONS = {
     "calls": "bench.provider_calls",
     "local": "bench.local_model",
     "transport": "bench.transport",
+    "aliases": "bench.aliases",
 }
 
 

@@ -71,7 +71,11 @@ def default_generations() -> GenerationStores:
     global _serving
     store = default_store()
     with _lock:
-        if _serving is None:
+        if _serving is None or _serving.store is not store:  # built over another default store: not this one's
+            if _serving is not None:
+                _serving.close()
+                if _serving.registry is not None:
+                    _serving.registry.close()
             settings = load_settings()
             _serving = GenerationStores(settings, store=store, embeddings=store.embedder,  # type: ignore[arg-type]
                                         registry=_registry(settings))
@@ -139,13 +143,15 @@ def search(
     return Matches(target.search(query, filter=_as_filter(filter), limit=limit, min_score=min_score), called="search")
 
 
-def open_collection(store: VectorStore, name: str) -> Collection:
+def open_collection(store: VectorStore, name: str, *,
+                    configured: Mapping[str, CollectionSettings] | None = None) -> Collection:
     """A collection to read: a configured one (created empty if need be), else one that exists.
 
     A name that is neither is a ConfigError: reading never creates a table for a typo. A configured
-    ``required_filter`` holds even on a store that was not built from the settings.
+    ``required_filter`` holds even on a store that was not built from the settings. ``configured``: the
+    collections of the settings the store was built from (None: ``load_settings()``'s, read now).
     """
-    configured = _configured()
+    configured = dict(configured) if configured is not None else _configured()
     declared = configured.get(name)
     if declared is not None and declared.required_filter and name not in store.required_filters:
         store.require_filter(name, declared.required_filter)
@@ -160,7 +166,9 @@ def _open_live(name: str) -> Collection:
         return open_collection(given, name)
     serving = default_generations()
     generation = serving.reading(name)
-    return serving.collection(generation) if generation.registered else open_collection(serving.store, name)
+    if generation.registered:
+        return serving.collection(generation)
+    return open_collection(serving.store, name, configured=serving.settings.collections)
 
 
 def _configured() -> dict[str, CollectionSettings]:
