@@ -20,8 +20,7 @@ from dataclasses import dataclass
 
 from store.errors import ConfigError
 from store.generations import Alias, Generation, parse_name
-from store.generations.base import live_error
-from store.generations.serving import GenerationStores
+from store.generations.base import generation_settings, live_error
 from store.ledger import Forgotten, Ledger, MemoryLedger, ledger_from_settings
 from store.settings import Settings
 from store.vectors.collection import Collection, VectorStore, missing
@@ -52,8 +51,8 @@ class Collections:
         self.store, self.ledger = store, ledger
         #: The collections the settings declare (``create_declared`` makes them).
         self.declared = tuple(declared)
-        #: The stores of generations of other sizes, for counting their chunks (None: not counted).
-        self.generations = GenerationStores(settings, store=store, registry=ledger.generations) if settings else None
+        #: The settings, to open generations of other sizes for counting their chunks (None: not counted).
+        self.settings = settings
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Collections:
@@ -139,11 +138,10 @@ class Collections:
         if number is not None:
             if number == alias.live:
                 raise ConfigError(live_error(alias))
-            emptied = self._drop_physical(alias.generation(number).physical)
-            self.ledger.generations.forget(collection, number)
-            return emptied
-        dropped = [self._drop_physical(g.physical, missing_ok=True) for g in alias.generations]
+            self.ledger.generations.forget(collection, number)  # first: no switch to it, no write, from now on
+            return self._drop_physical(alias.generation(number).physical, missing_ok=True)
         self.ledger.generations.forget(collection)
+        dropped = [self._drop_physical(g.physical, missing_ok=True) for g in alias.generations]
         counts = [d.chunks for d in dropped]
         return Emptied(None if None in counts else sum(c or 0 for c in counts),
                        Forgotten(sum(d.forgotten.entries for d in dropped), sum(d.forgotten.failures for d in dropped)))
@@ -162,9 +160,10 @@ class Collections:
 
     def generation_chunks(self, generation: Generation) -> int | None:
         """How many chunks a generation holds (None: its collection is missing, or not countable here)."""
-        if self.generations is None or not self.exists(generation.physical):
+        if self.settings is None or not self.exists(generation.physical):
             return None
-        return self.generations.collection(generation).count()
+        with VectorStore.from_settings(generation_settings(self.settings, generation)) as store:  # no embedder:
+            return store.get_collection(generation.physical).count()  # counting needs no model key
 
     def _forget_again(self, name: str, first: Forgotten) -> Forgotten:
         """A record indexed between the first forget and the store's change would be remembered without its
@@ -185,8 +184,6 @@ class Collections:
         return created
 
     def close(self) -> None:
-        if self.generations is not None:
-            self.generations.close()
         self.store.close()
         self.ledger.close()
 

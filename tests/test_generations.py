@@ -26,6 +26,11 @@ MODELS = {
 }
 
 
+def load(ids: list[str] | None) -> list[dict[str, object]]:
+    """The Python source of these tests' collection: one record, ``a``."""
+    return [{"id": "a", "text": "alpha beta gamma", "metadata": {}}] if ids is None or "a" in ids else []
+
+
 def settings(chain: str = "small", *, kind: str = "python", store: str = "pgvector") -> Settings:
     source = {"kind": kind, "loader": "tests.test_generations:load"} if kind == "python" else {"kind": kind}
     return Settings(models=MODELS, embeddings={"chain": [chain]}, vectors={"store": store, "dimensions": 8},
@@ -171,3 +176,40 @@ def test_a_batch_written_to_two_generations_counts_each_record_by_its_worst_outc
     assert both.failed == {"5": "notes__g2: InputError: too long"}
     assert (both.chunks, both.retry_after) == (5, 4.0)
     assert combined({"notes": live}) is live
+
+
+def test_a_run_that_read_nothing_never_switches_a_collection_to_an_empty_generation() -> None:
+    registry = MemoryGenerations()
+    begin(registry, "empty")
+    registry.set_run("empty", 2, "r1")
+    nothing = replace(run("empty__g2", "r1"), total=0, done=0)
+    assert switch_when_built(registry, nothing) is None and registry.alias("empty").live == 1  # type: ignore[union-attr]
+
+
+def test_generation_1_reads_fallback_and_int8_model_names_as_the_ledger_records_them() -> None:
+    for recorded in ("fake-large,fake-small", "fake-large+int8"):  # the primary first, then its fallback
+        live, _ = plan(settings("other"), MemoryGenerations(), "notes", ["small"], embedded={recorded})
+        assert live.chain == ("large",), recorded
+
+
+def test_a_generation_a_worker_cannot_embed_fails_its_records_there_and_the_live_one_is_still_written(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from worker.context import WorkerContext
+
+    monkeypatch.delenv("VS_TEST_MISSING_KEY", raising=False)
+    keyed = {"provider": "openai", "model": "text-embedding-3-small", "dimensions": 12,
+             "api_key_env": "VS_TEST_MISSING_KEY", "base_url": "http://127.0.0.1:9/v1"}
+    config = Settings(models={**MODELS, "keyed": keyed}, embeddings={"chain": ["small"], "cache_ttl_days": 0},
+                      vectors={"store": "memory", "dimensions": 8},
+                      collections={"notes": {"source": {"kind": "python", "loader": "tests.test_generations:load"}}})
+    ledger = MemoryLedger()
+    live, new = plan(config.model_copy(update={"vectors": config.vectors.model_copy(update={"store": "pgvector"})}),
+                     ledger.generations, "notes", ["keyed"])
+    ledger.generations.begin(live, new)
+    ctx = WorkerContext.from_settings(config, ledger=ledger)
+    try:
+        written = ctx.written("notes", ["a"], lambda indexer: indexer.index(["a"]))
+    finally:
+        ctx.close()
+    assert written["notes"].indexed == ["a"]
+    assert list(written["notes__g2"].failed) == ["a"] and "VS_TEST_MISSING_KEY" in written["notes__g2"].failed["a"]

@@ -8,24 +8,31 @@ to its live generation and the one a migration builds) or one generation
 
 from __future__ import annotations
 
+import logging
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from celery.exceptions import Retry, SoftTimeLimitExceeded
+
 from store.coalesce import Coalescer
 from store.embeddings import Embeddings
-from store.errors import ConfigError
-from store.generations import Generation
+from store.errors import ConfigError, StoreUnavailable
+from store.generations import Generation, parse_name
 from store.generations.serving import GenerationStores
 from store.ledger import Ledger, ledger_from_settings
 from store.settings import Settings, load_settings
 from store.vectors.collection import VectorStore
 from worker.chunking import Chunker
 from worker.metrics import watch_embeddings
-from worker.pipeline import Indexer
+from worker.pipeline import BatchResult, Indexer
+from worker.policy import as_failed, as_retry
 from worker.sources import Source, source_from_settings
 
 __all__ = ["WorkerContext", "context", "reset_context", "use_context"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -63,9 +70,29 @@ class WorkerContext:
         ``NAME__gN`` names (a run). Raises ConfigError for a collection that is not configured."""
         return self._indexer(self.generations.reading(name))
 
-    def indexers(self, name: str) -> list[Indexer]:
-        """The Indexers a write of ``name`` goes to: its live generation and the one a migration builds."""
-        return [self._indexer(generation) for generation in self.generations.writing(name)]
+    def written(self, name: str, ids: Sequence[str], action: Callable[[Indexer], BatchResult]
+                ) -> dict[str, BatchResult]:
+        """``action`` on each generation a write of ``name`` goes to, by physical collection.
+
+        Only the live generation's errors propagate. A building generation's (its model's key missing here,
+        its provider down) become its records' failures or retries, so a migration never stops the live index.
+        """
+        results: dict[str, BatchResult] = {}
+        for number, generation in enumerate(self.generations.writing(name)):
+            try:
+                results[generation.physical] = action(self._indexer(generation))
+            except (Retry, SoftTimeLimitExceeded):
+                raise
+            except StoreUnavailable as exc:
+                if not number:
+                    raise
+                results[generation.physical] = as_retry(ids, exc)
+            except Exception as exc:
+                if not number:
+                    raise
+                log.warning("writing %d records of %s failed: %s", len(ids), generation.name, exc)
+                results[generation.physical] = as_failed(ids, exc)
+        return results
 
     def _indexer(self, generation: Generation) -> Indexer:
         key = (generation.physical, generation.signature())
@@ -79,8 +106,10 @@ class WorkerContext:
         config = self.settings.collections.get(collection)
         if config is None:
             known = ", ".join(sorted(self.settings.collections)) or "none"
-            raise ConfigError(f"collection {collection!r} is not configured (add [collections.{collection}]; "
-                              f"configured: {known})")
+            base, number = parse_name(collection)
+            hint = (f"{collection!r} names generation {number} of {base!r}, which has none: check the name"
+                    if number is not None else f"add [collections.{collection}]")
+            raise ConfigError(f"collection {collection!r} is not configured ({hint}; configured: {known})")
         if collection not in self._sources:
             self._sources[collection] = source_from_settings(collection, config.source)
         _, embeddings = self.generations.parts(generation)

@@ -19,6 +19,7 @@ from celery.exceptions import Retry, SoftTimeLimitExceeded
 from store.celeryconfig import soft_time_limit
 from store.contract import BUILD_INDEX, BULK_QUEUE, INDEX_BATCH, INDEX_DOCUMENT, INDEX_RECORD, RECONCILE, REINDEX_ALL
 from store.errors import ConfigError, StoreError, StoreUnavailable
+from store.generations import parse_name
 from store.generations.migration import switch_when_built
 from store.ledger import RunProgress, RunStatus
 from store.queues import queue_states, sent_headers, worker_states
@@ -48,16 +49,20 @@ def _policy() -> RetryPolicy:
 
 
 def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None = None, batch: int | None = None,
-             carried: dict[str, int] | None = None, work: Callable[[], BatchResult] | None = None) -> dict[str, int]:
-    """Index ``ids`` (or run ``work`` for them), then act on ``worker.policy.decide``: record failures,
-    retry what retrying can fix, count the batch in its run once.
+             carried: dict[str, int] | None = None,
+             work: Callable[[], dict[str, BatchResult]] | None = None) -> dict[str, int]:
+    """Index ``ids`` in every generation a write of ``collection`` goes to (or run ``work`` for them), then act
+    on ``worker.policy.decide``: record failures, retry what retrying can fix, count the batch in its run once.
 
     Whatever goes wrong, a batch of a run ends counted (its records as failed),
-    so the run cannot stay ``running`` because of it.
+    so the run cannot stay ``running`` because of it. A failure is recorded under
+    the generation's physical collection, where indexing the record clears it.
     """
     ctx, policy, retries = context(), _policy(), task.request.retries
+    outcomes: dict[str, BatchResult] = {}
     try:
-        result = work() if work is not None else combined({i.name: i.index(ids) for i in ctx.indexers(collection)})
+        outcomes = work() if work is not None else ctx.written(collection, ids, lambda indexer: indexer.index(ids))
+        result = combined(outcomes)
     except StoreUnavailable as exc:
         log.warning("store unavailable for %s (%d records): %s", collection, len(ids), exc)
         if policy.may_retry(retries):
@@ -75,7 +80,9 @@ def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None 
     observe_batch(collection, result)
     decision = decide(result, retries=retries, policy=policy, carried=carried)
     for record_id, error in decision.failures.items():
-        _record_failure(collection, record_id, error, run_id=run_id)
+        where = next((physical for physical, outcome in outcomes.items()
+                      if record_id in outcome.failed or record_id in outcome.retry), collection)
+        _record_failure(where, record_id, error, run_id=run_id)
     if decision.retry:
         log.info("retrying %d records of %s: %s", len(decision.retry), collection, next(iter(result.retry.values())))
         if batch is None:  # index_record: its own arguments
@@ -119,14 +126,13 @@ def index_batch(self: Task, collection: str, ids: list[str], run_id: str | None 
 def index_document(self: Task, collection: str, id: str, text: str | None, metadata: dict[str, Any] | None = None,
                    version: int = 0) -> dict[str, int]:
     """Index a document pushed with its content; ``text=None`` deletes it."""
-    indexers = context().indexers(collection)
     doc_id = str(id)
 
-    def work() -> BatchResult:
+    def work() -> dict[str, BatchResult]:
         if text is None:
-            return combined({i.name: i.delete_documents([doc_id], version=version) for i in indexers})
-        return combined({i.name: i.index_documents([Document(doc_id, text, metadata or {}, version)])
-                         for i in indexers})
+            return context().written(collection, [doc_id], lambda i: i.delete_documents([doc_id], version=version))
+        document = Document(doc_id, text, metadata or {}, version)
+        return context().written(collection, [doc_id], lambda i: i.index_documents([document]))
 
     return _process(self, collection, [doc_id], work=work)
 
@@ -189,6 +195,8 @@ def _finished(collection: str, progress: RunProgress) -> None:
     with its own time limit; the run says ``indexing`` until then, so ``done`` means searchable at full speed.
     A migration's run that is done switches its collection to the new generation."""
     if progress.status == RunStatus.DONE:
+        if parse_name(collection)[1] is not None:  # a generation's run: never switch to one without its index
+            context().indexer(collection).collection.ensure_index()
         switch_when_built(context().ledger.generations, progress)
     elif progress.status == RunStatus.INDEXING:
         limit = context().settings.worker.index_time_limit
@@ -225,7 +233,7 @@ def _drop_gone(collection: str, seen: set[str], *, allow_empty: bool) -> None:
             f"the source of {collection!r} returned no records; a full reindex would empty the collection. "
             "Check the source, or pass allow_empty (vectorsync reindex --full --allow-empty)"
         )
-    gone = sorted(ctx.ledger.record_ids(collection) - seen)
+    gone = sorted(ctx.ledger.record_ids(indexer.name) - seen)  # the live generation's ledger
     for start in range(0, len(gone), GONE_PAGE):
         indexer.index(gone[start:start + GONE_PAGE])  # each is re-checked against the source, then deleted
 
@@ -264,7 +272,8 @@ def _close_lost_runs(collection: str, current: str) -> None:
     index back in line. A run that may still be working is left alone."""
     ctx = context()
     now, stall = datetime.now(UTC), ctx.settings.worker.stall_seconds
-    idle = [r for r in ctx.ledger.recent_runs(100) if r.collection == collection and r.run_id != current
+    idle = [r for r in ctx.ledger.recent_runs(100) if parse_name(r.collection)[0] == collection
+            and r.run_id != current
             and r.status == RunStatus.RUNNING and (now - (r.moved_at or r.started_at)).total_seconds() > stall]
     if not idle:
         return

@@ -92,7 +92,7 @@ def reset(name: str, yes: Yes = False) -> None:
     """Empty a collection and forget its ledger entries and failures; its schema and indexes stay."""
     settings, collections = _open()
     with collections:
-        chunks = guarded(lambda: collections.get(name).count())
+        chunks = guarded(lambda: collections.chunks(name))
         confirmed(f"Empty collection {name!r} ({_chunks(chunks)}) and forget what the ledger "
                   "holds of it?",
                   action=f"emptying collection {name!r}", yes=yes)

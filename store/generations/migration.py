@@ -111,10 +111,12 @@ def _first(settings: Settings, collection: str, embedded: Set[str]) -> Generatio
     (``embedded``, from the ledger), else the settings' chain. So migrate may run with settings whose chain
     is already the new one."""
     chain = list(settings.embeddings.chain)
+    # A record embedded by a fallback model records "primary,fallback"; an int8 local model "name+int8".
+    names = list(dict.fromkeys(name.split("+")[0] for models in sorted(embedded) for name in models.split(",")))
     first = settings.models.get(chain[0]) if chain else None
-    if embedded and (first is None or first.model not in embedded):
-        chain = [name for name, model in sorted(settings.models.items())
-                 if model.task == "embed" and model.model in embedded][:1]
+    if names and (first is None or first.model not in names):
+        by_model = {model.model: name for name, model in sorted(settings.models.items()) if model.task == "embed"}
+        chain = [by_model[found] for found in names if found in by_model][:1]
         if not chain:
             raise ConfigError(f"collection {collection!r} was embedded by {', '.join(sorted(embedded))}, which no "
                               "[models.NAME] entry of the settings names: add it, so its generation can go on "
@@ -127,7 +129,8 @@ def _first(settings: Settings, collection: str, embedded: Set[str]) -> Generatio
 
 def switch_when_built(registry: Generations, progress: RunProgress) -> Generation | None:
     """Switch the alias to the generation whose run ``progress`` is, if that run is done without failures;
-    the generation switched to, else None. A run with failures leaves it building, and says so."""
+    the generation switched to, else None. A run with failures, or with no record at all (a source that
+    read nothing would empty every search), leaves it building, and says so."""
     collection, number = parse_name(progress.collection)
     if progress.status != RunStatus.DONE or number is None:
         return None
@@ -135,10 +138,12 @@ def switch_when_built(registry: Generations, progress: RunProgress) -> Generatio
     building = alias.building if alias is not None else None
     if alias is None or building is None or building.number != number or building.run_id != progress.run_id:
         return None
-    if progress.failed:
-        log.warning("%s is built but %d records failed, so %s still reads %s: fix them (vectorsync failures "
-                    "--retry), or switch anyway (vectorsync migrate %s --switch)", building.name, progress.failed,
-                    collection, alias.reads.name, collection)
+    if progress.failed or not progress.total:
+        why = f"{progress.failed} records failed" if progress.failed else "its source gave no record"
+        log.warning("%s is built but %s, so %s still reads %s: fix that, then run `vectorsync migrate %s --chain "
+                    "%s` again (records in already are skipped), or switch anyway (vectorsync migrate %s --switch)",
+                    building.name, why, collection, alias.reads.name, collection, ",".join(building.chain),
+                    collection)
         return None
     return _switch(registry, alias, building)
 

@@ -91,8 +91,7 @@ class PostgresGenerations:
 
     def begin(self, first: Generation, new: Generation) -> None:
         with self._transaction() as conn:
-            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(
-                sa.func.hashtextextended("vectorsync:alias/" + new.collection, 0))))
+            self._lock(conn, new.collection)
             found = self._read(conn, aliases.c.collection == new.collection)
             if not found:
                 conn.execute(sa.insert(aliases).values(collection=new.collection, live=first.number))
@@ -102,6 +101,12 @@ class PostgresGenerations:
             elif any(g.number == new.number for g in found[0].generations):
                 raise ConfigError(f"generation {new.name} exists already: drop it first")
             self._insert(conn, new)
+
+    @staticmethod
+    def _lock(conn: sa.Connection, collection: str) -> None:
+        """The alias's lock, held to the end of the transaction: begin, switch and forget take turns."""
+        conn.execute(sa.select(sa.func.pg_advisory_xact_lock(
+            sa.func.hashtextextended("vectorsync:alias/" + collection, 0))))
 
     @staticmethod
     def _insert(conn: sa.Connection, generation: Generation) -> None:
@@ -117,6 +122,7 @@ class PostgresGenerations:
 
     def switch(self, collection: str, number: int, *, expected: int) -> bool:
         with self._transaction() as conn:
+            self._lock(conn, collection)  # as forget does: never a switch to a generation being forgotten
             switched = conn.execute(sa.update(aliases).where(
                 aliases.c.collection == collection, aliases.c.live == expected,
                 sa.exists().where(generations.c.collection == collection, generations.c.number == number),
@@ -125,8 +131,7 @@ class PostgresGenerations:
 
     def forget(self, collection: str, number: int | None = None) -> None:
         with self._transaction() as conn:
-            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(
-                sa.func.hashtextextended("vectorsync:alias/" + collection, 0))))
+            self._lock(conn, collection)
             if number is None:
                 conn.execute(sa.delete(aliases).where(aliases.c.collection == collection))
                 conn.execute(sa.delete(generations).where(generations.c.collection == collection))
