@@ -94,11 +94,11 @@ def default_retrieval() -> Retrieval:
     """One Retrieval per process over ``default_store()``, from ``load_settings()`` on first use; it reads
     each collection's live generation."""
     global _retrieval
-    serving = default_generations()
+    store = default_store()
     with _lock:
         if _retrieval is None:
-            _retrieval = Retrieval.from_settings(load_settings(), store=serving.store)
-            _retrieval.opener = lambda name, declared: serving.open(name, declared=declared)
+            _retrieval = Retrieval.from_settings(load_settings(), store=store)
+            _retrieval.opener = lambda name, _declared: _open_live(name)  # as search reads
         return _retrieval
 
 

@@ -111,10 +111,6 @@ class Alias:
         newer = [g for g in self.generations if g.number > self.live]
         return newer[-1] if newer else None
 
-    @property
-    def retired(self) -> list[Generation]:
-        return [g for g in self.generations if g.number < self.live]
-
     def status(self, generation: Generation) -> str:
         return "live" if generation.number == self.live else "building" if generation.number > self.live \
             else "retired"

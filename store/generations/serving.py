@@ -8,7 +8,7 @@ that was never migrated costs nothing more than before.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Set
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from store.generations.base import Generation, Generations, generation_settings, reading, writing
@@ -80,14 +80,6 @@ class GenerationStores:
             if declared.index.fields:
                 store.indexed.setdefault(physical, declared.index.fields)
         return store.collection(physical)
-
-    def open(self, name: str, *, declared: Set[str] = frozenset()) -> Collection:
-        """The collection a read of ``name`` searches: its live generation's, or the one ``NAME__gN`` names.
-        A name that is no collection is a ConfigError (``VectorStore.open``): a read never creates one."""
-        generation = self.reading(name)
-        if not generation.registered:
-            return self.store.open(name, declared=declared)
-        return self.collection(generation)
 
     def close(self) -> None:
         with self._lock:
