@@ -25,7 +25,16 @@ from store.generations.postgres import PostgresGenerations
 from store.settings import load_settings
 from store.sql import engine_url
 from tests.backends import unique_name
-from tests.workers import CrmTable, celery_worker, expected_chunks, run_cli, sql_collection, stored_chunks, wait_for
+from tests.workers import (
+    CrmTable,
+    celery_worker,
+    expected_chunks,
+    run_cli,
+    sql_collection,
+    stored_chunks,
+    wait_for,
+    worker_sections,
+)
 
 pytestmark = pytest.mark.slow
 RECORDS = 600
@@ -36,22 +45,11 @@ WORDS = ["onboarding", "rollout", "invoice", "renewal", "pricing", "discount", "
 def settings(*, broker: str, database: str, table: str, collection: str, chain: str, dimensions: int,
              models: str) -> str:
     return f"""
-[broker]
-url = "{broker}"
-visibility_timeout = 60
-[worker]
-time_limit = 50
-index_time_limit = 55
-batch_size = 20
-max_retries = 1
-retry_delay = 0.2
+{worker_sections(broker=broker, database=database, dimensions=dimensions, batch_size=20, max_retries=1,
+                 retry_delay=0.2)}
 [embeddings]
 chain = ["{chain}"]
 cache_ttl_days = 0
-[vectors]
-store = "pgvector"
-url = "{database}"
-dimensions = {dimensions}
 {models}
 {sql_collection(database=database, table=table, collection=collection)}
 """

@@ -25,7 +25,7 @@ from store.settings import load_settings
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
 from tests.services import free_port
-from tests.workers import celery_worker, stored_chunks, wait_for
+from tests.workers import celery_worker, stored_chunks, wait_for, worker_sections
 
 pytestmark = pytest.mark.slow
 #: The limit under test, and how many more documents than a full bucket are sent (one call each).
@@ -36,15 +36,7 @@ BEYOND_THE_BURST = 14
 def config_text(*, broker: str, cache: str, database: str, openai_url: str, model: str, collection: str,
                 metrics_port: int) -> str:
     return f"""
-[broker]
-url = "{broker}"
-visibility_timeout = 60
-
-[worker]
-time_limit = 50
-index_time_limit = 55
-metrics_port = {metrics_port}
-
+{worker_sections(broker=broker, database=database, dimensions=8, metrics_port=metrics_port)}
 [cache]
 url = "{cache}"
 
@@ -59,11 +51,6 @@ requests_per_minute = {REQUESTS_PER_MINUTE}
 [embeddings]
 chain = ["fake_openai"]
 cache_ttl_days = 0
-
-[vectors]
-store = "pgvector"
-url = "{database}"
-dimensions = 8
 
 [collections.{collection}.source]
 kind = "push"

@@ -38,6 +38,7 @@ __all__ = [
     "run_on_terminal",
     "sql_collection",
     "wait_for",
+    "worker_sections",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -198,18 +199,8 @@ def settings_toml(*, broker: str, cache: str, database: str, openai_url: str, ta
                   metrics_port: int = 0, extra: str = "") -> str:
     """A vectorsync.toml for integration tests: SQL source, fake OpenAI server, pgvector."""
     return f"""
-[broker]
-url = "{broker}"
-visibility_timeout = 60
-
-[worker]
-time_limit = 50
-index_time_limit = 55
-batch_size = {batch_size}
-max_retries = 2
-retry_delay = 0.2
-metrics_port = {metrics_port}
-
+{worker_sections(broker=broker, database=database, dimensions=dimensions, batch_size=batch_size, max_retries=2,
+                 retry_delay=0.2, metrics_port=metrics_port)}
 [cache]
 url = "{cache}"
 
@@ -227,14 +218,18 @@ max_attempts = 2
 max_wait_seconds = 0.2
 cooldown_seconds = 1
 
-[vectors]
-store = "pgvector"
-url = "{database}"
-dimensions = {dimensions}
-
 {sql_collection(database=database, table=table, collection=collection, max_tokens=max_tokens, overlap=overlap)}
 {extra}
 """
+
+
+def worker_sections(*, broker: str, database: str, dimensions: int, **worker: float) -> str:
+    """The [broker], [worker] and [vectors] sections every integration test's settings share: short task time
+    limits under a visibility timeout above them, pgvector at ``database``; ``worker`` adds [worker] keys."""
+    added = "".join(f"{key} = {value}\n" for key, value in worker.items())
+    return (f'[broker]\nurl = "{broker}"\nvisibility_timeout = 60\n\n'
+            f"[worker]\ntime_limit = 50\nindex_time_limit = 55\n{added}\n"
+            f'[vectors]\nstore = "pgvector"\nurl = "{database}"\ndimensions = {dimensions}\n')
 
 
 def sql_collection(*, database: str, table: str, collection: str, max_tokens: int = 64, overlap: int = 8) -> str:
