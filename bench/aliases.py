@@ -79,9 +79,9 @@ def timed(paths: dict[str, Callable[[list[float]], object]], queries: np.ndarray
 def run(quick: bool = False) -> list[Row]:
     """The alias rows: 20,000 vectors (5,000 when ``quick``), 1,000 queries (200) on each path."""
     from store import query
-    from store.generations.base import registered
-    from store.ledger.postgres import PostgresLedger
     from store.settings import load_settings
+    from store.state.generations.base import registered
+    from store.state.ledger.postgres import PostgresLedger
     from store.vectors import VectorRecord, VectorStore
 
     count, searches = (5_000, 220) if quick else (20_000, 1_020)

@@ -24,7 +24,7 @@ from bench.report import Row, print_table
 from bench.servers import database
 from store import Filter, VectorRecord
 from store.vectors.pgvector import PgvectorStore
-from store.vectors.pgvector.collection import PgvectorCollection
+from store.vectors.pgvector.table import PgvectorCollection
 
 DIMENSIONS = 384
 #: Selectivity label -> metadata field whose value splits the rows into that many equal parts.

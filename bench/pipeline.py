@@ -28,8 +28,8 @@ import sqlalchemy as sa
 from bench.report import Row, print_table
 from producer.client import Producer
 from store import Filter, VectorRecord
-from store.ledger import RunStatus
 from store.settings import load_settings
+from store.state.ledger import RunStatus
 from store.vectors.pgvector import PgvectorStore
 from tests.fake_openai import FakeOpenAI
 from tests.services import embedded_postgres, redis_server

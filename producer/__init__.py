@@ -20,7 +20,7 @@ from producer.client import Producer, default_producer
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-    from store.ledger import RunProgress
+    from store.state.ledger import RunProgress
 
 __all__ = ["Producer", "delete_document", "index_document", "index_record", "reindex_all", "reindex_status"]
 

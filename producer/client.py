@@ -10,14 +10,14 @@ from typing import Any, overload
 from celery import Celery
 
 from producer.documents import document_id
-from store.celeryconfig import celery_config
-from store.coalesce import Coalescer
+from store.broker.coalescing import Coalescer
+from store.broker.config import celery_config
+from store.broker.queues import QueueState, WorkerState, queue_states, sent_headers, worker_states
 from store.contract import BULK_QUEUE, INDEX_DOCUMENT, INDEX_RECORD, LIVE_QUEUE, QUEUES, RECONCILE, REINDEX_ALL
 from store.errors import ConfigError
-from store.generations import Generation
-from store.ledger import Ledger, RunProgress, ledger_from_settings
-from store.queues import QueueState, WorkerState, queue_states, sent_headers, worker_states
 from store.settings import CollectionSettings, Settings, load_settings
+from store.state.generations import Generation
+from store.state.ledger import Ledger, RunProgress, ledger_from_settings
 from store.vectors.records import check_collection_name, check_id_length, validate_metadata
 
 __all__ = ["Producer", "Sender", "default_producer", "use_producer"]
@@ -124,10 +124,10 @@ class Producer:
         """Build ``collection`` under ``chain`` in a new generation and return it with its run id at once.
 
         Searches keep reading the live generation and updates go to both; when the run is done with no
-        failure the collection switches to the new one in one step (``store.generations.migration``).
+        failure the collection switches to the new one in one step (``store.state.generations.migration``).
         Run again while it builds, it starts another run of the same generation. Raises ConfigError.
         """
-        from store.generations.migration import begin
+        from store.state.generations.migration import begin
 
         collection = check_collection_name(collection)
         generation = begin(self.settings, self.ledger, collection, list(chain))

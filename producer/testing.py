@@ -27,9 +27,9 @@ from kombu import serialization
 
 from producer.client import Producer, use_producer
 from store.errors import ConfigError, VectorsyncError
-from store.ledger import Ledger, MemoryLedger
 from store.settings import CacheSettings, FlowerSettings, Settings, StateSettings, load_settings
-from store.vectors.collection import VectorStore
+from store.state.ledger import Ledger, MemoryLedger
+from store.vectors.base import VectorStore
 
 __all__ = ["MEMORY_BROKER", "SentTask", "TaskQueue", "memory_settings", "queue"]
 
@@ -81,7 +81,7 @@ class TaskQueue:
     """
 
     def __init__(self, settings: Settings) -> None:
-        from worker.context import WorkerContext
+        from worker.process import WorkerContext
 
         self.settings = settings
         self._pending: deque[SentTask] = deque()
@@ -168,7 +168,7 @@ def queue(settings: Settings | Mapping[str, Any] | None = None) -> Iterator[Task
     from store import query
     from store.retrieval import Retrieval
     from worker.celery import app
-    from worker.context import use_context
+    from worker.process import use_context
 
     tasks = TaskQueue(memory_settings(settings))
     retrieval = Retrieval.from_settings(tasks.settings, store=tasks.store)

@@ -15,7 +15,7 @@ from store.errors import (
     VectorsyncError,
 )
 from store.settings import Settings, load_settings
-from store.vectors.collection import Collection, VectorStore
+from store.vectors.base import Collection, VectorStore
 from store.vectors.filters import Filter
 from store.vectors.records import VectorMatch, VectorRecord
 

@@ -57,7 +57,7 @@ REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 PENDING_KEY_PREFIX = "vectorsync:pending:"
 #: Prefix of the embedding cache's keys.
 CACHE_KEY_PREFIX = "vectorsync:emb:"
-#: Prefix of the shared rate limits' buckets, one per model endpoint (``store.ratelimit``).
+#: Prefix of the shared rate limits' buckets, one per model endpoint (``store.calls.ratelimit``).
 RATE_LIMIT_KEY_PREFIX = "vectorsync:ratelimit:"
 #: Message header holding when a task was sent (epoch seconds): how long a queue has waited.
 SENT_AT_HEADER = "vectorsync_sent_at"

@@ -58,7 +58,7 @@ class TransientError(ProviderError):
     def __init__(self, message: str, *, retry_after: float | None = None, rate_limited: bool = False) -> None:
         super().__init__(message)
         self.retry_after = retry_after
-        #: The provider said 429, too many requests: the shared rate limit shrinks (``store.ratelimit``).
+        #: The provider said 429, too many requests: the shared rate limit shrinks (``store.calls.ratelimit``).
         self.rate_limited = rate_limited
 
 

@@ -6,7 +6,7 @@
     answer("activity_notes", "Why is Dana's onboarding late?", filter={"owner_id": 7})
 
 Each has an async twin (``asearch``, ``arerank``, ``aanswer``) that runs it in a thread. Mixing them up is a
-TypeError naming the right call (``store.awaitables``): ``await search(...)`` names ``asearch``, and the result
+TypeError naming the right call (``store.retrieval.twins``): ``await search(...)`` names ``asearch``, and the result
 of ``asearch(...)`` used without ``await`` names ``await asearch(...)``.
 """
 
@@ -17,13 +17,13 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from store.awaitables import Matches, Pending
 from store.errors import ConfigError
-from store.generations import Generations
-from store.generations.serving import GenerationStores
 from store.retrieval import Allow, GroundedAnswer, Retrieval
+from store.retrieval.twins import Matches, Pending
 from store.settings import CollectionSettings, Settings, load_settings
-from store.vectors.collection import DEFAULT_LIMIT, Collection, VectorStore
+from store.state.generations import Generations
+from store.state.generations.routing import GenerationStores
+from store.vectors.base import DEFAULT_LIMIT, Collection, VectorStore
 from store.vectors.filters import Filter
 from store.vectors.records import VectorMatch
 
@@ -63,7 +63,7 @@ def default_store() -> VectorStore:
 
 
 def default_generations() -> GenerationStores:
-    """What reads of a collection open: its live generation (``store.generations``), over ``default_store()``.
+    """What reads of a collection open: its live generation (``store.state.generations``), over ``default_store()``.
 
     The aliases are read from the state database at each search, so a switch is seen at once; with no state
     database (or in an in-process run, ``use_defaults``) every name is its own collection.
@@ -85,7 +85,7 @@ def default_generations() -> GenerationStores:
 def _registry(settings: Settings) -> Generations | None:
     if settings.state_url is None:
         return None
-    from store.generations.postgres import PostgresGenerations
+    from store.state.generations.postgres import PostgresGenerations
 
     return PostgresGenerations(settings.state_url)
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from store import VectorStore
-from store.vectors.collection import Metric
+from store.vectors.base import Metric
 
 __all__ = ["BACKENDS", "StoreFactory", "make_store_factory", "unique_name"]
 

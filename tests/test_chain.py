@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from store.embeddings.failover import FailoverChain, check_entries, resolve_entries
+from store.embeddings.chain import FailoverChain, check_entries, resolve_entries
 from store.embeddings.providers.fake import hash_embed
 from store.errors import ConfigError, InputError, PermanentError, TransientError
 from store.settings import ModelSettings, Settings

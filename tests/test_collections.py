@@ -9,8 +9,8 @@ import pytest
 import sqlalchemy as sa
 
 from store import ConfigError, Filter, VectorRecord
-from store.collections import Collections, Emptied
-from store.ledger import Forgotten, LedgerEntry, MemoryLedger
+from store.lifecycle import Collections, Emptied
+from store.state.ledger import Forgotten, LedgerEntry, MemoryLedger
 from tests.backends import make_store_factory, unique_name
 from tests.workers import pushed_collection, run_cli, run_on_terminal
 
@@ -23,7 +23,7 @@ def collections(request: pytest.FixtureRequest) -> Iterator[Collections]:
         if request.param == "memory":
             yield Collections(make(dimensions=4), MemoryLedger())
         else:
-            from store.ledger.postgres import PostgresLedger
+            from store.state.ledger.postgres import PostgresLedger
 
             ledger = PostgresLedger(request.getfixturevalue("postgres_url"))
             yield Collections(make(dimensions=4), ledger)
@@ -114,7 +114,7 @@ def test_the_declared_collections_are_created_once(collections: Collections) -> 
 
 
 def test_the_cli_creates_the_declared_ones_and_confirms_what_destroys(tmp_path: Path, postgres_url: str) -> None:
-    from store.ledger.postgres import PostgresLedger
+    from store.state.ledger.postgres import PostgresLedger
     from store.vectors.pgvector import PgvectorStore
 
     name = unique_name()

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from store.calls.ratelimit import rate_limiters
 from store.embeddings import ChainPolicy, Embeddings, FailoverChain
 from store.embeddings.providers import FakeProvider, Limits
-from store.ratelimit import rate_limiters
 from store.settings import CollectionSettings, ModelSettings, Settings
 from store.vectors import VectorStore
 from store.vectors.pgvector import PgvectorStore

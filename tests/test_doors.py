@@ -15,8 +15,8 @@ from store.embeddings.providers.fake import hash_embed
 from store.embeddings.providers.openai import OpenAIProvider
 from store.errors import PermanentError
 from store.settings import ModelSettings, Settings, load_settings
-from store.sql import safe_url
-from store.urls import without_credentials
+from store.settings.urls import without_credentials
+from store.state.sql import safe_url
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI, settings_for
 from tests.services import redis_db

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
+from store.calls.tokens import estimate_tokens
 from store.embeddings import Embedding, Embeddings
 from store.embeddings.batching import plan_batches
 from store.embeddings.providers.base import Limits
 from store.embeddings.providers.fake import hash_embed
 from store.errors import ConfigError, InputError
 from store.settings import Settings
-from store.tokens import estimate_tokens
-from store.vectors.collection import QueryEmbedder, VectorStore
+from store.vectors.base import QueryEmbedder, VectorStore
 from store.vectors.records import VectorRecord
 from tests.fake_openai import FakeOpenAI, served_embed, settings_for
 

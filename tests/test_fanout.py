@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from store.embeddings import Embeddings
-from store.ledger import MemoryLedger, RunProgress, RunStatus
 from store.settings import Settings
+from store.state.ledger import MemoryLedger, RunProgress, RunStatus
 from store.vectors.filters import AnyOf
 from store.vectors.records import VectorRecord
 from tests.backends import unique_name

@@ -25,8 +25,8 @@ import redis
 
 from producer.client import Producer
 from store.contract import BULK_QUEUE, INDEX_BATCH, INDEX_RECORD, LIVE_QUEUE, REINDEX_ALL
-from store.ledger import RunStatus
 from store.settings import load_settings
+from store.state.ledger import RunStatus
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
 from tests.services import free_port, redis_db

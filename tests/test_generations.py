@@ -10,11 +10,11 @@ from datetime import UTC, datetime
 import pytest
 
 from store.errors import ConfigError
-from store.generations import Generation, Generations, MemoryGenerations, parse_name, reading, writing
-from store.generations.migration import plan, switch_now, switch_when_built
-from store.ledger import MemoryLedger, RunProgress, RunStatus
-from store.ledger.base import LedgerEntry
 from store.settings import Settings
+from store.state.generations import Generation, Generations, MemoryGenerations, parse_name, reading, writing
+from store.state.generations.migration import plan, switch_now, switch_when_built
+from store.state.ledger import MemoryLedger, RunProgress, RunStatus
+from store.state.ledger.base import LedgerEntry
 from tests.backends import unique_name
 from worker.pipeline import BatchResult
 from worker.policy import combined
@@ -42,7 +42,7 @@ def registry(request: pytest.FixtureRequest) -> Iterator[Generations]:
     if request.param == "memory":
         yield MemoryGenerations()
         return
-    from store.generations.postgres import PostgresGenerations
+    from store.state.generations.postgres import PostgresGenerations
 
     made = PostgresGenerations(request.getfixturevalue("postgres_url"))
     yield made
@@ -194,7 +194,7 @@ def test_generation_1_reads_fallback_and_int8_model_names_as_the_ledger_records_
 
 def test_a_generation_a_worker_cannot_embed_fails_its_records_there_and_the_live_one_is_still_written(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from worker.context import WorkerContext
+    from worker.process import WorkerContext
 
     monkeypatch.delenv("VS_TEST_MISSING_KEY", raising=False)
     keyed = {"provider": "openai", "model": "text-embedding-3-small", "dimensions": 12,

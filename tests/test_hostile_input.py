@@ -11,9 +11,9 @@ import sqlalchemy as sa
 
 from store import ConfigError, Filter, StoreError, StoreUnavailable, VectorRecord, VectorStore
 from store.embeddings import Embeddings
-from store.ledger import MemoryLedger
 from store.settings import LimitSettings, Settings
-from store.sql import engine_url
+from store.state.ledger import MemoryLedger
+from store.state.sql import engine_url
 from tests.backends import unique_name
 from tests.test_pipeline import CountingEmbeddings
 from worker.chunking import Chunker

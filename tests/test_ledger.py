@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from store.errors import ConfigError
-from store.ledger import Forgotten, Ledger, LedgerEntry, MemoryLedger, RunStatus
+from store.state.ledger import Forgotten, Ledger, LedgerEntry, MemoryLedger, RunStatus
 from tests.backends import unique_name
 
 
@@ -16,7 +16,7 @@ def ledger(request: pytest.FixtureRequest) -> Iterator[Ledger]:
     if request.param == "memory":
         made: Ledger = MemoryLedger()
     else:
-        from store.ledger.postgres import PostgresLedger
+        from store.state.ledger.postgres import PostgresLedger
 
         made = PostgresLedger(request.getfixturevalue("postgres_url"))
     yield made

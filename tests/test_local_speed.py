@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from store import cpu
+from store.calls import threads as cpu
 from store.embeddings.providers import local
 from store.embeddings.providers.local import LocalProvider
 from store.embeddings.providers.onnx import length_batches

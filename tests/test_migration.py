@@ -21,9 +21,9 @@ import sqlalchemy as sa
 
 from producer.client import Producer
 from store import query
-from store.generations.postgres import PostgresGenerations
 from store.settings import load_settings
-from store.sql import engine_url
+from store.state.generations.postgres import PostgresGenerations
+from store.state.sql import engine_url
 from tests.backends import unique_name
 from tests.workers import (
     CrmTable,

@@ -20,7 +20,7 @@ import redis
 from celery import Celery
 
 from producer.cli.status import short_ids
-from store.celeryconfig import celery_config
+from store.broker.config import celery_config
 from store.contract import WORKER_COMMAND
 from store.settings import Settings, load_settings
 from tests.backends import unique_name
@@ -195,7 +195,7 @@ def test_a_run_whose_worker_was_killed_is_flagged_stalled_with_the_reason(ops: O
 
 
 def _progress(ops: Ops, run_id: str) -> int:
-    from store.ledger.postgres import PostgresLedger
+    from store.state.ledger.postgres import PostgresLedger
 
     ledger = PostgresLedger(ops.settings.state_url)
     try:

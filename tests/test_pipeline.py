@@ -12,8 +12,8 @@ import pytest
 
 from store import ConfigError, Filter, VectorStore
 from store.embeddings import Embeddings
-from store.ledger import MemoryLedger
 from store.settings import Settings
+from store.state.ledger import MemoryLedger
 from tests.backends import unique_name
 from worker.chunking import Chunker
 from worker.pipeline import Document, Indexer

@@ -17,7 +17,7 @@ from store.embeddings.providers.ollama import OllamaProvider
 from store.embeddings.providers.openai import OpenAIProvider, make_client
 from store.errors import ConfigError, InputError, PermanentError, TransientError
 from store.settings import ModelSettings
-from store.urls import redact_url
+from store.settings.urls import redact_url
 from tests.fake_openai import FakeOpenAI, served_embed
 
 

@@ -21,7 +21,7 @@ from qdrant_client import QdrantClient
 
 from store.errors import ConfigError, StoreUnavailable
 from store.settings import Settings, VectorSettings
-from store.vectors.collection import Collection, Metric
+from store.vectors.base import Collection, Metric
 from store.vectors.filters import Filter
 from store.vectors.memory import MemoryStore
 from store.vectors.qdrant import POINT_NAMESPACE, QdrantStore, point_id, split_filter

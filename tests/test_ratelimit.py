@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 import redis
 
-from store import ratelimit
+from store.calls import ratelimit
+from store.calls.ratelimit import RateLimiter, bucket_key, rate_limiters
 from store.embeddings import Embeddings
-from store.embeddings.failover import FailoverChain
+from store.embeddings.chain import FailoverChain
 from store.errors import ConfigError
-from store.ratelimit import RateLimiter, bucket_key, rate_limiters
 from store.retrieval import Retrieval
 from store.settings import ModelSettings, Settings, load_settings
 from store.vectors import VectorRecord, VectorStore
@@ -216,7 +216,7 @@ def test_redis_down_means_no_shared_limit_one_warning_and_no_block(
     model = ModelSettings(provider="fake", model="fake", dimensions=4, requests_per_minute=1)
     limiters = [rate_limiters(url, [(name, model)])[name] for name in ("a", "b")]
     started = time.monotonic()
-    with caplog.at_level(logging.WARNING, logger="store.ratelimit"):
+    with caplog.at_level(logging.WARNING, logger="store.calls.ratelimit"):
         waited = [bucket.acquire() for bucket in limiters for _ in range(5)]
     assert waited == [0.0] * 10 and time.monotonic() - started < 1.5
     assert [record.getMessage() for record in caplog.records] == [
@@ -241,6 +241,6 @@ def test_a_non_redis_cache_url_leaves_models_unlimited(caplog: pytest.LogCapture
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ratelimit, "_warned_in", None)
     model = ModelSettings(provider="fake", model="fake", dimensions=4, requests_per_minute=1)
-    with caplog.at_level(logging.WARNING, logger="store.ratelimit"):
+    with caplog.at_level(logging.WARNING, logger="store.calls.ratelimit"):
         assert rate_limiters("amqp://guest:pw@rabbit//", [("m", model)]) == {}
     assert "is not a Redis" in caplog.text and "pw" not in caplog.text

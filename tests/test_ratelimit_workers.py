@@ -19,8 +19,8 @@ import pytest
 from celery import Celery
 
 from producer.client import Producer
-from store.celeryconfig import celery_config
-from store.ratelimit import BURST_SECONDS
+from store.broker.config import celery_config
+from store.calls.ratelimit import BURST_SECONDS
 from store.settings import load_settings
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI

@@ -11,8 +11,8 @@ import pytest
 import sqlalchemy as sa
 
 from store.embeddings import Embeddings
-from store.ledger import MemoryLedger
 from store.settings import Settings
+from store.state.ledger import MemoryLedger
 from store.vectors import VectorStore
 from tests.backends import unique_name
 from tests.workers import CrmTable

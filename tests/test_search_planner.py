@@ -16,8 +16,8 @@ from psycopg.types.json import Jsonb
 from store import ConfigError, Filter, VectorRecord, VectorStore
 from store.settings import Settings
 from store.vectors.pgvector import PgvectorStore
-from store.vectors.pgvector.collection import PgvectorCollection
 from store.vectors.pgvector.schema import field_index_name
+from store.vectors.pgvector.table import PgvectorCollection
 from tests.backends import unique_name
 
 DIMENSIONS = 32

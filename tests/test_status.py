@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from producer.cli.status import short_ids, stall_reason
+from store.broker.queues import QueueState, WorkerState, consumers_of
 from store.contract import WORKER_COMMAND
-from store.ledger import RunProgress, RunStatus
-from store.queues import QueueState, WorkerState, consumers_of
+from store.state.ledger import RunProgress, RunStatus
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 WORKER = WorkerState("w1@host", ("vectorsync.bulk", "vectorsync.live"), active=0)

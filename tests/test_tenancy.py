@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 import store.query as query
 from store import ConfigError, Filter, Settings, VectorRecord, VectorStore, load_settings
 from store.retrieval import Retrieval
-from store.vectors.scope import pinned_fields
+from store.vectors.tenancy import pinned_fields
 
 NOTES = [
     VectorRecord("a:0", [1, 0, 0, 0], "refunds at acme take 14 days", {"workspace_id": 7, "kind": "call"}),

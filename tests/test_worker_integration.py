@@ -21,12 +21,12 @@ import sqlalchemy as sa
 from celery import Celery
 
 from producer.client import Producer
-from store.celeryconfig import celery_config
+from store.broker.config import celery_config
 from store.contract import INDEX_RECORD, LIVE_QUEUE
-from store.ledger import RunStatus
-from store.ledger.postgres import PostgresLedger
 from store.settings import Settings, load_settings
-from store.sql import engine_url
+from store.state.ledger import RunStatus
+from store.state.ledger.postgres import PostgresLedger
+from store.state.sql import engine_url
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
 from tests.services import free_port, redis_db

@@ -21,10 +21,10 @@ import psutil
 import sqlalchemy as sa
 from celery import Celery
 
-from store.celeryconfig import celery_config
+from store.broker.config import celery_config
 from store.contract import BULK_QUEUE, LIVE_QUEUE
 from store.settings import Settings, load_settings
-from store.sql import engine_url
+from store.state.sql import engine_url
 
 __all__ = [
     "METRICS_FOLDER_ENV",

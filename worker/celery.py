@@ -1,7 +1,7 @@
 """The Celery app: ``celery -A worker worker`` runs it, ``celery -A worker flower`` watches it.
 
 Configuration is read lazily from the settings (broker, time limits), with the
-delivery guarantees of ``store.celeryconfig.celery_config``: JSON only,
+delivery guarantees of ``store.broker.config.celery_config``: JSON only,
 acks_late, reject_on_worker_lost, prefetch 1, task events for Flower.
 """
 
@@ -14,9 +14,9 @@ from typing import Any
 from celery import Celery
 from celery.signals import worker_init, worker_process_init, worker_process_shutdown, worker_ready
 
-from store.celeryconfig import celery_config
+from store.broker.config import celery_config
+from store.calls.threads import PROCESSES_ENV
 from store.contract import QUEUES
-from store.cpu import PROCESSES_ENV
 from store.errors import VectorsyncError
 from store.settings import load_settings
 from worker.metrics import prepare_environment, process_exited, serve
@@ -37,7 +37,7 @@ app.add_defaults(_config)
 
 @worker_init.connect
 def _share_cores(sender: Any = None, **_: Any) -> None:
-    # Before the pool starts: its processes inherit how many of them share the cores (store.cpu), so a local
+    # Before the pool starts: its processes inherit how many of them share the cores (store.calls.threads), so a local
     # model in each takes cores // pool threads. A value already set (several workers on one machine) stays.
     processes = pool_processes(sender)
     if processes is not None:
@@ -57,7 +57,7 @@ def pool_processes(worker: Any) -> int | None:
 @worker_process_init.connect
 def _fresh_process(**_: Any) -> None:
     # A forked pool process must not reuse its parent's connections.
-    from worker.context import reset_context
+    from worker.process import reset_context
 
     reset_context()
 
@@ -69,7 +69,7 @@ def _create_declared_collections(**_: Any) -> None:
 
     A store or state database that cannot be reached yet is logged, not fatal: each task opens what it needs.
     """
-    from store.collections import Collections
+    from store.lifecycle import Collections
 
     try:
         with Collections.from_settings(load_settings()) as collections:

@@ -6,7 +6,7 @@ every chunk with the heading path ("Pricing > Discounts").
 
 How a text is cut, and the rules the tests hold it to:
 
-* Tokens are estimated at 4 characters a token (``store.tokens.estimate_tokens``,
+* Tokens are estimated at 4 characters a token (``store.calls.tokens.estimate_tokens``,
   the estimate the embedding batcher uses too), so a chunk of ``max_tokens``
   tokens holds at most ``4 * max_tokens`` characters.
 * Blank text gives no chunks; a text that fits is exactly one chunk, stripped.
@@ -59,9 +59,9 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from store.calls.tokens import CHARS_PER_TOKEN, estimate_tokens
 from store.errors import ConfigError
 from store.settings import ChunkerSettings, default
-from store.tokens import CHARS_PER_TOKEN, estimate_tokens
 
 __all__ = [
     "CHARS_PER_TOKEN",

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from store.ledger import Ledger, RunProgress
+from store.state.ledger import Ledger, RunProgress
 from worker.pipeline import Indexer
 
 __all__ = ["FanOut", "changed_ids", "count_run", "fan_out"]

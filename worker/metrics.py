@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from store.embeddings.failover import EmbeddingStats
+    from store.embeddings.chain import EmbeddingStats
     from worker.pipeline import BatchResult
 
 __all__ = ["observe_batch", "prepare_environment", "serve", "stage", "watch_embeddings"]
@@ -125,7 +125,7 @@ class QueueDepth:
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import GaugeMetricFamily
 
-        from store.queues import queue_states, worker_states
+        from store.broker.queues import queue_states, worker_states
         from worker.celery import app
 
         depth = GaugeMetricFamily("vectorsync_queue_depth", "Tasks waiting in each queue", labels=["queue"])

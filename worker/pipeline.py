@@ -16,9 +16,9 @@ from typing import Any
 
 from store.embeddings import Embedding, Embeddings
 from store.errors import ConfigError, EmbeddingError, InputError, StoreError, StoreUnavailable
-from store.ledger import Held, Ledger, LedgerEntry
 from store.settings import LimitSettings
-from store.vectors.collection import Collection
+from store.state.ledger import Held, Ledger, LedgerEntry
+from store.vectors.base import Collection
 from store.vectors.filters import Filter
 from store.vectors.indexed import check_indexed
 from store.vectors.records import VectorRecord, canonical_json, check_id_length, clean_text, validate_metadata

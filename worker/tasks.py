@@ -16,20 +16,20 @@ from typing import Any
 from celery import Task
 from celery.exceptions import Retry, SoftTimeLimitExceeded
 
-from store.celeryconfig import soft_time_limit
+from store.broker.config import soft_time_limit
+from store.broker.queues import queue_states, sent_headers, worker_states
 from store.contract import BUILD_INDEX, BULK_QUEUE, INDEX_BATCH, INDEX_DOCUMENT, INDEX_RECORD, RECONCILE, REINDEX_ALL
 from store.errors import ConfigError, StoreError, StoreUnavailable
-from store.generations import parse_name
-from store.generations.migration import switch_when_built
-from store.ledger import RunProgress, RunStatus
-from store.queues import queue_states, sent_headers, worker_states
+from store.state.generations import parse_name
+from store.state.generations.migration import switch_when_built
+from store.state.ledger import RunProgress, RunStatus
 from store.vectors.records import check_collection_name
 from worker.celery import app
-from worker.context import context
 from worker.fanout import count_run, fan_out
 from worker.metrics import observe_batch
 from worker.pipeline import BatchResult, Document
 from worker.policy import RetryPolicy, as_failed, as_retry, combined, decide
+from worker.process import context
 
 __all__ = ["build_index", "index_batch", "index_document", "index_record", "reconcile", "reindex_all"]
 

@@ -15,7 +15,7 @@ from producer.cli.console import errors, guarded, out, say, short
 from producer.cli.migrate import migrate
 from producer.cli.progress import follow, summary, warn_if_no_consumer
 from store.contract import BULK_QUEUE, LIVE_QUEUE
-from store.ledger import RunStatus
+from store.state.ledger import RunStatus
 
 __all__ = ["app", "main"]
 

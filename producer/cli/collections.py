@@ -14,7 +14,7 @@ from rich.table import Table
 from producer.cli.console import confirmed, guarded, out, say
 
 if TYPE_CHECKING:
-    from store.collections import Collections, Emptied
+    from store.lifecycle import Collections, Emptied
     from store.settings import Settings
 
 __all__ = ["collections_app", "init"]
@@ -24,7 +24,7 @@ Yes = Annotated[bool, typer.Option("--yes", "-y", help="do not ask (needed when 
 
 
 def _open() -> tuple[Settings, Collections]:
-    from store.collections import Collections
+    from store.lifecycle import Collections
     from store.settings import load_settings
 
     settings = guarded(load_settings)

@@ -24,10 +24,10 @@ from typing import Any, Literal
 from rich.text import Text
 
 from producer.cli.console import out
+from store.broker.queues import consumers_of
 from store.contract import QUEUES, REDIS_SCHEMES, WORKER_COMMAND
-from store.queues import consumers_of
 from store.settings import Settings
-from store.urls import without_credentials
+from store.settings.urls import without_credentials
 
 __all__ = ["Check", "checks", "render", "retrieval_checks", "to_json"]
 
@@ -156,7 +156,7 @@ def _cache(settings: Settings) -> Check | None:
 
 
 def _models(settings: Settings) -> Iterator[Check]:
-    from store.embeddings.failover import resolve_entries
+    from store.embeddings.chain import resolve_entries
     from store.embeddings.providers import build_provider
 
     for position, (name, model) in enumerate(resolve_entries(settings)):

@@ -14,7 +14,7 @@ import typer
 from producer.cli.console import err, guarded, out, say
 from producer.cli.progress import follow, summary
 from store.contract import BULK_QUEUE
-from store.ledger import RunStatus
+from store.state.ledger import RunStatus
 
 __all__ = ["migrate"]
 
@@ -70,7 +70,7 @@ def migrate(
 
 
 def _switch(producer: Any, collection: str) -> None:
-    from store.generations.migration import switch_now
+    from store.state.generations.migration import switch_now
 
     registry = producer.ledger.generations
     alias = guarded(lambda: registry.alias(collection))

@@ -10,9 +10,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressC
 from rich.text import Text
 
 from producer.cli.console import err, out
+from store.broker.queues import consumers_of
 from store.contract import WORKER_COMMAND
-from store.ledger import RunProgress, RunStatus
-from store.queues import consumers_of
+from store.state.ledger import RunProgress, RunStatus
 
 __all__ = ["follow", "summary", "warn_if_no_consumer"]
 

@@ -21,9 +21,9 @@ from rich.table import Table
 from rich.text import Text
 
 from producer.cli.console import out, say
+from store.broker.queues import QueueState, WorkerState
 from store.contract import BULK_QUEUE, WORKER_COMMAND
-from store.ledger import RunProgress, RunStatus
-from store.queues import QueueState, WorkerState
+from store.state.ledger import RunProgress, RunStatus
 
 __all__ = ["Snapshot", "render", "short_ids", "snapshot", "stall_reason", "to_json"]
 

@@ -6,9 +6,9 @@ tenacity retries, ``batching`` the token-aware provider calls, ``cache`` the
 Redis cache, ``providers`` one module per technology behind one seam.
 """
 
+from store.calls.accounting import EmbeddingStats
+from store.embeddings.chain import ChainPolicy, FailoverChain
 from store.embeddings.embedder import Embeddings
 from store.embeddings.embedding import Embedding
-from store.embeddings.failover import ChainPolicy, FailoverChain
-from store.stats import EmbeddingStats
 
 __all__ = ["ChainPolicy", "Embedding", "EmbeddingStats", "Embeddings", "FailoverChain"]

@@ -2,7 +2,7 @@
 
 A batch holds at most ``batch_size`` texts, at most the provider's
 ``max_inputs``, and at most ``max_tokens_per_request`` estimated tokens
-(``store.tokens``, the chunker's estimate).
+(``store.calls.tokens``, the chunker's estimate).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+from store.calls.tokens import estimate_tokens
 from store.embeddings.providers.base import Limits
 from store.errors import InputError
-from store.tokens import estimate_tokens
 
 __all__ = ["plan_batches", "run_batches"]
 

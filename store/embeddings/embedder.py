@@ -14,14 +14,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from store.calls.accounting import EmbeddingStats
 from store.contract import REDIS_SCHEMES
 from store.embeddings.batching import plan_batches, run_batches
 from store.embeddings.cache import EmbeddingCache
+from store.embeddings.chain import FailoverChain
 from store.embeddings.embedding import Embedding
-from store.embeddings.failover import FailoverChain
 from store.errors import ConfigError
 from store.settings import EmbeddingSettings, Settings, default
-from store.stats import EmbeddingStats
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from store.awaitables import sync_misuse
+from store.retrieval.twins import sync_misuse
 from store.vectors.records import VectorMatch
 
 __all__ = ["ANSWER_SCHEMA", "Citation", "GroundedAnswer", "check_answer", "messages"]

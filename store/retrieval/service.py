@@ -1,7 +1,7 @@
 """``Retrieval``: rerank search matches, and answer a question from the passages it finds, citing them.
 
 Built from ``[retrieval]``: its ``rerank`` and ``answer`` chains of
-``[models.NAME]`` entries fail over through ``store.failover`` with the
+``[models.NAME]`` entries fail over through ``store.calls.failover`` with the
 embedding chain's retry settings, each model within its shared rate limit.
 No rerank chain keeps the search order; no answer chain uses the fake chat
 model.
@@ -13,16 +13,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from store import usage
+from store.calls import accounting
+from store.calls.accounting import CallStats
+from store.calls.failover import ChainPolicy, Failover, named_entries
+from store.calls.ratelimit import rate_limiters
+from store.calls.tokens import estimate_tokens
 from store.errors import ConfigError, PermanentError
-from store.failover import ChainPolicy, Failover, named_entries
-from store.ratelimit import rate_limiters
 from store.retrieval.base import Chat, Reranker
 from store.retrieval.grounding import ANSWER_SCHEMA, GroundedAnswer, check_answer, excerpt, messages
 from store.retrieval.providers import FakeChat, FakeReranker, build_chat, build_reranker
 from store.settings import RetrievalSettings, Settings
-from store.stats import CallStats
-from store.tokens import estimate_tokens
 from store.vectors import Collection, Filter, VectorMatch, VectorStore
 
 __all__ = ["Allow", "Retrieval", "allowed"]
@@ -71,7 +71,7 @@ class Retrieval:
         reranker, which reads at most ``passage_chars`` of each. ``user`` names the caller in the cost
         metrics. Raises ConfigError, ProviderError."""
         if user is not None:
-            with usage.attributed_to(user):
+            with accounting.attributed_to(user):
                 return self.rerank(query, matches, top=top)
         _check_text(query, "query")
         if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
@@ -98,7 +98,7 @@ class Retrieval:
         _check_text(question, "question")
         wanted = candidates or self.settings.candidates
         shown = top or self.settings.top
-        with usage.attributed_to(user):
+        with accounting.attributed_to(user):
             where = Filter.from_dict(filter) if isinstance(filter, Mapping) else filter
             target = (self.opener(collection, self.declared) if self.opener is not None  # never a table for a typo
                       else self.store.open(collection, declared=self.declared))

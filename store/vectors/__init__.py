@@ -4,7 +4,7 @@
 drivers only when a store of theirs is built.
 """
 
-from store.vectors.collection import Collection, Metric, QueryEmbedder, VectorStore
+from store.vectors.base import Collection, Metric, QueryEmbedder, VectorStore
 from store.vectors.filters import Filter
 from store.vectors.records import VectorMatch, VectorRecord
 

@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from store.vectors.collection import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
+from store.vectors.base import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
 from store.vectors.filters import Filter
 from store.vectors.records import VectorMatch, VectorRecord
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from store.errors import ConfigError
-from store.names import check_collection_name
 from store.settings import LimitSettings, default
+from store.settings.names import check_collection_name
 
 __all__ = [
     "RESERVED_METADATA",

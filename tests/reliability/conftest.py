@@ -23,8 +23,8 @@ import psutil
 import pytest
 
 from producer.client import Producer
-from store.ledger.postgres import PostgresLedger
 from store.settings import Settings, load_settings
+from store.state.ledger.postgres import PostgresLedger
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
 from tests.services import free_port, redis_answers, redis_server_binary

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from kombu.exceptions import OperationalError
 
 from producer.client import Producer
-from store.sql import engine_url
+from store.state.sql import engine_url
 from tests.reliability.conftest import Rig, kill_tree
 from tests.test_worker_integration import note
 from tests.workers import pool_processes, run_cli, wait_for

@@ -16,7 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from store.errors import ConfigError, StoreUnavailable
-from store.sql import make_engine, safe_url, translate
+from store.state.sql import make_engine, safe_url, translate
 from worker.sources.base import SourceRecord
 
 __all__ = ["SqlSource", "json_value"]

@@ -49,8 +49,8 @@ from producer.cli.dev.services import (
     wait_until,
 )
 from producer.cli.progress import follow, summary
+from store.calls.threads import PROCESSES_ENV
 from store.contract import BULK_QUEUE, LIVE_QUEUE
-from store.cpu import PROCESSES_ENV
 from store.errors import VectorsyncError
 
 __all__ = ["DEFAULT_DIR", "SERVING", "run_dev"]

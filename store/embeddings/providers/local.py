@@ -8,7 +8,7 @@ directory or a Hugging Face name that sentence-transformers resolves itself.
 Speed on CPU (``bench/local_model.py``): the model runs on ONNX Runtime by
 default (``store.embeddings.providers.onnx``; torch when ``backend = "torch"``,
 or when the model cannot be exported: a warning says why), with the process's
-share of the cores (``store.cpu``: cores // worker processes, or ``threads``),
+share of the cores (``store.calls.threads``: cores // worker processes, or ``threads``),
 set once at load. Texts go through in length-sorted runs of ``ENCODE_BATCH``:
 a forward pass pads every text to the longest of its run, and on CPU a short
 run of texts of alike length goes faster than one run of everything.
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from store.cpu import budget_here
+from store.calls.threads import budget_here
 from store.embeddings.providers.base import Limits
 from store.errors import ConfigError
 

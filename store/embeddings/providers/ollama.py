@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from store.embeddings.providers.base import Limits, error_for_status, parse_retry_after, scrub
 from store.errors import ConfigError, PermanentError, TransientError
-from store.urls import redact_url
+from store.settings.urls import redact_url
 
 if TYPE_CHECKING:
     import httpx

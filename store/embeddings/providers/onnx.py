@@ -14,7 +14,7 @@ a changed model exports again. Pool processes that load at once take turns
 under a file lock, and a file appears only whole (written aside, then renamed).
 
 Run: the model's ``tokenizer.json`` (tokenizers) and an ONNX Runtime session
-with the process's thread budget (``store.cpu``); torch is imported only to
+with the process's thread budget (``store.calls.threads``); torch is imported only to
 export. Texts are sorted by length and cut into batches of ``batch_size``, so
 a batch pads its texts to nearly the same length; vectors come back in input
 order. A model that is not a Transformer + mean Pooling (+ Normalize) folder

@@ -27,7 +27,7 @@ import numpy as np
 
 from store.embeddings.providers.base import Limits, error_for_status, parse_retry_after, scrub
 from store.errors import ConfigError, EmbeddingError, PermanentError, TransientError
-from store.urls import redact_url
+from store.settings.urls import redact_url
 
 if TYPE_CHECKING:
     from store.settings import ModelSettings

@@ -14,12 +14,12 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from store import usage
+from store.calls import accounting
+from store.calls.tokens import estimate_tokens
 from store.embeddings.providers.base import error_for_status, parse_retry_after, scrub
 from store.errors import ConfigError, PermanentError, TransientError
 from store.settings import ModelSettings
-from store.tokens import estimate_tokens
-from store.urls import redact_url
+from store.settings.urls import redact_url
 
 __all__ = ["TEI_BATCH", "HttpReranker"]
 
@@ -66,7 +66,7 @@ class HttpReranker:
             raise error_for_status(response.status_code, model=self.model, endpoint=self.endpoint,
                                    detail=scrub(response.text[:300], self._key),
                                    retry_after=parse_retry_after(response.headers))
-        usage.record("rerank", self.model, tokens=estimate_tokens(query) * len(passages)
+        accounting.record("rerank", self.model, tokens=estimate_tokens(query) * len(passages)
                      + sum(estimate_tokens(p) for p in passages))
         return self._parse(response, len(passages))
 

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from store import usage
-from store.cpu import budget_here
+from store.calls import accounting
+from store.calls.threads import budget_here
+from store.calls.tokens import estimate_tokens
 from store.errors import ConfigError
 from store.settings import ModelSettings
-from store.tokens import estimate_tokens
 
 __all__ = ["LocalReranker", "model_path"]
 
@@ -56,7 +56,7 @@ class LocalReranker:
     def scores(self, query: str, passages: Sequence[str]) -> list[float]:
         with self._lock:
             raw = self._load().predict([(query, passage) for passage in passages], show_progress_bar=False)
-        usage.record("rerank", self.model, tokens=sum(estimate_tokens(query + p) for p in passages))
+        accounting.record("rerank", self.model, tokens=sum(estimate_tokens(query + p) for p in passages))
         values = [float(v) for v in raw]
         if any(v < 0.0 or v > 1.0 for v in values):  # logits: no activation in the model's config
             values = [1.0 / (1.0 + math.exp(-v)) for v in values]
@@ -71,6 +71,6 @@ class LocalReranker:
                                   "pip install 'vectorsync[local]'") from None
             import torch
 
-            torch.set_num_threads(budget_here(self.threads))  # this process's share of the cores (store.cpu)
+            torch.set_num_threads(budget_here(self.threads))  # this process's share of the cores (store.calls.threads)
             self._loaded = CrossEncoder(self._path, local_files_only=True, device="cpu")
         return self._loaded

@@ -14,12 +14,12 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from store import usage
+from store.calls import accounting
+from store.calls.tokens import estimate_tokens
 from store.embeddings.providers.openai import DEFAULT_OPENAI_URL, make_client, translate_error
 from store.errors import PermanentError
 from store.settings import ModelSettings
-from store.tokens import estimate_tokens
-from store.urls import redact_url
+from store.settings.urls import redact_url
 
 __all__ = ["SCORES_SCHEMA", "OpenAIChat", "OpenAIReranker"]
 
@@ -91,7 +91,7 @@ class OpenAIChat:
 
     def _parse(self, response: Any, messages: Sequence[Mapping[str, str]]) -> dict[str, Any]:
         spent = getattr(getattr(response, "usage", None), "total_tokens", None)
-        usage.record(self.task, self.model, tokens=spent or sum(estimate_tokens(m["content"]) for m in messages))
+        accounting.record(self.task, self.model, tokens=spent or sum(estimate_tokens(m["content"]) for m in messages))
         where = f"model {self.model!r} at {self.endpoint}"
         try:
             content = response.choices[0].message.content or ""

@@ -5,8 +5,8 @@ still fills ``limit``. ``schema`` says what a table holds, ``filters`` how a
 Filter becomes SQL, ``collection`` how rows are read and written.
 """
 
-from store.vectors.pgvector.collection import PgvectorCollection
 from store.vectors.pgvector.filters import compile_filter
 from store.vectors.pgvector.store import PgvectorStore
+from store.vectors.pgvector.table import PgvectorCollection
 
 __all__ = ["PgvectorCollection", "PgvectorStore", "compile_filter"]

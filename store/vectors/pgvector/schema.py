@@ -19,7 +19,7 @@ from psycopg import sql
 from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP
 
 from store.errors import ConfigError
-from store.vectors.collection import Metric
+from store.vectors.base import Metric
 
 __all__ = [
     "MAX_HALFVEC_DIMENSIONS",

@@ -12,10 +12,10 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 
 from store.settings import Settings, VectorSettings, default
-from store.sql import make_engine, safe_url, transaction
-from store.vectors.collection import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
-from store.vectors.pgvector.collection import PgvectorCollection
+from store.state.sql import make_engine, safe_url, transaction
+from store.vectors.base import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
 from store.vectors.pgvector.schema import Schema, lock
+from store.vectors.pgvector.table import PgvectorCollection
 
 __all__ = ["MAX_SCAN_TUPLES", "PgvectorStore"]
 

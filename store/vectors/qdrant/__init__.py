@@ -5,8 +5,8 @@ residual for what Qdrant cannot say exactly), ``collection`` reads and writes
 points, ``client`` translates qdrant-client's errors.
 """
 
-from store.vectors.qdrant.collection import POINT_NAMESPACE, QdrantCollection, point_id
 from store.vectors.qdrant.filters import split_filter
+from store.vectors.qdrant.points import POINT_NAMESPACE, QdrantCollection, point_id
 from store.vectors.qdrant.store import QdrantStore
 
 __all__ = ["POINT_NAMESPACE", "QdrantCollection", "QdrantStore", "point_id", "split_filter"]

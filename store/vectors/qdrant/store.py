@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 from qdrant_client import QdrantClient, models
 
 from store.errors import ConfigError, StoreUnavailable
-from store.urls import without_credentials
-from store.vectors.collection import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
+from store.settings.urls import without_credentials
+from store.vectors.base import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
 from store.vectors.filters import check_field
 from store.vectors.qdrant.client import driver_errors, is_server, translated
-from store.vectors.qdrant.collection import QdrantCollection
 from store.vectors.qdrant.filters import payload_key
+from store.vectors.qdrant.points import QdrantCollection
 
 if TYPE_CHECKING:
     from store.settings import Settings

@@ -6,13 +6,13 @@ import threading
 from dataclasses import replace
 
 from store.errors import ConfigError
-from store.generations.base import Alias, Generation, building_error, live_error, now
+from store.state.generations.base import Alias, Generation, building_error, live_error, now
 
 __all__ = ["MemoryGenerations"]
 
 
 class MemoryGenerations:
-    """Aliases in a dict; see ``store.generations.base``."""
+    """Aliases in a dict; see ``store.state.generations.base``."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -25,8 +25,8 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from store.errors import ConfigError
-from store.names import check_declared_name
-from store.urls import without_credentials
+from store.settings.names import check_declared_name
+from store.settings.urls import without_credentials
 
 __all__ = [
     "DEFAULT_BROKER_URL", "DEFAULT_CONFIG_PATH", "BrokerSettings", "CacheSettings", "ChunkerSettings",
@@ -142,7 +142,7 @@ class ModelSettings(_Section):
     max_tokens_per_request: int = Field(default=300_000, gt=0)
     max_tokens_per_input: int = Field(default=8192, gt=0)
     #: Requests a minute the provider allows this model: every process waits its turn in one budget shared
-    #: through Redis at ``cache.url`` (``store.ratelimit``). None: no limit.
+    #: through Redis at ``cache.url`` (``store.calls.ratelimit``). None: no limit.
     requests_per_minute: int | None = Field(default=None, gt=0)
     #: Estimated tokens a minute the provider allows this model, shared the same way. None: no limit.
     tokens_per_minute: int | None = Field(default=None, gt=0)

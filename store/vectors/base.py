@@ -15,7 +15,7 @@ from store.settings import LimitSettings, Settings, VectorSettings, default
 from store.vectors.filters import Filter, check_size
 from store.vectors.indexed import IndexedFields, check_declared, check_indexed
 from store.vectors.records import VectorMatch, VectorRecord, check_collection_name, validate_record, validate_vector
-from store.vectors.scope import check_scoped, required_fields
+from store.vectors.tenancy import check_scoped, required_fields
 
 __all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "Collection", "Metric", "QueryEmbedder", "VectorStore", "missing"]
 
@@ -98,7 +98,7 @@ class Collection:
         """The ``limit`` records closest to ``query`` among those matching ``filter``, best first.
 
         ``query`` is a text (embedded with the store's embeddings) or a vector. A collection with a required
-        filter refuses a ``filter`` that does not pin each of its fields to one value (``store.vectors.scope``).
+        filter refuses a ``filter`` that does not pin each of its fields to one value (``store.vectors.tenancy``).
         Raises ConfigError, StoreUnavailable, EmbeddingError.
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:

@@ -16,7 +16,7 @@ from typing import Any
 from qdrant_client import QdrantClient, models
 
 from store.errors import ConfigError
-from store.vectors.collection import Collection, Metric, QueryEmbedder
+from store.vectors.base import Collection, Metric, QueryEmbedder
 from store.vectors.filters import Filter
 from store.vectors.indexed import IndexedFields
 from store.vectors.qdrant.client import translated

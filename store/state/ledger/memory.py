@@ -14,8 +14,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from store.errors import ConfigError
-from store.generations.memory import MemoryGenerations
-from store.ledger.base import (
+from store.state.generations.memory import MemoryGenerations
+from store.state.ledger.base import (
     MAX_ERROR_CHARS,
     Failure,
     Forgotten,

@@ -6,7 +6,7 @@ keep that memory, and the next reindex would skip every record and leave it
 empty: ``reset`` and ``drop`` here clear the collection's ledger entries and
 failures too (runs stay, as history).
 
-    from store.collections import Collections
+    from store.lifecycle import Collections
     with Collections.from_settings(load_settings()) as collections:
         notes = collections.get_or_create("notes")
         collections.reset("notes")          # empty, schema and indexes kept, ledger forgotten
@@ -19,11 +19,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from store.errors import ConfigError
-from store.generations import Alias, Generation, parse_name
-from store.generations.base import generation_settings, live_error
-from store.ledger import Forgotten, Ledger, MemoryLedger, ledger_from_settings
 from store.settings import Settings
-from store.vectors.collection import Collection, VectorStore, missing
+from store.state.generations import Alias, Generation, parse_name
+from store.state.generations.base import generation_settings, live_error
+from store.state.ledger import Forgotten, Ledger, MemoryLedger, ledger_from_settings
+from store.vectors.base import Collection, VectorStore, missing
 
 __all__ = ["Collections", "Emptied"]
 

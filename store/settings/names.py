@@ -9,7 +9,7 @@ from store.errors import ConfigError
 __all__ = ["GENERATION_NAME", "check_collection_name", "check_declared_name"]
 
 _COLLECTION_NAME = re.compile(r"[a-z][a-z0-9_]{0,47}")
-#: ``notes__g2``: generation 2 of ``notes`` (``store.generations``), a name no declared collection may take.
+#: ``notes__g2``: generation 2 of ``notes`` (``store.state.generations``), a name no declared collection may take.
 GENERATION_NAME = re.compile(r"(?P<collection>[a-z][a-z0-9_]*?)__g(?P<number>[1-9][0-9]{0,5})")
 
 

@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from store.errors import ConfigError
-from store.names import GENERATION_NAME
 from store.settings import ModelSettings, Settings
+from store.settings.names import GENERATION_NAME
 
 __all__ = [
     "Alias",

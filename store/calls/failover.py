@@ -13,7 +13,7 @@ any entry failed transiently (worth retrying later), else the last permanent
 one; when every entry is cooling down, a TransientError whose ``retry_after``
 is the time until the first comes back.
 
-Each try of an entry with a shared rate limit (``store.ratelimit``) first
+Each try of an entry with a shared rate limit (``store.calls.ratelimit``) first
 waits for its budget: one request and the call's estimated tokens. A 429
 shrinks that budget for every process, besides the backoff above.
 """
@@ -31,10 +31,10 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_aft
 from tenacity.stop import stop_base
 from tenacity.wait import wait_random_exponential
 
+from store.calls.accounting import EmbeddingStats
+from store.calls.ratelimit import Limiter
 from store.errors import ConfigError, PermanentError, ProviderError, TransientError
-from store.ratelimit import Limiter
 from store.settings import EmbeddingSettings, ModelSettings, Settings, default
-from store.stats import EmbeddingStats
 
 __all__ = ["BACKOFF_MULTIPLIER", "DEFAULT_POLICY", "ChainPolicy", "Entry", "Failover", "named_entries"]
 
@@ -141,7 +141,7 @@ class Failover(Generic[E]):
         self.policy = policy
         self.stats = stats if stats is not None else EmbeddingStats()
         self.what = what
-        #: Shared rate limits by entry name (``store.ratelimit.rate_limiters``); an entry without one is unlimited.
+        #: Shared rate limits by entry name (``ratelimit.rate_limiters``); an entry without one is unlimited.
         self.limiters = dict(limiters or {})
         self._cool_until: dict[str, float] = {}
         self._lock = threading.Lock()

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from store.errors import ConfigError
-from store.ledger.base import Failure, Forgotten, Held, Ledger, LedgerEntry, RunProgress, RunStatus
-from store.ledger.memory import MemoryLedger
+from store.state.ledger.base import Failure, Forgotten, Held, Ledger, LedgerEntry, RunProgress, RunStatus
+from store.state.ledger.memory import MemoryLedger
 
 if TYPE_CHECKING:
     from store.settings import Settings
@@ -24,7 +24,7 @@ __all__ = [
 def ledger_from_settings(settings: Settings) -> Ledger:
     """The PostgreSQL ledger at ``[state] url`` (default: the pgvector database). Raises ConfigError."""
     try:
-        from store.ledger.postgres import PostgresLedger
+        from store.state.ledger.postgres import PostgresLedger
     except ModuleNotFoundError as exc:
         raise ConfigError(
             f"the state database needs {exc.name!r}, which is not installed: pip install 'vectorsync[pgvector]'"

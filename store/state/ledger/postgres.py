@@ -20,8 +20,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from store.errors import ConfigError
-from store.generations.postgres import PostgresGenerations
-from store.ledger.base import (
+from store.state.generations.postgres import PostgresGenerations
+from store.state.ledger.base import (
     MAX_ERROR_CHARS,
     Failure,
     Forgotten,
@@ -32,7 +32,7 @@ from store.ledger.base import (
     one_run,
     unknown_run,
 )
-from store.sql import make_engine, transaction
+from store.state.sql import make_engine, transaction
 from store.vectors.records import escape_unstorable
 
 __all__ = ["PostgresLedger"]

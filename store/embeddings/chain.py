@@ -1,7 +1,7 @@
-"""The embedding chain: an ordered list of embedding models behind ``store.failover``.
+"""The embedding chain: an ordered list of embedding models behind ``store.calls.failover``.
 
 Retries, failover, cool-downs and shared rate limits are
-``store.failover.Failover``'s. Answers are checked here, once for every
+``store.calls.failover.Failover``'s. Answers are checked here, once for every
 provider: the wrong number of vectors is a PermanentError (that endpoint is
 broken: fail over), vectors of the wrong size a ConfigError raised at once
 (the settings name the wrong size).
@@ -16,15 +16,15 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 
-from store import usage
+from store.calls import accounting
+from store.calls.accounting import EmbeddingStats
+from store.calls.failover import DEFAULT_POLICY, ChainPolicy, Failover, named_entries
+from store.calls.ratelimit import Limiter, rate_limiters
+from store.calls.tokens import estimate_tokens
 from store.embeddings.providers import Limits, Provider, build_provider
 from store.embeddings.providers.fake import DEFAULT_FAKE_MODEL
 from store.errors import ConfigError, PermanentError
-from store.failover import DEFAULT_POLICY, ChainPolicy, Failover, named_entries
-from store.ratelimit import Limiter, rate_limiters
 from store.settings import ModelSettings, Settings
-from store.stats import EmbeddingStats
-from store.tokens import estimate_tokens
 
 __all__ = [
     "DEFAULT_ENTRY",
@@ -100,7 +100,7 @@ class FailoverChain:
 
     def _call(self, provider: Provider, texts: list[str], tokens: int) -> list[list[float]]:
         vectors = provider.embed_batch(texts)
-        usage.record("embed", provider.model, tokens=tokens)
+        accounting.record("embed", provider.model, tokens=tokens)
         if len(vectors) != len(texts):
             raise PermanentError(
                 f"model {provider.model!r} at {provider.endpoint} returned {len(vectors)} vectors "

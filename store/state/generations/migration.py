@@ -13,7 +13,9 @@ import logging
 from collections.abc import Sequence, Set
 
 from store.errors import ConfigError
-from store.generations.base import (
+from store.settings import Settings
+from store.settings.names import check_collection_name
+from store.state.generations.base import (
     Alias,
     Generation,
     Generations,
@@ -22,9 +24,7 @@ from store.generations.base import (
     parse_name,
     registered,
 )
-from store.ledger.base import Ledger, RunProgress, RunStatus
-from store.names import check_collection_name
-from store.settings import Settings
+from store.state.ledger.base import Ledger, RunProgress, RunStatus
 
 __all__ = ["begin", "plan", "switch_now", "switch_when_built"]
 
@@ -72,7 +72,7 @@ def plan(settings: Settings, registry: Generations, collection: str, chain: Sequ
 def begin(settings: Settings, ledger: Ledger, collection: str, chain: Sequence[str]) -> Generation:
     """Register the generation ``chain`` builds for ``collection`` and create its collection, empty; from then
     on writes of ``collection`` go to it too. The caller sends its reindex run (``Producer.migrate``)."""
-    from store.vectors.collection import VectorStore
+    from store.vectors.base import VectorStore
 
     registry = ledger.generations
     embedded = ledger.models(collection) if registry.alias(collection) is None else set()

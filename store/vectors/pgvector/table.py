@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from psycopg import sql
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from store.vectors.collection import Collection
+from store.vectors.base import Collection
 from store.vectors.filters import Filter
 from store.vectors.indexed import IndexedFields
 from store.vectors.pgvector.filters import compile_filter

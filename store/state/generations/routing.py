@@ -11,9 +11,9 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from store.generations.base import Generation, Generations, generation_settings, reading, writing
 from store.settings import Settings
-from store.vectors.collection import Collection, VectorStore
+from store.state.generations.base import Generation, Generations, generation_settings, reading, writing
+from store.vectors.base import Collection, VectorStore
 
 if TYPE_CHECKING:
     from store.embeddings import Embeddings
@@ -38,11 +38,11 @@ class GenerationStores:
         self._lock = threading.Lock()
 
     def reading(self, name: str) -> Generation:
-        """The generation a read of ``name`` goes to (``store.generations.reading``)."""
+        """The generation a read of ``name`` goes to (``store.state.generations.reading``)."""
         return reading(self.settings, self.registry, name)
 
     def writing(self, name: str) -> list[Generation]:
-        """The generations a write of ``name`` goes to (``store.generations.writing``)."""
+        """The generations a write of ``name`` goes to (``store.state.generations.writing``)."""
         return writing(self.settings, self.registry, name)
 
     def parts(self, generation: Generation) -> tuple[VectorStore, Embeddings | None]:

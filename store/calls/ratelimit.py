@@ -34,7 +34,7 @@ from redis.exceptions import RedisError
 
 from store.contract import RATE_LIMIT_KEY_PREFIX, REDIS_SCHEMES
 from store.settings import ModelSettings
-from store.urls import without_credentials
+from store.settings.urls import without_credentials
 
 __all__ = [
     "BURST_SECONDS",
@@ -264,7 +264,7 @@ def _warn_once(message: str) -> None:
 
 
 def _wait_histogram() -> Any:
-    # Made once, under a lock, as store.usage's counters: calls wait in parallel threads.
+    # Made once, under a lock, as store.calls.accounting's counters: calls wait in parallel threads.
     global _histogram
     with _lock:
         if _histogram is None:

@@ -16,14 +16,14 @@ from typing import Any
 
 from celery.exceptions import Retry, SoftTimeLimitExceeded
 
-from store.coalesce import Coalescer
+from store.broker.coalescing import Coalescer
 from store.embeddings import Embeddings
 from store.errors import ConfigError, StoreUnavailable
-from store.generations import Generation, parse_name
-from store.generations.serving import GenerationStores
-from store.ledger import Ledger, ledger_from_settings
 from store.settings import Settings, load_settings
-from store.vectors.collection import VectorStore
+from store.state.generations import Generation, parse_name
+from store.state.generations.routing import GenerationStores
+from store.state.ledger import Ledger, ledger_from_settings
+from store.vectors.base import VectorStore
 from worker.chunking import Chunker
 from worker.metrics import watch_embeddings
 from worker.pipeline import BatchResult, Indexer

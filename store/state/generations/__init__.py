@@ -6,7 +6,7 @@ built, it needs SQLAlchemy) the registry workers and apps share in the state dat
 
 from __future__ import annotations
 
-from store.generations.base import (
+from store.state.generations.base import (
     Alias,
     Generation,
     Generations,
@@ -17,7 +17,7 @@ from store.generations.base import (
     registered,
     writing,
 )
-from store.generations.memory import MemoryGenerations
+from store.state.generations.memory import MemoryGenerations
 
 __all__ = ["Alias", "Generation", "Generations", "MemoryGenerations", "generation_settings", "implicit",
            "parse_name", "reading", "registered", "writing"]

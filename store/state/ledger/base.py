@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 from store.errors import ConfigError
 
 if TYPE_CHECKING:
-    from store.generations.base import Generations
+    from store.state.generations.base import Generations
 
 __all__ = [
     "MAX_ERROR_CHARS", "Failure", "Forgotten", "Held", "Ledger", "LedgerEntry", "RunProgress", "RunStatus", "now",
@@ -142,7 +142,7 @@ class Ledger(Protocol):
 
     @property
     def generations(self) -> Generations:
-        """Which generation each migrated collection reads and writes (``store.generations``), in the same state."""
+        """Which generation each migrated collection reads and writes (``store.state.generations``), in this state."""
         ...
 
     # -- locks and entries -----------------------------------------------------------

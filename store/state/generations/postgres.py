@@ -16,8 +16,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from store.errors import ConfigError
-from store.generations.base import Alias, Generation, building_error, live_error, now
-from store.sql import make_engine, transaction
+from store.state.generations.base import Alias, Generation, building_error, live_error, now
+from store.state.sql import make_engine, transaction
 
 __all__ = ["PostgresGenerations"]
 

@@ -1,0 +1,2 @@
+"""The state database: its SQL helpers, the ledger (entries, locks, runs, failures) and the generations
+registry (which physical collection a collection's name reads and writes)."""
