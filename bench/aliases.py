@@ -27,6 +27,7 @@ import numpy as np
 
 from bench.report import Row, print_table
 from bench.servers import database
+from store.vectors.backends import open_store
 
 __all__ = ["main", "run"]
 
@@ -82,7 +83,7 @@ def run(quick: bool = False) -> list[Row]:
     from store.settings import load_settings
     from store.state.generations.base import registered
     from store.state.ledger.postgres import PostgresLedger
-    from store.vectors import VectorRecord, VectorStore
+    from store.vectors import VectorRecord
 
     count, searches = (5_000, 220) if quick else (20_000, 1_020)
     rng = np.random.default_rng(7)
@@ -99,7 +100,7 @@ def run(quick: bool = False) -> list[Row]:
                                                                                               (2, "second")))
         ledger.generations.begin(first, second)
         ledger.generations.switch("moved", 2, expected=1)
-        with VectorStore.from_settings(settings) as store:
+        with open_store(settings) as store:
             for name in ("plain", "moved__g2"):
                 store.collection(name).upsert_many(records)
                 store.collection(name).ensure_index()

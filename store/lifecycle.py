@@ -23,6 +23,7 @@ from store.settings import Settings
 from store.state.generations import Alias, Generation, parse_name
 from store.state.generations.base import generation_settings, live_error
 from store.state.ledger import Forgotten, Ledger, MemoryLedger, ledger_from_settings
+from store.vectors.backends import open_store
 from store.vectors.base import Collection, VectorStore, missing
 
 __all__ = ["Collections", "Emptied"]
@@ -61,7 +62,7 @@ class Collections:
         A memory store keeps nothing past its process, so with no state database its ledger is in memory too.
         Raises ConfigError, StoreUnavailable.
         """
-        store = VectorStore.from_settings(settings)
+        store = open_store(settings)
         try:
             memory = settings.vectors.store == "memory" and settings.state_url is None
             ledger = MemoryLedger() if memory else ledger_from_settings(settings)
@@ -171,7 +172,7 @@ class Collections:
         """How many chunks a generation holds (None: its collection is missing, or not countable here)."""
         if self.settings is None or not self.exists(generation.physical):
             return None
-        with VectorStore.from_settings(generation_settings(self.settings, generation)) as store:  # no embedder:
+        with open_store(generation_settings(self.settings, generation)) as store:  # no embedder:
             return store.get_collection(generation.physical).count()  # counting needs no model key
 
     def _forget_again(self, name: str, first: Forgotten) -> Forgotten:

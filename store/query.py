@@ -23,6 +23,7 @@ from store.retrieval.twins import Matches, Pending
 from store.settings import CollectionSettings, Settings, load_settings
 from store.state.generations import Generations
 from store.state.generations.routing import GenerationStores
+from store.vectors.backends import open_store
 from store.vectors.base import DEFAULT_LIMIT, Collection, VectorStore
 from store.vectors.filters import Filter
 from store.vectors.records import VectorMatch
@@ -44,7 +45,7 @@ _lock = threading.Lock()
 
 def store_from_settings(settings: Settings) -> VectorStore:
     """The configured store, with the embeddings chain for text queries."""
-    return VectorStore.from_settings(settings, embedder=_embedder(settings))
+    return open_store(settings, embedder=_embedder(settings))
 
 
 def _embedder(settings: Settings) -> Any:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from store import VectorStore
+from store.vectors.backends import memory_store
 from store.vectors.base import Metric
 
 __all__ = ["BACKENDS", "StoreFactory", "make_store_factory", "unique_name"]
@@ -33,7 +34,7 @@ def make_store_factory(request: pytest.FixtureRequest, kind: str) -> Iterator[St
     def make(*, dimensions: int = 4, metric: Metric = "cosine") -> VectorStore:
         store: VectorStore
         if kind == "memory":
-            store = VectorStore.memory(dimensions=dimensions, metric=metric)
+            store = memory_store(dimensions=dimensions, metric=metric)
         elif kind == "pgvector":
             from store.vectors.pgvector import PgvectorStore
 

@@ -12,6 +12,7 @@ from store.embeddings import ChainPolicy, Embeddings, FailoverChain
 from store.embeddings.providers import FakeProvider, Limits
 from store.settings import CollectionSettings, ModelSettings, Settings
 from store.vectors import VectorStore
+from store.vectors.backends import memory_store
 from store.vectors.pgvector import PgvectorStore
 from store.vectors.qdrant import QdrantStore
 from worker.chunking import Chunker
@@ -47,7 +48,7 @@ def test_provider_limits_default_to_the_model_settings() -> None:
     assert FakeProvider(dimensions=4).limits == Limits.from_settings(MODEL)
 
 
-@pytest.mark.parametrize("store", [PgvectorStore, QdrantStore, VectorStore.memory, VectorStore])
+@pytest.mark.parametrize("store", [PgvectorStore, QdrantStore, memory_store, VectorStore])
 def test_store_constructor_defaults_are_the_vector_settings(store: Any) -> None:
     vectors = DEFAULTS.vectors.model_dump()
     found = {k: v for k, v in signature_defaults(store).items() if k in vectors and v is not None}

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 from kombu import serialization
 
-from store import ConfigError, VectorRecord, VectorStore
+from store import ConfigError, VectorRecord
 from store.embeddings import Embedding, Embeddings
 from store.embeddings.providers.fake import hash_embed
 from store.settings import Settings
+from store.vectors.backends import memory_store
 from store.vectors.records import canonical_json, validate_metadata
 
 
@@ -86,7 +87,7 @@ def test_json_paths_carry_its_numbers_never_the_object() -> None:
 
 
 def test_stores_and_searches_take_it_as_a_vector(embeddings: Embeddings) -> None:
-    store = VectorStore.memory(dimensions=32, embedder=embeddings)
+    store = memory_store(dimensions=32, embedder=embeddings)
     notes = store.collection("notes")
     notes.upsert(VectorRecord("a", embeddings.embed("pricing for the annual plan"), "pricing"))
     notes.upsert(VectorRecord("b", embeddings.embed("onboarding schedule slipped"), "onboarding"))

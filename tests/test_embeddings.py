@@ -15,7 +15,8 @@ from store.embeddings.providers.base import Limits
 from store.embeddings.providers.fake import hash_embed
 from store.errors import ConfigError, InputError
 from store.settings import Settings
-from store.vectors.base import QueryEmbedder, VectorStore
+from store.vectors.backends import memory_store
+from store.vectors.base import QueryEmbedder
 from store.vectors.records import VectorRecord
 from tests.fake_openai import FakeOpenAI, served_embed, settings_for
 
@@ -126,7 +127,7 @@ def test_embeddings_answer_text_queries_of_a_collection() -> None:
     settings = Settings.model_validate({"vectors": {"dimensions": 64}, "embeddings": {"cache_ttl_days": 0}})
     embeddings = Embeddings.from_settings(settings)
     embedder: QueryEmbedder = embeddings
-    store = VectorStore.memory(dimensions=64, embedder=embedder)
+    store = memory_store(dimensions=64, embedder=embedder)
     notes = store.collection("notes")
     texts = {"a": "pricing for the annual plan", "b": "onboarding schedule slipped", "c": "invoice paid"}
     vectors = embeddings.embed_many(list(texts.values()))

@@ -14,6 +14,7 @@ from store.embeddings import Embeddings
 from store.settings import LimitSettings, Settings
 from store.state.ledger import MemoryLedger
 from store.state.sql import engine_url
+from store.vectors.backends import memory_store
 from tests.backends import unique_name
 from tests.test_pipeline import CountingEmbeddings
 from worker.chunking import Chunker
@@ -44,7 +45,7 @@ def make_indexer(source: Any = None, *, store: VectorStore | None = None,
     settings = Settings.model_validate({"vectors": {"store": "memory", "dimensions": 16},
                                         "embeddings": {"cache_ttl_days": 0}})
     name = unique_name()
-    store = store or VectorStore.memory(dimensions=16)
+    store = store or memory_store(dimensions=16)
     return Indexer(name=name, collection=store.collection(name), source=source or PushSource(name),
                    chunker=Chunker(max_tokens=8, overlap=2), ledger=MemoryLedger(), limits=limits,
                    embeddings=StrictEmbeddings(Embeddings.from_settings(settings)))
@@ -94,7 +95,7 @@ def test_a_blank_record_is_not_rewritten_on_every_reindex() -> None:
 
 
 def test_a_collection_emptied_behind_the_ledgers_back_is_indexed_again() -> None:
-    store = VectorStore.memory(dimensions=16)
+    store = memory_store(dimensions=16)
     RECORDS.clear()
     RECORDS.update({"a": {"id": "a", "text": "alpha"}, "b": {"id": "b", "text": "beta"}})
     indexer = make_indexer(PythonSource(loader="tests.test_hostile_input:load_records"), store=store)
@@ -165,7 +166,7 @@ def test_data_the_database_refuses_is_not_retried_as_an_outage(postgres_url: str
 def test_filters_over_the_caps_are_config_errors_not_crashes(kind: str, postgres_url: str) -> None:
     from store.vectors.pgvector import PgvectorStore
 
-    store = VectorStore.memory(dimensions=4) if kind == "memory" else PgvectorStore(postgres_url, dimensions=4)
+    store = memory_store(dimensions=4) if kind == "memory" else PgvectorStore(postgres_url, dimensions=4)
     notes = store.collection(unique_name())
     notes.upsert(VectorRecord("a", [1, 0, 0, 0], metadata={"kind": "x"}))
     deep: Filter = Filter.eq("kind", "x")

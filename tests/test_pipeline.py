@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from store import ConfigError, Filter, VectorStore
+from store import ConfigError, Filter
 from store.embeddings import Embeddings
 from store.settings import Settings
 from store.state.ledger import MemoryLedger
+from store.vectors.backends import memory_store
 from tests.backends import unique_name
 from worker.chunking import Chunker
 from worker.pipeline import Document, Indexer
@@ -48,7 +49,7 @@ def make_indexer(ledger: MemoryLedger, *, source: Any = None) -> tuple[Indexer, 
     settings = Settings.model_validate({"vectors": {"store": "memory", "dimensions": 16},
                                         "embeddings": {"cache_ttl_days": 0}})
     embeddings = CountingEmbeddings(Embeddings.from_settings(settings))
-    store = VectorStore.memory(dimensions=16)
+    store = memory_store(dimensions=16)
     name = unique_name()
     indexer = Indexer(name=name, collection=store.collection(name), source=source or PushSource(name),
                       chunker=Chunker(max_tokens=8, overlap=2), embeddings=embeddings, ledger=ledger)

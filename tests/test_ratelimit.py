@@ -20,7 +20,8 @@ from store.embeddings.chain import FailoverChain
 from store.errors import ConfigError
 from store.retrieval import Retrieval
 from store.settings import ModelSettings, Settings, load_settings
-from store.vectors import VectorRecord, VectorStore
+from store.vectors import VectorRecord
+from store.vectors.backends import memory_store
 from tests.fake_openai import FakeOpenAI, settings_for
 from tests.services import free_port, redis_server
 
@@ -171,7 +172,7 @@ def test_rerank_and_chat_calls_take_from_their_budgets(redis_url: str, client: A
         "cache": {"url": redis_url},
     })
     embeddings = Embeddings.from_settings(settings)
-    store = VectorStore.memory(dimensions=16, embedder=embeddings)
+    store = memory_store(dimensions=16, embedder=embeddings)
     text = "Refunds are paid within 14 days of the request, to the original card."
     store.collection("notes").upsert_many([VectorRecord("n1:0", embeddings.embed(text), text, {"record_id": "n1"})])
     retrieval = Retrieval.from_settings(settings, store=store)

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from store.embeddings import Embeddings
 from store.settings import Settings
 from store.state.ledger import MemoryLedger
-from store.vectors import VectorStore
+from store.vectors.backends import memory_store
 from tests.backends import unique_name
 from tests.workers import CrmTable
 from worker.chunking import Chunker
@@ -48,7 +48,7 @@ def make_indexer(postgres_url: str, table: str, *, updated_at: str | None) -> tu
     source = CountingSource(url=postgres_url, table=table, text="{title}\n\n{body}", metadata=["kind"],
                             updated_at=updated_at)
     name = unique_name()
-    indexer = Indexer(name=name, collection=VectorStore.memory(dimensions=16).collection(name), source=source,
+    indexer = Indexer(name=name, collection=memory_store(dimensions=16).collection(name), source=source,
                       chunker=Chunker(), embeddings=Embeddings.from_settings(settings), ledger=MemoryLedger())
     return indexer, source
 

@@ -16,7 +16,8 @@ from store.query import aanswer, arerank
 from store.retrieval import Retrieval
 from store.retrieval.providers.fake import FakeChat
 from store.settings import Settings
-from store.vectors import VectorMatch, VectorRecord, VectorStore
+from store.vectors import VectorMatch, VectorRecord
+from store.vectors.backends import memory_store, open_store
 from tests.fake_openai import FAST_RETRIES, FakeOpenAI
 
 NOTES = [
@@ -48,7 +49,7 @@ def build(*, rerank: list[dict[str, Any]] | None = None, chat: list[dict[str, An
                       "answer": [n for n in models if n.startswith("c")], "candidates": 5, "top": 3},
         "vectors": {"store": "memory", "dimensions": 64},
     })
-    store = VectorStore.memory(dimensions=64, embedder=Embeddings.from_settings(settings))
+    store = memory_store(dimensions=64, embedder=Embeddings.from_settings(settings))
     notes = store.collection("notes")
     embedder = Embeddings.from_settings(settings)
     notes.upsert_many([VectorRecord(f"{rid}:0", embedder.embed(text), text, {"record_id": rid, "tenant": tenant})
@@ -203,7 +204,7 @@ def test_settings_check_tasks_and_the_local_reranker_says_what_it_needs(tmp_path
         Retrieval.from_settings(Settings.model_validate({
             "models": {"e0": {"provider": "fake", "model": "x", "dimensions": 4}},
             "embeddings": {"chain": ["e0"]}, "retrieval": {"answer": ["e0"]},
-            "vectors": {"store": "memory", "dimensions": 4}}), store=VectorStore.memory(dimensions=4))
+            "vectors": {"store": "memory", "dimensions": 4}}), store=memory_store(dimensions=4))
     with pytest.raises(ValueError, match="provider 'ollama' cannot serve task 'chat'"):
         Settings.model_validate({"models": {"c": {"task": "chat", "provider": "ollama", "model": "x"}}})
     from store.retrieval.providers.local import LocalReranker
@@ -227,7 +228,7 @@ def test_vectorsync_ask_prints_the_answer_with_its_sources_and_exits_by_outcome(
 
     settings = load_settings(config)
     embedder = Embeddings.from_settings(settings)
-    with VectorStore.from_settings(settings, embedder=embedder) as store:
+    with open_store(settings, embedder=embedder) as store:
         store.collection(collection).upsert_many([
             VectorRecord(f"{rid}:0", embedder.embed(text), text, {"record_id": rid, "tenant": tenant})
             for rid, tenant, text in NOTES])

@@ -13,8 +13,9 @@ import pytest
 import sqlalchemy as sa
 from psycopg.types.json import Jsonb
 
-from store import ConfigError, Filter, VectorRecord, VectorStore
+from store import ConfigError, Filter, VectorRecord
 from store.settings import Settings
+from store.vectors.backends import memory_store, open_store
 from store.vectors.pgvector import PgvectorStore
 from store.vectors.pgvector.schema import field_index_name
 from store.vectors.pgvector.table import PgvectorCollection
@@ -72,7 +73,7 @@ def test_exact_and_hnsw_paths_return_the_same_ids(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     collection, queries, records = loaded
-    memory = VectorStore.memory(dimensions=DIMENSIONS).collection("truth")
+    memory = memory_store(dimensions=DIMENSIONS).collection("truth")
     memory.upsert_many(records)
     caplog.set_level(logging.DEBUG, logger="vectorsync.search")
     for query in queries[:5]:
@@ -221,7 +222,7 @@ def test_a_field_declared_later_is_indexed_on_the_existing_collection(pg: Pgvect
 
 @pytest.mark.parametrize("store_kind", ["memory", "pgvector"])
 def test_a_value_of_another_type_than_declared_is_refused_naming_it(store_kind: str, postgres_url: str) -> None:
-    store = VectorStore.memory(dimensions=DIMENSIONS) if store_kind == "memory" else PgvectorStore(
+    store = memory_store(dimensions=DIMENSIONS) if store_kind == "memory" else PgvectorStore(
         postgres_url, dimensions=DIMENSIONS)
     name = unique_name()
     store.indexed[name] = {"owner_id": "integer"}
@@ -237,7 +238,7 @@ def test_a_value_of_another_type_than_declared_is_refused_naming_it(store_kind: 
 def test_settings_declare_indexed_fields_per_collection(tmp_path: Path) -> None:
     settings = Settings(vectors={"store": "memory", "dimensions": DIMENSIONS},
                         collections={"notes": {"index": {"fields": {"owner_id": "integer"}}}})
-    store = VectorStore.from_settings(settings)
+    store = open_store(settings)
     assert store.collection("notes").indexed == {"owner_id": "integer"}
     assert store.collection("other").indexed == {}
     with pytest.raises(ConfigError, match="'size' has type 'number'"):

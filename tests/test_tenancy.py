@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 import store.query as query
 from store import ConfigError, Filter, Settings, VectorRecord, VectorStore, load_settings
 from store.retrieval import Retrieval
+from store.vectors.backends import memory_store
 from store.vectors.tenancy import pinned_fields
 
 NOTES = [
@@ -54,7 +55,7 @@ def test_a_field_is_pinned_only_by_an_equality_anded_at_the_top(filter: dict | N
 @pytest.fixture
 def tenanted() -> tuple[VectorStore, CountingEmbedder]:
     embedder = CountingEmbedder()
-    store = VectorStore.memory(dimensions=4, embedder=embedder)
+    store = memory_store(dimensions=4, embedder=embedder)
     store.collection("notes").upsert_many(NOTES)
     store.require_filter("notes", ["workspace_id"])
     return store, embedder
@@ -83,7 +84,7 @@ def test_a_search_without_the_required_filter_is_refused_before_anything_is_embe
 
 
 def test_a_store_applies_the_required_filter_to_collections_it_opens_later() -> None:
-    store = VectorStore.memory(dimensions=4)
+    store = memory_store(dimensions=4)
     store.require_filter("notes", ["workspace_id", "workspace_id", "team.id"])
     with pytest.raises(ConfigError, match="equality filter on workspace_id, team.id "):
         store.collection("notes").search([1, 0, 0, 0])
@@ -111,12 +112,12 @@ def test_the_settings_declare_it_and_every_door_refuses_an_unscoped_search(setti
     assert settings.collections["notes"].required_filter == ["workspace_id"]
     built = query.store_from_settings(settings)
     assert built.required_filters == {"notes": ("workspace_id",)}
-    bare = VectorStore.memory(dimensions=4)  # built by hand: store.query and Retrieval still apply the settings
+    bare = memory_store(dimensions=4)  # built by hand: store.query and Retrieval still apply the settings
     bare.collection("notes").upsert_many(NOTES)
     with pytest.raises(ConfigError, match="collection 'notes' is searched only with an equality filter"):
         query.search("notes", [1, 0, 0, 0], store=bare)
     assert [m.id for m in query.search("notes", [1, 0, 0, 0], filter={"workspace_id": 8}, store=bare)] == ["b:0"]
-    retrieval = Retrieval.from_settings(settings, store=VectorStore.memory(dimensions=4, embedder=CountingEmbedder()))
+    retrieval = Retrieval.from_settings(settings, store=memory_store(dimensions=4, embedder=CountingEmbedder()))
     retrieval.store.collection("notes").upsert_many(NOTES)
     with pytest.raises(ConfigError, match="equality filter on workspace_id"):
         query.answer("notes", "how long do refunds take?", retrieval=retrieval)
@@ -147,7 +148,7 @@ def test_allow_drops_the_hits_the_app_refuses_before_any_model_sees_them() -> No
     from store.retrieval.providers import FakeChat, FakeReranker
 
     settings = load_settings_for_memory()
-    retrieval = Retrieval.from_settings(settings, store=VectorStore.memory(dimensions=4, embedder=CountingEmbedder()))
+    retrieval = Retrieval.from_settings(settings, store=memory_store(dimensions=4, embedder=CountingEmbedder()))
     retrieval.store.collection("notes").upsert_many(NOTES)
     reranker, chat = retrieval.rerankers.entries[0], retrieval.chats.entries[0]
     assert isinstance(reranker, FakeReranker) and isinstance(chat, FakeChat)

@@ -82,7 +82,7 @@ def _create_declared_collections(**_: Any) -> None:
 def _serve_metrics(**_: Any) -> None:
     settings = load_settings()
     if settings.worker.metrics_port:
-        serve(settings.worker.metrics_port, broker_url=settings.broker.url, queues=QUEUES)
+        serve(settings.worker.metrics_port, app=app, broker_url=settings.broker.url, queues=QUEUES)
 
 
 @worker_process_shutdown.connect

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from celery import Celery
+
     from store.embeddings.chain import EmbeddingStats
     from worker.pipeline import BatchResult
 
@@ -118,7 +120,10 @@ class QueueDepth:
     nobody consuming"; ``vectorsync_queue_oldest_seconds`` says how long it has waited.
     """
 
-    def __init__(self, broker_url: str, queues: tuple[str, ...]) -> None:
+    def __init__(self, app: Celery, broker_url: str, queues: tuple[str, ...]) -> None:
+        #: The worker's Celery app, which broadcasts the ask for consumers (passed in: this module never
+        #: imports ``worker.celery``, which imports it).
+        self.app = app
         self.broker_url = broker_url
         self.queues = queues
 
@@ -126,14 +131,13 @@ class QueueDepth:
         from prometheus_client.core import GaugeMetricFamily
 
         from store.broker.queues import queue_states, worker_states
-        from worker.celery import app
 
         depth = GaugeMetricFamily("vectorsync_queue_depth", "Tasks waiting in each queue", labels=["queue"])
         oldest = GaugeMetricFamily("vectorsync_queue_oldest_seconds", "Age of the oldest task waiting in each "
                                    "queue (0 when empty)", labels=["queue"])
         consumers = GaugeMetricFamily("vectorsync_queue_consumers", "Workers consuming each queue", labels=["queue"])
         try:
-            workers = worker_states(app, timeout=CONSUMERS_TIMEOUT, active=False)
+            workers = worker_states(self.app, timeout=CONSUMERS_TIMEOUT, active=False)
             states = queue_states(self.broker_url, self.queues, workers)
         except Exception as exc:  # a scrape must not fail because the broker is down
             log.warning("queue metrics unavailable: %s", exc)
@@ -145,13 +149,13 @@ class QueueDepth:
         yield from (depth, oldest, consumers)
 
 
-def serve(port: int, *, broker_url: str, queues: tuple[str, ...]) -> Any:
+def serve(port: int, *, app: Celery, broker_url: str, queues: tuple[str, ...]) -> Any:
     """Serve every pool process's metrics, plus queue depths, on ``port`` (0.0.0.0)."""
     from prometheus_client import CollectorRegistry, multiprocess, start_http_server
 
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry)
-    registry.register(QueueDepth(broker_url, queues))  # type: ignore[arg-type]
+    registry.register(QueueDepth(app, broker_url, queues))  # type: ignore[arg-type]
     server, _thread = start_http_server(port, registry=registry)
     return server
 

@@ -23,6 +23,7 @@ from store.settings import Settings, load_settings
 from store.state.generations import Generation, parse_name
 from store.state.generations.routing import GenerationStores
 from store.state.ledger import Ledger, ledger_from_settings
+from store.vectors.backends import open_store
 from store.vectors.base import VectorStore
 from worker.chunking import Chunker
 from worker.metrics import watch_embeddings
@@ -53,7 +54,7 @@ class WorkerContext:
         """Everything the settings name; ``ledger`` replaces the state database's (an in-memory one)."""
         embeddings = Embeddings.from_settings(settings)
         watch_embeddings(embeddings.stats)
-        store = VectorStore.from_settings(settings, embedder=embeddings)
+        store = open_store(settings, embedder=embeddings)
         ledger = ledger if ledger is not None else ledger_from_settings(settings)
         return cls(
             settings=settings,

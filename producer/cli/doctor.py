@@ -28,6 +28,7 @@ from store.broker.queues import consumers_of
 from store.contract import QUEUES, REDIS_SCHEMES, WORKER_COMMAND
 from store.settings import Settings
 from store.settings.urls import without_credentials
+from store.vectors.backends import open_store
 
 __all__ = ["Check", "checks", "render", "retrieval_checks", "to_json"]
 
@@ -111,9 +112,8 @@ def _state(producer: Any) -> str:
 
 
 def _store(settings: Settings) -> str:
-    from store.vectors import VectorStore
 
-    with VectorStore.from_settings(settings) as store:
+    with open_store(settings) as store:
         names = store.list_collections()
         detail = f"{len(names)} collections"
         if settings.vectors.store == "pgvector":

@@ -11,7 +11,7 @@ from collections.abc import Set as AbstractSet
 from typing import Literal, Protocol
 
 from store.errors import ConfigError
-from store.settings import LimitSettings, Settings, VectorSettings, default
+from store.settings import LimitSettings, VectorSettings, default
 from store.vectors.filters import Filter, check_size
 from store.vectors.indexed import IndexedFields, check_declared, check_indexed
 from store.vectors.records import VectorMatch, VectorRecord, check_collection_name, validate_record, validate_vector
@@ -164,7 +164,7 @@ class Collection:
             if self.embedder is None:
                 raise ConfigError(
                     f"a text query needs embeddings: build the store with embeddings "
-                    f"(VectorStore.from_settings) or pass a vector of {self.dimensions} numbers"
+                    f"(store.vectors.backends.open_store) or pass a vector of {self.dimensions} numbers"
                 )
             query = self.embedder.embed(query)
         vector = validate_vector(query, dimensions=self.dimensions, collection=self.name, what="query vector")
@@ -295,7 +295,7 @@ class VectorStore:
 
     def require_filter(self, name: str, fields: Iterable[str]) -> None:
         """Refuse every search of ``name`` that does not pin each of ``fields`` to one value (what
-        ``[collections.NAME] required_filter`` declares); ``from_settings`` does it for every declared one."""
+        ``[collections.NAME] required_filter`` declares); ``open_store`` does it for every declared one."""
         checked = required_fields(fields)
         self.required_filters[check_collection_name(name)] = checked
         if name in self._collections:
@@ -318,44 +318,6 @@ class VectorStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    @staticmethod
-    def memory(
-        *, dimensions: int, metric: Metric = DEFAULT_METRIC, embedder: QueryEmbedder | None = None
-    ) -> VectorStore:
-        """An in-process store with exact search: for tests and one-process use."""
-        from store.vectors.memory import MemoryStore
-
-        return MemoryStore(dimensions=dimensions, metric=metric, embedder=embedder)
-
-    @staticmethod
-    def from_settings(settings: Settings, *, embedder: QueryEmbedder | None = None) -> VectorStore:
-        """The store ``[vectors]`` names, with ``[limits]``. Raises ConfigError, StoreUnavailable."""
-        store = VectorStore._open(settings, embedder)
-        store.limits = settings.limits
-        store.indexed = {name: c.index.fields for name, c in settings.collections.items() if c.index.fields}
-        for name, declared in settings.collections.items():
-            if declared.required_filter:
-                store.require_filter(name, declared.required_filter)
-        return store
-
-    @staticmethod
-    def _open(settings: Settings, embedder: QueryEmbedder | None) -> VectorStore:
-        vectors = settings.vectors
-        if vectors.store == "memory":
-            return VectorStore.memory(dimensions=vectors.dimensions, metric=vectors.metric, embedder=embedder)
-        if not vectors.url:
-            raise ConfigError(
-                f"vectors.url is required for the {vectors.store} store "
-                "(set it in vectorsync.toml or VECTORSYNC_VECTORS__URL)"
-            )
-        if vectors.store == "pgvector":
-            from store.vectors.pgvector import PgvectorStore
-
-            return PgvectorStore.from_settings(settings, embedder=embedder)
-        from store.vectors.qdrant import QdrantStore
-
-        return QdrantStore.from_settings(settings, embedder=embedder)
 
     # -- backend hooks ----------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from store.state.generations.base import (
     registered,
 )
 from store.state.ledger.base import Ledger, RunProgress, RunStatus
+from store.vectors.backends import open_store
 
 __all__ = ["begin", "plan", "switch_now", "switch_when_built"]
 
@@ -72,13 +73,12 @@ def plan(settings: Settings, registry: Generations, collection: str, chain: Sequ
 def begin(settings: Settings, ledger: Ledger, collection: str, chain: Sequence[str]) -> Generation:
     """Register the generation ``chain`` builds for ``collection`` and create its collection, empty; from then
     on writes of ``collection`` go to it too. The caller sends its reindex run (``Producer.migrate``)."""
-    from store.vectors.base import VectorStore
 
     registry = ledger.generations
     embedded = ledger.models(collection) if registry.alias(collection) is None else set()
     live, new = plan(settings, registry, collection, chain, embedded=embedded)
     try:
-        store = VectorStore.from_settings(generation_settings(settings, new))
+        store = open_store(generation_settings(settings, new))
     except ConfigError as exc:
         raise _cannot_hold(new, exc) from None
     with store:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from store.settings import Settings
 from store.state.generations.base import Generation, Generations, generation_settings, reading, writing
+from store.vectors.backends import open_store
 from store.vectors.base import Collection, VectorStore
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ class GenerationStores:
         if self._on_embeddings is not None:
             self._on_embeddings(embeddings)
         try:
-            return VectorStore.from_settings(settings, embedder=embeddings), embeddings
+            return open_store(settings, embedder=embeddings), embeddings
         except BaseException:
             embeddings.close()
             raise

@@ -1,0 +1,51 @@
+"""Which backend a store is: the factory that builds the ``[vectors]`` store, above the seam and its backends.
+
+It lives apart from the seam (``store.vectors.base``) so that the backends import the seam and this
+module imports the backends, never the other way round. Drivers load only when their store is built.
+"""
+
+from __future__ import annotations
+
+from store.errors import ConfigError
+from store.settings import Settings
+from store.vectors.base import DEFAULT_METRIC, Metric, QueryEmbedder, VectorStore
+
+__all__ = ["memory_store", "open_store"]
+
+
+def memory_store(*, dimensions: int, metric: Metric = DEFAULT_METRIC,
+                 embedder: QueryEmbedder | None = None) -> VectorStore:
+    """An in-process store with exact search: for tests and one-process use."""
+    from store.vectors.memory import MemoryStore
+
+    return MemoryStore(dimensions=dimensions, metric=metric, embedder=embedder)
+
+
+def open_store(settings: Settings, *, embedder: QueryEmbedder | None = None) -> VectorStore:
+    """The store ``[vectors]`` names, with ``[limits]``, declared indexed fields and required filters.
+    Raises ConfigError, StoreUnavailable."""
+    store = _backend(settings, embedder)
+    store.limits = settings.limits
+    store.indexed = {name: c.index.fields for name, c in settings.collections.items() if c.index.fields}
+    for name, declared in settings.collections.items():
+        if declared.required_filter:
+            store.require_filter(name, declared.required_filter)
+    return store
+
+
+def _backend(settings: Settings, embedder: QueryEmbedder | None) -> VectorStore:
+    vectors = settings.vectors
+    if vectors.store == "memory":
+        return memory_store(dimensions=vectors.dimensions, metric=vectors.metric, embedder=embedder)
+    if not vectors.url:
+        raise ConfigError(
+            f"vectors.url is required for the {vectors.store} store "
+            "(set it in vectorsync.toml or VECTORSYNC_VECTORS__URL)"
+        )
+    if vectors.store == "pgvector":
+        from store.vectors.pgvector import PgvectorStore
+
+        return PgvectorStore.from_settings(settings, embedder=embedder)
+    from store.vectors.qdrant import QdrantStore
+
+    return QdrantStore.from_settings(settings, embedder=embedder)
