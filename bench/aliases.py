@@ -80,6 +80,7 @@ def timed(paths: dict[str, Callable[[list[float]], object]], queries: np.ndarray
 def run(quick: bool = False) -> list[Row]:
     """The alias rows: 20,000 vectors (5,000 when ``quick``), 1,000 queries (200) on each path."""
     from store import query
+    from store.client import default_client, use_client
     from store.settings import load_settings
     from store.state.generations.base import registered
     from store.state.ledger.postgres import PostgresLedger
@@ -105,20 +106,20 @@ def run(quick: bool = False) -> list[Row]:
                 store.collection(name).upsert_many(records)
                 store.collection(name).ensure_index()
             table = store.collection("plain")
-            restore = query.use_defaults(None)
+            previous = use_client(None)
             try:
                 took = timed({
                     "limit": lambda q: table.search(q, limit=10),
                     # what search did before aliases: the settings read again, the collection opened
-                    "before": lambda q: query.open_collection(query.default_store(), "plain").search(q, limit=10),
+                    "before": lambda q: query.open_collection(default_client().store, "plain").search(q, limit=10),
                     "plain": lambda q: query.search("plain", q, limit=10),
                     "moved": lambda q: query.search("moved", q, limit=10),
                 }, queries)
                 limit, before, plain, moved = took["limit"], took["before"], took["plain"], took["moved"]
-                query.default_generations().close()
-                query.default_store().close()
             finally:
-                restore()
+                built = use_client(previous)
+                if built is not None:
+                    built.close()
         ledger.close()
     base, old = statistics.median(limit), statistics.median(before)
     rows = [Row(SECTION, f"Collection.search p50 ({count:,} vectors)", base, "ms"),

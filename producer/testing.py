@@ -25,7 +25,8 @@ from typing import Any
 from celery.exceptions import Retry
 from kombu import serialization
 
-from producer.client import Producer, use_producer
+from store.broker.producer import Producer
+from store.client import Client, use_client
 from store.errors import ConfigError, VectorsyncError
 from store.settings import CacheSettings, FlowerSettings, Settings, StateSettings, load_settings
 from store.state.ledger import Ledger, MemoryLedger
@@ -87,8 +88,13 @@ class TaskQueue:
         self._pending: deque[SentTask] = deque()
         #: Every task run so far, in order.
         self.done: list[SentTask] = []
-        self.context = WorkerContext.from_settings(settings, ledger=MemoryLedger())
-        self.producer = Producer(settings, send=self.send_task, ledger=self.context.ledger)
+        #: What the app's calls and the tasks both use: memory parts, and a producer that sends here.
+        self.client = Client(settings, ledger=MemoryLedger(), send=self.send_task)
+        self.context = WorkerContext.of(self.client)
+
+    @property
+    def producer(self) -> Producer:
+        return self.client.producer
 
     @property
     def store(self) -> VectorStore:
@@ -152,7 +158,6 @@ class TaskQueue:
             self._enqueue(sent.name, retry.sig.args, retry.sig.kwargs, queue=sent.queue, retries=sent.retries + 1)
 
     def close(self) -> None:
-        self.producer.close()
         self.context.close()
 
 
@@ -161,20 +166,17 @@ def queue(settings: Settings | Mapping[str, Any] | None = None) -> Iterator[Task
     """Capture every vectorsync task sent inside the block, to run in this process; see the module doc.
 
     Inside it, ``producer.index_record`` and the rest, ``default_producer()``, the tasks the worker's tasks
-    send, and ``store.query``'s ``search``, ``rerank`` and ``answer`` all use ``memory_settings(settings)``.
+    send, and ``store.query``'s ``search``, ``rerank`` and ``answer`` all use one ``store.Client`` over
+    ``memory_settings(settings)`` (``tasks.client``).
     Everything is put back at the end.
     """
     import worker.tasks  # noqa: F401  (registers the tasks)
-    from store import query
-    from store.retrieval import Retrieval
     from worker.celery import app
     from worker.process import use_context
 
     tasks = TaskQueue(memory_settings(settings))
-    retrieval = Retrieval.from_settings(tasks.settings, store=tasks.store)
     previous_context = use_context(tasks.context)
-    previous_producer = use_producer(tasks.producer)
-    restore_query = query.use_defaults(tasks.store, retrieval, declared=tasks.settings.collections)
+    previous_client = use_client(tasks.client)
     previous_send = vars(app).get("send_task")
     app.send_task = tasks.send_task  # type: ignore[method-assign]  # what the tasks' apply_async calls
     try:
@@ -184,7 +186,6 @@ def queue(settings: Settings | Mapping[str, Any] | None = None) -> Iterator[Task
             app.send_task = previous_send  # type: ignore[method-assign]
         else:
             del app.send_task
-        restore_query()
-        use_producer(previous_producer)
+        use_client(previous_client)
         use_context(previous_context)
         tasks.close()

@@ -1,8 +1,9 @@
-"""vectorsync's data layer: records, filters, settings, vector stores and the query module.
+"""vectorsync's data layer: the client, records, filters, settings, vector stores and the query module.
 
 Backends (pgvector, Qdrant) and their drivers load lazily, on first use.
 """
 
+from store.client import Client
 from store.errors import (
     ConfigError,
     EmbeddingError,
@@ -20,6 +21,7 @@ from store.vectors.filters import Filter
 from store.vectors.records import VectorMatch, VectorRecord
 
 __all__ = [
+    "Client",
     "Collection",
     "ConfigError",
     "EmbeddingError",

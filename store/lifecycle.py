@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 from store.errors import ConfigError
 from store.settings import Settings
-from store.state.generations import Alias, Generation, parse_name
-from store.state.generations.base import generation_settings, live_error
+from store.state.generations import Alias, Generation
+from store.state.generations.base import generation_settings
+from store.state.generations.routing import dropping, read_physical
 from store.state.ledger import Forgotten, Ledger, MemoryLedger, ledger_from_settings
 from store.vectors.backends import open_store
 from store.vectors.base import Collection, VectorStore, missing
@@ -118,20 +119,7 @@ class Collections:
 
     def physical(self, name: str) -> str:
         """The store's collection a name reads: a migrated collection's live generation, or ``NAME__gN``'s."""
-        found = self._migrated(name)
-        if found is None:
-            return name
-        alias, number = found
-        return (alias.reads if number is None else alias.generation(number)).physical
-
-    def _migrated(self, name: str) -> tuple[Alias, int | None] | None:
-        """The alias ``name`` belongs to, and the generation it names (None: the collection itself); None for a
-        collection never migrated, or a ``NAME__gN`` that is no generation of it (a plain collection's name)."""
-        collection, number = parse_name(name)
-        alias = self.ledger.generations.alias(collection)
-        if alias is None or (number is not None and number not in {g.number for g in alias.generations}):
-            return None
-        return alias, number
+        return read_physical(self.ledger.generations, name)
 
     def drop(self, name: str) -> Emptied:
         """Delete ``name`` with everything in it, and forget its ledger entries and failures.
@@ -141,17 +129,11 @@ class Collections:
         A declared collection comes back, empty, when a worker starts or ``vectorsync init`` runs: to keep it
         gone, remove it from the settings.
         """
-        found = self._migrated(name)
-        if found is None:
+        plan = dropping(self.ledger.generations, name)
+        if plan.alias is None:
             return self._drop_physical(name)
-        alias, number = found
-        if number is not None:
-            if number == alias.live:
-                raise ConfigError(live_error(alias))
-            self.ledger.generations.forget(alias.collection, number)  # first: no switch to it, no write from now
-            return self._drop_physical(alias.generation(number).physical, missing_ok=True)
-        self.ledger.generations.forget(alias.collection)
-        dropped = [self._drop_physical(g.physical, missing_ok=True) for g in alias.generations]
+        self.ledger.generations.forget(plan.alias.collection, plan.number)  # first: no switch to it, no write
+        dropped = [self._drop_physical(physical, missing_ok=True) for physical in plan.physical]
         counts = [d.chunks for d in dropped]
         return Emptied(None if None in counts else sum(c or 0 for c in counts),
                        Forgotten(sum(d.forgotten.entries for d in dropped), sum(d.forgotten.failures for d in dropped)))

@@ -11,8 +11,9 @@ import pytest
 
 from store.errors import ConfigError
 from store.settings import Settings
-from store.state.generations import Generation, Generations, MemoryGenerations, parse_name, reading, writing
-from store.state.generations.migration import plan, switch_now, switch_when_built
+from store.state.generations import Generation, Generations, MemoryGenerations, parse_name
+from store.state.generations.migration import plan
+from store.state.generations.routing import reading, switch_now, switch_when_built, writing
 from store.state.ledger import MemoryLedger, RunProgress, RunStatus
 from store.state.ledger.base import LedgerEntry
 from tests.backends import unique_name

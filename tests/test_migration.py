@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 from producer.client import Producer
 from store import query
+from store.client import use_client
 from store.settings import load_settings
 from store.state.generations.postgres import PostgresGenerations
 from store.state.sql import engine_url
@@ -114,10 +115,11 @@ def folder(tmp_path: Path, broker_redis_url: str, postgres_url: str, monkeypatch
     (new / "vectorsync.toml").write_text(settings(**common, chain="large", dimensions=12,
                                                   models=SMALL + LARGE + HUGE))
     monkeypatch.setenv("VECTORSYNC_CONFIG", str(old / "vectorsync.toml"))  # the app searches as before
-    restore = query.use_defaults(None)
+    previous = use_client(None)  # the app's client: built from VECTORSYNC_CONFIG at its first search
     yield old / "vectorsync.toml", new / "vectorsync.toml", collection, crm
-    query.default_store().close()
-    restore()
+    app = use_client(previous)
+    if app is not None:
+        app.close()
     crm.close()
 
 

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 import producer
 from producer.client import Producer
 from store import ConfigError
+from store.client import Client, use_client
 from store.contract import INDEX_RECORD, LIVE_QUEUE
 from store.settings import CollectionSettings, Settings
 from tests.services import redis_db
@@ -36,10 +37,11 @@ def sender(
 ) -> Iterator[Producer]:
     url = redis_db(redis_url, 14)
     settings = Settings.model_validate({"broker": {"url": url}, "vectors": {"url": postgres_url}})
-    made = Producer(settings)
-    monkeypatch.setattr("producer.client._default", made)
-    yield made
-    made.close()
+    client = Client(settings)
+    previous = use_client(client)
+    yield client.producer
+    use_client(previous)
+    client.close()
 
 
 def queued(broker: redis.Redis) -> list[tuple[str, list[object]]]:

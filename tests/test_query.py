@@ -10,6 +10,7 @@ import pytest
 
 import store.query as query
 from store import Filter, VectorRecord, load_settings
+from store.client import use_client
 from tests.backends import unique_name
 
 
@@ -18,10 +19,11 @@ def settings_file(tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyP
     path = tmp_path / "vectorsync.toml"
     path.write_text(f'[vectors]\nstore = "pgvector"\nurl = "{postgres_url}"\ndimensions = 4\n')
     monkeypatch.setenv("VECTORSYNC_CONFIG", str(path))
-    monkeypatch.setattr(query, "_default", None)
+    previous = use_client(None)  # the default client is built from this file at the first search
     yield path
-    if query._default is not None:
-        query._default.close()
+    built = use_client(previous)
+    if built is not None:
+        built.close()
 
 
 def test_search_and_asearch_use_the_configured_store(settings_file: Path) -> None:

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 import store.query as query
 from store import ConfigError, Filter, Settings, VectorRecord, VectorStore, load_settings
+from store.client import use_client
 from store.retrieval import Retrieval
 from store.vectors.backends import memory_store
 from store.vectors.tenancy import pinned_fields
@@ -102,9 +103,11 @@ def settings_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     config.write_text('[vectors]\nstore = "memory"\ndimensions = 4\n[embeddings]\ncache_ttl_days = 0\n'
                       '[collections.notes]\nrequired_filter = ["workspace_id"]\n')
     monkeypatch.setenv("VECTORSYNC_CONFIG", str(config))
-    monkeypatch.setattr(query, "_default", None)
-    monkeypatch.setattr(query, "_retrieval", None)
+    previous = use_client(None)  # the default client is built from this file at its first use
     yield config
+    built = use_client(previous)
+    if built is not None:
+        built.close()
 
 
 def test_the_settings_declare_it_and_every_door_refuses_an_unscoped_search(settings_file: Path) -> None:

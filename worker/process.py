@@ -1,4 +1,5 @@
-"""What a worker process holds: settings, the store, embeddings, the ledger and one Indexer per generation.
+"""What a worker process holds: its client's parts (settings, store, embeddings, ledger, router) and one
+Indexer per generation.
 
 Built on first use inside each process (after the prefork fork), so no
 connection is shared between processes. A task names a collection (written
@@ -17,13 +18,13 @@ from typing import Any
 from celery.exceptions import Retry, SoftTimeLimitExceeded
 
 from store.broker.coalescing import Coalescer
+from store.client import Client, ProcessDefault
 from store.embeddings import Embeddings
 from store.errors import ConfigError, StoreUnavailable
 from store.settings import Settings, load_settings
 from store.state.generations import Generation, parse_name
-from store.state.generations.routing import GenerationStores
+from store.state.generations.routing import Router
 from store.state.ledger import Ledger, ledger_from_settings
-from store.vectors.backends import open_store
 from store.vectors.base import VectorStore
 from worker.chunking import Chunker
 from worker.metrics import watch_embeddings
@@ -43,27 +44,32 @@ class WorkerContext:
     embeddings: Embeddings
     ledger: Ledger
     coalescer: Coalescer
-    #: The store and embeddings of each generation's chain and size (``store`` and ``embeddings`` for most).
-    generations: GenerationStores
+    #: Where a read and a write of each name go, with each generation's store and embeddings.
+    generations: Router
+    #: The client the parts come from, which closes them.
+    client: Client
     _indexers: dict[tuple[Any, ...], Indexer] = field(default_factory=dict)
     _sources: dict[str, Source] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, ledger: Ledger | None = None) -> WorkerContext:
-        """Everything the settings name; ``ledger`` replaces the state database's (an in-memory one)."""
-        embeddings = Embeddings.from_settings(settings)
-        watch_embeddings(embeddings.stats)
-        store = open_store(settings, embedder=embeddings)
-        ledger = ledger if ledger is not None else ledger_from_settings(settings)
+        """Everything the settings name, built as a ``store.Client`` builds it; ``ledger`` replaces the state
+        database's (an in-memory one)."""
+        return cls.of(Client(settings, ledger=ledger if ledger is not None else ledger_from_settings(settings),
+                             on_embeddings=lambda built: watch_embeddings(built.stats)))
+
+    @classmethod
+    def of(cls, client: Client) -> WorkerContext:
+        """The parts of ``client`` (its ledger given, as a worker's must be: runs and locks are shared)."""
         return cls(
-            settings=settings,
-            store=store,
-            embeddings=embeddings,
-            ledger=ledger,
-            coalescer=Coalescer(settings.cache_url, ttl_seconds=settings.broker.coalesce_seconds),
-            generations=GenerationStores(settings, store=store, embeddings=embeddings, registry=ledger.generations,
-                                         on_embeddings=lambda built: watch_embeddings(built.stats)),
+            settings=client.settings,
+            store=client.store,
+            embeddings=client.embeddings,
+            ledger=client.ledger,
+            coalescer=Coalescer(client.settings.cache_url, ttl_seconds=client.settings.broker.coalesce_seconds),
+            generations=client.router,
+            client=client,
         )
 
     def indexer(self, name: str) -> Indexer:
@@ -126,37 +132,25 @@ class WorkerContext:
     def close(self) -> None:
         for source in self._sources.values():
             source.close()
-        self.generations.close()
-        self.store.close()
-        self.embeddings.close()
-        self.ledger.close()
         self.coalescer.close()
+        self.client.close()
+        self.ledger.close()  # given to the client, so not closed by it
 
 
-_context: WorkerContext | None = None
-_context_lock = threading.Lock()
+_context: ProcessDefault[WorkerContext] = ProcessDefault(lambda: WorkerContext.from_settings(load_settings()))
 
 
 def context() -> WorkerContext:
     """This process's context, built from ``load_settings()`` on first use."""
-    global _context
-    with _context_lock:
-        if _context is None:
-            _context = WorkerContext.from_settings(load_settings())
-        return _context
+    return _context.get()
 
 
 def reset_context() -> None:
     """Drop this process's context (after a fork, or in tests)."""
-    global _context
-    with _context_lock:
-        _context = None
+    _context.use(None)
 
 
 def use_context(ctx: WorkerContext | None) -> WorkerContext | None:
     """Make ``ctx`` this process's context (None: built again on next use); returns the previous one.
     For running tasks in a test process (``producer.testing``)."""
-    global _context
-    with _context_lock:
-        previous, _context = _context, ctx
-        return previous
+    return _context.use(ctx)

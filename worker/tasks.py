@@ -21,7 +21,7 @@ from store.broker.queues import queue_states, sent_headers, worker_states
 from store.contract import BUILD_INDEX, BULK_QUEUE, INDEX_BATCH, INDEX_DOCUMENT, INDEX_RECORD, RECONCILE, REINDEX_ALL
 from store.errors import ConfigError, StoreError, StoreUnavailable
 from store.state.generations import parse_name
-from store.state.generations.migration import switch_when_built
+from store.state.generations.routing import switch_when_built
 from store.state.ledger import RunProgress, RunStatus
 from store.vectors.records import check_collection_name
 from worker.celery import app

@@ -70,11 +70,5 @@ def migrate(
 
 
 def _switch(producer: Any, collection: str) -> None:
-    from store.state.generations.migration import switch_now
-
-    registry = producer.ledger.generations
-    alias = guarded(lambda: registry.alias(collection))
-    building = alias.building if alias is not None else None
-    run = guarded(lambda: producer.ledger.run(building.run_id)) if building and building.run_id else None
-    switched = guarded(lambda: switch_now(registry, collection, run))
+    switched = guarded(lambda: producer.switch(collection))
     say(f"{collection} now reads {switched.name}")

@@ -1,7 +1,8 @@
 """Generations of a collection behind its name: what ``vectorsync migrate`` builds and switches.
 
 ``Generations`` is the seam; ``MemoryGenerations`` the reference; ``PostgresGenerations`` (loaded only when
-built, it needs SQLAlchemy) the registry workers and apps share in the state database.
+built, it needs SQLAlchemy) the registry workers and apps share in the state database. Where a
+name's reads and writes go, and the switch, are decided in ``routing``; ``migration`` begins a generation.
 """
 
 from __future__ import annotations
@@ -13,11 +14,9 @@ from store.state.generations.base import (
     generation_settings,
     implicit,
     parse_name,
-    reading,
     registered,
-    writing,
 )
 from store.state.generations.memory import MemoryGenerations
 
 __all__ = ["Alias", "Generation", "Generations", "MemoryGenerations", "generation_settings", "implicit",
-           "parse_name", "reading", "registered", "writing"]
+           "parse_name", "registered"]

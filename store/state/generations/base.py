@@ -33,9 +33,7 @@ __all__ = [
     "implicit",
     "live_error",
     "parse_name",
-    "reading",
     "registered",
-    "writing",
 ]
 
 
@@ -175,27 +173,6 @@ def generation_settings(settings: Settings, generation: Generation) -> Settings:
         "embeddings": settings.embeddings.model_copy(update={"chain": list(generation.chain)}),
         "vectors": settings.vectors.model_copy(update={"dimensions": generation.dimensions}),
     })
-
-
-def reading(settings: Settings, registry: Generations | None, name: str) -> Generation:
-    """The generation a read of ``name`` goes to: the live one, or the generation ``NAME__gN`` names."""
-    collection, number = parse_name(name)
-    alias = registry.alias(collection) if registry is not None else None
-    if alias is None:
-        return implicit(settings, name)
-    return alias.reads if number is None else alias.generation(number)
-
-
-def writing(settings: Settings, registry: Generations | None, name: str) -> list[Generation]:
-    """The generations a write of ``name`` goes to: the live one and the one building, or the one named."""
-    collection, number = parse_name(name)
-    alias = registry.alias(collection) if registry is not None else None
-    if alias is None:
-        return [implicit(settings, name)]
-    if number is not None:
-        return [alias.generation(number)]
-    building = alias.building
-    return [alias.reads] + ([building] if building is not None else [])
 
 
 def building_error(alias: Alias) -> str:

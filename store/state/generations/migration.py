@@ -2,32 +2,29 @@
 
 ``begin`` registers the generation and creates its collection (the caller
 sends its reindex run); from then on every write of the collection goes to
-the live generation and the new one. ``switch_when_built`` runs where a run
-ends: when the new generation's run is done with no failure, the alias moves
-to it. Searches read the live generation throughout, so none finds nothing.
+the live generation and the new one. When the new generation's run is done
+with no failure, the alias moves to it (``routing.switch_when_built``).
+Searches read the live generation throughout, so none finds nothing.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence, Set
+from collections.abc import Callable, Sequence, Set
 
 from store.errors import ConfigError
 from store.settings import Settings
 from store.settings.names import check_collection_name
 from store.state.generations.base import (
-    Alias,
     Generation,
     Generations,
     building_error,
     generation_settings,
-    parse_name,
     registered,
 )
-from store.state.ledger.base import Ledger, RunProgress, RunStatus
 from store.vectors.backends import open_store
 
-__all__ = ["begin", "plan", "switch_now", "switch_when_built"]
+__all__ = ["begin", "plan"]
 
 log = logging.getLogger("vectorsync.migrate")
 
@@ -70,12 +67,12 @@ def plan(settings: Settings, registry: Generations, collection: str, chain: Sequ
     return live, new
 
 
-def begin(settings: Settings, ledger: Ledger, collection: str, chain: Sequence[str]) -> Generation:
+def begin(settings: Settings, registry: Generations, collection: str, chain: Sequence[str], *,
+          embedded_by: Callable[[str], Set[str]]) -> Generation:
     """Register the generation ``chain`` builds for ``collection`` and create its collection, empty; from then
-    on writes of ``collection`` go to it too. The caller sends its reindex run (``Producer.migrate``)."""
-
-    registry = ledger.generations
-    embedded = ledger.models(collection) if registry.alias(collection) is None else set()
+    on writes of ``collection`` go to it too. ``embedded_by``: the models the ledger says embedded a collection
+    (``Ledger.models``), asked only of one never migrated. The caller sends its run (``Producer.migrate``)."""
+    embedded = embedded_by(collection) if registry.alias(collection) is None else set()
     live, new = plan(settings, registry, collection, chain, embedded=embedded)
     try:
         store = open_store(generation_settings(settings, new))
@@ -125,49 +122,3 @@ def _first(settings: Settings, collection: str, embedded: Set[str]) -> Generatio
         raise ConfigError(f"collection {collection!r} is embedded by the default fake model (embeddings.chain is "
                           "empty); migrate needs the chain it is embedded by now: set embeddings.chain")
     return registered(settings, collection, chain, 1)
-
-
-def switch_when_built(registry: Generations, progress: RunProgress) -> Generation | None:
-    """Switch the alias to the generation whose run ``progress`` is, if that run is done without failures;
-    the generation switched to, else None. A run with failures, or with no record at all (a source that
-    read nothing would empty every search), leaves it building, and says so."""
-    collection, number = parse_name(progress.collection)
-    if progress.status != RunStatus.DONE or number is None:
-        return None
-    alias = registry.alias(collection)
-    building = alias.building if alias is not None else None
-    if alias is None or building is None or building.number != number or building.run_id != progress.run_id:
-        return None
-    if progress.failed or not progress.total:
-        why = f"{progress.failed} records failed" if progress.failed else "its source gave no record"
-        log.warning("%s is built but %s, so %s still reads %s: fix that, then run `vectorsync migrate %s --chain "
-                    "%s` again (records in already are skipped), or switch anyway (vectorsync migrate %s --switch)",
-                    building.name, why, collection, alias.reads.name, collection, ",".join(building.chain),
-                    collection)
-        return None
-    return _switch(registry, alias, building)
-
-
-def switch_now(registry: Generations, collection: str, run: RunProgress | None) -> Generation:
-    """Switch to the building generation of ``collection`` whose run is done, failures or not (``--switch``)."""
-    alias = registry.alias(collection)
-    building = alias.building if alias is not None else None
-    if alias is None or building is None:
-        raise ConfigError(f"collection {collection!r} has no generation building: "
-                          f"start one with `vectorsync migrate {collection} --chain NEW`")
-    if run is None or run.status != RunStatus.DONE:
-        state = "has no run" if run is None else f"run {run.run_id} is {run.status}"
-        raise ConfigError(f"{building.name} is not built ({state}): run `vectorsync migrate {collection} --chain "
-                          f"{','.join(building.chain)}` to build it, then switch")
-    switched = _switch(registry, alias, building)
-    if switched is None:
-        raise ConfigError(f"{collection!r} switched meanwhile: `vectorsync collections list` shows what it reads")
-    return switched
-
-
-def _switch(registry: Generations, alias: Alias, building: Generation) -> Generation | None:
-    if not registry.switch(alias.collection, building.number, expected=alias.live):
-        return None
-    log.info("%s now reads %s (chain %s); %s is kept until dropped (vectorsync collections drop %s)",
-             alias.collection, building.name, ", ".join(building.chain), alias.reads.name, alias.reads.name)
-    return building

@@ -1,28 +1,169 @@
-"""The stores and embeddings behind a collection's generations: what a read or a write of a name opens.
+"""Where a collection's name leads: the generations a read and a write of it go to, and the switch between them.
 
-Generations embedded alike (one chain, one size) share one store and one
-``Embeddings``; the settings' own are used where they match, so a collection
-that was never migrated costs nothing more than before.
+This module is the one place that decides it. The worker asks it where a
+batch is written, the query path where a search reads, the lifecycle what a
+drop removes, and the worker that ends a migration's run whether to switch.
+
+``Router`` opens each generation's collection with the store and embeddings
+of its chain and size. Generations embedded alike (one chain, one size) share
+one store and one ``Embeddings``; the settings' own are used where they match,
+so a collection that was never migrated costs nothing more than a plain one.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from store.settings import Settings
-from store.state.generations.base import Generation, Generations, generation_settings, reading, writing
+from store.errors import ConfigError
+from store.settings import CollectionSettings, Settings
+from store.state.generations.base import (
+    Alias,
+    Generation,
+    Generations,
+    generation_settings,
+    implicit,
+    live_error,
+    parse_name,
+)
+from store.state.ledger.base import RunProgress, RunStatus
 from store.vectors.backends import open_store
 from store.vectors.base import Collection, VectorStore
 
 if TYPE_CHECKING:
     from store.embeddings import Embeddings
 
-__all__ = ["GenerationStores"]
+__all__ = ["Dropping", "Router", "dropping", "migrated", "open_declared", "read_physical", "reading", "switch_now",
+           "switch_when_built", "writing"]
+
+log = logging.getLogger("vectorsync.migrate")
 
 
-class GenerationStores:
+def migrated(registry: Generations | None, name: str) -> tuple[Alias, int | None] | None:
+    """The alias ``name`` belongs to, and the generation it names (None: the collection itself); None for a
+    collection never migrated, or a ``NAME__gN`` that is no generation of it (a plain collection's name)."""
+    collection, number = parse_name(name)
+    alias = registry.alias(collection) if registry is not None else None
+    if alias is None or (number is not None and number not in {g.number for g in alias.generations}):
+        return None
+    return alias, number
+
+
+def reading(settings: Settings, registry: Generations | None, name: str) -> Generation:
+    """The generation a read of ``name`` goes to: the live one, or the generation ``NAME__gN`` names."""
+    collection, number = parse_name(name)
+    alias = registry.alias(collection) if registry is not None else None
+    if alias is None:
+        return implicit(settings, name)
+    return alias.reads if number is None else alias.generation(number)
+
+
+def writing(settings: Settings, registry: Generations | None, name: str) -> list[Generation]:
+    """The generations a write of ``name`` goes to: the live one and the one building, or the one named."""
+    collection, number = parse_name(name)
+    alias = registry.alias(collection) if registry is not None else None
+    if alias is None:
+        return [implicit(settings, name)]
+    if number is not None:
+        return [alias.generation(number)]
+    building = alias.building
+    return [alias.reads] + ([building] if building is not None else [])
+
+
+def read_physical(registry: Generations | None, name: str) -> str:
+    """The store's collection a name reads: a migrated collection's live generation, or ``NAME__gN``'s; a
+    collection never migrated is its own."""
+    found = migrated(registry, name)
+    if found is None:
+        return name
+    alias, number = found
+    return (alias.reads if number is None else alias.generation(number)).physical
+
+
+@dataclass(frozen=True, slots=True)
+class Dropping:
+    """What a drop of a name removes: the physical collections, and the generation (or the whole alias, number
+    None) the registry forgets first, so nothing switches to it or writes it from then on."""
+
+    physical: tuple[str, ...]
+    alias: Alias | None = None
+    number: int | None = None
+
+
+def dropping(registry: Generations | None, name: str) -> Dropping:
+    """What ``vectorsync collections drop NAME`` removes. A migrated collection goes with every generation;
+    ``NAME__gN`` is one generation that is not live. The live one alone is a ConfigError naming the fix."""
+    found = migrated(registry, name)
+    if found is None:
+        return Dropping((name,))
+    alias, number = found
+    if number is None:
+        return Dropping(tuple(g.physical for g in alias.generations), alias)
+    if number == alias.live:
+        raise ConfigError(live_error(alias))
+    return Dropping((alias.generation(number).physical,), alias, number)
+
+
+def switch_when_built(registry: Generations, progress: RunProgress) -> Generation | None:
+    """Switch the alias to the generation whose run ``progress`` is, if that run is done without failures;
+    the generation switched to, else None. A run with failures, or with no record at all (a source that
+    read nothing would empty every search), leaves it building, and says so."""
+    collection, number = parse_name(progress.collection)
+    if progress.status != RunStatus.DONE or number is None:
+        return None
+    alias = registry.alias(collection)
+    building = alias.building if alias is not None else None
+    if alias is None or building is None or building.number != number or building.run_id != progress.run_id:
+        return None
+    if progress.failed or not progress.total:
+        why = f"{progress.failed} records failed" if progress.failed else "its source gave no record"
+        log.warning("%s is built but %s, so %s still reads %s: fix that, then run `vectorsync migrate %s --chain "
+                    "%s` again (records in already are skipped), or switch anyway (vectorsync migrate %s --switch)",
+                    building.name, why, collection, alias.reads.name, collection, ",".join(building.chain),
+                    collection)
+        return None
+    return _switch(registry, alias, building)
+
+
+def switch_now(registry: Generations, collection: str, run: RunProgress | None) -> Generation:
+    """Switch to the building generation of ``collection`` whose run is done, failures or not (``--switch``)."""
+    alias = registry.alias(collection)
+    building = alias.building if alias is not None else None
+    if alias is None or building is None:
+        raise ConfigError(f"collection {collection!r} has no generation building: "
+                          f"start one with `vectorsync migrate {collection} --chain NEW`")
+    if run is None or run.status != RunStatus.DONE:
+        state = "has no run" if run is None else f"run {run.run_id} is {run.status}"
+        raise ConfigError(f"{building.name} is not built ({state}): run `vectorsync migrate {collection} --chain "
+                          f"{','.join(building.chain)}` to build it, then switch")
+    switched = _switch(registry, alias, building)
+    if switched is None:
+        raise ConfigError(f"{collection!r} switched meanwhile: `vectorsync collections list` shows what it reads")
+    return switched
+
+
+def _switch(registry: Generations, alias: Alias, building: Generation) -> Generation | None:
+    if not registry.switch(alias.collection, building.number, expected=alias.live):
+        return None
+    log.info("%s now reads %s (chain %s); %s is kept until dropped (vectorsync collections drop %s)",
+             alias.collection, building.name, ", ".join(building.chain), alias.reads.name, alias.reads.name)
+    return building
+
+
+def open_declared(store: VectorStore, name: str, declared: Mapping[str, CollectionSettings]) -> Collection:
+    """``name`` in ``store`` to read: a ``declared`` one (created empty if need be), else one that exists; a
+    name that is neither is a ConfigError (reading never creates a table for a typo). A declared
+    ``required_filter`` holds even on a store that was not built from these settings."""
+    config = declared.get(name)
+    if config is not None and config.required_filter and name not in store.required_filters:
+        store.require_filter(name, config.required_filter)
+    return store.open(name, declared=set(declared))
+
+
+class Router:
     """Opens the collection behind each generation with the store and embeddings of its chain and size.
 
     ``store`` and ``embeddings`` are the settings' own; others are built on first use and kept.
@@ -39,12 +180,20 @@ class GenerationStores:
         self._lock = threading.Lock()
 
     def reading(self, name: str) -> Generation:
-        """The generation a read of ``name`` goes to (``store.state.generations.reading``)."""
+        """The generation a read of ``name`` goes to."""
         return reading(self.settings, self.registry, name)
 
     def writing(self, name: str) -> list[Generation]:
-        """The generations a write of ``name`` goes to (``store.state.generations.writing``)."""
+        """The generations a write of ``name`` goes to."""
         return writing(self.settings, self.registry, name)
+
+    def read(self, name: str) -> Collection:
+        """The collection a search of ``name`` reads: its live generation's (``NAME__gN``: that one's); a
+        collection never migrated opens as ``store.open`` does (a declared one is created empty)."""
+        generation = self.reading(name)
+        if generation.registered:
+            return self.collection(generation)
+        return open_declared(self.store, name, self.settings.collections)
 
     def parts(self, generation: Generation) -> tuple[VectorStore, Embeddings | None]:
         """The store and embeddings of the generation's chain and size."""
@@ -83,6 +232,7 @@ class GenerationStores:
         return store.collection(physical)
 
     def close(self) -> None:
+        """Close the stores and embeddings built here for other chains (the settings' own are the caller's)."""
         with self._lock:
             built, self._built = list(self._built.values()), {}
         for store, embeddings in built:

@@ -1,0 +1,198 @@
+"""The producer side: enqueue indexing tasks by name, read run progress. Never imports the worker.
+
+App code reaches it as ``Client.producer`` (``store.client``) or through ``producer``'s functions.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, overload
+
+from celery import Celery
+
+from store.broker.coalescing import Coalescer
+from store.broker.config import celery_config
+from store.broker.documents import document_id
+from store.broker.queues import QueueState, WorkerState, queue_states, sent_headers, worker_states
+from store.contract import BULK_QUEUE, INDEX_DOCUMENT, INDEX_RECORD, LIVE_QUEUE, QUEUES, RECONCILE, REINDEX_ALL
+from store.errors import ConfigError
+from store.settings import CollectionSettings, Settings
+from store.state.generations import Generation
+from store.state.ledger import Ledger, RunProgress, ledger_from_settings
+from store.vectors.records import check_collection_name, check_id_length, validate_metadata
+
+__all__ = ["Producer", "Sender"]
+
+#: Sends one task by name, called as Celery's ``send_task(name, args=..., queue=..., headers=...)`` is.
+Sender = Callable[..., object]
+
+
+def _record_id(record_id: object) -> str:
+    if isinstance(record_id, bool) or not isinstance(record_id, str | int) or record_id == "":
+        raise ConfigError(f"record id {record_id!r} is not allowed: use a non-empty string or an integer")
+    return str(record_id)
+
+
+class Producer:
+    """Sends vectorsync tasks through the broker the settings name.
+
+    ``send`` replaces the broker (``producer.testing`` passes its in-memory queue); ``ledger`` is where runs
+    are read and created (default: the state database's, connected on first use).
+    """
+
+    def __init__(self, settings: Settings, *, send: Sender | None = None, ledger: Ledger | None = None,
+                 open_ledger: Callable[[], Ledger] | None = None) -> None:
+        self.settings = settings
+        self.app = Celery("vectorsync-producer", set_as_current=False)
+        self.app.conf.update(celery_config(settings))
+        self.send: Sender = send if send is not None else self.app.send_task
+        self.coalescer = Coalescer(settings.cache_url, ttl_seconds=settings.broker.coalesce_seconds)
+        self._ledger: Ledger | None = ledger
+        self._open_ledger = open_ledger
+        #: Whether the ledger is this producer's to close (not given, nor a client's).
+        self._owns_ledger = ledger is None and open_ledger is None
+
+    @property
+    def ledger(self) -> Ledger:
+        """Runs and failures, read from the state database (connected on first use)."""
+        if self._ledger is None:
+            self._ledger = (self._open_ledger or (lambda: ledger_from_settings(self.settings)))()
+        return self._ledger
+
+    def index_record(self, collection: str, record_id: str | int) -> bool:
+        """Enqueue one record; False when it was already queued and not yet started (coalesced)."""
+        collection, key = check_collection_name(collection), _record_id(record_id)
+        if not self.coalescer.claim(collection, key):
+            return False
+        try:
+            self._send(INDEX_RECORD, (collection, key), LIVE_QUEUE)
+        except Exception:
+            self.coalescer.release(collection, key)
+            raise
+        return True
+
+    def index_records(self, collection: str, record_ids: Iterable[str | int]) -> int:
+        """Enqueue several records; returns how many were sent (the rest were already queued)."""
+        return sum(self.index_record(collection, record_id) for record_id in record_ids)
+
+    @overload
+    def index_document(self, collection: str, id: str | int | None, text: str,
+                       metadata: Mapping[str, Any] | None = None) -> str: ...
+
+    @overload
+    def index_document(self, collection: str, *, text: str, metadata: Mapping[str, Any] | None = None) -> str: ...
+
+    def index_document(self, collection: str, id: str | int | None = None, text: str | None = None,
+                       metadata: Mapping[str, Any] | None = None) -> str:
+        """Enqueue a document with its content (for collections whose records are pushed); returns its id.
+
+        The id is ``id`` when given, else the metadata field ``collections.NAME.source.id_field`` names, else
+        a hash of the text and metadata, so the same document pushed twice is one record. Raises ConfigError.
+        """
+        collection = check_collection_name(collection)
+        label = _record_id(id) if id is not None else "new document"
+        config = self._require_pushed(collection)
+        if not isinstance(text, str):
+            raise ConfigError(f"text of document {label!r} must be a string, got {type(text).__name__}: pass "
+                              "text=..., or use delete_document to remove a document")
+        clean = validate_metadata(metadata or {}, record_id=label)
+        key = self._document_id(collection, text, clean, id, config)
+        self._send(INDEX_DOCUMENT, (collection, key, text, clean, time.time_ns()), LIVE_QUEUE)
+        return key
+
+    def document_id(self, collection: str, text: str, metadata: Mapping[str, Any] | None = None, *,
+                    id: str | int | None = None) -> str:
+        """The id ``index_document`` gives this document (to delete it later, say). Raises ConfigError."""
+        clean = validate_metadata(metadata or {}, record_id=_record_id(id) if id is not None else "new document")
+        return self._document_id(collection, text, clean, id, self.settings.collections.get(collection))
+
+    def _document_id(self, collection: str, text: str, clean: Mapping[str, Any], id: object,
+                     config: CollectionSettings | None) -> str:
+        id_field = config.source.id_field if config is not None else None
+        key = document_id(collection, text, clean, id=id, id_field=id_field)
+        return check_id_length(key, max_chars=self.settings.limits.max_id_chars)
+
+    def delete_document(self, collection: str, id: str | int) -> None:
+        """Enqueue the removal of a pushed document."""
+        self._require_pushed(collection)
+        self._send(INDEX_DOCUMENT, (check_collection_name(collection), _record_id(id), None, None, time.time_ns()),
+                   LIVE_QUEUE)
+
+    def reindex_all(self, collection: str, *, full: bool = False, allow_empty: bool = False) -> str:
+        """Start a reindex of the whole collection and return its run id at once."""
+        collection = check_collection_name(collection)
+        run_id = self.ledger.create_run(collection, full=full)
+        self._send(REINDEX_ALL, (collection, full, run_id, allow_empty), BULK_QUEUE)
+        return run_id
+
+    def migrate(self, collection: str, chain: Sequence[str]) -> tuple[Generation, str]:
+        """Build ``collection`` under ``chain`` in a new generation and return it with its run id at once.
+
+        Searches keep reading the live generation and updates go to both; when the run is done with no
+        failure the collection switches to the new one in one step (``store.state.generations.routing``).
+        Run again while it builds, it starts another run of the same generation. Raises ConfigError.
+        """
+        from store.state.generations.migration import begin
+
+        collection = check_collection_name(collection)
+        generation = begin(self.settings, self.ledger.generations, collection, list(chain),
+                           embedded_by=self.ledger.models)
+        run_id = self.ledger.create_run(generation.physical, kind="migrate")
+        self.ledger.generations.set_run(collection, generation.number, run_id)
+        self._send(REINDEX_ALL, (generation.physical, False, run_id, False), BULK_QUEUE)
+        return generation, run_id
+
+    def switch(self, collection: str) -> Generation:
+        """Switch ``collection`` to the generation it builds now, whose run is done, failures or not
+        (``vectorsync migrate --switch``). Raises ConfigError naming the fix when nothing is built to switch to."""
+        from store.state.generations.routing import switch_now
+
+        collection = check_collection_name(collection)
+        registry = self.ledger.generations
+        alias = registry.alias(collection)
+        building = alias.building if alias is not None else None
+        run = self.ledger.run(building.run_id) if building is not None and building.run_id else None
+        return switch_now(registry, collection, run)
+
+    def reconcile(self, collection: str) -> str:
+        """Start a reconcile sweep (what beat runs periodically) and return its run id."""
+        collection = check_collection_name(collection)
+        run_id = self.ledger.create_run(collection, kind="reconcile")
+        self._send(RECONCILE, (collection, run_id), BULK_QUEUE)
+        return run_id
+
+    def _require_pushed(self, collection: str) -> CollectionSettings | None:
+        """The collection's settings, if any. A collection the settings give a source reads its records there:
+        pushing to it is a mistake."""
+        config = self.settings.collections.get(collection)
+        if config is not None and config.source.kind != "push":
+            raise ConfigError(
+                f"collection {collection!r} reads its records from its {config.source.kind} source; "
+                "index_document and delete_document are for collections whose records are pushed "
+                f"(collections.{collection}.source.kind = 'push'): use index_record for this one"
+            )
+        return config
+
+    def _send(self, task: str, args: tuple[Any, ...], queue: str) -> None:
+        """Send ``task`` by name, stamped with when it was sent (``vectorsync status`` shows queue ages)."""
+        self.send(task, args=args, queue=queue, headers=sent_headers())
+
+    def workers(self, *, timeout: float = 1.0, active: bool = True) -> list[WorkerState]:
+        """The workers that answer a broadcast within ``timeout`` seconds, with their queues (and, unless
+        ``active`` is False, how many tasks each is running)."""
+        return worker_states(self.app, timeout=timeout, active=active)
+
+    def queues(self, workers: Sequence[WorkerState] = ()) -> list[QueueState]:
+        """Depth, oldest message age and consumers (among ``workers``) of vectorsync's queues."""
+        return queue_states(self.settings.broker.url, QUEUES, workers)
+
+    def reindex_status(self, run_id: str) -> RunProgress:
+        """A run's status (running, done, failed) and its total, done, skipped and failed counts."""
+        return self.ledger.run(run_id)
+
+    def close(self) -> None:
+        self.coalescer.close()
+        if self._ledger is not None and self._owns_ledger:
+            self._ledger.close()
+        self.app.close()

@@ -1,0 +1,279 @@
+"""The app-facing client: one object, built from the settings, that holds what app code and the CLI use.
+
+    from store import Client
+    with Client.from_settings() as client:
+        client.producer.index_record("notes", 42)
+        client.search("notes", "onboarding delays", filter={"kind": "call"}, limit=5)
+        client.answer("notes", "Why is Dana's onboarding late?")
+        client.collections.reset("notes")
+
+It holds the vector store and the embeddings, the generations (a search reads
+a collection's live generation), retrieval (rerank, answer), the collections'
+lifecycle and the producer (enqueue, runs). Each part is built on first use,
+so a client that only enqueues loads no embedding client, numpy or SQLAlchemy,
+and ``close()`` (or the ``with`` block) releases what was built.
+
+``store.query``'s functions and ``producer``'s are helpers over one default
+client per process (``default_client``), as ``httpx.get`` is over a Client.
+Tests and in-process harnesses build a client over memory parts and make it
+the default with ``use_client``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from store.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from store.broker.producer import Producer, Sender
+    from store.embeddings import Embeddings
+    from store.lifecycle import Collections
+    from store.retrieval import Allow, GroundedAnswer, Retrieval
+    from store.retrieval.twins import Matches, Pending
+    from store.state.generations import Generations
+    from store.state.generations.routing import Router
+    from store.state.ledger import Ledger
+    from store.vectors.base import Collection, VectorStore
+    from store.vectors.filters import Filter
+    from store.vectors.records import VectorMatch
+
+__all__ = ["Client", "ProcessDefault", "default_client", "use_client"]
+
+T = TypeVar("T")
+#: Search defaults to the store's default limit (``store.vectors.base.DEFAULT_LIMIT``).
+_LIMIT = 10
+
+
+class Client:
+    """What app code and the CLI use, over one set of settings; see the module docstring.
+
+    Parts passed in are used as they are and left to the caller to close (a test's memory store, the
+    worker's own ledger); the rest are built on first use and closed by ``close()``.
+    """
+
+    def __init__(self, settings: Settings, *, store: VectorStore | None = None,
+                 embeddings: Embeddings | None = None, ledger: Ledger | None = None,
+                 retrieval: Retrieval | None = None, send: Sender | None = None,
+                 on_embeddings: Callable[[Embeddings], Any] | None = None) -> None:
+        self.settings = settings
+        self._given = {name for name, part in (("store", store), ("embeddings", embeddings), ("ledger", ledger),
+                                               ("retrieval", retrieval)) if part is not None}
+        self._parts: dict[str, Any] = {"store": store, "embeddings": embeddings, "ledger": ledger,
+                                       "retrieval": retrieval}
+        self._send = send
+        self._on_embeddings = on_embeddings
+        self._lock = threading.RLock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None) -> Client:
+        """A client over ``settings`` (default: ``load_settings()``). Raises ConfigError for bad settings."""
+        return cls(settings if settings is not None else load_settings())
+
+    # -- the parts, built on first use -------------------------------------------------
+
+    def _part(self, name: str, build: Callable[[], T]) -> T:
+        with self._lock:
+            if self._parts.get(name) is None:
+                self._parts[name] = build()
+            return self._parts[name]  # type: ignore[no-any-return]
+
+    @property
+    def embeddings(self) -> Embeddings:
+        """The cache and failover chain that embed texts (``[embeddings]``, ``[models]``)."""
+        def build() -> Embeddings:
+            from store.embeddings import Embeddings
+
+            built = Embeddings.from_settings(self.settings)
+            if self._on_embeddings is not None:
+                self._on_embeddings(built)
+            return built
+        return self._part("embeddings", build)
+
+    @property
+    def store(self) -> VectorStore:
+        """The ``[vectors]`` store; text queries are embedded by ``embeddings``, built at the first one."""
+        def build() -> VectorStore:
+            from store.vectors.backends import open_store
+
+            return open_store(self.settings, embedder=_Deferred(lambda: self.embeddings))
+        return self._part("store", build)
+
+    @property
+    def ledger(self) -> Ledger:
+        """Indexing state in the state database; in memory for a memory store without one (it keeps nothing
+        past its process either). Raises ConfigError, StoreUnavailable."""
+        def build() -> Ledger:
+            from store.state.ledger import MemoryLedger, ledger_from_settings
+
+            memory = self.settings.vectors.store == "memory" and self.settings.state_url is None
+            return MemoryLedger() if memory else ledger_from_settings(self.settings)
+        return self._part("ledger", build)
+
+    @property
+    def generations(self) -> Generations | None:
+        """The registry of migrated collections; None with no state database (every name is its own)."""
+        if "ledger" not in self._given and self.settings.state_url is None:
+            return None
+        return self.ledger.generations
+
+    @property
+    def router(self) -> Router:
+        """Where a read and a write of each name go (``store.state.generations.routing``)."""
+        def build() -> Router:
+            from store.state.generations.routing import Router
+
+            return Router(self.settings, store=self.store, embeddings=self.embeddings, registry=self.generations,
+                          on_embeddings=self._on_embeddings)
+        return self._part("router", build)
+
+    @property
+    def retrieval(self) -> Retrieval:
+        """Rerank and answer (``[retrieval]``), reading each collection's live generation as search does."""
+        def build() -> Retrieval:
+            from store.retrieval import Retrieval
+
+            built = Retrieval.from_settings(self.settings, store=self.store)
+            built.opener = lambda name, _declared: self.open(name)
+            return built
+        return self._part("retrieval", build)
+
+    @property
+    def collections(self) -> Collections:
+        """The collections' lifecycle: create, reset, drop, with their ledger state."""
+        def build() -> Collections:
+            from store.lifecycle import Collections
+
+            return Collections(self.store, self.ledger, declared=sorted(self.settings.collections),
+                               settings=self.settings)
+        return self._part("collections", build)
+
+    @property
+    def producer(self) -> Producer:
+        """Sends tasks by name through the broker (``[broker]``) and reads runs from the ledger."""
+        def build() -> Producer:
+            from store.broker.producer import Producer
+
+            ledger = self._parts["ledger"] if "ledger" in self._given else None
+            return Producer(self.settings, send=self._send, ledger=ledger,
+                            open_ledger=None if ledger is not None else lambda: self.ledger)
+        return self._part("producer", build)
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def open(self, name: str) -> Collection:
+        """The collection a search of ``name`` reads: its live generation's (``NAME__gN``: that one). A declared
+        collection is created empty; a name that is neither declared nor stored is a ConfigError."""
+        return self.router.read(name)
+
+    def search(self, collection: str, query: str | Sequence[float], *,
+               filter: Filter | Mapping[str, Any] | None = None, limit: int = _LIMIT,
+               min_score: float | None = None) -> Matches:
+        """The ``limit`` best matches for a text or vector ``query`` in ``collection``'s live generation.
+        ``filter`` is a Filter or its JSON form. Raises ConfigError, StoreUnavailable, EmbeddingError."""
+        from store.retrieval.twins import Matches
+
+        matches = self.open(collection).search(query, filter=as_filter(filter), limit=limit, min_score=min_score)
+        return Matches(matches, called="search")
+
+    def asearch(self, collection: str, query: str | Sequence[float], *,
+                filter: Filter | Mapping[str, Any] | None = None, limit: int = _LIMIT,
+                min_score: float | None = None) -> Pending[Matches]:
+        """``search`` without blocking the event loop (it runs in a worker thread): ``await client.asearch()``."""
+        from store.retrieval.twins import Pending
+
+        return Pending(asyncio.to_thread(self.search, collection, query, filter=filter, limit=limit,
+                                         min_score=min_score), "asearch")
+
+    def rerank(self, query: str, matches: Sequence[VectorMatch], *, top: int | None = None,
+               user: str | None = None) -> Matches:
+        """The ``top`` matches that best answer ``query``, best first (``store.query.rerank``)."""
+        from store.retrieval.twins import Matches
+
+        return Matches(self.retrieval.rerank(query, matches, top=top, user=user), called="rerank")
+
+    def answer(self, collection: str, question: str, *, filter: Filter | Mapping[str, Any] | None = None,
+               candidates: int | None = None, top: int | None = None, user: str | None = None,
+               allow: Allow | None = None) -> GroundedAnswer:
+        """Answer ``question`` from ``collection``'s passages, citing them (``store.query.answer``)."""
+        return self.retrieval.answer(collection, question, filter=filter, candidates=candidates, top=top,
+                                     user=user, allow=allow)
+
+    # -- closing -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release what this client built (connections, model clients); parts passed in stay open."""
+        with self._lock:
+            built = {name: part for name, part in self._parts.items() if part is not None and name not in self._given}
+            self._parts = {name: part for name, part in self._parts.items() if name in self._given}
+        # Most dependent first: the producer and router use the ledger, the store and the embeddings.
+        # (Retrieval holds the store only; the lifecycle, the store and the ledger: both closed here.)
+        for name in ("producer", "router", "store", "embeddings", "ledger"):
+            if name in built:
+                built[name].close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def as_filter(filter: Filter | Mapping[str, Any] | None) -> Filter | None:
+    """A Filter from a Filter or its JSON form (``Filter.from_dict``)."""
+    if isinstance(filter, Mapping):
+        from store.vectors.filters import Filter
+
+        return Filter.from_dict(filter)
+    return filter
+
+
+class _Deferred:
+    """A query embedder built at its first use, so a client that never embeds a text needs no model key."""
+
+    def __init__(self, build: Callable[[], Any]) -> None:
+        self._build = build
+
+    def embed(self, text: str) -> Sequence[float]:
+        return self._build().embed(text)  # type: ignore[no-any-return]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._build(), name)
+
+
+class ProcessDefault(Generic[T]):
+    """One ``T`` per process, built by ``build`` on first use; ``use`` puts another in its place (a test's, an
+    in-process harness's) and returns the one it replaced, and ``use(None)`` has it built again."""
+
+    def __init__(self, build: Callable[[], T]) -> None:
+        self._build = build
+        self._value: T | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> T:
+        with self._lock:
+            if self._value is None:
+                self._value = self._build()
+            return self._value
+
+    def use(self, value: T | None) -> T | None:
+        with self._lock:
+            previous, self._value = self._value, value
+            return previous
+
+
+_default: ProcessDefault[Client] = ProcessDefault(Client.from_settings)
+
+
+def default_client() -> Client:
+    """This process's client, built from ``load_settings()`` on first use."""
+    return _default.get()
+
+
+def use_client(client: Client | None) -> Client | None:
+    """Make ``client`` the one ``default_client`` returns (None: built again on next use); returns the previous
+    one, for the caller to put back or close."""
+    return _default.use(client)
