@@ -1,0 +1,95 @@
+"""store.Client: one object over the settings; parts built on first use, closed by close(); the default one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from producer.testing import memory_settings
+from store import Client, ConfigError, Settings, VectorRecord
+from store import query as query_module
+from store.client import ProcessDefault, default_client, use_client
+from store.state.ledger import MemoryLedger
+from store.vectors.backends import memory_store
+
+
+def settings(**collections: Any) -> Settings:
+    return memory_settings({"vectors": {"store": "memory", "dimensions": 4}, "collections": collections})
+
+
+class Spy:
+    """Counts close() calls of a part passed in."""
+
+    def __init__(self, part: Any) -> None:
+        self.part, self.closed = part, 0
+        original = part.close
+
+        def close() -> None:
+            self.closed += 1
+            original()
+
+        part.close = close
+
+
+def test_a_part_is_built_at_its_first_use_so_an_enqueueing_client_needs_no_vector_store() -> None:
+    client = Client(Settings.model_validate({"vectors": {"store": "qdrant"}}))
+    assert client.producer.settings is client.settings  # no store was needed for that
+    with pytest.raises(ConfigError, match="vectors.url is required for the qdrant store"):
+        client.store  # noqa: B018
+    client.close()
+
+
+def test_search_reads_the_clients_store_and_the_declared_collections() -> None:
+    store = memory_store(dimensions=4)
+    with Client(settings(notes={}), store=store) as client:
+        assert client.search("notes", [1, 0, 0, 0]) == []  # declared: created empty, not an error
+        store.collection("notes").upsert(VectorRecord("a", [1, 0, 0, 0], "alpha", {"kind": "call"}))
+        assert [m.id for m in client.search("notes", [1, 0, 0, 0], filter={"kind": "call"})] == ["a"]
+        assert client.search("notes", [1, 0, 0, 0], filter={"kind": "email"}) == []
+        with pytest.raises(ConfigError, match="collection 'typo' does not exist"):
+            client.search("typo", [1, 0, 0, 0])
+
+
+def test_close_releases_what_the_client_built_and_leaves_what_it_was_given() -> None:
+    given_store, given_ledger = Spy(memory_store(dimensions=4)), Spy(MemoryLedger())
+    client = Client(settings(notes={}), store=given_store.part, ledger=given_ledger.part)
+    built_embeddings = Spy(client.embeddings)
+    built_producer = Spy(client.producer)
+    client.search("notes", [1, 0, 0, 0])
+    client.close()
+    assert (given_store.closed, given_ledger.closed) == (0, 0)
+    assert (built_embeddings.closed, built_producer.closed) == (1, 1)
+    assert client.producer is not built_producer.part  # built again after close, on next use
+    client.close()
+
+
+def test_the_producer_of_a_client_given_a_ledger_creates_its_runs_there() -> None:
+    ledger = MemoryLedger()
+    sent: list[tuple[str, Any]] = []
+    with Client(settings(notes={}), ledger=ledger, send=lambda name, **kw: sent.append((name, kw["args"]))) as client:
+        run_id = client.producer.reindex_all("notes")
+    assert ledger.run(run_id).collection == "notes"
+    assert sent == [("vectorsync.reindex_all", ("notes", False, run_id, False))]
+
+
+def test_query_helpers_use_the_default_client_and_use_client_puts_another_in_its_place() -> None:
+    store = memory_store(dimensions=4)
+    store.collection("notes").upsert(VectorRecord("a", [1, 0, 0, 0], "alpha"))
+    mine = Client(settings(notes={}), store=store)
+    previous = use_client(mine)
+    try:
+        assert default_client() is mine
+        assert [m.id for m in query_module.search("notes", [1, 0, 0, 0])] == ["a"]
+    finally:
+        assert use_client(previous) is mine
+        mine.close()
+
+
+def test_a_process_default_is_built_once_until_replaced() -> None:
+    built: list[object] = []
+    default: ProcessDefault[object] = ProcessDefault(lambda: built.append(object()) or built[-1])
+    first = default.get()
+    assert default.get() is first and len(built) == 1
+    assert default.use(None) is first
+    assert default.get() is not first and len(built) == 2
