@@ -107,10 +107,9 @@ class Client:
         """Indexing state in the state database; in memory for a memory store without one (it keeps nothing
         past its process either). Raises ConfigError, StoreUnavailable."""
         def build() -> Ledger:
-            from store.state.ledger import MemoryLedger, ledger_from_settings
+            from store.state.ledger import ledger_from_settings
 
-            memory = self.settings.vectors.store == "memory" and self.settings.state_url is None
-            return MemoryLedger() if memory else ledger_from_settings(self.settings)
+            return ledger_from_settings(self.settings, memory_fallback=True)
         return self._part("ledger", build)
 
     @property

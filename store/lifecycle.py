@@ -23,7 +23,7 @@ from store.settings import Settings
 from store.state.generations import Alias, Generation
 from store.state.generations.base import generation_settings
 from store.state.generations.routing import dropping, read_physical
-from store.state.ledger import Forgotten, Ledger, MemoryLedger, ledger_from_settings
+from store.state.ledger import Forgotten, Ledger, ledger_from_settings
 from store.vectors.backends import open_store
 from store.vectors.base import Collection, VectorStore, missing
 
@@ -65,8 +65,7 @@ class Collections:
         """
         store = open_store(settings)
         try:
-            memory = settings.vectors.store == "memory" and settings.state_url is None
-            ledger = MemoryLedger() if memory else ledger_from_settings(settings)
+            ledger = ledger_from_settings(settings, memory_fallback=True)
         except BaseException:
             store.close()
             raise

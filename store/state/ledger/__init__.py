@@ -21,8 +21,12 @@ __all__ = [
 ]
 
 
-def ledger_from_settings(settings: Settings) -> Ledger:
-    """The PostgreSQL ledger at ``[state] url`` (default: the pgvector database). Raises ConfigError."""
+def ledger_from_settings(settings: Settings, *, memory_fallback: bool = False) -> Ledger:
+    """The PostgreSQL ledger at ``[state] url`` (default: the pgvector database). ``memory_fallback``: a memory
+    store with no state database gets a memory ledger, which keeps nothing past its process, as that store.
+    Raises ConfigError."""
+    if memory_fallback and settings.vectors.store == "memory" and settings.state_url is None:
+        return MemoryLedger()
     try:
         from store.state.ledger.postgres import PostgresLedger
     except ModuleNotFoundError as exc:
