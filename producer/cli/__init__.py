@@ -1,7 +1,8 @@
-"""The ``vectorsync`` command: reindex with progress, index, search, status, failures, collections, dev.
+"""The ``vectorsync`` command: one module per command, named for it; ``app`` builds the Typer app from them.
 
-``app`` holds the commands, ``progress`` follows runs, ``console`` turns errors
-into one line; ``dev`` runs the whole system on this machine for a first try.
+``reindex``, ``index``, ``reconcile``, ``search``, ``ask``, ``status``, ``doctor``, ``failures``, ``init``,
+``migrate``, ``collections`` (the group) and ``dev/`` hold the commands; ``console`` turns errors into one line
+and opens the producer or the collections, ``progress`` follows runs.
 """
 
 from producer.cli.app import app, main

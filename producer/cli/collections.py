@@ -1,4 +1,4 @@
-"""``vectorsync collections list|create|reset|drop`` and ``vectorsync init``: the lifecycle of collections.
+"""``vectorsync collections list|create|reset|drop``: the lifecycle of collections.
 
 Destructive commands (reset, drop) ask on a terminal and take ``--yes`` otherwise: a script that pipes
 nothing in is refused rather than taken as consenting.
@@ -11,24 +11,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from producer.cli.console import confirmed, guarded, out, say
+from producer.cli.console import confirmed, guarded, open_collections, out, say
 
 if TYPE_CHECKING:
-    from store.lifecycle import Collections, Emptied
-    from store.settings import Settings
+    from store.lifecycle import Emptied
 
-__all__ = ["collections_app", "init"]
+__all__ = ["collections_app"]
 
 collections_app = typer.Typer(help="List, create, empty (reset) and drop collections.", no_args_is_help=False)
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="do not ask (needed when stdin is not a terminal)")]
-
-
-def _open() -> tuple[Settings, Collections]:
-    from store.lifecycle import Collections
-    from store.settings import load_settings
-
-    settings = guarded(load_settings)
-    return settings, guarded(lambda: Collections.from_settings(settings))
 
 
 @collections_app.callback(invoke_without_command=True)
@@ -42,7 +33,7 @@ def _default(ctx: typer.Context) -> None:
 def list_collections() -> None:
     """The declared collections and those the store holds, with their chunk counts, and the generations of
     migrated ones (``vectorsync migrate``); nothing is created."""
-    settings, collections = _open()
+    settings, collections = open_collections()
 
     def chunks(name: str, held: set[str]) -> str:
         if name not in held:
@@ -78,7 +69,7 @@ def list_collections() -> None:
 @collections_app.command()
 def create(name: str) -> None:
     """Create a collection; one that exists already is an error."""
-    settings, collections = _open()
+    settings, collections = open_collections()
     with collections:
         guarded(lambda: collections.create(name))
     say(f"created collection {name}")
@@ -90,7 +81,7 @@ def create(name: str) -> None:
 @collections_app.command()
 def reset(name: str, yes: Yes = False) -> None:
     """Empty a collection and forget its ledger entries and failures; its schema and indexes stay."""
-    settings, collections = _open()
+    settings, collections = open_collections()
     with collections:
         chunks = guarded(lambda: collections.chunks(name))
         confirmed(f"Empty collection {name!r} ({_chunks(chunks)}) and forget what the ledger "
@@ -106,7 +97,7 @@ def reset(name: str, yes: Yes = False) -> None:
 @collections_app.command()
 def drop(name: str, yes: Yes = False) -> None:
     """Delete a collection with everything in it, and forget its ledger entries and failures."""
-    settings, collections = _open()
+    settings, collections = open_collections()
     with collections:
         chunks = guarded(lambda: collections.chunks(name))  # a missing one: the error naming the others
         confirmed(f"Drop collection {name!r} ({_chunks(chunks)}) and forget what the ledger "
@@ -117,19 +108,6 @@ def drop(name: str, yes: Yes = False) -> None:
     if name in settings.collections:
         say(f"note: {name} is still declared in the settings, so a worker's start or vectorsync init creates it "
             f"again, empty: remove [collections.{name}] to keep it gone (`reset` empties it and keeps it)")
-
-
-def init() -> None:
-    """Create the state tables and the declared collections that are missing; safe to run again."""
-    settings, collections = _open()
-    with collections:
-        created = set(guarded(collections.create_declared))
-        where = getattr(collections.ledger, "safe_url", None)
-    say(f"state tables ready in {where}" if where else "state kept in memory (vectors.store = memory)")
-    for name in sorted(settings.collections):
-        say(f"{'created' if name in created else 'exists '}  {name}")
-    if not settings.collections:
-        say("no collection is declared: add [collections.NAME] to the settings")
 
 
 def _removed(emptied: Emptied) -> str:

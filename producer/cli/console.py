@@ -1,11 +1,15 @@
-"""Where the CLI writes, and how an error becomes one clear line and an exit code instead of a traceback."""
+"""Where the CLI writes, and how an error becomes one clear line and an exit code instead of a traceback.
+
+Commands open what they work on (the producer, or the settings with the collections) here, so a bad
+settings file or an unreachable part is reported the same way by each.
+"""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -13,7 +17,11 @@ from rich.text import Text
 
 from store.errors import VectorsyncError
 
-__all__ = ["confirmed", "err", "errors", "guarded", "out", "say", "short"]
+if TYPE_CHECKING:
+    from store.lifecycle import Collections
+    from store.settings import Settings
+
+__all__ = ["confirmed", "err", "errors", "guarded", "open_collections", "open_producer", "out", "say", "short"]
 
 out = Console(soft_wrap=True)  # messages stay whole lines on a pipe; tables still fit the width
 err = Console(stderr=True, soft_wrap=True)
@@ -41,6 +49,23 @@ def guarded(action: Callable[[], T]) -> T:
     """``action()``, its errors reported as ``errors`` does."""
     with errors():
         return action()
+
+
+def open_producer() -> Any:
+    """The default producer (settings from ``--config`` or ``VECTORSYNC_CONFIG``), its errors as one line."""
+    from producer.client import default_producer
+
+    with errors():
+        return default_producer()
+
+
+def open_collections() -> tuple[Settings, Collections]:
+    """The settings and the collections they name, for the commands that manage collections."""
+    from store.lifecycle import Collections
+    from store.settings import load_settings
+
+    settings = guarded(load_settings)
+    return settings, guarded(lambda: Collections.from_settings(settings))
 
 
 def confirmed(question: str, *, action: str, yes: bool, flag: str = "--yes") -> None:

@@ -16,21 +16,21 @@ import functools
 import json
 import os
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+import typer
 from rich.text import Text
 
-from producer.cli.console import out
+from producer.cli.console import open_producer, out
 from store.broker.queues import consumers_of
 from store.contract import QUEUES, REDIS_SCHEMES, WORKER_COMMAND
 from store.settings import Settings
 from store.settings.urls import without_credentials
 from store.vectors.backends import open_store
 
-__all__ = ["Check", "checks", "render", "retrieval_checks", "to_json"]
+__all__ = ["Check", "checks", "doctor", "render", "retrieval_checks", "to_json"]
 
 Status = Literal["ok", "warn", "fail"]
 #: The pgvector release that brought iterative index scans, which filtered search needs.
@@ -38,6 +38,20 @@ MIN_PGVECTOR = (0, 8)
 #: Seconds a database connection attempt may take before the part counts as down.
 CONNECT_SECONDS = "5"
 PROBE_TEXT = "vectorsync doctor"
+
+
+def doctor(as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False) -> None:
+    """Check every part the settings name, one line each, with the fix; exit 1 when a required part is broken."""
+    producer = open_producer()
+    found = []
+    for check in checks(producer.settings, producer):
+        found.append(check)
+        if not as_json:
+            render(check)
+    if as_json:
+        print(to_json(found))
+    if any(check.status == "fail" for check in found):
+        raise typer.Exit(1)
 
 
 @dataclass(frozen=True)
@@ -221,6 +235,8 @@ def _workers(producer: Any) -> str:
 
 
 def _flower(url: str) -> str:
+    import urllib.request  # here, not at the top: every vectorsync command imports this module
+
     with urllib.request.urlopen(f"{url.rstrip('/')}/healthcheck", timeout=3) as response:
         if response.status != 200:
             raise _Broken(f"{without_credentials(url)} answered {response.status}", "check Flower's log",
@@ -242,5 +258,6 @@ def render(check: Check) -> None:
 
 
 def to_json(found: list[Check]) -> str:
+    """Every check and whether none failed, as JSON."""
     return json.dumps({"ok": not any(c.status == "fail" for c in found), "checks": [asdict(c) for c in found]},
                       indent=2)

@@ -11,10 +11,8 @@ from typing import Annotated, Any
 
 import typer
 
-from producer.cli.console import err, guarded, out, say
-from producer.cli.progress import follow, summary
-from store.contract import BULK_QUEUE
-from store.state.ledger import RunStatus
+from producer.cli.console import err, guarded, open_producer, out, say
+from producer.cli.progress import follow_bulk
 
 __all__ = ["migrate"]
 
@@ -32,9 +30,7 @@ def migrate(
     timeout: Annotated[float | None, typer.Option(help="with --wait, stop following after this many seconds")] = None,
 ) -> None:
     """Build a collection under a new embedding chain beside the live one, then switch to it in one step."""
-    from producer.client import default_producer
-
-    producer = guarded(default_producer)
+    producer = open_producer()
     registry = producer.ledger.generations
     if switch:
         _switch(producer, collection)
@@ -52,9 +48,7 @@ def migrate(
               highlight=False)
     if not wait:
         return
-    final = guarded(lambda: follow(producer, run_id, timeout, queue=BULK_QUEUE))
-    summary(final)
-    if final.status != RunStatus.DONE or final.failed:
+    if not follow_bulk(producer, run_id, timeout):
         say(f"{collection} still reads {live}: fix the failures (vectorsync failures --retry) and run this again, "
             f"or switch anyway (vectorsync migrate {collection} --switch)")
         raise typer.Exit(1)

@@ -9,12 +9,12 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
-from producer.cli.console import err, out
+from producer.cli.console import err, guarded, out
 from store.broker.queues import consumers_of
-from store.contract import WORKER_COMMAND
+from store.contract import BULK_QUEUE, WORKER_COMMAND
 from store.state.ledger import RunProgress, RunStatus
 
-__all__ = ["follow", "summary", "warn_if_no_consumer"]
+__all__ = ["follow", "follow_bulk", "summary", "warn_if_no_consumer"]
 
 #: Seconds between progress polls of ``--wait``.
 POLL_SECONDS = 0.5
@@ -113,3 +113,10 @@ def summary(run: RunProgress) -> None:
               f"{run.failed} failed in {took:.1f}s" + (f" — {run.error}" if run.error else ""), highlight=False)
     if run.failed:
         out.print("see them with `vectorsync failures`; replay with `vectorsync failures --retry`")
+
+
+def follow_bulk(producer: Any, run_id: str, timeout: float | None) -> bool:
+    """Follow a run on the bulk queue to its end and print its summary; True when it is done with no failure."""
+    final = guarded(lambda: follow(producer, run_id, timeout, queue=BULK_QUEUE))
+    summary(final)
+    return final.status == RunStatus.DONE and not final.failed

@@ -1,4 +1,4 @@
-"""``vectorsync status``: the workers, the queues and the runs, with stalled runs named and explained.
+"""``vectorsync status [RUN]``: the workers, the queues and the runs, with stalled runs named and explained.
 
 A running run is *stalled* when its progress has not moved for
 ``worker.stall_seconds`` and either no worker consumes its queue, or its queue
@@ -14,21 +14,39 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from producer.cli.console import out, say
+from producer.cli.console import guarded, open_producer, out, say
 from store.broker.queues import QueueState, WorkerState
 from store.contract import BULK_QUEUE, WORKER_COMMAND
 from store.state.ledger import RunProgress, RunStatus
 
-__all__ = ["Snapshot", "render", "short_ids", "snapshot", "stall_reason", "to_json"]
+__all__ = ["Snapshot", "render", "short_ids", "snapshot", "stall_reason", "status", "to_json"]
 
 #: Characters of a run id shown at the least.
 MIN_ID_CHARS = 8
+
+
+def status(
+    run: Annotated[str | None, typer.Argument(help="a run id, or its first characters; recent runs when omitted")]
+    = None,
+    as_json: Annotated[bool, typer.Option("--json", help="everything, in full, as JSON")] = False,
+) -> None:
+    """Show the workers, the queues (depth, oldest message) and the runs; name stalled runs and why."""
+    producer = open_producer()
+    view = guarded(lambda: snapshot(producer, run_id=run))
+    if as_json:
+        print(to_json(view))
+        return
+    render(view)
+    for progress, _ in view.runs if run else []:
+        say(f"done {progress.done}, unchanged {progress.skipped}, failed {progress.failed}"
+            + (f"; {progress.error}" if progress.error else ""))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,27 @@
+"""``vectorsync reindex NAME``: start a reindex of a whole collection, and with ``--wait`` follow it to its end."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from producer.cli.console import guarded, open_producer, out
+from producer.cli.progress import follow_bulk
+
+__all__ = ["reindex"]
+
+
+def reindex(
+    collection: str,
+    full: Annotated[bool, typer.Option(help="also remove records gone from the source")] = False,
+    allow_empty: Annotated[bool, typer.Option(help="with --full, allow emptying the collection")] = False,
+    wait: Annotated[bool, typer.Option(help="follow the run until it ends")] = False,
+    timeout: Annotated[float | None, typer.Option(help="with --wait, stop following after this many seconds")] = None,
+) -> None:
+    """Reindex a whole collection; --wait shows progress until it ends."""
+    producer = open_producer()
+    run_id = guarded(lambda: producer.reindex_all(collection, full=full, allow_empty=allow_empty))
+    out.print(f"run {run_id} started for {collection}", highlight=False)
+    if wait and not follow_bulk(producer, run_id, timeout):
+        raise typer.Exit(1)

@@ -1,0 +1,50 @@
+"""``vectorsync search NAME QUERY``: the matches of a text query as a table; ``parse_filter`` reads ``--filter``."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from producer.cli.console import guarded, out, short
+
+__all__ = ["parse_filter", "search"]
+
+
+def search(
+    collection: str,
+    query: str,
+    filter: Annotated[str | None, typer.Option("--filter", "-f", help='JSON, e.g. {"kind": "call"}')] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n")] = 10,
+    min_score: Annotated[float | None, typer.Option("--min-score")] = None,
+) -> None:
+    """Search a collection with a text query and an optional metadata filter."""
+    from store.query import search as run_search
+
+    def go() -> list[Any]:
+        parsed = parse_filter(filter)
+        return run_search(collection, query, filter=parsed, limit=limit, min_score=min_score)
+
+    matches = guarded(go)
+    table = Table("score", "id", "text", "metadata")
+    for m in matches:
+        # Stored data is printed literally: a chunk holding "[/b]" or "[link=...]" is text, not markup.
+        table.add_row(f"{m.score:.3f}", Text(m.id), Text(short(m.text, 80)), Text(short(json.dumps(m.metadata), 60)))
+    out.print(table)
+
+
+def parse_filter(text: str | None) -> dict[str, Any] | None:
+    """The ``--filter`` JSON of ``search`` and ``ask``; text that is not JSON is a ConfigError with an example."""
+    from store.errors import ConfigError
+
+    if text is None:
+        return None
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as exc:
+        example = '{"kind": "call"}'
+        raise ConfigError(f"--filter {text!r} is not JSON ({exc.msg}); e.g. --filter '{example}'") from None
+    return parsed  # type: ignore[no-any-return]
