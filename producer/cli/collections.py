@@ -16,6 +16,7 @@ from producer.cli.console import confirmed, guarded, out, say
 if TYPE_CHECKING:
     from store.lifecycle import Collections, Emptied
     from store.settings import Settings
+    from store.state.database import Upgrade
 
 __all__ = ["collections_app", "init"]
 
@@ -23,11 +24,11 @@ collections_app = typer.Typer(help="List, create, empty (reset) and drop collect
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="do not ask (needed when stdin is not a terminal)")]
 
 
-def _open() -> tuple[Settings, Collections]:
+def _open(settings: Settings | None = None) -> tuple[Settings, Collections]:
     from store.lifecycle import Collections
     from store.settings import load_settings
 
-    settings = guarded(load_settings)
+    settings = settings or guarded(load_settings)
     return settings, guarded(lambda: Collections.from_settings(settings))
 
 
@@ -120,16 +121,35 @@ def drop(name: str, yes: Yes = False) -> None:
 
 
 def init() -> None:
-    """Create the state tables and the declared collections that are missing; safe to run again."""
-    settings, collections = _open()
+    """Upgrade the state database's schema to this vectorsync's version and create the declared collections
+    that are missing; safe to run again."""
+    from store.settings import load_settings
+
+    settings = guarded(load_settings)
+    upgrade = _upgrade_state(settings)
+    settings, collections = _open(settings)
     with collections:
         created = set(guarded(collections.create_declared))
-        where = getattr(collections.ledger, "safe_url", None)
-    say(f"state tables ready in {where}" if where else "state kept in memory (vectors.store = memory)")
+    say(f"state tables ready in {upgrade.where} ({_version(upgrade)})" if upgrade
+        else "state kept in memory (vectors.store = memory)")
     for name in sorted(settings.collections):
         say(f"{'created' if name in created else 'exists '}  {name}")
     if not settings.collections:
         say("no collection is declared: add [collections.NAME] to the settings")
+
+
+def _upgrade_state(settings: Settings) -> Upgrade | None:
+    if settings.state_url is None:
+        return None  # before the import: a memory store needs no SQLAlchemy
+    from store.state.database import upgrade_state
+
+    return guarded(lambda: upgrade_state(settings))
+
+
+def _version(upgrade: Upgrade) -> str:
+    if not upgrade.changed:
+        return f"schema version {upgrade.after}"
+    return f"schema version {upgrade.after}, upgraded from {upgrade.before or 'no version'}"
 
 
 def _removed(emptied: Emptied) -> str:
