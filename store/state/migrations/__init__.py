@@ -35,7 +35,12 @@ HEAD = "0003"
 FOLDER = Path(__file__).resolve().parent
 
 _READ = sa.text(f"SELECT version_num FROM {VERSION_TABLE} ORDER BY version_num")  # a constant, no user value
-_EXISTS = sa.text("SELECT to_regclass(:table) IS NOT NULL")
+#: pg_class read with this statement's snapshot: to_regclass() answers from a cache that taking an advisory
+#: lock does not refresh, so a process that waited for another's upgrade would not see its version table.
+_EXISTS = sa.text(
+    "SELECT EXISTS (SELECT FROM pg_catalog.pg_class WHERE relname = :table AND relkind IN ('r', 'p') "
+    "AND relnamespace = (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = current_schema()))"
+)
 
 
 def current(conn: sa.Connection) -> tuple[str, ...]:
