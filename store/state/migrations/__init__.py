@@ -35,8 +35,9 @@ HEAD = "0003"
 FOLDER = Path(__file__).resolve().parent
 
 _READ = sa.text(f"SELECT version_num FROM {VERSION_TABLE} ORDER BY version_num")  # a constant, no user value
-#: pg_class read with this statement's snapshot: to_regclass() answers from a cache that taking an advisory
-#: lock does not refresh, so a process that waited for another's upgrade would not see its version table.
+#: A query of pg_class: opening a table makes PostgreSQL take in the catalog changes committed meanwhile. A bare
+#: ``SELECT to_regclass(...)`` opens none, and answers from a cache that waiting for an advisory lock does not
+#: refresh: a process that waited for another's upgrade did not see its version table and ran it again.
 _EXISTS = sa.text(
     "SELECT EXISTS (SELECT FROM pg_catalog.pg_class WHERE relname = :table AND relkind IN ('r', 'p') "
     "AND relnamespace = (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = current_schema()))"
