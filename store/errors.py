@@ -2,6 +2,7 @@
 
     VectorsyncError
     ├── ConfigError          bad settings or bad input: fix the value named in the message
+    │   └── SchemaTooNew     the state database was upgraded by a newer vectorsync: upgrade this one
     ├── StoreError           a backend refused an operation (not worth retrying)
     │   └── StoreUnavailable a backend (PostgreSQL, Qdrant, Redis) could not be reached: retry later
     └── ProviderError        a model call failed: embedding, rerank or chat (also named EmbeddingError)
@@ -21,6 +22,7 @@ __all__ = [
     "InputError",
     "PermanentError",
     "ProviderError",
+    "SchemaTooNew",
     "StoreError",
     "StoreUnavailable",
     "TransientError",
@@ -34,6 +36,13 @@ class VectorsyncError(Exception):
 
 class ConfigError(VectorsyncError, ValueError):
     """A setting or an input value is wrong; the message names it and the fix."""
+
+
+class SchemaTooNew(ConfigError):
+    """The state database is at a schema version this vectorsync does not know: a newer one upgraded it.
+
+    A worker refuses to start on it: its writes would leave out what the newer schema expects.
+    """
 
 
 class StoreError(VectorsyncError):

@@ -17,11 +17,11 @@ from celery.signals import worker_init, worker_process_init, worker_process_shut
 from store.broker.config import celery_config
 from store.calls.threads import PROCESSES_ENV
 from store.contract import QUEUES
-from store.errors import VectorsyncError
-from store.settings import load_settings
+from store.errors import SchemaTooNew, VectorsyncError
+from store.settings import Settings, load_settings
 from worker.metrics import prepare_environment, process_exited, serve
 
-__all__ = ["app"]
+__all__ = ["app", "start_state"]
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,37 @@ def pool_processes(worker: Any) -> int | None:
     return concurrency if isinstance(concurrency, int) and concurrency > 0 else None
 
 
+@worker_init.connect
+def _upgrade_state(**_: Any) -> None:
+    """Bring the state database's schema to this vectorsync's version as the worker starts, before its pool
+    forks; workers starting together take turns under the advisory lock (``store.state.database``).
+
+    A schema newer than this vectorsync stops the worker (Celery only logs what a signal handler raises,
+    SystemExit aside): its tasks would write rows the newer schema does not expect. A database that cannot
+    be reached yet is logged, not fatal: each task opens what it needs.
+    """
+    try:
+        start_state(load_settings())
+    except SchemaTooNew as exc:
+        log.critical("%s", exc)
+        raise SystemExit(f"vectorsync worker refused to start: {exc}") from exc
+    except VectorsyncError as exc:
+        log.error("could not upgrade the state database at start: %s", exc)
+
+
+def start_state(settings: Settings) -> None:
+    """What a worker's start does to the state database: upgrade it, and say so when it did.
+
+    Raises SchemaTooNew (a newer vectorsync upgraded it), ConfigError, StoreUnavailable.
+    """
+    from store.state.database import upgrade_state
+
+    upgrade = upgrade_state(settings)
+    if upgrade is not None and upgrade.changed:
+        log.info("state database at %s: schema upgraded from version %s to %s", upgrade.where,
+                 upgrade.before or "none", upgrade.after)
+
+
 @worker_process_init.connect
 def _fresh_process(**_: Any) -> None:
     # A forked pool process must not reuse its parent's connections.
@@ -64,8 +95,9 @@ def _fresh_process(**_: Any) -> None:
 
 @worker_ready.connect
 def _create_declared_collections(**_: Any) -> None:
-    """Create the ledger's tables and every declared collection as the worker starts, so a search before the
-    first reindex finds an empty collection. Once, in the main process (pool processes fork before it).
+    """Create every declared collection as the worker starts, so a search before the first reindex finds an
+    empty collection (the state schema was upgraded at worker_init). Once, in the main process (pool
+    processes fork before it).
 
     A store or state database that cannot be reached yet is logged, not fatal: each task opens what it needs.
     """

@@ -59,12 +59,13 @@ def open_producer() -> Any:
         return default_producer()
 
 
-def open_collections() -> tuple[Settings, Collections]:
-    """The settings and the collections they name, for the commands that manage collections."""
+def open_collections(settings: Settings | None = None) -> tuple[Settings, Collections]:
+    """The settings (default: loaded now) and the collections they name, for the commands that manage
+    collections."""
     from store.lifecycle import Collections
     from store.settings import load_settings
 
-    settings = guarded(load_settings)
+    settings = settings or guarded(load_settings)
     return settings, guarded(lambda: Collections.from_settings(settings))
 
 

@@ -1,23 +1,49 @@
-"""``vectorsync init``: create the state tables and the declared collections that are missing; safe to run again.
+"""``vectorsync init``: upgrade the state database's schema and create the declared collections that are
+missing; safe to run again.
 
-A worker does the same at its start; this lets a deploy step do it first and see what was created.
+A worker does the same at its start; this lets a deploy step do it first and see what was done.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from producer.cli.console import guarded, open_collections, say
+
+if TYPE_CHECKING:
+    from store.settings import Settings
+    from store.state.database import Upgrade
 
 __all__ = ["init"]
 
 
 def init() -> None:
-    """Create the state tables and the declared collections that are missing; safe to run again."""
-    settings, collections = open_collections()
+    """Upgrade the state database's schema to this vectorsync's version and create the declared collections
+    that are missing; safe to run again."""
+    from store.settings import load_settings
+
+    settings = guarded(load_settings)
+    upgrade = _upgrade_state(settings)
+    settings, collections = open_collections(settings)
     with collections:
         created = set(guarded(collections.create_declared))
-        where = getattr(collections.ledger, "safe_url", None)
-    say(f"state tables ready in {where}" if where else "state kept in memory (vectors.store = memory)")
+    say(f"state tables ready in {upgrade.where} ({_version(upgrade)})" if upgrade
+        else "state kept in memory (vectors.store = memory)")
     for name in sorted(settings.collections):
         say(f"{'created' if name in created else 'exists '}  {name}")
     if not settings.collections:
         say("no collection is declared: add [collections.NAME] to the settings")
+
+
+def _upgrade_state(settings: Settings) -> Upgrade | None:
+    if settings.state_url is None:
+        return None  # before the import: a memory store needs no SQLAlchemy
+    from store.state.database import upgrade_state
+
+    return guarded(lambda: upgrade_state(settings))
+
+
+def _version(upgrade: Upgrade) -> str:
+    if not upgrade.changed:
+        return f"schema version {upgrade.after}"
+    return f"schema version {upgrade.after}, upgraded from {upgrade.before or 'no version'}"

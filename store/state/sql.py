@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from store.errors import ConfigError, StoreError, StoreUnavailable
 
-__all__ = ["engine_url", "make_engine", "retryable", "safe_url", "transaction", "translate"]
+__all__ = ["advisory_lock", "engine_url", "make_engine", "retryable", "safe_url", "transaction", "translate"]
 
 
 def engine_url(url: str) -> str:
@@ -40,6 +40,12 @@ def make_engine(url: str, *, setting: str, **options: Any) -> sa.Engine:
         ) from None
     except ModuleNotFoundError as exc:
         raise ConfigError(f"{setting}: the database driver {exc.name!r} is not installed (pip install it)") from None
+
+
+def advisory_lock(conn: sa.Connection, key: str) -> None:
+    """PostgreSQL's advisory lock on ``key`` until the transaction ends: serializes schema changes (and the
+    writers of one alias) across processes. The one place the key is hashed, so every taker agrees on it."""
+    conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(key, 0))))
 
 
 def retryable(error: BaseException) -> bool:

@@ -1,9 +1,10 @@
 """The registry of generations in the state database, shared by every worker and app.
 
-Tables (created on first use): ``vectorsync_aliases`` (a collection and the
-generation it reads) and ``vectorsync_generations`` (each generation's chain,
-models and size). A switch is one ``UPDATE`` of the alias row, compared and
-set: every reader sees the old generation or the new one, never neither.
+Tables (``store.state.tables``; the schema is brought up to date on opening, ``store.state.database``):
+``vectorsync_aliases`` (a collection and the generation it reads) and
+``vectorsync_generations`` (each generation's chain, models and size). A
+switch is one ``UPDATE`` of the alias row, compared and set: every reader sees
+the old generation or the new one, never neither.
 """
 
 from __future__ import annotations
@@ -13,32 +14,14 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 
 from store.errors import ConfigError
+from store.state.database import StateDatabase
 from store.state.generations.base import Alias, Generation, building_error, live_error, now
-from store.state.sql import make_engine, transaction
+from store.state.sql import advisory_lock
+from store.state.tables import aliases, generations
 
 __all__ = ["PostgresGenerations"]
-
-_meta = sa.MetaData()
-aliases = sa.Table(
-    "vectorsync_aliases", _meta,
-    sa.Column("collection", sa.Text, primary_key=True),
-    sa.Column("live", sa.Integer, nullable=False),
-    sa.Column("switched_at", sa.DateTime(timezone=True)),
-)
-generations = sa.Table(
-    "vectorsync_generations", _meta,
-    sa.Column("collection", sa.Text, primary_key=True),
-    sa.Column("number", sa.Integer, primary_key=True),
-    sa.Column("chain", postgresql.JSONB, nullable=False),
-    sa.Column("models", postgresql.JSONB, nullable=False),
-    sa.Column("dimensions", sa.Integer, nullable=False),
-    sa.Column("run_id", sa.Text),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-)
-
 
 def _generation(row: sa.Row) -> Generation:  # type: ignore[type-arg]
     return Generation(row.collection, row.number, tuple(row.chain), row.models, row.dimensions, row.run_id,
@@ -46,25 +29,19 @@ def _generation(row: sa.Row) -> Generation:  # type: ignore[type-arg]
 
 
 class PostgresGenerations:
-    """Aliases in PostgreSQL; see the module docstring. ``engine``: the state database's (None: its own at ``url``)."""
+    """Aliases in PostgreSQL; see the module docstring. ``database``: the ledger's, shared (None: its own at
+    ``url``, its schema brought up to date)."""
 
-    def __init__(self, url: str | None = None, *, engine: sa.Engine | None = None) -> None:
-        if engine is None:
-            if not url:
-                raise ConfigError("no state database: set state.url (VECTORSYNC_STATE__URL) to a PostgreSQL URL")
-            engine = make_engine(url, setting="state.url", pool_size=2, pool_pre_ping=True)
-            self._owned = True
-        else:
-            self._owned = False
-        self.engine = engine
-        self.safe_url = engine.url.render_as_string(hide_password=True)
-        with self._transaction() as conn:
-            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended("vectorsync:state", 0))))
-            _meta.create_all(conn, checkfirst=True)
+    def __init__(self, url: str | None = None, *, database: StateDatabase | None = None) -> None:
+        """Raises ConfigError (no URL, not PostgreSQL, a schema newer than this vectorsync) and StoreUnavailable."""
+        self._owned = database is None
+        self.database = database if database is not None else StateDatabase.open(url, pool_size=2)
+        self.engine = self.database.engine
+        self.safe_url = self.database.safe_url
 
     @contextmanager
     def _transaction(self) -> Iterator[sa.Connection]:
-        with transaction(self.engine, f"state database {self.safe_url}") as conn:
+        with self.database.transaction() as conn:
             yield conn
 
     def _read(self, conn: sa.Connection, where: sa.ColumnElement[bool] | None = None) -> list[Alias]:
@@ -105,8 +82,7 @@ class PostgresGenerations:
     @staticmethod
     def _lock(conn: sa.Connection, collection: str) -> None:
         """The alias's lock, held to the end of the transaction: begin, switch and forget take turns."""
-        conn.execute(sa.select(sa.func.pg_advisory_xact_lock(
-            sa.func.hashtextextended("vectorsync:alias/" + collection, 0))))
+        advisory_lock(conn, "vectorsync:alias/" + collection)
 
     @staticmethod
     def _insert(conn: sa.Connection, generation: Generation) -> None:
@@ -144,4 +120,4 @@ class PostgresGenerations:
 
     def close(self) -> None:
         if self._owned:
-            self.engine.dispose()
+            self.database.close()

@@ -3,10 +3,11 @@
 Record locks are PostgreSQL advisory locks held for a transaction, so the
 ledger must live in PostgreSQL (the pgvector database by default).
 
-Tables (created on first use): ``vectorsync_ledger``, ``vectorsync_runs``,
-``vectorsync_run_batches`` and ``vectorsync_failures``. A run's progress is
-the sum over its batches, each batch counted once by its primary key, so a
-batch redelivered after a worker died is not counted twice.
+Tables (``store.state.tables``; the schema is brought up to date on opening, ``store.state.database``):
+``vectorsync_ledger``, ``vectorsync_runs``, ``vectorsync_run_batches`` and
+``vectorsync_failures``. A run's progress is the sum over its batches, each
+batch counted once by its primary key, so a batch redelivered after a worker
+died is not counted twice.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from store.errors import ConfigError
+from store.state.database import StateDatabase
 from store.state.generations.postgres import PostgresGenerations
 from store.state.ledger.base import (
     MAX_ERROR_CHARS,
@@ -32,64 +34,10 @@ from store.state.ledger.base import (
     one_run,
     unknown_run,
 )
-from store.state.sql import make_engine, transaction
+from store.state.tables import failures, ledger, run_batches, runs
 from store.vectors.records import escape_unstorable
 
 __all__ = ["PostgresLedger"]
-
-
-_meta = sa.MetaData()
-ledger = sa.Table(
-    "vectorsync_ledger", _meta,
-    sa.Column("collection", sa.Text, primary_key=True),
-    sa.Column("record_id", sa.Text, primary_key=True),
-    sa.Column("content_hash", sa.Text, nullable=False),
-    sa.Column("model", sa.Text, nullable=False),
-    sa.Column("chunks", sa.Integer, nullable=False),
-    sa.Column("version", sa.BigInteger, nullable=False, server_default="0"),
-    sa.Column("stamp", sa.Text, nullable=False, server_default=""),
-    sa.Column("indexed_at", sa.DateTime(timezone=True), nullable=False),
-)
-runs = sa.Table(
-    "vectorsync_runs", _meta,
-    sa.Column("run_id", sa.Text, primary_key=True),
-    sa.Column("collection", sa.Text, nullable=False, index=True),
-    sa.Column("status", sa.Text, nullable=False),
-    sa.Column("kind", sa.Text, nullable=False, server_default="reindex"),
-    sa.Column("full", sa.Boolean, nullable=False),
-    sa.Column("total", sa.Integer),
-    sa.Column("batches", sa.Integer),
-    sa.Column("deferred_index", sa.Boolean, nullable=False, server_default=sa.false()),
-    sa.Column("error", sa.Text, nullable=False, server_default=""),
-    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("finished_at", sa.DateTime(timezone=True)),
-)
-run_batches = sa.Table(
-    "vectorsync_run_batches", _meta,
-    sa.Column("run_id", sa.Text, primary_key=True),
-    sa.Column("batch", sa.Integer, primary_key=True),
-    sa.Column("done", sa.Integer, nullable=False),
-    sa.Column("skipped", sa.Integer, nullable=False),
-    sa.Column("failed", sa.Integer, nullable=False),
-    sa.Column("counted_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
-)
-failures = sa.Table(
-    "vectorsync_failures", _meta,
-    sa.Column("collection", sa.Text, primary_key=True),
-    sa.Column("record_id", sa.Text, primary_key=True),
-    sa.Column("error", sa.Text, nullable=False),
-    sa.Column("attempts", sa.Integer, nullable=False),
-    sa.Column("run_id", sa.Text),
-    sa.Column("last_seen", sa.DateTime(timezone=True), nullable=False),
-)
-
-
-#: Columns added after the first release, created on tables that predate them.
-_ADDED_COLUMNS = (
-    ("vectorsync_ledger", "stamp", "text NOT NULL DEFAULT ''"),
-    ("vectorsync_run_batches", "counted_at", "timestamptz NOT NULL DEFAULT now()"),
-    ("vectorsync_runs", "deferred_index", "boolean NOT NULL DEFAULT false"),
-)
 
 
 def _entry(row: sa.Row) -> LedgerEntry:  # type: ignore[type-arg]
@@ -125,43 +73,24 @@ class PostgresLedger:
     """The ledger in PostgreSQL; see the module docstring."""
 
     def __init__(self, url: str | None) -> None:
-        if not url:
-            raise ConfigError(
-                "no state database: set state.url (VECTORSYNC_STATE__URL) to a PostgreSQL URL, "
-                "or use the pgvector store, whose database is the default"
-            )
-        self.engine = make_engine(url, setting="state.url", pool_size=5, pool_pre_ping=True)
-        self.safe_url = self.engine.url.render_as_string(hide_password=True)
-        if self.engine.dialect.name != "postgresql":
-            raise ConfigError(f"state.url {self.safe_url!r} is not PostgreSQL; the state needs PostgreSQL locks")
-        self._create()
+        """Raises ConfigError (no URL, not PostgreSQL, a schema newer than this vectorsync) and StoreUnavailable."""
+        self.database = StateDatabase.open(url, pool_size=5)
+        self.engine = self.database.engine
+        self.safe_url = self.database.safe_url
 
     @cached_property
     def generations(self) -> PostgresGenerations:
-        """The aliases of migrated collections, in this database (their tables made on first use)."""
-        return PostgresGenerations(engine=self.engine)
+        """The aliases of migrated collections, in this database and over its engine."""
+        return PostgresGenerations(database=self.database)
 
     def close(self) -> None:
-        self.engine.dispose()
+        self.database.close()
 
     @contextmanager
     def transaction(self) -> Iterator[sa.Connection]:
         """A connection in a transaction; driver errors become StoreUnavailable or StoreError."""
-        with transaction(self.engine, f"state database {self.safe_url}") as conn:
+        with self.database.transaction() as conn:
             yield conn
-
-    def _create(self) -> None:
-        with self.transaction() as conn:
-            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended("vectorsync:state", 0))))
-            _meta.create_all(conn, checkfirst=True)
-            # ALTER TABLE locks the table exclusively even when the column exists, which deadlocks with
-            # workers using the ledger: alter only tables that lack a column.
-            found = {tuple(row) for row in conn.execute(sa.text(
-                "SELECT table_name, column_name FROM information_schema.columns "
-                "WHERE table_schema = current_schema() AND table_name LIKE 'vectorsync\\_%'"))}
-            for table, column, definition in _ADDED_COLUMNS:  # names are ours, never user values
-                if (table, column) not in found:
-                    conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {definition}"))
 
     # -- locks and entries -----------------------------------------------------------
 

@@ -19,6 +19,7 @@ from psycopg import sql
 from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP
 
 from store.errors import ConfigError
+from store.state.sql import advisory_lock
 from store.vectors.base import Metric
 
 __all__ = [
@@ -29,7 +30,6 @@ __all__ = [
     "embedding_type",
     "ensure_field_indexes",
     "field_index_name",
-    "lock",
 ]
 
 #: Above this many dimensions the column is halfvec: HNSW indexes vector only up to 2000.
@@ -41,11 +41,6 @@ MAX_HALFVEC_DIMENSIONS = 4000
 MAX_TABLE_NAME = 63 - len("_embedding_idx")
 _OPS = {"cosine": "cosine", "dot": "ip", "euclidean": "l2"}
 _FIX = "drop the table or use another collection name"
-
-
-def lock(conn: sa.Connection, key: str) -> None:
-    """An advisory lock on ``key`` until the transaction ends: serializes schema changes across processes."""
-    conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(key, 0))))
 
 
 @dataclass
@@ -114,7 +109,7 @@ class Schema:
     def ensure(self, conn: sa.Connection, name: str) -> sa.Table:
         """Create the table of ``name`` if missing; one of another size or metric is a ConfigError."""
         table = self.table(name)
-        lock(conn, table.name)
+        advisory_lock(conn, table.name)
         found = embedding_type(conn, table.name)
         if found is None:
             table.create(conn)
@@ -189,7 +184,7 @@ def ensure_field_indexes(conn: sa.Connection, table_name: str, fields: Iterable[
     missing = {name: f for name, f in wanted.items() if name not in present}
     if not missing:
         return []
-    lock(conn, table_name)
+    advisory_lock(conn, table_name)
     raw = conn.connection.driver_connection
     for name, f in missing.items():
         # The expression is the query's own (pgvector.filters.field_expression): metadata -> 'a' -> 'b'.

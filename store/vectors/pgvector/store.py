@@ -12,9 +12,9 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 
 from store.settings import Settings, VectorSettings, default
-from store.state.sql import make_engine, safe_url, transaction
+from store.state.sql import advisory_lock, make_engine, safe_url, transaction
 from store.vectors.base import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
-from store.vectors.pgvector.schema import Schema, lock
+from store.vectors.pgvector.schema import Schema
 from store.vectors.pgvector.table import PgvectorCollection
 
 __all__ = ["MAX_SCAN_TUPLES", "PgvectorStore"]
@@ -98,7 +98,7 @@ class PgvectorStore(VectorStore):
 
     def _create_extension(self) -> None:
         with self.transaction() as conn:
-            lock(conn, "vectorsync:extension")
+            advisory_lock(conn, "vectorsync:extension")
             conn.execute(sa.text("CREATE EXTENSION IF NOT EXISTS vector"))
         self.engine.dispose()  # connections made before the extension existed cannot adapt vectors
 
@@ -118,7 +118,7 @@ class PgvectorStore(VectorStore):
         so the search planner reads an empty table rather than an unknown one."""
         table = self.schema.table(name).name
         with self.transaction() as conn:
-            lock(conn, table)
+            advisory_lock(conn, table)
             raw = conn.connection.driver_connection
             raw.execute(sql.SQL("TRUNCATE {}").format(sql.Identifier(table)))  # type: ignore[union-attr]
             raw.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))  # type: ignore[union-attr]

@@ -16,12 +16,13 @@ import sqlalchemy as sa
 from psycopg import sql
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
+from store.state.sql import advisory_lock
 from store.vectors.base import Collection
 from store.vectors.filters import Filter
 from store.vectors.indexed import IndexedFields
 from store.vectors.pgvector.filters import compile_filter
 from store.vectors.pgvector.planner import OVERSHOOT, Plan, exact_search, observe, plan
-from store.vectors.pgvector.schema import bulk_indexes, ensure_field_indexes, lock
+from store.vectors.pgvector.schema import bulk_indexes, ensure_field_indexes
 from store.vectors.records import VectorMatch, VectorRecord, canonical_json
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ class PgvectorCollection(Collection):
         with self._store.transaction() as conn:
             # Two swaps of the same set wait for each other; otherwise the second one's
             # delete could miss rows the first one is inserting.
-            lock(conn, f"{self.table.name}:{canonical_json(filter.to_dict())}")
+            advisory_lock(conn, f"{self.table.name}:{canonical_json(filter.to_dict())}")
             conn.execute(sa.delete(self.table).where(self._where(filter)))
             self._write(conn, records, bulk=False)  # a table lock after the DELETE could deadlock
 
@@ -129,7 +130,7 @@ class PgvectorCollection(Collection):
 
     def defer_index(self) -> bool:
         with self._store.transaction() as conn:
-            lock(conn, self.table.name)
+            advisory_lock(conn, self.table.name)
             if conn.execute(sa.select(sa.exists().select_from(self.table))).scalar_one():
                 return False
             for index in bulk_indexes(self.table):
@@ -138,7 +139,7 @@ class PgvectorCollection(Collection):
 
     def ensure_index(self) -> None:
         with self._store.transaction() as conn:
-            lock(conn, self.table.name)
+            advisory_lock(conn, self.table.name)
             self._prepare_build(conn)
             for index in bulk_indexes(self.table):
                 index.create(conn, checkfirst=True)

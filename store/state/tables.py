@@ -1,0 +1,81 @@
+"""Every table of the state database, in one place: what the code reads and writes, and what the migrations
+(``store.state.migrations``) must build. A test compares the two, so they cannot drift apart.
+
+- ``vectorsync_ledger``: what each record was indexed from (content hash, model, chunks, version, stamp).
+- ``vectorsync_runs`` and ``vectorsync_run_batches``: reindex and reconcile runs, each batch counted once.
+- ``vectorsync_failures``: records that failed after their retries, with their error.
+- ``vectorsync_aliases`` and ``vectorsync_generations``: the generations of migrated collections.
+
+The migrations keep their own frozen copies of these definitions: a migration is what a release did, and
+must not change when this module does. A change here needs a new revision there.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+
+__all__ = ["aliases", "failures", "generations", "ledger", "metadata", "run_batches", "runs"]
+
+#: The state tables, and only them (the vector tables belong to the pgvector store).
+metadata = sa.MetaData()
+
+ledger = sa.Table(
+    "vectorsync_ledger", metadata,
+    sa.Column("collection", sa.Text, primary_key=True),
+    sa.Column("record_id", sa.Text, primary_key=True),
+    sa.Column("content_hash", sa.Text, nullable=False),
+    sa.Column("model", sa.Text, nullable=False),
+    sa.Column("chunks", sa.Integer, nullable=False),
+    sa.Column("version", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("stamp", sa.Text, nullable=False, server_default=""),
+    sa.Column("indexed_at", sa.DateTime(timezone=True), nullable=False),
+)
+runs = sa.Table(
+    "vectorsync_runs", metadata,
+    sa.Column("run_id", sa.Text, primary_key=True),
+    sa.Column("collection", sa.Text, nullable=False, index=True),
+    sa.Column("status", sa.Text, nullable=False),
+    sa.Column("kind", sa.Text, nullable=False, server_default="reindex"),
+    sa.Column("full", sa.Boolean, nullable=False),
+    sa.Column("total", sa.Integer),
+    sa.Column("batches", sa.Integer),
+    sa.Column("deferred_index", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("error", sa.Text, nullable=False, server_default=""),
+    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("finished_at", sa.DateTime(timezone=True)),
+)
+run_batches = sa.Table(
+    "vectorsync_run_batches", metadata,
+    sa.Column("run_id", sa.Text, primary_key=True),
+    sa.Column("batch", sa.Integer, primary_key=True),
+    sa.Column("done", sa.Integer, nullable=False),
+    sa.Column("skipped", sa.Integer, nullable=False),
+    sa.Column("failed", sa.Integer, nullable=False),
+    sa.Column("counted_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
+)
+failures = sa.Table(
+    "vectorsync_failures", metadata,
+    sa.Column("collection", sa.Text, primary_key=True),
+    sa.Column("record_id", sa.Text, primary_key=True),
+    sa.Column("error", sa.Text, nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("run_id", sa.Text),
+    sa.Column("last_seen", sa.DateTime(timezone=True), nullable=False),
+)
+aliases = sa.Table(
+    "vectorsync_aliases", metadata,
+    sa.Column("collection", sa.Text, primary_key=True),
+    sa.Column("live", sa.Integer, nullable=False),
+    sa.Column("switched_at", sa.DateTime(timezone=True)),
+)
+generations = sa.Table(
+    "vectorsync_generations", metadata,
+    sa.Column("collection", sa.Text, primary_key=True),
+    sa.Column("number", sa.Integer, primary_key=True),
+    sa.Column("chain", postgresql.JSONB, nullable=False),
+    sa.Column("models", postgresql.JSONB, nullable=False),
+    sa.Column("dimensions", sa.Integer, nullable=False),
+    sa.Column("run_id", sa.Text),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+)
