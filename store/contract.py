@@ -7,6 +7,8 @@ between producers and workers of different versions.
 
 from __future__ import annotations
 
+import enum
+
 __all__ = [
     "BUILD_INDEX",
     "BULK_QUEUE",
@@ -24,6 +26,7 @@ __all__ = [
     "ROUTES",
     "SENT_AT_HEADER",
     "WORKER_COMMAND",
+    "RunStatus",
     "pending_key",
 ]
 
@@ -68,3 +71,17 @@ WORKER_COMMAND = "celery -A worker worker -Q " + ",".join(QUEUES)
 def pending_key(collection: str, record_id: str) -> str:
     """Redis key marking a record whose index task is queued and not yet started."""
     return f"{PENDING_KEY_PREFIX}{collection}:{record_id}"
+
+
+class RunStatus(enum.StrEnum):
+    """A run's state, as the worker writes it and producers and the CLI read it."""
+
+    RUNNING = "running"
+    #: Every record is in; the vector index deferred for the bulk load is being built.
+    INDEXING = "indexing"
+    DONE = "done"
+    FAILED = "failed"
+
+    @property
+    def ended(self) -> bool:
+        return self in (RunStatus.DONE, RunStatus.FAILED)

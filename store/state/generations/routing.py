@@ -16,8 +16,9 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from store.contract import RunStatus
 from store.errors import ConfigError
 from store.settings import CollectionSettings, Settings
 from store.state.generations.base import (
@@ -29,15 +30,14 @@ from store.state.generations.base import (
     live_error,
     parse_name,
 )
-from store.state.ledger.base import RunProgress, RunStatus
 from store.vectors.backends import open_store
 from store.vectors.base import Collection, VectorStore
 
 if TYPE_CHECKING:
     from store.embeddings import Embeddings
 
-__all__ = ["Dropping", "Router", "dropping", "migrated", "open_declared", "read_physical", "reading", "switch_now",
-           "switch_when_built", "writing"]
+__all__ = ["Dropping", "Router", "Run", "dropping", "migrated", "open_declared", "read_physical", "reading",
+           "switch_now", "switch_when_built", "writing"]
 
 log = logging.getLogger("vectorsync.migrate")
 
@@ -107,7 +107,23 @@ def dropping(registry: Generations | None, name: str) -> Dropping:
     return Dropping((alias.generation(number).physical,), alias, number)
 
 
-def switch_when_built(registry: Generations, progress: RunProgress) -> Generation | None:
+class Run(Protocol):
+    """What a switch reads of a generation's run (``store.state.ledger.RunProgress`` is one: the ledger holds
+    this registry, so this module never imports the ledger)."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def collection(self) -> str: ...
+    @property
+    def status(self) -> RunStatus: ...
+    @property
+    def total(self) -> int | None: ...
+    @property
+    def failed(self) -> int: ...
+
+
+def switch_when_built(registry: Generations, progress: Run) -> Generation | None:
     """Switch the alias to the generation whose run ``progress`` is, if that run is done without failures;
     the generation switched to, else None. A run with failures, or with no record at all (a source that
     read nothing would empty every search), leaves it building, and says so."""
@@ -128,7 +144,7 @@ def switch_when_built(registry: Generations, progress: RunProgress) -> Generatio
     return _switch(registry, alias, building)
 
 
-def switch_now(registry: Generations, collection: str, run: RunProgress | None) -> Generation:
+def switch_now(registry: Generations, collection: str, run: Run | None) -> Generation:
     """Switch to the building generation of ``collection`` whose run is done, failures or not (``--switch``)."""
     alias = registry.alias(collection)
     building = alias.building if alias is not None else None

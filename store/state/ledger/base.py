@@ -9,13 +9,13 @@ block ends.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
+from store.contract import RunStatus
 from store.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -49,18 +49,6 @@ class LedgerEntry:
     chunks: int
     version: int = 0
     stamp: str = ""
-
-
-class RunStatus(enum.StrEnum):
-    RUNNING = "running"
-    #: Every record is in; the vector index deferred for the bulk load is being built.
-    INDEXING = "indexing"
-    DONE = "done"
-    FAILED = "failed"
-
-    @property
-    def ended(self) -> bool:
-        return self in (RunStatus.DONE, RunStatus.FAILED)
 
 
 @dataclass(frozen=True, slots=True)
