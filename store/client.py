@@ -155,10 +155,14 @@ class Client:
         """Sends tasks by name through the broker (``[broker]``) and reads runs from the ledger."""
         def build() -> Producer:
             from store.broker.producer import Producer
+            from store.state.ledger import in_process_only
 
-            ledger = self._parts["ledger"] if "ledger" in self._given else None
-            return Producer(self.settings, send=self._send, ledger=ledger,
-                            open_ledger=None if ledger is not None else lambda: self.ledger)
+            given = self._parts["ledger"] if "ledger" in self._given else None
+            # Runs sent to a broker need the state database workers share: a memory ledger would be this
+            # process's alone, so an in-process client's producer finds none, as a Producer does.
+            shared = given is None and not in_process_only(self.settings)
+            return Producer(self.settings, send=self._send, ledger=given,
+                            open_ledger=(lambda: self.ledger) if shared else None)
         return self._part("producer", build)
 
     # -- reads ---------------------------------------------------------------------------

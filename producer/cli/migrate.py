@@ -31,7 +31,7 @@ def migrate(
 ) -> None:
     """Build a collection under a new embedding chain beside the live one, then switch to it in one step."""
     producer = open_producer()
-    registry = producer.ledger.generations
+    registry = guarded(lambda: producer.ledger.generations)
     if switch:
         _switch(producer, collection)
         return

@@ -17,15 +17,20 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Failure", "Forgotten", "Held", "Ledger", "LedgerEntry", "MemoryLedger", "RunProgress", "RunStatus",
-    "ledger_from_settings",
+    "in_process_only", "ledger_from_settings",
 ]
+
+
+def in_process_only(settings: Settings) -> bool:
+    """Whether the settings keep everything in this process: a memory store and no state database."""
+    return settings.vectors.store == "memory" and settings.state_url is None
 
 
 def ledger_from_settings(settings: Settings, *, memory_fallback: bool = False) -> Ledger:
     """The PostgreSQL ledger at ``[state] url`` (default: the pgvector database). ``memory_fallback``: a memory
     store with no state database gets a memory ledger, which keeps nothing past its process, as that store.
     Raises ConfigError."""
-    if memory_fallback and settings.vectors.store == "memory" and settings.state_url is None:
+    if memory_fallback and in_process_only(settings):
         return MemoryLedger()
     try:
         from store.state.ledger.postgres import PostgresLedger
