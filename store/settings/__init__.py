@@ -25,7 +25,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from store.errors import ConfigError
-from store.settings.names import check_declared_name
+from store.settings.collection_names import check_declared_name
 from store.settings.urls import without_credentials
 
 __all__ = [

@@ -11,7 +11,7 @@ from typing import Any
 
 from store.errors import ConfigError
 from store.settings import LimitSettings, default
-from store.settings.names import check_collection_name
+from store.settings.collection_names import check_collection_name
 
 __all__ = [
     "RESERVED_METADATA",

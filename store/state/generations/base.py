@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from store.errors import ConfigError
 from store.settings import ModelSettings, Settings
-from store.settings.names import GENERATION_NAME
+from store.settings.collection_names import GENERATION_NAME
 
 __all__ = [
     "Alias",

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence, Set
 
 from store.errors import ConfigError
 from store.settings import Settings
-from store.settings.names import check_collection_name
+from store.settings.collection_names import check_collection_name
 from store.state.generations.base import (
     Generation,
     Generations,
