@@ -18,8 +18,7 @@ from kombu.exceptions import OperationalError
 from producer.client import Producer
 from store.state.sql import engine_url
 from tests.reliability.conftest import Rig, kill_tree
-from tests.test_worker_integration import note
-from tests.workers import pool_processes, run_cli, wait_for
+from tests.workers import note, pool_processes, run_cli, wait_for
 
 
 def _idle(producer: Producer) -> bool:
