@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from store import Filter, VectorRecord, VectorStore
-from tests.backends import BACKENDS, StoreFactory, make_store_factory, unique_name
+from tests.backends import StoreFactory, make_store_factory, unique_name
 
 FIELDS = ["kind", "n", "tags", "owner.id", "owner.score"]
 strings = st.sampled_from(["a", "b", "B", "ab", "é", "2026-10-01", "2026-10-15", "1", ""])
@@ -59,26 +59,35 @@ filters = st.recursive(
 )
 
 
-@pytest.fixture(params=[b for b in BACKENDS if b != "memory"], scope="module")
-def store(request: pytest.FixtureRequest) -> Iterator[VectorStore]:
+class FilterProperties:
+    """The property every backend that translates filters keeps; a subclass gives the ``store`` fixture."""
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(records=st.lists(metadata(), min_size=1, max_size=25), filter=filters)
+    def test_backend_selects_exactly_what_matches_selects(
+        self, store: VectorStore, records: list[dict[str, Any]], filter: Filter
+    ) -> None:
+        collection = store.collection(unique_name())
+        try:
+            collection.upsert_many(
+                VectorRecord(str(i), [float(i), 1.0, 0.0, 0.0], "", meta) for i, meta in enumerate(records)
+            )
+            expected = sorted(str(i) for i, meta in enumerate(records) if filter.matches(meta))
+            found = sorted(m.id for m in collection.search([0, 1, 0, 0], filter=filter, limit=100))
+            assert found == expected, filter
+            assert collection.count(filter) == len(expected)
+        finally:
+            store.drop_collection(collection.name)
+
+
+def make_store(request: pytest.FixtureRequest) -> Iterator[VectorStore]:
+    """One store of ``request.param``'s backend for a whole class of examples, closed afterwards."""
     factory: Iterator[StoreFactory] = make_store_factory(request, request.param)
     yield next(factory)(dimensions=4, metric="euclidean")
     next(factory, None)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(records=st.lists(metadata(), min_size=1, max_size=25), filter=filters)
-def test_backend_selects_exactly_what_matches_selects(
-    store: VectorStore, records: list[dict[str, Any]], filter: Filter
-) -> None:
-    collection = store.collection(unique_name())
-    try:
-        collection.upsert_many(
-            VectorRecord(str(i), [float(i), 1.0, 0.0, 0.0], "", meta) for i, meta in enumerate(records)
-        )
-        expected = sorted(str(i) for i, meta in enumerate(records) if filter.matches(meta))
-        found = sorted(m.id for m in collection.search([0, 1, 0, 0], filter=filter, limit=100))
-        assert found == expected, filter
-        assert collection.count(filter) == len(expected)
-    finally:
-        store.drop_collection(collection.name)
+class TestQdrantLocalMode(FilterProperties):
+    @pytest.fixture(params=["qdrant"], scope="class")
+    def store(self, request: pytest.FixtureRequest) -> Iterator[VectorStore]:
+        yield from make_store(request)
