@@ -16,12 +16,11 @@ from store.errors import PermanentError
 from store.settings import load_settings
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI, settings_for
-from tests.services import redis_db
 from tests.workers import pushed_collection, run_cli
 
 
-def test_a_nan_answer_fails_over_and_never_reaches_the_cache(redis_url: str) -> None:
-    url = redis_db(redis_url, 11)
+def test_a_nan_answer_fails_over_and_never_reaches_the_cache(scratch_redis_url: str) -> None:
+    url = scratch_redis_url
     redis.Redis.from_url(url).flushdb()
     with FakeOpenAI(dimensions=8) as broken, FakeOpenAI(dimensions=8) as healthy:
         broken.always(nan=True)

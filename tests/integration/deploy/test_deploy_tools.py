@@ -183,11 +183,9 @@ def _env_example_names() -> set[str]:
     return set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]*)=", ENV_EXAMPLE.read_text(), flags=re.MULTILINE))
 
 
+@pytest.mark.usefixtures("no_vectorsync_env")
 def test_compose_environment_loads_with_the_example_config(compose: dict[str, Any],
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in list(os.environ):
-        if key.startswith("VECTORSYNC_"):
-            monkeypatch.delenv(key)
     for name in CELERY_SERVICES:
         env = _environment(compose["services"][name])
         with monkeypatch.context() as patch:

@@ -18,13 +18,12 @@ from producer.client import Producer
 from store import ConfigError
 from store.contract import INDEX_RECORD, LIVE_QUEUE
 from store.settings import CollectionSettings, Settings
-from tests.services import redis_db
 from tests.workers import ROOT, run_cli
 
 
 @pytest.fixture
-def broker(redis_url: str) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_db(redis_url, 14))
+def broker(scratch_redis_url: str) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(scratch_redis_url)
     client.flushdb()
     yield client
     client.flushdb()
@@ -32,9 +31,9 @@ def broker(redis_url: str) -> Iterator[redis.Redis]:
 
 @pytest.fixture
 def sender(
-    broker: redis.Redis, redis_url: str, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+    broker: redis.Redis, scratch_redis_url: str, postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Producer]:
-    url = redis_db(redis_url, 14)
+    url = scratch_redis_url
     settings = Settings.model_validate({"broker": {"url": url}, "vectors": {"url": postgres_url}})
     made = Producer(settings)
     monkeypatch.setattr("producer.client._default", made)

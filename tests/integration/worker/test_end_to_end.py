@@ -28,7 +28,7 @@ from store.state.ledger.postgres import PostgresLedger
 from store.state.sql import engine_url
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
-from tests.services import AMQP_URL, amqp_answers, free_port, redis_db
+from tests.services import AMQP_URL, amqp_answers, free_port
 from tests.workers import (
     CrmTable,
     celery_worker,
@@ -86,9 +86,9 @@ def broker(request: pytest.FixtureRequest, broker_redis_url: str) -> str:
 
 
 @pytest.fixture
-def world(tmp_path: Path, broker: str, redis_url: str, postgres_url: str, request: pytest.FixtureRequest
+def world(tmp_path: Path, broker: str, scratch_redis_url: str, postgres_url: str, request: pytest.FixtureRequest
           ) -> Iterator[World]:
-    cache = redis_db(redis_url, 13)
+    cache = scratch_redis_url
     redis.Redis.from_url(cache).flushdb()
     collection = unique_name("notes")
     with FakeOpenAI(dimensions=8) as openai:

@@ -1,7 +1,7 @@
 """Flower watching a real worker: its HTTP API lists the worker, its queues and the tasks it ran.
 
-One real ``celery -A worker worker`` (Redis db 11, PostgreSQL with pgvector, a fake
-OpenAI server) and one real ``celery -A worker flower`` are started for the module;
+One real ``celery -A worker worker`` (a Redis database of its own, PostgreSQL with pgvector, a
+fake OpenAI server) and one real ``celery -A worker flower`` are started for the module;
 tasks go through ``producer.client.Producer`` as app code sends them, and are read
 back from Flower's ``/api/workers`` and ``/api/tasks``.
 """
@@ -29,12 +29,11 @@ from store.settings import load_settings
 from store.state.ledger import RunStatus
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
-from tests.services import free_port, redis_db
+from tests.services import free_port
 from tests.workers import ROOT, CrmTable, celery_worker, process_env, settings_toml, stored_chunks, wait_for
 
 pytestmark = pytest.mark.slow
 
-REDIS_DB = 11
 WORKER = "flowerw"
 ROWS = 5
 BATCH = 2  # worker.batch_size: a reindex of 5 rows, one of them indexed already, sends 2 index_batch tasks
@@ -95,9 +94,9 @@ def _stop_flower(process: subprocess.Popen[bytes]) -> int:
 
 
 @pytest.fixture(scope="module")
-def system(tmp_path_factory: pytest.TempPathFactory, redis_url: str, postgres_url: str) -> Iterator[System]:
+def system(tmp_path_factory: pytest.TempPathFactory, scratch_redis_url: str, postgres_url: str) -> Iterator[System]:
     folder = tmp_path_factory.mktemp("flower")
-    broker = redis_db(redis_url, REDIS_DB)
+    broker = scratch_redis_url
     redis.Redis.from_url(broker).flushdb()
     collection = unique_name("flower")
     with FakeOpenAI(dimensions=8) as openai:

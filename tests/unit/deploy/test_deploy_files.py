@@ -4,7 +4,6 @@ deploy/k8s/: test_k8s_manifests.py)."""
 
 from __future__ import annotations
 
-import os
 import re
 import tomllib
 from pathlib import Path
@@ -98,10 +97,8 @@ def assert_real_settings(names: dict[str, str]) -> None:
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.usefixtures("no_vectorsync_env")
 def test_example_config_loads_and_covers_every_section(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in list(os.environ):
-        if key.startswith("VECTORSYNC_"):
-            monkeypatch.delenv(key)
     settings = load_settings(EXAMPLE_CONFIG)
     data = tomllib.loads(EXAMPLE_CONFIG.read_text())
     assert set(data) == set(Settings.model_fields), "deploy/vectorsync.toml should show every section"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -172,11 +171,9 @@ def test_k8s_sets_only_real_settings(manifests: dict[tuple[str, str], dict[str, 
     assert_real_settings(names)
 
 
+@pytest.mark.usefixtures("no_vectorsync_env")
 def test_k8s_config_map_loads_with_the_pods_environment(manifests: dict[tuple[str, str], dict[str, Any]],
                                                         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in list(os.environ):
-        if key.startswith("VECTORSYNC_"):
-            monkeypatch.delenv(key)
     (config_map,) = [doc for (kind, _), doc in manifests.items() if kind == "ConfigMap"]
     config = tmp_path / "vectorsync.toml"
     config.write_text(config_map["data"]["vectorsync.toml"])

@@ -10,12 +10,7 @@ from store import ConfigError, load_settings
 
 
 @pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import os
-
-    for name in list(os.environ):
-        if name.startswith("VECTORSYNC_"):
-            monkeypatch.delenv(name)
+def clean_env(no_vectorsync_env: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
 
 

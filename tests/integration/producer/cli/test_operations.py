@@ -25,7 +25,7 @@ from store.contract import WORKER_COMMAND
 from store.settings import Settings, load_settings
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
-from tests.services import AMQP_URL, amqp_answers, free_port, redis_db
+from tests.services import AMQP_URL, amqp_answers, free_port
 from tests.workers import (
     ROOT,
     CrmTable,
@@ -63,7 +63,7 @@ class Ops:
 
 
 @pytest.fixture(params=["redis", pytest.param("rabbitmq", marks=pytest.mark.rabbitmq)])
-def ops(request: pytest.FixtureRequest, tmp_path: Path, broker_redis_url: str, redis_url: str,
+def ops(request: pytest.FixtureRequest, tmp_path: Path, broker_redis_url: str, scratch_redis_url: str,
         postgres_url: str) -> Iterator[Ops]:
     if request.param == "rabbitmq":
         if not amqp_answers():
@@ -76,7 +76,7 @@ def ops(request: pytest.FixtureRequest, tmp_path: Path, broker_redis_url: str, r
     with FakeOpenAI(dimensions=8) as openai:
         crm = CrmTable(postgres_url, f"crm_{collection}")
         config = tmp_path / "vectorsync.toml"
-        text = settings_toml(broker=broker, cache=redis_db(redis_url, 13), database=postgres_url,
+        text = settings_toml(broker=broker, cache=scratch_redis_url, database=postgres_url,
                              openai_url=openai.url, table=crm.name, collection=collection, batch_size=10)
         config.write_text(text.replace("metrics_port = 0", "metrics_port = 0\nstall_seconds = 2"))
         settings = load_settings(config)

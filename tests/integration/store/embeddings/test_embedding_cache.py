@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -17,12 +16,6 @@ from store.embeddings.cache import cache_key, to_bytes
 from store.embeddings.providers.fake import hash_embed
 from tests.fake_openai import FakeOpenAI, settings_for
 from tests.services import redis_server
-
-
-@pytest.fixture
-def fake_openai() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ The real thing, started and stopped with Ctrl-C, is tests/integration/producer/c
 from __future__ import annotations
 
 import datetime as dt
-import os
 import sys
 from pathlib import Path
 
@@ -66,9 +65,8 @@ FAKE = ModelChoice("fake", "fake", "fake", "not installed")
 
 
 @pytest.mark.parametrize("model", [LOCAL, FAKE], ids=["local", "fake"])
+@pytest.mark.usefixtures("no_vectorsync_env")
 def test_settings_load_with_load_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: ModelChoice) -> None:
-    for key in [k for k in os.environ if k.startswith("VECTORSYNC_")]:
-        monkeypatch.delenv(key)
     database = "postgresql://postgres:@/vectorsync?host=/tmp/a \"quoted\" dir"
     path = tmp_path / "vectorsync.toml"
     path.write_text(settings_toml(broker_url="redis://127.0.0.1:6390/0", cache_url="redis://127.0.0.1:6390/1",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,12 +17,6 @@ from store.settings import Settings
 from store.vectors.base import QueryEmbedder, VectorStore
 from store.vectors.records import VectorRecord
 from tests.fake_openai import FakeOpenAI, served_embed, settings_for
-
-
-@pytest.fixture
-def fake_openai() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
 
 
 def embeddings_for(server: FakeOpenAI, **options: Any) -> Embeddings:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import redis
 
@@ -11,12 +9,6 @@ from store.embeddings import Embeddings
 from store.embeddings.cache import EmbeddingCache, from_bytes, to_bytes
 from tests.fake_openai import FakeOpenAI, settings_for
 from tests.services import free_port
-
-
-@pytest.fixture
-def fake_openai() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
 
 
 def test_vectors_round_trip_as_float32() -> None:

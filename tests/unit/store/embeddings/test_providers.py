@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
 from email.utils import formatdate
 
 import pytest
@@ -19,12 +18,6 @@ from store.errors import ConfigError, InputError, PermanentError, TransientError
 from store.settings import ModelSettings
 from store.settings.urls import redact_url
 from tests.fake_openai import FakeOpenAI, served_embed
-
-
-@pytest.fixture
-def fake_openai() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
 
 
 def cosine(a: list[float], b: list[float]) -> float:
