@@ -50,13 +50,15 @@ def test_provider_limits_default_to_the_model_settings() -> None:
 @pytest.mark.parametrize("store", [PgvectorStore, QdrantStore, VectorStore.memory, VectorStore])
 def test_store_constructor_defaults_are_the_vector_settings(store: Any) -> None:
     vectors = DEFAULTS.vectors.model_dump()
-    found = {k: v for k, v in signature_defaults(store).items() if k in vectors and v is not None}
+    found = {k: v for k, v in signature_defaults(store).items() if k in vectors}  # a None default is compared too
     assert {k: list(v) if isinstance(v, tuple) else v for k, v in found.items()} == {k: vectors[k] for k in found}
     assert found.get("metric") == DEFAULTS.vectors.metric
 
 
 def test_pgvector_takes_every_index_setting_from_the_settings() -> None:
-    assert set(signature_defaults(PgvectorStore)) >= {"hnsw_m", "hnsw_ef_construction", "ef_search", "table_prefix"}
+    index = ("hnsw_m", "hnsw_ef_construction", "ef_search", "table_prefix", "exact_search_rows", "index_build_workers")
+    defaults = signature_defaults(PgvectorStore)
+    assert {k: defaults.get(k, "no such parameter") for k in index} == {k: getattr(DEFAULTS.vectors, k) for k in index}
 
 
 def test_the_retry_policy_is_the_worker_settings() -> None:
