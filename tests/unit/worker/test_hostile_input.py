@@ -3,6 +3,7 @@ Regression tests of issue 9's defects: hostile text, metadata, ids and source ro
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -19,6 +20,11 @@ from worker.sources.push import PushSource
 from worker.sources.python import PythonSource
 
 RECORDS: dict[str, dict[str, Any]] = {}
+
+
+def load_records(ids: list[str] | None) -> Iterable[dict[str, Any]]:
+    """The Python source of these tests: ``load_records`` of this module."""
+    return [r for key, r in RECORDS.items() if ids is None or key in ids]
 
 
 class StrictEmbeddings(CountingEmbeddings):

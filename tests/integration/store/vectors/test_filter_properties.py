@@ -14,5 +14,6 @@ from tests.unit.store.vectors.test_filter_properties import FilterProperties, ma
 
 class TestServerBackends(FilterProperties):
     @pytest.fixture(params=SERVER_BACKENDS, scope="class")
-    def store(self, request: pytest.FixtureRequest) -> Iterator[VectorStore]:
+    @classmethod
+    def store(cls, request: pytest.FixtureRequest) -> Iterator[VectorStore]:
         yield from make_store(request)

@@ -89,5 +89,6 @@ def make_store(request: pytest.FixtureRequest) -> Iterator[VectorStore]:
 
 class TestQdrantLocalMode(FilterProperties):
     @pytest.fixture(params=["qdrant"], scope="class")
-    def store(self, request: pytest.FixtureRequest) -> Iterator[VectorStore]:
+    @classmethod
+    def store(cls, request: pytest.FixtureRequest) -> Iterator[VectorStore]:
         yield from make_store(request)
