@@ -36,6 +36,8 @@ from tests.unit.deploy.test_deploy_files import (
 COMPOSE = ROOT / "docker-compose.yml"
 SERVICES = {"redis", "postgres", "qdrant", "worker", "flower", "beat"}
 CELERY_SERVICES = ("worker", "flower", "beat")
+# The compose project is copied and rendered once for the module: its tests stay on one xdist worker.
+pytestmark = pytest.mark.xdist_group("compose")
 
 
 # --- docker-compose.yml ----------------------------------------------------------------------------------------

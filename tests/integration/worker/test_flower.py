@@ -32,7 +32,8 @@ from tests.fake_openai import FakeOpenAI
 from tests.services import free_port
 from tests.workers import ROOT, CrmTable, celery_worker, process_env, settings_toml, stored_chunks, wait_for
 
-pytestmark = pytest.mark.slow
+# One worker and one Flower serve the module: its tests stay on one xdist worker, started once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("flower")]
 
 WORKER = "flowerw"
 ROWS = 5

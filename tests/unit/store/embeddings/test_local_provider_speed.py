@@ -27,6 +27,8 @@ TEXTS = [
     "every two days.",
     "Pricing tiers above 500 seats?",
 ]
+# The model loads once for the module (``reference``): its tests stay on one xdist worker.
+pytestmark = pytest.mark.xdist_group("local-model")
 
 
 def minilm(**extra: object) -> ModelSettings:
