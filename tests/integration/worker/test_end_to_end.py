@@ -288,7 +288,8 @@ def test_reindex_wait_draws_a_bar_on_a_terminal_and_lines_on_a_pipe(world: World
         assert "indexing" in screen and "━" in screen and "300/300" in screen
 
 
-@pytest.mark.parametrize("world", [free_port()], indirect=True)
+# A port of its own for the metrics server; a fixed id, so that every xdist worker collects the same test.
+@pytest.mark.parametrize("world", [free_port()], indirect=True, ids=["metrics-port"])
 def test_worker_metrics_are_scraped_after_real_work(world: World) -> None:
     import urllib.request
 
