@@ -41,15 +41,28 @@ def _shared_db(redis_url: str, base: int, step: int) -> str:
     return redis_db(redis_url, base + step * worker)
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Skip the local-model tests without the local extra; keep the RabbitMQ tests on one xdist worker; start
+    the long tests first.
+
+    RabbitMQ is one server (127.0.0.1:5672 or VECTORSYNC_TEST_AMQP_URL) whose queues have the contract's
+    names: two workers' celery processes on it would take each other's tasks. The slow tests (reliability and
+    those marked ``slow``) wait the longest; started first, none of them is left running alone at the end.
+    """
     missing = [name for name in LOCAL_MODEL_MODULES if importlib.util.find_spec(name) is None]
-    if not missing:
-        return
     skip = pytest.mark.skip(reason=f"needs the local model; not installed: {', '.join(missing)} (scripts/bootstrap "
                                    "installs the local extra unless VECTORSYNC_SKIP_LOCAL=1)")
     for item in items:
-        if item.get_closest_marker("local_model"):
+        if missing and item.get_closest_marker("local_model"):
             item.add_marker(skip)
+        if item.get_closest_marker("rabbitmq"):
+            item.add_marker(pytest.mark.xdist_group("rabbitmq"))
+
+    def started_after(item: pytest.Item) -> int:
+        return 0 if "reliability" in item.path.parts else 1 if item.get_closest_marker("slow") else 2
+
+    items.sort(key=started_after)  # stable: a module's tests stay in their order
 
 
 @pytest.fixture(scope="session")
