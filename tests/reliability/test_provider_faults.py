@@ -8,8 +8,7 @@ import time
 from pathlib import Path
 
 from tests.reliability.conftest import Rig, make_rig
-from tests.test_worker_integration import note
-from tests.workers import run_cli
+from tests.workers import note, run_cli
 
 
 def _reindex(rig: Rig) -> str:

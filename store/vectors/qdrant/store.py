@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from qdrant_client import QdrantClient, models
 
 from store.errors import ConfigError, StoreUnavailable
+from store.settings import VectorSettings, default
 from store.settings.urls import without_credentials
 from store.vectors.base import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
 from store.vectors.filters import check_field
@@ -48,9 +49,9 @@ class QdrantStore(VectorStore):
         api_key: str | None = None,
         index_fields: Iterable[str] = (),
         embedder: QueryEmbedder | None = None,
-        hnsw_m: int | None = None,
-        hnsw_ef_construction: int | None = None,
-        ef_search: int | None = None,
+        hnsw_m: int = default(VectorSettings, "hnsw_m"),
+        hnsw_ef_construction: int = default(VectorSettings, "hnsw_ef_construction"),
+        ef_search: int = default(VectorSettings, "ef_search"),
     ):
         super().__init__(dimensions=dimensions, metric=metric, embedder=embedder)
         if not isinstance(url_or_location, str) or not url_or_location:

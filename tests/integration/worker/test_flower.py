@@ -1,0 +1,185 @@
+"""Flower watching a real worker: its HTTP API lists the worker, its queues and the tasks it ran.
+
+One real ``celery -A worker worker`` (a Redis database of its own, PostgreSQL with pgvector, a
+fake OpenAI server) and one real ``celery -A worker flower`` are started for the module;
+tasks go through ``producer.client.Producer`` as app code sends them, and are read
+back from Flower's ``/api/workers`` and ``/api/tasks``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from producer.client import Producer
+from store.contract import BULK_QUEUE, INDEX_BATCH, INDEX_RECORD, LIVE_QUEUE, REINDEX_ALL
+from store.settings import load_settings
+from store.state.ledger import RunStatus
+from tests.backends import unique_name
+from tests.fake_openai import FakeOpenAI
+from tests.services import free_port
+from tests.workers import ROOT, CrmTable, celery_worker, process_env, settings_toml, stored_chunks, wait_for
+
+# One worker and one Flower serve the module: its tests stay on one xdist worker, started once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("flower")]
+
+WORKER = "flowerw"
+ROWS = 5
+BATCH = 2  # worker.batch_size: a reindex of 5 rows, one of them indexed already, sends 2 index_batch tasks
+
+
+@dataclass
+class Flower:
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def get(self, path: str) -> Any:
+        with urllib.request.urlopen(self.url + path, timeout=10) as response:
+            return json.loads(response.read())
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")[-3000:]
+
+
+@dataclass
+class System:
+    flower: Flower
+    worker_name: str
+    collection: str
+    run_id: str
+
+
+def _flower_env(config: Path) -> dict[str, str]:
+    env = {k: v for k, v in process_env(config).items() if not k.startswith("FLOWER_")}
+    # No login configured: Flower serves its API only when told to.
+    env["FLOWER_UNAUTHENTICATED_API"] = "true"
+    return env
+
+
+def _answers(flower: Flower) -> bool:
+    if flower.process.poll() is not None:
+        raise AssertionError(f"flower exited with {flower.process.returncode}: {flower.output()}")
+    try:
+        with urllib.request.urlopen(flower.url + "/healthcheck", timeout=2) as response:
+            return response.read() == b"OK"
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return False
+
+
+def _stop_flower(process: subprocess.Popen[bytes]) -> int:
+    """Ctrl-C, then SIGTERM (how a process manager stops it) if Flower is still finishing its inspect calls
+    20 s later; its exit code."""
+    for sig, wait in ((signal.SIGINT, 20), (signal.SIGTERM, 20)):
+        if process.poll() is None:
+            process.send_signal(sig)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=wait)
+    if process.poll() is None:
+        process.kill()
+        process.wait(timeout=10)
+        raise AssertionError(f"flower did not stop on Ctrl-C nor on SIGTERM within 40 s: {process.args}")
+    return process.returncode
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory: pytest.TempPathFactory, scratch_redis_url: str, postgres_url: str) -> Iterator[System]:
+    folder = tmp_path_factory.mktemp("flower")
+    broker = scratch_redis_url
+    redis.Redis.from_url(broker).flushdb()
+    collection = unique_name("flower")
+    with FakeOpenAI(dimensions=8) as openai:
+        crm = CrmTable(postgres_url, f"crm_{collection}")
+        crm.insert([{"id": i, "title": f"Note {i}", "body": f"call about the rollout number {i}", "kind": "call"}
+                    for i in range(1, ROWS + 1)])
+        config = folder / "vectorsync.toml"
+        config.write_text(settings_toml(broker=broker, cache=broker, database=postgres_url, openai_url=openai.url,
+                                        table=crm.name, collection=collection, batch_size=BATCH))
+        settings = load_settings(config)
+        port = free_port()
+        log_path = folder / "flower.log"
+        with celery_worker(config, concurrency=1, name=WORKER), open(log_path, "wb") as log:
+            command = [sys.executable, "-m", "celery", "-A", "worker", "flower", f"--port={port}",
+                       "--address=127.0.0.1"]
+            process = subprocess.Popen(command, cwd=ROOT, env=_flower_env(config), stdout=log,
+                                       stderr=subprocess.STDOUT)
+            flower = Flower(f"http://127.0.0.1:{port}", process, log_path)
+            try:
+                wait_for(lambda: _answers(flower), timeout=30, what="flower to answer /healthcheck")
+                # Flower records only the events it receives: wait until the worker's heartbeats arrive.
+                worker_name = wait_for(
+                    lambda: next((name for name, alive in flower.get("/api/workers?status=true").items()
+                                  if name.startswith(f"{WORKER}@") and alive), None),
+                    timeout=30, what="flower to receive the worker's heartbeat")
+                producer = Producer(settings)
+                try:
+                    assert producer.index_record(collection, 1)
+                    table = settings.vectors.table_prefix + collection
+                    wait_for(lambda: "1:0" in stored_chunks(postgres_url, table), timeout=30, what="record 1")
+                    run_id = producer.reindex_all(collection)  # record 1 is unchanged: not sent again
+                    wait_for(lambda: producer.reindex_status(run_id).status is RunStatus.DONE, timeout=30,
+                             what=f"reindex run {run_id} to finish")
+                finally:
+                    producer.close()
+                yield System(flower, worker_name, collection, run_id)
+            finally:
+                code = _stop_flower(process)
+        crm.close()
+    assert code in (0, -signal.SIGTERM), f"flower exited with {code} after SIGINT: {flower.output()}"
+
+
+def _tasks(flower: Flower) -> dict[str, dict[str, Any]]:
+    return flower.get("/api/tasks")
+
+
+def test_flower_lists_the_worker_with_both_queues_and_the_task_names(system: System) -> None:
+    workers = system.flower.get("/api/workers?refresh=true")
+    assert system.worker_name in workers, f"flower lists {sorted(workers)}, not {system.worker_name}"
+    info = workers[system.worker_name]
+    queues = {queue["name"] for queue in info["active_queues"]}
+    assert queues == {LIVE_QUEUE, BULK_QUEUE}
+    assert {INDEX_RECORD, INDEX_BATCH, REINDEX_ALL} <= set(info["registered"])
+    assert info["stats"]["pool"]["max-concurrency"] == 1
+
+
+def test_flower_lists_the_tasks_with_readable_names_and_arguments(system: System) -> None:
+    def finished() -> dict[str, list[dict[str, Any]]] | None:
+        by_name: dict[str, list[dict[str, Any]]] = {}
+        for task in _tasks(system.flower).values():
+            by_name.setdefault(task["name"], []).append(task)
+        done = {name: [t for t in tasks if t["state"] == "SUCCESS"] for name, tasks in by_name.items()}
+        expected = {INDEX_RECORD: 1, REINDEX_ALL: 1, INDEX_BATCH: -(-(ROWS - 1) // BATCH)}
+        return done if all(len(done.get(n, [])) == count for n, count in expected.items()) else None
+
+    tasks = wait_for(finished, timeout=20, what="flower to list every task as SUCCESS")
+    assert set(tasks) == {INDEX_RECORD, REINDEX_ALL, INDEX_BATCH}, sorted(tasks)
+    for task in (t for group in tasks.values() for t in group):
+        assert task["worker"] == system.worker_name
+        assert system.collection in task["args"], task
+    (record,) = tasks[INDEX_RECORD]
+    assert record["args"] == repr((system.collection, "1")), record["args"]
+    assert record["routing_key"] == LIVE_QUEUE
+    (reindex,) = tasks[REINDEX_ALL]
+    assert system.run_id in reindex["args"], reindex["args"]
+    assert reindex["routing_key"] == BULK_QUEUE
+    for batch in tasks[INDEX_BATCH]:
+        assert batch["routing_key"] == BULK_QUEUE
+        assert batch["parent_id"] == reindex["uuid"]  # fanned out by the reindex
+        assert system.run_id in batch["kwargs"], batch["kwargs"]
+    ids = sorted(i for t in tasks[INDEX_BATCH] for i in range(1, ROWS + 1) if repr(str(i)) in t["args"])
+    assert ids == list(range(2, ROWS + 1)), [t["args"] for t in tasks[INDEX_BATCH]]  # changed ones, in full batches
+
+    one = system.flower.get(f"/api/task/info/{record['uuid']}")
+    assert (one["name"], one["state"], one["worker"]) == (INDEX_RECORD, "SUCCESS", system.worker_name)

@@ -1,0 +1,131 @@
+"""``vectorsync dev`` in pieces: the sample corpus, the settings the command writes, the model it chooses.
+
+The real thing, started and stopped with Ctrl-C, is tests/integration/producer/cli/test_dev.py.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from producer.cli.dev.config import ModelChoice, choose_model, settings_toml
+from producer.cli.dev.corpus import CRM_TABLE, TOPICS_TABLE, crm_rows, length_bucket, load_corpus, topic_rows
+from store.settings import load_settings
+
+
+def test_topic_rows_are_pythons_help_topics() -> None:
+    rows = topic_rows()
+    topics = [row["topic"] for row in rows]
+    assert len(rows) >= 50 and len(set(topics)) == len(topics)
+    assert {"try", "exceptions", "raise"} <= set(topics)
+    assert {row["kind"] for row in rows} == {"python-topic"}
+    assert {row["length"] for row in rows} <= {"short", "medium", "long"}
+    assert all(row["body"].strip() for row in rows)
+
+
+def test_length_bucket() -> None:
+    assert [length_bucket("x" * n) for n in (0, 999, 1000, 4999, 5000)] == ["short", "short", "medium", "medium",
+                                                                           "long"]
+
+
+def test_crm_rows() -> None:
+    rows = crm_rows()
+    assert 25 <= len(rows) <= 40
+    assert [row["id"] for row in rows] == list(range(1, len(rows) + 1))
+    assert {row["kind"] for row in rows} == {"call", "email", "meeting"}
+    assert all(row["created_at"].utcoffset() == dt.timedelta(0) for row in rows)
+    assert any(row["created_at"] >= dt.datetime(2026, 10, 1, tzinfo=dt.UTC) for row in rows)
+    assert any(row["created_at"] < dt.datetime(2026, 10, 1, tzinfo=dt.UTC) for row in rows)
+    assert len({row["owner"] for row in rows}) >= 3
+
+
+def test_load_corpus_twice_gives_the_same_tables(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'corpus.db'}"
+    first = load_corpus(url)
+    second = load_corpus(url)
+    assert first == second == {TOPICS_TABLE: len(topic_rows()), CRM_TABLE: len(crm_rows())}
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            assert conn.execute(sa.text(f"SELECT count(*) FROM {CRM_TABLE}")).scalar() == len(crm_rows())
+            body = conn.execute(sa.text(f"SELECT body FROM {TOPICS_TABLE} WHERE topic = 'try'")).scalar()
+    finally:
+        engine.dispose()
+    assert isinstance(body, str) and "try" in body
+
+
+# --- the settings it writes -----------------------------------------------------------------------------------------
+
+LOCAL = ModelChoice("minilm", "local", "all-MiniLM-L6-v2", "installed")
+FAKE = ModelChoice("fake", "fake", "fake", "not installed")
+
+
+@pytest.mark.parametrize("model", [LOCAL, FAKE], ids=["local", "fake"])
+@pytest.mark.usefixtures("no_vectorsync_env")
+def test_settings_load_with_load_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: ModelChoice) -> None:
+    database = "postgresql://postgres:@/vectorsync?host=/tmp/a \"quoted\" dir"
+    path = tmp_path / "vectorsync.toml"
+    path.write_text(settings_toml(broker_url="redis://127.0.0.1:6390/0", cache_url="redis://127.0.0.1:6390/1",
+                                  database_url=database, model=model))
+    settings = load_settings(path)
+    assert settings.broker.url == "redis://127.0.0.1:6390/0"
+    assert settings.cache_url == "redis://127.0.0.1:6390/1"
+    assert settings.vectors.store == "pgvector" and settings.vectors.url == database
+    assert settings.state_url == database
+    assert settings.vectors.dimensions == 384
+    assert settings.embeddings.chain == [model.name]
+    assert settings.models[model.name].provider == model.provider
+    assert settings.models[model.name].dimensions == 384
+    assert set(settings.collections) == {"docs", "crm_notes"}
+    assert settings.retrieval.answer == []  # the fake chat model
+    path.write_text(settings_toml(broker_url="redis://127.0.0.1:6390/0", cache_url="redis://127.0.0.1:6390/1",
+                                  database_url=database, model=model, chat=("http://127.0.0.1:8000/v1", "qwen")))
+    chatty = load_settings(path)
+    assert chatty.retrieval.answer == ["chat"] and chatty.models["chat"].task == "chat"
+    assert (chatty.models["chat"].base_url, chatty.models["chat"].model) == ("http://127.0.0.1:8000/v1", "qwen")
+    docs, notes = settings.collections["docs"], settings.collections["crm_notes"]
+    assert (docs.source.kind, docs.source.table, docs.source.id) == ("sql", TOPICS_TABLE, "topic")
+    assert docs.source.metadata == ["kind", "topic", "length"]
+    assert docs.chunker.markdown is False and 0 < docs.chunker.overlap < docs.chunker.max_tokens
+    assert (notes.source.kind, notes.source.table) == ("sql", CRM_TABLE)
+    assert notes.source.metadata == ["kind", "owner", "created_at"]
+    assert notes.source.url == database
+
+
+def test_sources_read_the_corpus_tables(tmp_path: Path) -> None:
+    """The settings' text templates and metadata columns fit the tables load_corpus makes."""
+    from worker.sources.sql import SqlSource
+
+    url = f"sqlite:///{tmp_path / 'corpus.db'}"
+    load_corpus(url)
+    path = tmp_path / "vectorsync.toml"
+    path.write_text(settings_toml(broker_url="redis://127.0.0.1:1/0", cache_url="redis://127.0.0.1:1/1",
+                                  database_url=url, model=FAKE))
+    settings = load_settings(path)
+    for name, record_id in (("docs", "try"), ("crm_notes", "14")):
+        source = settings.collections[name].source
+        assert source.table and source.text
+        sql = SqlSource(url=url, table=source.table, id=source.id, text=source.text, metadata=source.metadata,
+                        updated_at=source.updated_at)
+        try:
+            record = sql.fetch([record_id])[record_id]
+        finally:
+            sql.close()
+        assert record.text.strip() and set(record.metadata) == set(source.metadata)
+    assert record.metadata["kind"] == "call"
+    assert str(record.metadata["created_at"]).startswith("2026-09-24T15:00:00")
+
+
+def test_choose_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert choose_model("fake").provider == "fake"
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import fails
+    choice = choose_model()
+    assert choice.provider == "fake" and "sentence-transformers" in choice.why
+    from producer.cli.dev.services import DevServiceError
+
+    with pytest.raises(DevServiceError, match="--model local"):
+        choose_model("local")

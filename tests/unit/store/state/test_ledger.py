@@ -1,0 +1,154 @@
+"""The ledger seam: the memory ledger (the reference) and the PostgreSQL one behave alike.
+
+LedgerContract is run here on the memory ledger, and on PostgreSQL in tests/integration/store/state/test_ledger.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from store.errors import ConfigError
+from store.state.ledger import Forgotten, Ledger, LedgerEntry, MemoryLedger, RunStatus
+from tests.backends import unique_name
+
+
+def entry(record_id: str, digest: str = "h", *, version: int = 0, stamp: str = "") -> LedgerEntry:
+    return LedgerEntry(record_id, digest, "m", 1, version, stamp)
+
+
+class LedgerContract:
+    """The behaviour every ledger shares; a subclass gives the ``ledger`` fixture."""
+
+    #: Whether the ledger keeps text its database cannot store (NUL, lone surrogates) escaped, not as given.
+    escapes_unstorable_text = False
+
+    def test_entries_written_under_the_lock_are_read_back(self, ledger: Ledger) -> None:
+        name = unique_name()
+        with ledger.locked(name, ["a", "b"]) as held:
+            assert held.entries(["a", "b"]) == {}
+            held.record_indexed([entry("a", stamp="2026-11-30T00:00:00"), entry("b")])
+        assert ledger.entries(name, ["a", "b", "c"]) == {"a": entry("a", stamp="2026-11-30T00:00:00"), "b": entry("b")}
+        assert ledger.record_ids(name) == {"a", "b"}
+        assert ledger.entries(unique_name(), ["a"]) == {}  # collections are apart
+
+    def test_an_error_inside_the_lock_writes_nothing(self, ledger: Ledger) -> None:
+        name = unique_name()
+        with pytest.raises(RuntimeError), ledger.locked(name, ["a"]) as held:
+            held.record_indexed([entry("a")])
+            raise RuntimeError("the swap failed")
+        assert ledger.entries(name, ["a"]) == {}
+
+    def test_a_version_never_goes_back(self, ledger: Ledger) -> None:
+        name = unique_name()
+        with ledger.locked(name, ["d"]) as held:
+            held.record_indexed([entry("d", "new", version=20)])
+        with ledger.locked(name, ["d"]) as held:
+            held.record_indexed([entry("d", "old", version=10)])
+        assert ledger.entries(name, ["d"])["d"].version == 20
+
+    def test_forget_drops_entries_and_failures(self, ledger: Ledger) -> None:
+        name = unique_name()
+        with ledger.locked(name, ["a", "b"]) as held:
+            held.record_indexed([entry("a"), entry("b")])
+        ledger.record_failure(name, "b", "boom")
+        with ledger.locked(name, ["b"]) as held:
+            held.forget(["b"])
+        assert ledger.record_ids(name) == {"a"} and ledger.failures(name) == []
+        ledger.forget_collection(name)
+        assert ledger.record_ids(name) == set()
+
+    def test_forget_collection_says_what_it_dropped_and_keeps_runs_and_other_collections(self, ledger: Ledger) -> None:
+        name, other = unique_name(), unique_name()
+        with ledger.locked(name, ["a", "b"]) as held:
+            held.record_indexed([entry("a"), entry("b")])
+        with ledger.locked(other, ["a"]) as held:
+            held.record_indexed([entry("a")])
+        ledger.record_failure(name, "c", "boom")
+        ledger.record_failure(other, "c", "boom")
+        run_id = ledger.create_run(name)
+        assert ledger.forget_collection(name) == Forgotten(entries=2, failures=1)
+        assert ledger.record_ids(name) == set() and ledger.failures(name) == []
+        assert ledger.record_ids(other) == {"a"} and [f.record_id for f in ledger.failures(other)] == ["c"]
+        assert ledger.run(run_id).collection == name  # runs are history
+        assert ledger.forget_collection(name) == Forgotten(entries=0, failures=0)
+
+    def test_failures_count_attempts_and_clear_once_indexed(self, ledger: Ledger) -> None:
+        name = unique_name()
+        ledger.record_failure(name, "x", "first")
+        ledger.record_failure(name, "x", "second " + "e" * 5000)
+        [failure] = ledger.failures(name)
+        assert (failure.record_id, failure.attempts, len(failure.error)) == ("x", 2, 2000)
+        assert failure.error.startswith("second")
+        with ledger.locked(name, ["x"]) as held:
+            held.record_indexed([entry("x")])
+        assert ledger.failures(name) == []
+
+    def test_a_run_is_done_when_its_last_batch_is_counted_once(self, ledger: Ledger) -> None:
+        name = unique_name()
+        run_id = ledger.create_run(name, full=True)
+        assert ledger.create_run(name, run_id=run_id) == run_id  # idempotent
+        assert ledger.run(run_id).status == RunStatus.RUNNING and ledger.run(run_id).total is None
+        ledger.finish_batch(run_id, 0, done=3, skipped=1, failed=0)
+        ledger.finish_batch(run_id, 0, done=3, skipped=1, failed=0)  # redelivered: counted once
+        assert ledger.set_run_total(run_id, total=8, batches=2).status == RunStatus.RUNNING
+        final = ledger.finish_batch(run_id, 1, done=2, skipped=1, failed=1)
+        assert (final.status, final.total, final.done, final.skipped, final.failed) == (RunStatus.DONE, 8, 5, 2, 1)
+        assert final.processed == 8 and final.full and final.finished_at is not None
+        assert run_id in [r.run_id for r in ledger.recent_runs()]
+
+    def test_a_failed_run_keeps_its_error_and_unknown_runs_are_config_errors(self, ledger: Ledger) -> None:
+        run_id = ledger.create_run(unique_name(), kind="reconcile")
+        ledger.fail_run(run_id, "the source is gone")
+        failed = ledger.run(run_id)
+        assert (failed.status, failed.error, failed.kind) == (RunStatus.FAILED, "the source is gone", "reconcile")
+        with pytest.raises(ConfigError, match="no reindex run 'nope': `vectorsync status` lists the runs"):
+            ledger.run("nope")
+
+    def test_runs_are_found_by_a_unique_prefix_and_remember_when_they_last_moved(self, ledger: Ledger) -> None:
+        name = unique_name()
+        first = ledger.create_run(name, run_id="feedface" + "0" * 24)
+        ledger.create_run(name, run_id="feedface" + "1" * 24)
+        assert ledger.resolve_run("feedface0") == first
+        assert ledger.resolve_run(first) == first
+        with pytest.raises(ConfigError, match="run id 'feedface' is ambiguous: give more of it"):
+            ledger.resolve_run("feedface")
+        with pytest.raises(ConfigError, match="no reindex run 'beef'"):
+            ledger.resolve_run("beef")
+        assert ledger.run(first).moved_at == ledger.run(first).started_at
+        ledger.finish_batch(first, 0, done=1, skipped=0, failed=0)
+        moved = ledger.run(first).moved_at
+        assert moved is not None and moved >= ledger.run(first).started_at
+
+    def test_a_run_that_deferred_its_index_says_indexing_until_the_index_is_built(self, ledger: Ledger) -> None:
+        run_id = ledger.create_run(unique_name())
+        ledger.defer_index(run_id)
+        ledger.set_run_total(run_id, total=2, batches=1)
+        indexing = ledger.finish_batch(run_id, 0, done=2, skipped=0, failed=0)
+        assert indexing.status == RunStatus.INDEXING and indexing.finished_at is None
+        assert not indexing.status.ended
+        done = ledger.complete_run(run_id)
+        assert done.status == RunStatus.DONE and done.status.ended and done.finished_at is not None
+        assert ledger.complete_run(run_id).status == RunStatus.DONE  # idempotent
+        plain = ledger.create_run(unique_name())
+        ledger.set_run_total(plain, total=0, batches=0)
+        assert ledger.run(plain).status == RunStatus.DONE  # nothing deferred: done at once
+
+    def test_a_failure_of_an_id_postgresql_cannot_store_is_still_recorded(self, ledger: Ledger) -> None:
+        name = unique_name()
+        ledger.record_failure(name, "bad\x00id\ud800", "ConfigError: record id 'bad\\x00id' is not allowed\x00")
+        [failure] = ledger.failures(name)
+        if self.escapes_unstorable_text:  # PostgreSQL text holds no NUL and no lone surrogate: kept escaped
+            assert failure.record_id == "bad\\x00id\\ud800"
+            assert failure.error == "ConfigError: record id 'bad\\x00id' is not allowed\\x00"
+        else:
+            assert failure.record_id == "bad\x00id\ud800"
+            assert failure.error == "ConfigError: record id 'bad\\x00id' is not allowed\x00"
+
+
+class TestMemoryLedger(LedgerContract):
+    @pytest.fixture
+    def ledger(self) -> Iterator[Ledger]:
+        made = MemoryLedger()
+        yield made
+        made.close()

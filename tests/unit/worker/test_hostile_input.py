@@ -1,0 +1,126 @@
+"""One bad record fails alone, with a failures message naming the value and the fix; its batch-mates are indexed.
+Regression tests of issue 9's defects: hostile text, metadata, ids and source rows; caps; poisoned answers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+
+from store import ConfigError, Filter, VectorRecord, VectorStore
+from store.embeddings import Embeddings
+from store.settings import LimitSettings, Settings
+from store.state.ledger import MemoryLedger
+from store.vectors.backends import memory_store
+from tests.backends import unique_name
+from tests.unit.worker.test_pipeline import CountingEmbeddings
+from worker.chunking import Chunker
+from worker.pipeline import Document, Indexer
+from worker.sources.push import PushSource
+from worker.sources.python import PythonSource
+
+RECORDS: dict[str, dict[str, Any]] = {}
+
+
+def load_records(ids: list[str] | None) -> Iterable[dict[str, Any]]:
+    """The Python source of these tests: ``load_records`` of this module."""
+    return [r for key, r in RECORDS.items() if ids is None or key in ids]
+
+
+class StrictEmbeddings(CountingEmbeddings):
+    """Refuses what a real provider's JSON encoder would: text that is not valid UTF-8."""
+
+    def embed_many_with_models(self, texts: Any) -> Any:
+        for text in texts:
+            text.encode("utf-8")  # a lone surrogate raises here, as it would in the provider call
+        return super().embed_many_with_models(texts)
+
+
+def make_indexer(source: Any = None, *, store: VectorStore | None = None,
+                 limits: LimitSettings | None = None) -> Indexer:
+    settings = Settings.model_validate({"vectors": {"store": "memory", "dimensions": 16},
+                                        "embeddings": {"cache_ttl_days": 0}})
+    name = unique_name()
+    store = store or memory_store(dimensions=16)
+    return Indexer(name=name, collection=store.collection(name), source=source or PushSource(name),
+                   chunker=Chunker(max_tokens=8, overlap=2), ledger=MemoryLedger(), limits=limits,
+                   embeddings=StrictEmbeddings(Embeddings.from_settings(settings)))
+
+
+def python_indexer(**records: dict[str, Any]) -> Indexer:
+    RECORDS.clear()
+    RECORDS.update({key: {"id": key, **value} for key, value in records.items()})
+    return make_indexer(PythonSource(loader=f"{__name__}:load_records"))
+
+
+def nested(levels: int) -> dict[str, Any]:
+    value: dict[str, Any] = {"leaf": 1}
+    for _ in range(levels):
+        value = {"n": value}
+    return value
+
+
+def test_hostile_records_fail_alone_and_their_batch_mates_are_indexed() -> None:
+    indexer = python_indexer(
+        good={"text": "plain good text", "metadata": {"kind": "a"}},
+        surrogate={"text": "broken \ud800 text", "metadata": {}},
+        deep={"text": "deep metadata", "metadata": nested(300)},
+        fine={"text": "fine", "metadata": {}},
+        huge={"text": "word " * 20_000, "metadata": {}},
+        nan={"text": "nan metadata", "metadata": {"score": float("nan")}},
+    )
+    RECORDS["x" * 600] = {"id": "x" * 600, "text": "an id too long", "metadata": {}}
+    result = indexer.index(list(RECORDS))
+    assert sorted(result.indexed) == ["fine", "good", "surrogate"]  # the lone surrogate is dropped before chunking
+    assert all("\ud800" not in text for text in indexer.embeddings.texts)  # type: ignore[attr-defined]
+    failed = result.failed
+    assert set(failed) == {"deep", "huge", "nan", "x" * 600}
+    assert "nests more than 32 levels deep: flatten it, or raise limits.max_metadata_depth" in failed["deep"]
+    assert "over limits.max_chunks_per_record (2000): split the record" in failed["huge"]
+    assert "cannot be encoded as JSON" in failed["nan"]
+    assert "600 characters, over limits.max_id_chars (512): use a shorter id" in failed["x" * 600]
+    assert indexer.collection.count(Filter.eq("record_id", "surrogate")) == 1
+
+
+def test_a_blank_record_is_not_rewritten_on_every_reindex() -> None:
+    indexer = python_indexer(blank={"text": "   ", "metadata": {}}, full={"text": "some words", "metadata": {}})
+    assert sorted(indexer.index(["blank", "full"]).indexed) == ["blank", "full"]
+    again = indexer.index(["blank", "full"])
+    assert sorted(again.skipped) == ["blank", "full"] and again.indexed == []
+    assert indexer.stale_ids([("blank", ""), ("full", "")]) == []
+
+
+def test_a_collection_emptied_behind_the_ledgers_back_is_indexed_again() -> None:
+    store = memory_store(dimensions=16)
+    RECORDS.clear()
+    RECORDS.update({"a": {"id": "a", "text": "alpha"}, "b": {"id": "b", "text": "beta"}})
+    indexer = make_indexer(PythonSource(loader=f"{__name__}:load_records"), store=store)
+    indexer.index(["a", "b"])
+    store.drop_collection(indexer.name)
+    indexer.collection = store.collection(indexer.name)
+    assert sorted(indexer.index(["a", "b"]).skipped) == ["a", "b"]  # the ledger alone would skip them all
+    assert indexer.forget_if_lost() is True
+    assert sorted(indexer.index(["a", "b"]).indexed) == ["a", "b"] and indexer.collection.count() == 2
+    assert indexer.forget_if_lost() is False
+
+
+def test_pushing_to_a_collection_with_a_source_is_a_clear_error() -> None:
+    indexer = python_indexer(a={"text": "alpha"})
+    with pytest.raises(ConfigError, match="reads its records from its source .*use index_record for this one"):
+        indexer.index_documents([Document("a", "pushed anyway")])
+    with pytest.raises(ConfigError, match="index_document and delete_document are for collections"):
+        indexer.delete_documents(["a"])
+
+
+def test_qdrant_stops_checking_a_filter_in_python_at_the_cap() -> None:
+    from store.vectors.qdrant import QdrantStore
+
+    store = QdrantStore(":memory:", dimensions=4)
+    store.limits = LimitSettings(max_residual_scan=50)
+    notes = store.collection(unique_name())
+    notes.upsert_many([VectorRecord(str(i), [1, i, 0, 0], metadata={"day": f"2026-01-{i % 28 + 1:02d}"})
+                       for i in range(200)])
+    with pytest.raises(ConfigError, match="needs more than 50 points checked in Python"):
+        notes.search([1, 0, 0, 0], filter=Filter.gte("day", "2099-01-01"))
+    store.close()
