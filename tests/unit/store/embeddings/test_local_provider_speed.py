@@ -6,11 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 
 from store.calls import threads as cpu
-from store.embeddings.providers import local
 from store.embeddings.providers.local import LocalProvider
 from store.embeddings.providers.onnx import length_batches
 from store.errors import ConfigError
@@ -27,8 +25,6 @@ TEXTS = [
     "every two days.",
     "Pricing tiers above 500 seats?",
 ]
-# The model loads once for the module (``reference``): its tests stay on one xdist worker.
-pytestmark = pytest.mark.xdist_group("local-model")
 
 
 def minilm(**extra: object) -> ModelSettings:
@@ -98,38 +94,6 @@ def test_length_batches_cover_every_text_once_longest_first() -> None:
     order = [i for b in batches for i in b]
     assert sorted(order) == list(range(len(TEXTS)))
     assert [len(TEXTS[i]) for i in order] == sorted(map(len, TEXTS), reverse=True)
-
-
-@pytest.fixture(scope="module")
-def reference() -> np.ndarray:
-    """Each text encoded alone by sentence-transformers as it comes: no padding, no sorting."""
-    from sentence_transformers import SentenceTransformer
-
-    model = SentenceTransformer(local.model_location("all-MiniLM-L6-v2"), device="cpu")
-    return np.stack([model.encode([text], normalize_embeddings=True)[0] for text in TEXTS])
-
-
-@pytest.mark.local_model
-@pytest.mark.parametrize("backend", ["torch", "onnx"])
-def test_sorted_batches_give_each_text_its_own_vector(
-        backend: str, reference: np.ndarray, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory,
-) -> None:
-    monkeypatch.setenv("VECTORSYNC_ONNX_CACHE", str(tmp_path_factory.getbasetemp() / "onnx"))
-    monkeypatch.setattr(local, "ENCODE_BATCH", 2)  # several sorted batches out of a handful of texts
-    provider = LocalProvider(name="m", settings=minilm(backend=backend, threads=1))
-    vectors = np.array(provider.embed_batch(TEXTS))
-    assert type(provider._loaded).__name__ == ("OnnxEncoder" if backend == "onnx" else "_TorchEncoder")
-    assert vectors.shape == (len(TEXTS), 384)
-    np.testing.assert_allclose(vectors, reference, atol=2e-4)
-
-
-@pytest.mark.local_model
-def test_int8_vectors_stay_close_to_the_float_ones(reference: np.ndarray, monkeypatch: pytest.MonkeyPatch,
-                                                  tmp_path_factory: pytest.TempPathFactory) -> None:
-    monkeypatch.setenv("VECTORSYNC_ONNX_CACHE", str(tmp_path_factory.getbasetemp() / "onnx"))
-    vectors = np.array(LocalProvider(name="m", settings=minilm(quantize=True, threads=1)).embed_batch(TEXTS))
-    cosines = (vectors * reference).sum(axis=1)
-    assert cosines.mean() > 0.98 and cosines.min() > 0.9  # least for a text of one word ("ok": 0.95)
 
 
 def test_a_model_onnx_cannot_run_falls_back_to_torch_unless_int8_was_asked(

