@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from store.settings import Settings, load_settings
+from store.vectors.base import DEFAULT_LIMIT
 
 if TYPE_CHECKING:
     from store.broker.producer import Producer, Sender
@@ -44,8 +45,6 @@ if TYPE_CHECKING:
 __all__ = ["Client", "ProcessDefault", "default_client", "use_client"]
 
 T = TypeVar("T")
-#: Search defaults to the store's default limit (``store.vectors.base.DEFAULT_LIMIT``).
-_LIMIT = 10
 
 
 class Client:
@@ -173,7 +172,7 @@ class Client:
         return self.router.read(name)
 
     def search(self, collection: str, query: str | Sequence[float], *,
-               filter: Filter | Mapping[str, Any] | None = None, limit: int = _LIMIT,
+               filter: Filter | Mapping[str, Any] | None = None, limit: int = DEFAULT_LIMIT,
                min_score: float | None = None) -> Matches:
         """The ``limit`` best matches for a text or vector ``query`` in ``collection``'s live generation.
         ``filter`` is a Filter or its JSON form. Raises ConfigError, StoreUnavailable, EmbeddingError."""
@@ -183,7 +182,7 @@ class Client:
         return Matches(matches, called="search")
 
     def asearch(self, collection: str, query: str | Sequence[float], *,
-                filter: Filter | Mapping[str, Any] | None = None, limit: int = _LIMIT,
+                filter: Filter | Mapping[str, Any] | None = None, limit: int = DEFAULT_LIMIT,
                 min_score: float | None = None) -> Pending[Matches]:
         """``search`` without blocking the event loop (it runs in a worker thread): ``await client.asearch()``."""
         from store.retrieval.twins import Pending

@@ -39,15 +39,12 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class WorkerContext:
-    settings: Settings
-    store: VectorStore
-    embeddings: Embeddings
-    ledger: Ledger
-    coalescer: Coalescer
-    #: Where a read and a write of each name go, with each generation's store and embeddings.
-    generations: Router
-    #: The client the parts come from, which closes them.
+    """A worker process's parts: its client's (settings, store, embeddings, ledger, router), the coalescing
+    marks, and the Indexers and sources built for the collections its tasks name."""
+
+    #: The client the parts come from, which builds and closes them.
     client: Client
+    coalescer: Coalescer
     _indexers: dict[tuple[Any, ...], Indexer] = field(default_factory=dict)
     _sources: dict[str, Source] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -61,16 +58,29 @@ class WorkerContext:
 
     @classmethod
     def of(cls, client: Client) -> WorkerContext:
-        """The parts of ``client`` (its ledger given, as a worker's must be: runs and locks are shared)."""
-        return cls(
-            settings=client.settings,
-            store=client.store,
-            embeddings=client.embeddings,
-            ledger=client.ledger,
-            coalescer=Coalescer(client.settings.cache_url, ttl_seconds=client.settings.broker.coalesce_seconds),
-            generations=client.router,
-            client=client,
-        )
+        """The context over ``client`` (its ledger given, as a worker's must be: runs and locks are shared)."""
+        return cls(client, Coalescer(client.settings.cache_url, ttl_seconds=client.settings.broker.coalesce_seconds))
+
+    @property
+    def settings(self) -> Settings:
+        return self.client.settings
+
+    @property
+    def store(self) -> VectorStore:
+        return self.client.store
+
+    @property
+    def embeddings(self) -> Embeddings:
+        return self.client.embeddings
+
+    @property
+    def ledger(self) -> Ledger:
+        return self.client.ledger
+
+    @property
+    def generations(self) -> Router:
+        """Where a read and a write of each name go, with each generation's store and embeddings."""
+        return self.client.router
 
     def indexer(self, name: str) -> Indexer:
         """The Indexer of the generation a read of ``name`` goes to: a collection's live one, or the generation
