@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.fake_openai import FakeOpenAI
-from tests.services import embedded_postgres, redis_answers, redis_db, redis_server
+from tests.services import AMQP_URL, amqp_answers, amqp_vhost, embedded_postgres, redis_answers, redis_db, redis_server
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 #: What the ``local_model`` marker needs: the ``local`` extra, which scripts/bootstrap leaves out when
@@ -47,8 +47,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     the long tests first.
 
     RabbitMQ is one server (127.0.0.1:5672 or VECTORSYNC_TEST_AMQP_URL) whose queues have the contract's
-    names: two workers' celery processes on it would take each other's tasks. The slow tests (reliability and
-    those marked ``slow``) wait the longest; started first, none of them is left running alone at the end.
+    names: two workers' celery processes on one virtual host would take each other's tasks (``amqp_url``
+    gives each pytest process its own where it can; one worker at a time, whatever happens). The slow tests
+    (reliability and those marked ``slow``) wait the longest; started first, none is left running alone at the end.
     """
     missing = [name for name in LOCAL_MODEL_MODULES if importlib.util.find_spec(name) is None]
     skip = pytest.mark.skip(reason=f"needs the local model; not installed: {', '.join(missing)} (scripts/bootstrap "
@@ -118,6 +119,16 @@ def scratch_redis_url(broker_redis_url: str, redis_url: str) -> str:
     if os.environ.get("VECTORSYNC_TEST_REDIS_URL"):
         return _shared_db(redis_url, SCRATCH_DB, -1)
     return redis_db(broker_redis_url, 1)
+
+
+@pytest.fixture(scope="session")
+def amqp_url() -> Iterator[str]:
+    """RabbitMQ for the tests marked ``rabbitmq``, which are skipped when it does not answer: a virtual host
+    of this pytest process's own where rabbitmqctl can make one (``amqp_vhost``), else AMQP_URL itself."""
+    if not amqp_answers():
+        pytest.skip(f"RabbitMQ does not answer at {AMQP_URL} (set VECTORSYNC_TEST_AMQP_URL)")
+    with amqp_vhost(AMQP_URL, f"vectorsync-test-{os.getpid()}") as url:
+        yield url
 
 
 @pytest.fixture

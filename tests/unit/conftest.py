@@ -1,6 +1,6 @@
 """tests/unit needs no server: a unit test that asks for one fails, saying where it belongs.
 
-The fixtures of tests/conftest.py that start or reach PostgreSQL and Redis are replaced here by ones that
+The fixtures of tests/conftest.py that start or reach PostgreSQL, Redis and RabbitMQ are replaced here by ones that
 refuse; fakes that live in the test process (the memory store and ledger, Qdrant's local mode, fakeredis,
 the fake OpenAI server) are what unit tests use.
 """
@@ -25,3 +25,4 @@ postgres_url = _refused("postgres_url")
 redis_url = _refused("redis_url")
 broker_redis_url = _refused("broker_redis_url")
 scratch_redis_url = _refused("scratch_redis_url")
+amqp_url = _refused("amqp_url")

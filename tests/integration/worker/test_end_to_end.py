@@ -28,7 +28,7 @@ from store.state.ledger.postgres import PostgresLedger
 from store.state.sql import engine_url
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
-from tests.services import AMQP_URL, amqp_answers, free_port
+from tests.services import free_port
 from tests.workers import (
     CrmTable,
     celery_worker,
@@ -78,9 +78,7 @@ class World:
 @pytest.fixture(params=["redis", pytest.param("rabbitmq", marks=pytest.mark.rabbitmq)])
 def broker(request: pytest.FixtureRequest, broker_redis_url: str) -> str:
     if request.param == "rabbitmq":
-        if not amqp_answers():
-            pytest.skip(f"RabbitMQ does not answer at {AMQP_URL} (set VECTORSYNC_TEST_AMQP_URL)")
-        return AMQP_URL
+        return str(request.getfixturevalue("amqp_url"))
     redis.Redis.from_url(broker_redis_url).flushdb()
     return broker_redis_url
 

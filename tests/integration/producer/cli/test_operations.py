@@ -25,7 +25,7 @@ from store.contract import WORKER_COMMAND
 from store.settings import Settings, load_settings
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
-from tests.services import AMQP_URL, amqp_answers, free_port
+from tests.services import free_port
 from tests.workers import (
     ROOT,
     CrmTable,
@@ -66,9 +66,7 @@ class Ops:
 def ops(request: pytest.FixtureRequest, tmp_path: Path, broker_redis_url: str, scratch_redis_url: str,
         postgres_url: str) -> Iterator[Ops]:
     if request.param == "rabbitmq":
-        if not amqp_answers():
-            pytest.skip(f"RabbitMQ does not answer at {AMQP_URL} (set VECTORSYNC_TEST_AMQP_URL)")
-        broker = AMQP_URL
+        broker = str(request.getfixturevalue("amqp_url"))
     else:
         redis.Redis.from_url(broker_redis_url).flushdb()
         broker = broker_redis_url
