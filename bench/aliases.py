@@ -111,7 +111,9 @@ def run(quick: bool = False) -> list[Row]:
                 took = timed({
                     "limit": lambda q: table.search(q, limit=10),
                     # what search did before aliases: the settings read again, the collection opened
-                    "before": lambda q: query.open_collection(default_client().store, "plain").search(q, limit=10),
+                    "before": lambda q: query.open_collection(default_client().store, "plain",
+                                                              configured=load_settings().collections
+                                                              ).search(q, limit=10),
                     "plain": lambda q: query.search("plain", q, limit=10),
                     "moved": lambda q: query.search("moved", q, limit=10),
                 }, queries)
