@@ -26,6 +26,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from store.errors import VectorsyncError
 from store.settings import Settings, load_settings
 from store.vectors.base import DEFAULT_LIMIT
 
@@ -65,7 +66,11 @@ class Client:
                                        "retrieval": retrieval}
         self._send = send
         self._on_embeddings = on_embeddings
-        self._lock = threading.RLock()
+        #: One lock per part, so a slow build (a local model, a state database upgrading) holds up only the
+        #: callers of that part; ``_lock`` guards the table of them and ``close``.
+        self._building: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+        self._closed = False
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> Client:
@@ -75,7 +80,15 @@ class Client:
     # -- the parts, built on first use -------------------------------------------------
 
     def _part(self, name: str, build: Callable[[], T]) -> T:
+        part = self._parts.get(name)
+        if part is not None:
+            return part  # type: ignore[no-any-return]
         with self._lock:
+            if self._closed:
+                raise VectorsyncError(f"this Client is closed: its {name} is gone; build another client "
+                                      "(Client.from_settings()) to go on")
+            lock = self._building.setdefault(name, threading.Lock())
+        with lock:
             if self._parts.get(name) is None:
                 self._parts[name] = build()
             return self._parts[name]  # type: ignore[no-any-return]
@@ -124,7 +137,9 @@ class Client:
         def build() -> Router:
             from store.state.generations.routing import Router
 
-            return Router(self.settings, store=self.store, embeddings=self.embeddings, registry=self.generations,
+            # No embeddings of its own: a vector query needs no model, and the store embeds a text query
+            # through ``embeddings`` when one comes (the worker takes ``embeddings`` itself).
+            return Router(self.settings, store=self.store, registry=self.generations,
                           on_embeddings=self._on_embeddings)
         return self._part("router", build)
 
@@ -192,7 +207,8 @@ class Client:
 
     def rerank(self, query: str, matches: Sequence[VectorMatch], *, top: int | None = None,
                user: str | None = None) -> Matches:
-        """The ``top`` matches that best answer ``query``, best first (``store.query.rerank``)."""
+        """The ``top`` matches that best answer ``query``, best first, ``score`` the reranker's (0 to 1). With no
+        rerank model configured the search order is kept and nothing is called. Raises ConfigError, ProviderError."""
         from store.retrieval.twins import Matches
 
         return Matches(self.retrieval.rerank(query, matches, top=top, user=user), called="rerank")
@@ -200,15 +216,18 @@ class Client:
     def answer(self, collection: str, question: str, *, filter: Filter | Mapping[str, Any] | None = None,
                candidates: int | None = None, top: int | None = None, user: str | None = None,
                allow: Allow | None = None) -> GroundedAnswer:
-        """Answer ``question`` from ``collection``'s passages, citing them (``store.query.answer``)."""
+        """Answer ``question`` from ``collection``'s passages that ``filter`` and ``allow`` let through, citing
+        them; see ``Retrieval.answer``. Raises ConfigError, StoreUnavailable, ProviderError."""
         return self.retrieval.answer(collection, question, filter=filter, candidates=candidates, top=top,
                                      user=user, allow=allow)
 
     # -- closing -------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Release what this client built (connections, model clients); parts passed in stay open."""
+        """Release what this client built (connections, model clients); parts passed in stay open, and stay
+        the client's. A part built after this is a VectorsyncError; closing again does nothing."""
         with self._lock:
+            self._closed = True
             built = {name: part for name, part in self._parts.items() if part is not None and name not in self._given}
             self._parts = {name: part for name, part in self._parts.items() if name in self._given}
         # Most dependent first: the producer and router use the ledger, the store and the embeddings.

@@ -1,4 +1,4 @@
-"""What producers and workers agree on: task names, queues and Redis key prefixes.
+"""What producers and workers agree on: task names, queues, Redis key prefixes and the states of a run.
 
 A leaf module: it imports nothing of vectorsync's, so every side can import
 it without loading anything else. Changing a value here breaks the wire

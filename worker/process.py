@@ -143,8 +143,9 @@ class WorkerContext:
         for source in self._sources.values():
             source.close()
         self.coalescer.close()
+        ledger = self.ledger  # given to the client (``of``), so its close leaves it open
         self.client.close()
-        self.ledger.close()  # given to the client, so not closed by it
+        ledger.close()
 
 
 _context: ProcessDefault[WorkerContext] = ProcessDefault(lambda: WorkerContext.from_settings(load_settings()))

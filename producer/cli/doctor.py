@@ -121,7 +121,12 @@ def _broker(settings: Settings) -> str:
 
 
 def _state(producer: Any) -> str:
-    producer.ledger.recent_runs(1)
+    from store.errors import SchemaTooNew
+
+    try:
+        producer.ledger.recent_runs(1)
+    except SchemaTooNew as exc:
+        raise _Broken(str(exc), "upgrade vectorsync in this environment to the workers' version") from None
     return getattr(producer.ledger, "safe_url", "reachable")
 
 

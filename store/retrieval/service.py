@@ -37,7 +37,7 @@ class Retrieval:
     def __init__(self, store: VectorStore, *, rerankers: Failover[Reranker], chats: Failover[Chat],
                  settings: RetrievalSettings | None = None, declared: AbstractSet[str] = frozenset()) -> None:
         self.store, self.rerankers, self.chats = store, rerankers, chats
-        #: Opens the collection an answer reads (None: ``store.open``); ``store.query`` reads live generations.
+        #: Opens the collection an answer reads (None: ``store.open``); a ``store.Client`` reads live generations.
         self.opener: Callable[[str, AbstractSet[str]], Collection] | None = None
         self.settings = settings if settings is not None else RetrievalSettings()
         #: Collections the settings declare: answer may open them before they hold anything.

@@ -9,7 +9,6 @@ Searches read the live generation throughout, so none finds nothing.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence, Set
 
 from store.errors import ConfigError
@@ -25,9 +24,6 @@ from store.state.generations.base import (
 from store.vectors.backends import open_store
 
 __all__ = ["begin", "plan"]
-
-log = logging.getLogger("vectorsync.migrate")
-
 
 def plan(settings: Settings, registry: Generations, collection: str, chain: Sequence[str], *,
          embedded: Set[str] = frozenset()) -> tuple[Generation, Generation]:

@@ -182,7 +182,8 @@ def open_declared(store: VectorStore, name: str, declared: Mapping[str, Collecti
 class Router:
     """Opens the collection behind each generation with the store and embeddings of its chain and size.
 
-    ``store`` and ``embeddings`` are the settings' own; others are built on first use and kept.
+    ``store`` and ``embeddings`` are the settings' own (``embeddings`` None: the caller embeds with its own);
+    those of other chains and sizes are built on first use and kept.
     ``registry`` None: no collection was migrated (an in-process run), every name is its own collection.
     """
 

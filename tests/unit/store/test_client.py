@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from producer.testing import memory_settings
-from store import Client, ConfigError, Settings, VectorRecord
+from store import Client, ConfigError, Settings, VectorRecord, VectorsyncError
 from store import query as query_module
 from store.client import ProcessDefault, default_client, use_client
 from store.state.ledger import MemoryLedger
@@ -30,6 +30,17 @@ class Spy:
             original()
 
         part.close = close
+
+
+def test_a_vector_search_needs_no_embedding_model() -> None:
+    unreachable = settings(notes={}).model_copy(update={"models": {}})
+    unreachable = unreachable.model_copy(update={"embeddings": unreachable.embeddings.model_copy(
+        update={"chain": ["missing"]})})
+    with Client(unreachable) as client:
+        client.store.collection("notes").upsert(VectorRecord("a", [1, 0, 0, 0], "alpha"))
+        assert [m.id for m in client.search("notes", [1, 0, 0, 0])] == ["a"]  # the chain is never built
+        with pytest.raises(ConfigError, match="missing"):
+            client.search("notes", "a text needs the chain")
 
 
 def test_a_part_is_built_at_its_first_use_so_an_enqueueing_client_needs_no_vector_store() -> None:
@@ -60,8 +71,10 @@ def test_close_releases_what_the_client_built_and_leaves_what_it_was_given() -> 
     client.close()
     assert (given_store.closed, given_ledger.closed) == (0, 0)
     assert (built_embeddings.closed, built_producer.closed) == (1, 1)
-    assert client.producer is not built_producer.part  # built again after close, on next use
-    client.close()
+    with pytest.raises(VectorsyncError, match="this Client is closed: its producer is gone"):
+        client.producer  # noqa: B018  (never built again behind the caller's back)
+    assert client.store is given_store.part  # what it was given stays its own
+    client.close()  # again: nothing to do
 
 
 def test_the_producer_of_a_client_given_a_ledger_creates_its_runs_there() -> None:
