@@ -1,5 +1,6 @@
 """One bad record fails alone, with a failures message naming the value and the fix; its batch-mates are indexed.
-Regression tests of issue 9's defects: hostile text, metadata, ids and source rows; caps; poisoned answers."""
+Regression tests of issue 9's defects: hostile text, metadata, ids; caps (source rows and what PostgreSQL
+refuses: tests/integration/worker/test_hostile_input.py)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """``vectorsync dev`` and ``scripts/dev``: the first try, from a fresh clone, stopped with Ctrl-C.
 
-The unit tests check the sample corpus and the settings the command writes.
-The slow tests run the real thing: ``vectorsync dev --no-serve`` from this
-checkout, and the README's main-job command ``scripts/dev`` in a fresh clone
+The sample corpus and the settings the command writes are checked in
+tests/unit/producer/cli/test_dev.py. These slow tests run the real thing:
+``vectorsync dev --no-serve`` from this checkout, and the README's main-job command ``scripts/dev`` in a fresh clone
 with a temporary HOME, which bootstraps its own .venv, serves, and must stop
 every process it started on SIGINT.
 """

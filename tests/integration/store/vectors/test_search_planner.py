@@ -1,4 +1,5 @@
-"""Filtered search: index-usable filters, the exact-or-HNSW planner, declared indexed fields on both backends."""
+"""Filtered search on pgvector: index-usable filters, the exact-or-HNSW planner on real tables, declared indexed
+fields on pgvector and on a Qdrant server (the choice itself, and Qdrant's local mode: tests/unit)."""
 
 from __future__ import annotations
 
