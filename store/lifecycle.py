@@ -125,8 +125,8 @@ class Collections:
 
         A migrated collection goes with every generation; ``NAME__gN`` drops one generation that is not live
         (an old one, or a migration abandoned). A missing collection is a ConfigError naming the existing ones.
-        A declared collection comes back, empty, when a worker starts or ``vectorsync init`` runs: to keep it
-        gone, remove it from the settings.
+        A declared collection comes back, empty, when a worker starts or ``vectorsync init`` runs, and filled
+        by its next reindex: to keep it gone, remove it from the settings.
         """
         plan = dropping(self.ledger.generations, name)
         if plan.alias is None:

@@ -87,6 +87,14 @@ class WorkerContext:
         ``NAME__gN`` names (a run). Raises ConfigError for a collection that is not configured."""
         return self._indexer(self.generations.reading(name))
 
+    def started(self, name: str) -> Indexer:
+        """The Indexer of ``name`` for a run that starts on it (a reindex, a reconcile sweep). Its collection
+        is created again if another process dropped it since this one opened it, as a worker's start would."""
+        generation = self.generations.reading(name)
+        indexer = self._indexer(generation)
+        indexer.collection = self.generations.ensure(generation)
+        return indexer
+
     def written(self, name: str, ids: Sequence[str], action: Callable[[Indexer], BatchResult]
                 ) -> dict[str, BatchResult]:
         """``action`` on each generation a write of ``name`` goes to, by physical collection.

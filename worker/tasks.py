@@ -146,7 +146,7 @@ def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | N
     check_collection_name(collection)
     run_id = ctx.ledger.create_run(collection, full=full, run_id=run_id)
     try:
-        indexer = ctx.indexer(collection)
+        indexer = ctx.started(collection)
         indexer.source.page_ids(after=None, limit=1)  # a pushed collection has nothing to read: refuse first
         indexer.forget_if_lost()
         if indexer.collection.defer_index():
@@ -248,7 +248,7 @@ def reconcile(self: Task, collection: str, run_id: str | None = None) -> str:
     ctx = context()
     run_id = ctx.ledger.create_run(collection, run_id=run_id, kind="reconcile")
     try:
-        indexer = ctx.indexer(collection)
+        indexer = ctx.started(collection)
         _close_lost_runs(collection, run_id)
         indexer.forget_if_lost()
         stale = indexer.stale(page_size=ctx.settings.worker.batch_size)

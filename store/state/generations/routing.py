@@ -238,6 +238,16 @@ class Router:
     def collection(self, generation: Generation) -> Collection:
         """The generation's physical collection (created if missing), with its collection's required filter and
         declared indexed fields."""
+        store, physical = self._prepared(generation)
+        return store.collection(physical)
+
+    def ensure(self, generation: Generation) -> Collection:
+        """``collection``, created again if another process dropped it since this one opened it: what a run
+        that starts on it asks, so ``vectorsync collections drop`` then ``reindex`` fills it anew."""
+        store, physical = self._prepared(generation)
+        return store.ensure_collection(physical)
+
+    def _prepared(self, generation: Generation) -> tuple[VectorStore, str]:
         store, _ = self.parts(generation)
         physical = generation.physical
         declared = self.settings.collections.get(generation.collection)
@@ -246,7 +256,7 @@ class Router:
                 store.require_filter(physical, declared.required_filter)
             if declared.index.fields:
                 store.indexed.setdefault(physical, declared.index.fields)
-        return store.collection(physical)
+        return store, physical
 
     def close(self) -> None:
         """Close the stores and embeddings built here for other chains (the settings' own are the caller's)."""

@@ -341,3 +341,16 @@ def test_pushed_documents_are_indexed_and_deleted_through_the_worker(world: Worl
         engine.dispose()
         assert f"{table}_embedding_idx" in indexes
     producer.close()
+
+
+@pytest.mark.parametrize("broker", ["redis"], indirect=True)  # the store's state, not the broker's
+def test_a_dropped_declared_collection_comes_back_on_its_next_reindex(world: World) -> None:
+    world.crm.insert([note(i) for i in range(1, 41)])
+    with celery_worker(world.config, name="w1"), celery_worker(world.config, name="w2"):
+        assert reindex_and_wait(world).returncode == 0
+        dropped = run_cli(world.config, "collections", "drop", world.collection, "--yes")
+        assert dropped.returncode == 0, dropped.stdout + dropped.stderr
+        again = reindex_and_wait(world)
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert "done: 40 records, 40 indexed, 0 unchanged, 0 failed" in again.stdout
+        assert world.in_sync()
