@@ -25,6 +25,7 @@ from store.vectors.backends import open_store
 
 __all__ = ["begin", "plan"]
 
+
 def plan(settings: Settings, registry: Generations, collection: str, chain: Sequence[str], *,
          embedded: Set[str] = frozenset()) -> tuple[Generation, Generation]:
     """The live generation of ``collection`` and the one ``chain`` would build (the one building already, to run
