@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_init, worker_process_init, worker_process_shutdown, worker_ready
+from celery.signals import worker_init, worker_process_init, worker_process_shutdown, worker_ready, worker_shutdown
 
 from store.broker.config import celery_config
 from store.calls.threads import PROCESSES_ENV
@@ -114,7 +114,30 @@ def _create_declared_collections(**_: Any) -> None:
 def _serve_metrics(**_: Any) -> None:
     settings = load_settings()
     if settings.worker.metrics_port:
-        serve(settings.worker.metrics_port, app=app, broker_url=settings.broker.url, queues=QUEUES)
+        from store.capture import captured
+        from store.capture.control import report
+
+        capture = (lambda: report(settings)) if captured(settings) else None
+        serve(settings.worker.metrics_port, app=app, broker_url=settings.broker.url, queues=QUEUES, capture=capture)
+
+
+@worker_ready.connect
+def _start_relays(**_: Any) -> None:
+    """Relay captured changes from the outbox of each SQL source to the broker, in threads of the main process
+    (never the pool's: after the fork, like the collections above). ``capture.relay = false`` leaves it to
+    ``vectorsync relay``."""
+    settings = load_settings()
+    if settings.capture.relay:
+        from worker.relaying import start_relays
+
+        start_relays(settings)
+
+
+@worker_shutdown.connect
+def _stop_relays(**_: Any) -> None:
+    from worker.relaying import stop_relays
+
+    stop_relays()
 
 
 @worker_process_shutdown.connect

@@ -16,7 +16,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from celery import Celery
 
+    from store.capture.control import CaptureState
     from store.embeddings.chain import EmbeddingStats
     from worker.pipeline import BatchResult
 
@@ -149,13 +150,46 @@ class QueueDepth:
         yield from (depth, oldest, consumers)
 
 
-def serve(port: int, *, app: Celery, broker_url: str, queues: tuple[str, ...]) -> Any:
-    """Serve every pool process's metrics, plus queue depths, on ``port`` (0.0.0.0)."""
+class CaptureLag:
+    """Each captured collection's outbox, asked when scraped: rows waiting and the age of the oldest.
+
+    ``vectorsync_capture_lag_seconds`` rising means changes are written but not relayed (no worker runs the
+    relay, or the broker is down); 0 when nothing waits.
+    """
+
+    def __init__(self, report: Callable[[], list[CaptureState]]) -> None:
+        self.report = report
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        pending = GaugeMetricFamily("vectorsync_capture_pending", "Captured changes waiting in the outbox",
+                                    labels=["collection"])
+        lag = GaugeMetricFamily("vectorsync_capture_lag_seconds", "Age of the oldest captured change waiting in "
+                                "the outbox (0 when none waits)", labels=["collection"])
+        try:
+            states = self.report()
+        except Exception as exc:  # a scrape must not fail because a source database is down
+            log.warning("capture metrics unavailable: %s", exc)
+            states = []
+        for state in states:
+            if state.error is None:
+                pending.add_metric([state.collection], float(state.pending))
+                lag.add_metric([state.collection], float(state.lag_seconds or 0.0))
+        yield from (pending, lag)
+
+
+def serve(port: int, *, app: Celery, broker_url: str, queues: tuple[str, ...],
+          capture: Callable[[], list[CaptureState]] | None = None) -> Any:
+    """Serve every pool process's metrics, plus queue depths (and with ``capture``, the outbox of each captured
+    collection), on ``port`` (0.0.0.0)."""
     from prometheus_client import CollectorRegistry, multiprocess, start_http_server
 
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry)
     registry.register(QueueDepth(app, broker_url, queues))  # type: ignore[arg-type]
+    if capture is not None:
+        registry.register(CaptureLag(capture))  # type: ignore[arg-type]
     server, _thread = start_http_server(port, registry=registry)
     return server
 

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from producer.cli.ask import ask
+from producer.cli.capture import capture_app, relay
 from producer.cli.collections import collections_app
 from producer.cli.dev import dev
 from producer.cli.doctor import doctor
@@ -37,9 +38,10 @@ def _options(config: Annotated[str | None, typer.Option("--config", "-c", help="
 
 
 # The order here is the order ``vectorsync --help`` lists them in (Typer lists groups after commands).
-for command in (reindex, index, reconcile, search, ask, status, doctor, failures, init, migrate, dev):
+for command in (reindex, index, reconcile, search, ask, status, doctor, failures, init, migrate, relay, dev):
     app.command()(command)
 app.add_typer(collections_app, name="collections")
+app.add_typer(capture_app, name="capture")
 
 
 def main() -> None:

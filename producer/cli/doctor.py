@@ -4,7 +4,8 @@ Parts, in order: the broker, the state database, the vector store (with
 pgvector's version: 0.8 or later for iterative scans), the embedding cache,
 each embedding model of the chain (one real embed of a short text, its size
 checked), each rerank and chat model of ``[retrieval]`` (one real call), the
-workers (how many answer, which queues each consumes) and Flower when
+change capture of each collection that asks for it (installed, pending
+changes, lag), the workers (how many answer, which queues each consumes) and Flower when
 ``[flower] url`` is set. A broken *required* part (``fail``)
 makes the command exit 1; an optional one (the cache, a failover model,
 Flower) is a ``warn``.
@@ -102,6 +103,7 @@ def checks(settings: Settings, producer: Any) -> Iterator[Check]:
         yield cache
     yield from _models(settings)
     yield from retrieval_checks(settings)
+    yield from _capture(settings)
     if broker.status == "ok":
         yield _timed("workers", lambda: _workers(producer), fix=f"start one: {WORKER_COMMAND}")
     else:
@@ -110,6 +112,32 @@ def checks(settings: Settings, producer: Any) -> Iterator[Check]:
         url = settings.flower.url
         yield _timed("flower", lambda: _flower(url), status="warn",
                      fix="start Flower (celery -A worker flower), or fix flower.url (VECTORSYNC_FLOWER__URL)")
+
+
+def _capture(settings: Settings) -> Iterator[Check]:
+    """Each captured collection: its triggers installed, its outbox's pending rows and lag; orphan rows warned."""
+    from store.capture import captured
+
+    if not captured(settings):
+        return
+    from store.capture.control import report
+
+    start = time.perf_counter()
+    try:
+        states = report(settings)
+    except Exception as exc:
+        yield Check("capture", "fail", _ms(start), f"{type(exc).__name__}: {exc}".splitlines()[0][:300],
+                    "start the source database, or fix collections.NAME.source.url")
+        return
+    for state in states:
+        lag = "" if state.lag_seconds is None else f", oldest {state.lag_seconds:.1f} s"
+        detail = f"{state.pending} pending{lag}"
+        problem = state.problem
+        if problem is None:
+            yield Check(f"capture {state.collection}", "ok", _ms(start), f"installed, {detail}")
+        else:
+            yield Check(f"capture {state.collection}", "warn" if not state.declared else "fail", _ms(start),
+                        detail, problem)
 
 
 def _broker(settings: Settings) -> str:

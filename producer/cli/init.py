@@ -1,5 +1,5 @@
-"""``vectorsync init``: upgrade the state database's schema and create the declared collections that are
-missing; safe to run again.
+"""``vectorsync init``: upgrade the state database's schema, create the declared collections that are
+missing and install change capture where a collection asks for it; safe to run again.
 
 A worker does the same at its start; this lets a deploy step do it first and see what was done.
 """
@@ -18,8 +18,8 @@ __all__ = ["init"]
 
 
 def init() -> None:
-    """Upgrade the state database's schema to this vectorsync's version and create the declared collections
-    that are missing; safe to run again."""
+    """Upgrade the state database's schema to this vectorsync's version, create the declared collections that
+    are missing and install change capture where a collection asks for it; safe to run again."""
     from store.settings import load_settings
 
     settings = guarded(load_settings)
@@ -33,6 +33,16 @@ def init() -> None:
         say(f"{'created' if name in created else 'exists '}  {name}")
     if not settings.collections:
         say("no collection is declared: add [collections.NAME] to the settings")
+    _install_capture(settings)
+
+
+def _install_capture(settings: Settings) -> None:
+    from store.capture import captured
+    from store.capture.control import enable
+
+    for name in sorted(captured(settings)):
+        target = guarded(lambda name=name: enable(settings, name))  # type: ignore[misc]
+        say(f"capture  {name} on {target.qualified_table}")
 
 
 def _upgrade_state(settings: Settings) -> Upgrade | None:

@@ -12,19 +12,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from producer.cli.capture import capture_rows
 from producer.cli.console import guarded, open_producer, out, say
 from store.broker.queues import QueueState, WorkerState
 from store.contract import BULK_QUEUE, WORKER_COMMAND
 from store.state.ledger import RunProgress, RunStatus
+
+if TYPE_CHECKING:
+    from store.capture.control import CaptureState
 
 __all__ = ["Snapshot", "render", "short_ids", "snapshot", "stall_reason", "status", "to_json"]
 
@@ -57,6 +61,8 @@ class Snapshot:
     queues: list[QueueState] | None
     runs: list[tuple[RunProgress, str | None]]
     broker_error: str = ""
+    #: Each captured collection's outbox (``store.capture.control``); its errors are in the rows.
+    capture: list[CaptureState] = field(default_factory=list)
 
 
 def stall_reason(run: RunProgress, queue: QueueState | None, workers: Sequence[WorkerState] | None, *,
@@ -94,7 +100,16 @@ def snapshot(producer: Any, *, limit: int = 20, run_id: str | None = None) -> Sn
     now = datetime.now(UTC)
     stall = producer.settings.worker.stall_seconds
     return Snapshot(workers, queues, [(r, stall_reason(r, bulk, workers, stall_seconds=stall, now=now)) for r in runs],
-                    broker_error)
+                    broker_error, _capture(producer.settings))
+
+
+def _capture(settings: Any) -> list[CaptureState]:
+    from store.capture.control import CaptureState, report
+
+    try:
+        return report(settings)
+    except Exception as exc:  # status still shows the rest
+        return [CaptureState("-", True, error=f"capture could not be read: {exc}")]
 
 
 def short_ids(ids: Sequence[str]) -> dict[str, str]:
@@ -151,6 +166,11 @@ def render(view: Snapshot) -> None:
     for run, stalled in view.runs:
         if stalled:
             say(f"run {ids[run.run_id]} ({run.collection}) is stalled: {stalled}")
+    if view.capture:
+        captured = _table("captured", "capture", "pending", "lag", "problem")
+        for row in capture_rows(view.capture):
+            captured.add_row(*(Text(cell) for cell in row))
+        out.print(captured)
 
 
 def to_json(view: Snapshot) -> str:
@@ -165,5 +185,6 @@ def to_json(view: Snapshot) -> str:
         "queues": None if view.queues is None else [asdict(q) for q in view.queues],
         "broker_error": view.broker_error or None,
         "runs": [run(r, s) for r, s in view.runs],
+        "capture": [dict(asdict(c), problem=c.problem) for c in view.capture],
     }
     return json.dumps(data, default=str, indent=2)

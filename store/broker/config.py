@@ -57,13 +57,16 @@ def _transport_options(settings: Settings) -> dict[str, Any]:
 
 
 def beat_schedule(settings: Settings) -> dict[str, Any]:
-    """A reconcile sweep per collection that has a source to compare with."""
-    every = settings.worker.reconcile_seconds
-    if not every:
-        return {}
-    return {
-        f"reconcile-{name}": {"task": RECONCILE, "schedule": float(every), "args": (name,),
-                              "options": {"queue": BULK_QUEUE}}
-        for name, collection in sorted(settings.collections.items())
-        if collection.source.kind != "push"
-    }
+    """A reconcile sweep per collection that has a source to compare with: every ``worker.reconcile_seconds``,
+    and every ``capture.reconcile_seconds`` for a collection whose changes triggers capture (there it is only
+    the safety net for writes no trigger sees)."""
+    schedule = {}
+    for name, collection in sorted(settings.collections.items()):
+        if collection.source.kind == "push":
+            continue
+        captured = collection.source.capture == "trigger"
+        every = settings.capture.reconcile_seconds if captured else settings.worker.reconcile_seconds
+        if every:
+            schedule[f"reconcile-{name}"] = {"task": RECONCILE, "schedule": float(every), "args": (name,),
+                                             "options": {"queue": BULK_QUEUE}}
+    return schedule

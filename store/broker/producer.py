@@ -15,7 +15,16 @@ from store.broker.coalescing import Coalescer
 from store.broker.config import celery_config
 from store.broker.documents import document_id
 from store.broker.queues import QueueState, WorkerState, queue_states, sent_headers, worker_states
-from store.contract import BULK_QUEUE, INDEX_DOCUMENT, INDEX_RECORD, LIVE_QUEUE, QUEUES, RECONCILE, REINDEX_ALL
+from store.contract import (
+    BULK_QUEUE,
+    INDEX_BATCH,
+    INDEX_DOCUMENT,
+    INDEX_RECORD,
+    LIVE_QUEUE,
+    QUEUES,
+    RECONCILE,
+    REINDEX_ALL,
+)
 from store.errors import ConfigError
 from store.settings import CollectionSettings, Settings
 from store.state.generations import Generation
@@ -75,6 +84,12 @@ class Producer:
     def index_records(self, collection: str, record_ids: Iterable[str | int]) -> int:
         """Enqueue several records; returns how many were sent (the rest were already queued)."""
         return sum(self.index_record(collection, record_id) for record_id in record_ids)
+
+    def index_batch(self, collection: str, record_ids: Sequence[str | int]) -> None:
+        """Enqueue ids as one bulk task, outside any run: how change capture sends a flood of changes. An id
+        the worker refuses (too long, say) gets its failures row there; its batch-mates are indexed."""
+        ids = [_record_id(i) for i in record_ids]
+        self._send(INDEX_BATCH, (check_collection_name(collection), ids), BULK_QUEUE)
 
     @overload
     def index_document(self, collection: str, id: str | int | None, text: str,

@@ -14,7 +14,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     SecretStr,
     StringConstraints,
@@ -25,14 +24,17 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from store.errors import ConfigError
+from store.settings.capture import CaptureSettings
 from store.settings.collection_names import check_declared_name
+from store.settings.section import Section, redacted_repr_args
+from store.settings.source import FIELD_PATTERN, SourceSettings
 from store.settings.urls import without_credentials
 
 __all__ = [
-    "DEFAULT_BROKER_URL", "DEFAULT_CONFIG_PATH", "BrokerSettings", "CacheSettings", "ChunkerSettings",
-    "CollectionSettings", "EmbeddingSettings", "FieldType", "FlowerSettings", "IndexSettings", "LimitSettings",
-    "ModelSettings", "RetrievalSettings", "Settings", "SourceSettings", "StateSettings", "VectorSettings",
-    "WorkerSettings", "default", "load_settings"
+    "DEFAULT_BROKER_URL", "DEFAULT_CONFIG_PATH", "FIELD_PATTERN", "BrokerSettings", "CacheSettings", "CaptureSettings",
+    "ChunkerSettings", "CollectionSettings", "EmbeddingSettings", "FieldType", "FlowerSettings", "IndexSettings",
+    "LimitSettings", "ModelSettings", "RetrievalSettings", "Settings", "SourceSettings", "StateSettings",
+    "VectorSettings", "WorkerSettings", "default", "load_settings"
 ]
 
 #: Where settings are read from when neither an argument nor VECTORSYNC_CONFIG names a file.
@@ -42,21 +44,7 @@ DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/0"
 ENV_PREFIX = "VECTORSYNC_"
 
 
-def _redacted_repr_args(model: BaseModel) -> Any:
-    """Pydantic's repr arguments with every URL's credentials hidden: a settings object may be logged."""
-    for name, value in model.__repr_args__():
-        yield name, (without_credentials(value) if isinstance(value, str) and "://" in value else value)
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{name}={value!r}" for name, value in _redacted_repr_args(self))
-        return f"{type(self).__name__}({args})"
-
-
-class BrokerSettings(_Section):
+class BrokerSettings(Section):
     url: str = DEFAULT_BROKER_URL
     #: Seconds before Redis hands an unacknowledged task to another worker; above worker.time_limit.
     visibility_timeout: int = Field(default=3600, gt=0)
@@ -64,7 +52,7 @@ class BrokerSettings(_Section):
     coalesce_seconds: int = Field(default=600, ge=0)
 
 
-class WorkerSettings(_Section):
+class WorkerSettings(Section):
     #: Hard limit of one task, seconds; a task past it is killed and redelivered.
     time_limit: int = Field(default=1800, gt=0)
     #: Hard limit of the task that builds a vector index after a bulk load (a task of its own), seconds.
@@ -84,7 +72,7 @@ class WorkerSettings(_Section):
     stall_seconds: int = Field(default=300, gt=0)
 
 
-class LimitSettings(_Section):
+class LimitSettings(Section):
     """Caps on what one input may hold. Going over one is a ConfigError naming the value, the cap and this
     setting; it is never retried."""
 
@@ -102,16 +90,16 @@ class LimitSettings(_Section):
     max_residual_scan: int = Field(default=100_000, gt=0)
 
 
-class FlowerSettings(_Section):
+class FlowerSettings(Section):
     #: Where Flower answers, for ``vectorsync doctor`` (None: not checked).
     url: str | None = None
 
 
-class StateSettings(_Section):
+class StateSettings(Section):
     url: str | None = None  # None: the pgvector database (vectors.url)
 
 
-class CacheSettings(_Section):
+class CacheSettings(Section):
     url: str | None = None  # None: the broker's Redis
 
 
@@ -123,7 +111,7 @@ PROVIDERS = {
 }
 
 
-class ModelSettings(_Section):
+class ModelSettings(Section):
     #: What the model does: embed texts, rerank passages, or answer (chat).
     task: Literal["embed", "rerank", "chat"] = "embed"
     provider: Literal["openai", "ollama", "local", "http", "fake"]
@@ -172,7 +160,7 @@ class ModelSettings(_Section):
         return self
 
 
-class EmbeddingSettings(_Section):
+class EmbeddingSettings(Section):
     chain: list[str] = Field(default_factory=list)
     batch_size: int = Field(default=96, gt=0, le=2048)
     cache_ttl_days: float = Field(default=30, ge=0)
@@ -186,7 +174,7 @@ class EmbeddingSettings(_Section):
     max_wait_seconds: float = Field(default=30, gt=0)
 
 
-class RetrievalSettings(_Section):
+class RetrievalSettings(Section):
     """Reranking and grounded answers (``store.query.rerank`` / ``answer``, ``vectorsync ask``)."""
 
     #: Rerank models, in failover order ([models.NAME] with task = "rerank"); empty: keep the search order.
@@ -201,7 +189,7 @@ class RetrievalSettings(_Section):
     passage_chars: int = Field(default=2000, gt=0, le=100_000)
 
 
-class VectorSettings(_Section):
+class VectorSettings(Section):
     store: Literal["pgvector", "qdrant", "memory"] = "pgvector"
     url: str | None = None
     key: SecretStr | None = None
@@ -222,34 +210,7 @@ class VectorSettings(_Section):
     index_build_workers: int = Field(default_factory=lambda: max(0, (os.cpu_count() or 2) - 1), ge=0, le=64)
 
 
-#: A metadata field name: letters, digits and '_', dotted for nested objects (filters check the same).
-FIELD_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
-
-
-class SourceSettings(_Section):
-    kind: Literal["sql", "python", "push"] = "push"
-    url: str | None = None
-    table: str | None = None
-    id: str = "id"
-    text: str | None = None
-    metadata: list[str] = Field(default_factory=list)
-    updated_at: str | None = None
-    where: str | None = None
-    loader: str | None = None
-    #: Pushed documents (kind = "push"): the metadata field (dotted for nested objects) that holds a document's
-    #: id when ``index_document`` is given none; None: a hash of the text and metadata.
-    id_field: str | None = Field(default=None, pattern=FIELD_PATTERN, max_length=200)
-
-    @model_validator(mode="after")
-    def _id_field_is_for_pushed_documents(self) -> SourceSettings:
-        if self.id_field is not None and self.kind != "push":
-            raise ValueError(f"source.id_field ({self.id_field!r}) names the metadata field that holds a pushed "
-                             f"document's id, so it is for kind = 'push'; a {self.kind} source's ids come from "
-                             f"{'source.id' if self.kind == 'sql' else 'its loader'}: remove id_field")
-        return self
-
-
-class ChunkerSettings(_Section):
+class ChunkerSettings(Section):
     max_tokens: int = Field(default=512, gt=0)
     overlap: int = Field(default=64, ge=0)
     markdown: bool = False
@@ -265,7 +226,7 @@ class ChunkerSettings(_Section):
 FieldType = Literal["integer", "float", "keyword", "bool", "datetime"]
 
 
-class IndexSettings(_Section):
+class IndexSettings(Section):
     """Metadata fields filtered often: indexed for ranges and equality (pgvector btree, Qdrant payload index)."""
 
     #: Field (dotted for nested objects) to type, e.g. ``{ owner_id = "integer", created_at = "datetime" }``.
@@ -274,7 +235,7 @@ class IndexSettings(_Section):
     )
 
 
-class CollectionSettings(_Section):
+class CollectionSettings(Section):
     source: SourceSettings = Field(default_factory=SourceSettings)
     chunker: ChunkerSettings = Field(default_factory=ChunkerSettings)
     index: IndexSettings = Field(default_factory=IndexSettings)
@@ -294,6 +255,7 @@ class Settings(BaseSettings):
 
     broker: BrokerSettings = Field(default_factory=BrokerSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    capture: CaptureSettings = Field(default_factory=CaptureSettings)
     flower: FlowerSettings = Field(default_factory=FlowerSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
     state: StateSettings = Field(default_factory=StateSettings)
@@ -335,7 +297,7 @@ class Settings(BaseSettings):
         return (env_settings, init_settings)
 
     def __repr__(self) -> str:
-        return f"Settings({', '.join(f'{name}={value!r}' for name, value in _redacted_repr_args(self))})"
+        return f"Settings({', '.join(f'{name}={value!r}' for name, value in redacted_repr_args(self))})"
 
     @property
     def state_url(self) -> str | None:

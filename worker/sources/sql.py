@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import string
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from store.errors import ConfigError, StoreUnavailable
+from store.settings.templates import template_fields
 from store.state.sql import make_engine, safe_url, translate
 from worker.sources.base import SourceRecord
 
@@ -47,13 +47,6 @@ def _integer_bound(column_type: Any) -> int | None:
     return None
 
 
-def _template_fields(template: str) -> list[str]:
-    try:
-        return [name for _, name, _, _ in string.Formatter().parse(template) if name]
-    except ValueError as exc:
-        raise ConfigError(f"source text template {template!r} is not valid: {exc}") from None
-
-
 class SqlSource:
     """Rows of one table; the id column gives record ids (as strings) and the paging order."""
 
@@ -69,7 +62,7 @@ class SqlSource:
         except sa.exc.DBAPIError as exc:
             raise StoreUnavailable(f"source database {self.safe_url} failed: {exc.orig}") from exc
         self.id_column = self._column(id, "source.id")
-        self.text_columns = [self._column(name, "source.text") for name in _template_fields(text)]
+        self.text_columns = [self._column(name, "source.text") for name in template_fields(text)]
         self.metadata_columns = [self._column(name, "source.metadata") for name in metadata]
         self.updated_at = self._column(updated_at, "source.updated_at") if updated_at else None
         self.where = sa.text(where) if where else sa.true()

@@ -1,0 +1,129 @@
+"""One source database's outbox and the triggers that fill it: install, remove, inspect, and claim rows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+import store.capture.sql as sql
+from store.capture.sql import Target
+from store.capture.target import read_target
+from store.errors import ConfigError
+from store.settings import SourceSettings
+from store.state.sql import advisory_lock, make_engine, safe_url, transaction
+
+__all__ = ["Change", "Installation", "Outbox", "Pending"]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One outbox row: a record id that changed, or a TRUNCATE of the collection's table (``record_id`` None)."""
+
+    seq: int
+    collection: str
+    record_id: str | None
+    truncated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A collection's rows waiting in the outbox, and how long the oldest has waited."""
+
+    collection: str
+    rows: int
+    lag_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Installation:
+    """Which of a collection's triggers exist (and are enabled), and whether its function does."""
+
+    triggers: dict[str, bool]
+    function: bool
+    expected: int
+
+    @property
+    def complete(self) -> bool:
+        return self.function and len(self.triggers) == self.expected and all(self.triggers.values())
+
+    @property
+    def absent(self) -> bool:
+        return not self.function and not self.triggers
+
+
+class Outbox:
+    """The outbox of the source database at ``url`` (in its role's ``current_schema()``)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.safe_url = safe_url(url)
+        self.engine = make_engine(url, setting="source.url", pool_pre_ping=True, pool_size=2)
+
+    def target(self, name: str, source: SourceSettings) -> Target:
+        """Collection ``name``'s target, read from the catalog. Raises ConfigError, StoreUnavailable."""
+        with transaction(self.engine, f"source database {self.safe_url}") as conn:
+            return read_target(name, source, conn)
+
+    def enable(self, target: Target) -> None:
+        """Install (or replace) the outbox, the function and the triggers, in one transaction."""
+        self._ddl(target, sql.install_ddl(target), "create triggers on")
+
+    def disable(self, target: Target) -> None:
+        """Remove the triggers and the function; pending rows stay for the relay."""
+        self._ddl(target, sql.remove_ddl(target), "drop the triggers of")
+
+    def _ddl(self, target: Target, statements: Sequence[str], action: str) -> None:
+        import psycopg
+
+        try:
+            with self.engine.begin() as conn:
+                advisory_lock(conn, f"vectorsync capture {target.qualified_table}")
+                for statement in statements:
+                    conn.exec_driver_sql(statement)
+        except sa.exc.DBAPIError as exc:
+            if isinstance(exc.orig, psycopg.errors.InsufficientPrivilege):
+                raise ConfigError(
+                    f"the role of source.url ({self.safe_url}) may not {action} table {target.table!r}: "
+                    f"{exc.orig}. Have the table's owner run what `vectorsync capture sql {target.collection}` "
+                    "prints, or connect as that owner"
+                ) from None
+            from store.state.sql import translate
+
+            raise translate(exc, f"source database {self.safe_url}") from exc
+
+    def installed(self, target: Target) -> Installation:
+        """What of ``target``'s capture the catalog holds (``pg_trigger``, ``pg_proc``)."""
+        with transaction(self.engine, f"source database {self.safe_url}") as conn:
+            rows = conn.execute(sql.INSTALLED, {"table": target.qualified_table, "triggers": list(target.triggers),
+                                                "schema": target.schema, "function": target.function}).all()
+        triggers = {str(name): bool(enabled) for name, enabled in rows if name != target.function}
+        return Installation(triggers=triggers, function=any(name == target.function for name, _ in rows),
+                            expected=len(target.triggers))
+
+    def exists(self) -> bool:
+        with transaction(self.engine, f"source database {self.safe_url}") as conn:
+            return conn.execute(sql.OUTBOX_EXISTS).scalar() is not None
+
+    def pending(self) -> list[Pending]:
+        """Rows waiting per collection (every collection, declared or not); none when there is no outbox."""
+        with transaction(self.engine, f"source database {self.safe_url}") as conn:
+            if conn.execute(sql.OUTBOX_EXISTS).scalar() is None:
+                return []
+            return [Pending(str(c), int(n), float(lag)) for c, n, lag in conn.execute(sql.STATS)]
+
+    @contextmanager
+    def claim(self, names: Sequence[str], limit: int) -> Iterator[list[Change]]:
+        """Up to ``limit`` rows of ``names``, oldest first, locked against other relays; they are deleted when
+        the block ends without an error, and left for the next claim when it raises."""
+        with transaction(self.engine, f"source database {self.safe_url}") as conn:
+            rows = conn.execute(sql.CLAIM, {"names": list(names), "limit": limit}).all()
+            changes = [Change(int(seq), str(c), None if r is None else str(r), bool(t)) for seq, c, r, t in rows]
+            yield changes
+            if changes:
+                conn.execute(sql.DELETE, {"seqs": [change.seq for change in changes]})
+
+    def close(self) -> None:
+        self.engine.dispose()
