@@ -67,8 +67,8 @@ class WorkerSettings(Section):
     reconcile_seconds: int = Field(default=3600, ge=0)
     #: Prometheus metrics port of a worker (0: off).
     metrics_port: int = Field(default=0, ge=0, le=65535)
-    #: Seconds without progress after which a running run whose queue holds work, or has no consumer,
-    #: is shown as stalled by ``vectorsync status``.
+    #: Seconds without progress after which ``vectorsync status`` shows a running run stalled whose queue has
+    #: consumers (with none it is stalled at once).
     stall_seconds: int = Field(default=300, gt=0)
 
 
