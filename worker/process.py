@@ -145,6 +145,7 @@ class WorkerContext:
             chunker=Chunker.from_settings(config.chunker),
             embeddings=embeddings if embeddings is not None else self.embeddings,
             ledger=self.ledger,
+            limits=self.settings.limits,
         )
 
     def close(self) -> None:
