@@ -15,6 +15,7 @@ import json
 import signal
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 import urllib.error
@@ -35,7 +36,16 @@ from store.state.ledger import RunStatus
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
 from tests.services import free_port, redis_server
-from tests.workers import ROOT, CrmTable, celery_worker, process_env, settings_toml, stored_chunks, wait_for
+from tests.workers import (
+    ROOT,
+    CrmTable,
+    celery_worker,
+    child_env,
+    process_env,
+    settings_toml,
+    stored_chunks,
+    wait_for,
+)
 
 # One worker and one Flower serve the module: its tests stay on one xdist worker, started once.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("flower")]
@@ -248,3 +258,20 @@ def test_flower_stops_within_seconds_of_ctrl_c_while_inspect_calls_are_in_flight
             code, took = _stop_flower(flower, sig)
         assert code == 0, f"flower exited with {code} after {sig.name}: {flower.output()}"
         print(f"{entry}: Flower ({workers} workers) stopped {took:.1f}s after {sig.name}, inspect calls in flight")
+
+
+def test_the_interpreter_exits_without_waiting_for_a_call_in_flight() -> None:
+    """ThreadPoolExecutor's threads are joined at exit: a process whose pool runs a 30 s call lives 30 s more."""
+    script = textwrap.dedent("""
+        import time
+        from worker.flower import DaemonThreadPool
+        pool = DaemonThreadPool()
+        pool.submit(time.sleep, 30)
+        pool.submit(time.sleep, 30)
+        print("submitted", flush=True)
+    """)
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=child_env(), capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0 and result.stdout == "submitted\n", result.stderr
+    assert time.monotonic() - started < 10

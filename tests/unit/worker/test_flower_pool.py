@@ -1,20 +1,17 @@
 """Flower's thread pool (worker/flower.py): it runs calls like ThreadPoolExecutor, and an exit never waits for it.
 
-Flower itself, stopped with Ctrl-C while its inspect calls are in flight, is tests/integration/worker/test_flower.py.
+A process that exits with a call in flight, and Flower itself stopped with Ctrl-C while its inspect calls are in
+flight: tests/integration/worker/test_flower.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
-import textwrap
 import threading
 import time
 
 import pytest
 
-from tests.workers import ROOT
 from worker.flower import DaemonThreadPool
 
 
@@ -52,19 +49,3 @@ def test_shutdown_cancels_what_is_queued_and_refuses_new_calls() -> None:
         pool.submit(time.sleep, 0)
     release.set()
     assert busy.result(timeout=5) is True
-
-
-def test_the_interpreter_exits_without_waiting_for_a_call_in_flight() -> None:
-    """ThreadPoolExecutor's threads are joined at exit: a process whose pool runs a 30 s call lives 30 s more."""
-    script = textwrap.dedent("""
-        import time
-        from worker.flower import DaemonThreadPool
-        pool = DaemonThreadPool()
-        pool.submit(time.sleep, 30)
-        pool.submit(time.sleep, 30)
-        print("submitted", flush=True)
-    """)
-    started = time.monotonic()
-    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0 and result.stdout == "submitted\n", result.stderr
-    assert time.monotonic() - started < 10
