@@ -1,4 +1,4 @@
-"""The Celery app: ``celery -A worker worker`` runs it, ``celery -A worker flower`` watches it.
+"""The Celery app: ``celery -A worker worker`` runs it, Flower (``python -m worker.flower``) watches it.
 
 Configuration is read lazily from the settings (broker, time limits), with the
 delivery guarantees of ``store.broker.config.celery_config``: JSON only,
