@@ -38,9 +38,10 @@ from tests.workers import ROOT, CrmTable, celery_worker, note, process_env, sett
 
 # --- ISSUE 19 (change capture) -- for the lead to wire up ---------------------------------------------------------
 #: Metrics that issue 19 adds (change capture: the outbox's pending changes and the age of its oldest). The
-#: dashboard's "Change capture lag" row and the VectorsyncCaptureLag rule read them already; until capture lands
-#: no process exports them, so the scrape check below leaves them out. Once it lands, empty this tuple (and make
-#: the scrape's worker capture a collection) so that the check requires them like every other name.
+#: dashboard's "Change capture lag" row and the VectorsyncCaptureLag rule read them already; the scrape check
+#: below leaves them out. Issue 19 has since landed (worker/gauges.py's CaptureLag serves them for collections
+#: whose source sets capture = "trigger"): to wire it up, give the scrape's collection that setting (and
+#: `vectorsync init` or `capture enable`), then empty this tuple so the check requires them like every other name.
 ISSUE_19_METRICS: tuple[str, ...] = ("vectorsync_capture_pending", "vectorsync_capture_lag_seconds")
 # ------------------------------------------------------------------------------------------------------------------
 
