@@ -27,6 +27,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from producer.client import Producer
+from store.capture.control import enable
 from store.settings import load_settings
 from store.state.ledger import RunStatus
 from tests.backends import unique_name
@@ -35,15 +36,6 @@ from tests.integration.deploy.promtool import promtool_path
 from tests.services import free_port
 from tests.unit.deploy.test_observability_files import ALERTS, alert_rules, dashboard_queries, used_metric_names
 from tests.workers import ROOT, CrmTable, celery_worker, note, process_env, settings_toml, wait_for
-
-# --- ISSUE 19 (change capture) -- for the lead to wire up ---------------------------------------------------------
-#: Metrics that issue 19 adds (change capture: the outbox's pending changes and the age of its oldest). The
-#: dashboard's "Change capture lag" row and the VectorsyncCaptureLag rule read them already; the scrape check
-#: below leaves them out. Issue 19 has since landed (worker/gauges.py's CaptureLag serves them for collections
-#: whose source sets capture = "trigger"): to wire it up, give the scrape's collection that setting (and
-#: `vectorsync init` or `capture enable`), then empty this tuple so the check requires them like every other name.
-ISSUE_19_METRICS: tuple[str, ...] = ("vectorsync_capture_pending", "vectorsync_capture_lag_seconds")
-# ------------------------------------------------------------------------------------------------------------------
 
 RECORDS = 60
 BATCH = 5  # 12 index_batch tasks of half a second each: the run is open for several scrapes
@@ -101,6 +93,8 @@ def _config(folder: Path, *, broker: str, cache: str, database: str, primary: Fa
                                f'dimensions = 8\nbase_url = "{backup.url}"\ntimeout = 5\n\n'
                                f"[limits]\nmax_chunks_per_record = {MAX_CHUNKS}\n")
     text = text.replace('chain = ["fake_openai"]', 'chain = ["fake_openai", "backup"]')
+    # Captured, so the worker serves the outbox's pending changes and lag (installed before it starts).
+    text = text.replace('updated_at = "updated_at"\n', 'updated_at = "updated_at"\ncapture = "trigger"\n', 1)
     config = folder / "vectorsync.toml"
     config.write_text(text)
     return config
@@ -113,6 +107,7 @@ def _worker_scrapes(config: Path, collection: str, url: str, primary: FakeOpenAI
     primary.push(status=500)
     primary.push(status=401)
     seen: set[str] = set()
+    enable(settings, collection)
     with celery_worker(config, concurrency=1):
         producer = Producer(settings)
         try:
@@ -187,8 +182,8 @@ def test_every_metric_the_rules_and_the_dashboard_read_is_in_a_real_scrape(
         finally:
             crm.close()
     used = used_metric_names()
-    assert set(ISSUE_19_METRICS) <= used  # the dashboard and the rules read them already
-    missing = sorted(used - worker - app - set(ISSUE_19_METRICS))
+    assert {"vectorsync_capture_pending", "vectorsync_capture_lag_seconds"} <= used & worker
+    missing = sorted(used - worker - app)
     assert missing == [], f"read by the dashboard or the rules, in no scrape: {missing}"
     assert {"vectorsync_search_seconds_bucket", "vectorsync_search_plans_total"} <= app
     assert {"vectorsync_provider_failovers_total", "vectorsync_failed_records"} <= worker
