@@ -38,4 +38,4 @@ def ledger_from_settings(settings: Settings, *, memory_fallback: bool = False) -
         raise ConfigError(
             f"the state database needs {exc.name!r}, which is not installed: pip install 'vectorsync[pgvector]'"
         ) from None
-    return PostgresLedger(settings.state_url)
+    return PostgresLedger(settings.state_url, network=settings.network)

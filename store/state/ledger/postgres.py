@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from store.errors import ConfigError
+from store.settings import NetworkSettings
 from store.state.database import StateDatabase
 from store.state.generations.postgres import PostgresGenerations
 from store.state.ledger.base import (
@@ -74,9 +75,10 @@ class _Held:
 class PostgresLedger:
     """The ledger in PostgreSQL; see the module docstring."""
 
-    def __init__(self, url: str | None) -> None:
-        """Raises ConfigError (no URL, not PostgreSQL, a schema newer than this vectorsync) and StoreUnavailable."""
-        self.database = StateDatabase.open(url, pool_size=5)
+    def __init__(self, url: str | None, *, network: NetworkSettings | None = None) -> None:
+        """Raises ConfigError (no URL, not PostgreSQL, a schema newer than this vectorsync) and StoreUnavailable.
+        ``network``: how its connections notice a silent server (None: the defaults)."""
+        self.database = StateDatabase.open(url, pool_size=5, network=network)
         self.engine = self.database.engine
         self.safe_url = self.database.safe_url
 
