@@ -13,7 +13,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,25 +44,30 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if not FIGURES:
         return
     terminalreporter.section("reliability figures")
-    terminalreporter.write_line(f"{'scenario':<52} {'records':>7} {'faults':>6} {'lost':>4} {'dup':>4} {'running':>7}")
-    for row in FIGURES:
+    terminalreporter.write_line(f"{'scenario':<52} {'records':>7} {'faults':>6} {'lost':>4} {'dup':>4} {'running':>7} "
+                                f"{'recovery':>8}")
+    for row in FIGURES:  # recovery: seconds from the end of a fault (a partition healed) to its run's end
+        recovery = f"{row['recovery']:.1f}s" if row.get("recovery") is not None else "-"
         terminalreporter.write_line(f"{row['scenario']:<52} {row['records']:>7} {row['faults']:>6} {row['lost']:>4} "
-                                    f"{row['duplicated']:>4} {row['running']:>7}")
+                                    f"{row['duplicated']:>4} {row['running']:>7} {recovery:>8}")
 
 
 class Redis:
-    """A redis-server of the rig's own, that a scenario can kill and start again (with or without AOF)."""
+    """A redis-server of the rig's own, that a scenario can kill and start again (with or without AOF),
+    listening on ``host``."""
 
-    def __init__(self, folder: Path, *, persistent: bool) -> None:
-        self.folder, self.persistent, self.port = folder, persistent, free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
+    def __init__(self, folder: Path, *, persistent: bool, host: str = "127.0.0.1") -> None:
+        self.folder, self.persistent, self.port, self.host = folder, persistent, free_port(), host
+        self.url = f"redis://{host}:{self.port}/0"
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         aof = ["--appendonly", "yes", "--appendfsync", "always"] if self.persistent else ["--appendonly", "no"]
         self.process = subprocess.Popen(
-            [redis_server_binary()[0], "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+            [redis_server_binary()[0], "--port", str(self.port), "--bind", self.host, "--save", "",
+             # clients from another address than loopback (a network namespace's) would be refused
+             "--protected-mode", "no" if self.host != "127.0.0.1" else "yes",
              "--dir", str(self.folder), *aof], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(lambda: redis_answers(self.url), timeout=10, what="redis-server to start")
 
@@ -99,8 +104,9 @@ class Rig:
         return Producer(self.settings)
 
     @contextmanager
-    def worker(self, name: str = "w1", *, concurrency: int = 2) -> Iterator[subprocess.Popen[bytes]]:
-        with celery_worker(self.config, concurrency=concurrency, name=name) as process:
+    def worker(self, name: str = "w1", *, concurrency: int = 2,
+               prefix: Sequence[str] = ()) -> Iterator[subprocess.Popen[bytes]]:
+        with celery_worker(self.config, concurrency=concurrency, name=name, prefix=prefix) as process:
             yield process
 
     def ledger(self) -> PostgresLedger:
@@ -136,8 +142,10 @@ class Rig:
         return {"records": len(rows), "lost": len(wrong | unaccounted), "duplicated": len(extra),
                 "running": sum(not r.status.ended for r in self.runs()), "failed": len(failed)}
 
-    def verify(self, scenario: str, *, faults: int, timeout: float = 180, failures: int = 0) -> dict[str, int]:
-        """Wait for the system to settle, then check it and record the figures."""
+    def verify(self, scenario: str, *, faults: int, timeout: float = 180, failures: int = 0,
+               **recorded: Any) -> dict[str, int]:
+        """Wait for the system to settle, then check it and record the figures (and ``recorded``: more of
+        them, such as ``recovery``, the seconds from a fault's end to its run's end)."""
         try:
             wait_for(self.settled, timeout=timeout, every=1.0, what=f"{scenario} to settle")
         except AssertionError as exc:
@@ -145,21 +153,26 @@ class Rig:
             raise AssertionError(f"{exc}; runs: {states}; figures: {self.figures()}") from None
         finally:
             found = self.figures()
-            FIGURES.append({"scenario": scenario, "faults": faults, **found})
+            FIGURES.append({"scenario": scenario, "faults": faults, **found, **recorded})
         assert (found["lost"], found["duplicated"], found["running"]) == (0, 0, 0), found
         assert found["failed"] == failures, found
         return found
 
 
-def settings_text(*, broker: str, database: str, table: str, collection: str, primary: str, backup: str) -> str:
+def settings_text(*, broker: str, database: str, table: str, collection: str, primary: str, backup: str,
+                  time_limit: int = 6, broker_keys: str = "", sections: str = "") -> str:
+    """The rig's settings: tasks of ``time_limit`` seconds (the index build one more, the visibility timeout
+    one more again); ``broker_keys`` adds lines to [broker], ``sections`` whole sections (TOML: a section is
+    written once)."""
     return f"""
 [broker]
 url = "{broker}"
-visibility_timeout = 8
+visibility_timeout = {time_limit + 2}
+{broker_keys}
 
 [worker]
-time_limit = 6
-index_time_limit = 7
+time_limit = {time_limit}
+index_time_limit = {time_limit + 1}
 batch_size = 50
 max_retries = 7
 retry_delay = 1
@@ -194,20 +207,24 @@ store = "pgvector"
 url = "{database}"
 dimensions = 8
 
+{sections}
 {sql_collection(database=database, table=table, collection=collection)}"""
 
 
 @contextmanager
-def make_rig(folder: Path, database: str, *, persistent: bool = False) -> Iterator[Rig]:
-    """A rig in ``folder``: its own broker (with AOF when ``persistent``), model servers and source table."""
-    broker = Redis(folder / "redis", persistent=persistent)
+def make_rig(folder: Path, database: str, *, persistent: bool = False, host: str = "127.0.0.1",
+             **settings: Any) -> Iterator[Rig]:
+    """A rig in ``folder``: its own broker (with AOF when ``persistent``), model servers and source table.
+    Its servers listen on ``host``; ``settings`` are ``settings_text``'s (time_limit, broker_keys, sections)."""
+    broker = Redis(folder / "redis", persistent=persistent, host=host)
     broker.start()
     collection = unique_name("rel")
-    with FakeOpenAI(dimensions=8) as primary, FakeOpenAI(dimensions=8) as backup:
+    with FakeOpenAI(dimensions=8, host=host) as primary, FakeOpenAI(dimensions=8, host=host) as backup:
         crm = CrmTable(database, f"crm_{collection}")
         config = folder / "vectorsync.toml"
         config.write_text(settings_text(broker=broker.url, database=database, table=crm.name,
-                                        collection=collection, primary=primary.url, backup=backup.url))
+                                        collection=collection, primary=primary.url, backup=backup.url,
+                                        **settings))
         try:
             yield Rig(config, load_settings(config), collection, crm, primary, backup, database, broker)
         finally:
