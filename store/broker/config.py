@@ -31,6 +31,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_ignore_result": True,
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,
+        # A task killed at its hard time limit goes back to the queue, as one whose worker died does (Celery
+        # acks it by default: its batch was lost and its run never ended). The soft limit retries it first.
+        "task_acks_on_timeout": False,
         "worker_prefetch_multiplier": 1,
         "task_time_limit": time_limit,
         "task_soft_time_limit": soft_time_limit(time_limit),
