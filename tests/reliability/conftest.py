@@ -9,6 +9,7 @@ session prints them as one table at the end.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -31,6 +32,8 @@ from tests.services import free_port, redis_answers, redis_server_binary
 from tests.workers import CrmTable, celery_worker, expected_chunks, sql_collection, stored_chunks, wait_for
 
 FIGURES: list[dict[str, Any]] = []
+#: Where a pytest-xdist worker leaves its FIGURES for the controller.
+FIGURES_KEY = "vectorsync_reliability_figures"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -40,16 +43,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if not FIGURES:
-        return
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Under pytest-xdist, hand this worker's figures to the controller, which prints the table
+    (``tests/conftest.py``)."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput[FIGURES_KEY] = json.dumps(FIGURES)
+
+
+def print_figures(terminalreporter: Any, rows: list[dict[str, Any]]) -> None:
+    """The figures table. After a fault that ends (a partition healed): ``resumed``, the seconds until its run
+    next moved, and ``recovery``, until the run ended."""
+    def seconds(row: dict[str, Any], key: str) -> str:
+        return f"{row[key]:.1f}s" if row.get(key) is not None else "-"
+
     terminalreporter.section("reliability figures")
-    terminalreporter.write_line(f"{'scenario':<52} {'records':>7} {'faults':>6} {'lost':>4} {'dup':>4} {'running':>7} "
-                                f"{'recovery':>8}")
-    for row in FIGURES:  # recovery: seconds from the end of a fault (a partition healed) to its run's end
-        recovery = f"{row['recovery']:.1f}s" if row.get("recovery") is not None else "-"
-        terminalreporter.write_line(f"{row['scenario']:<52} {row['records']:>7} {row['faults']:>6} {row['lost']:>4} "
-                                    f"{row['duplicated']:>4} {row['running']:>7} {recovery:>8}")
+    terminalreporter.write_line(f"{'scenario':<60} {'records':>7} {'faults':>6} {'lost':>4} {'dup':>4} {'running':>7} "
+                                f"{'resumed':>7} {'recovery':>8}")
+    for row in rows:
+        terminalreporter.write_line(f"{row['scenario']:<60} {row['records']:>7} {row['faults']:>6} {row['lost']:>4} "
+                                    f"{row['duplicated']:>4} {row['running']:>7} {seconds(row, 'resumed'):>7} "
+                                    f"{seconds(row, 'recovery'):>8}")
 
 
 class Redis:
