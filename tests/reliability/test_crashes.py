@@ -205,7 +205,7 @@ def test_batches_killed_at_their_hard_time_limit_are_redelivered(rig: Rig) -> No
             conn.execute(sa.text(f'LOCK TABLE "{rig.table}" IN ACCESS EXCLUSIVE MODE'))  # test-owned name
             time.sleep(limit + 3)
         rig.primary.always()
-        rig.verify("batches killed at their hard time limit (the store locked past it)", faults=1)
+        rig.verify("tasks killed at their hard time limit, redelivered", faults=1)
         log = Path(rig.config.parent, "w1.log").read_text()
         assert "Hard time limit" in log, "no batch ran into its limit: the scenario tested nothing"
     locker.dispose()
