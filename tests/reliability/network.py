@@ -131,11 +131,10 @@ def _clean_leftovers() -> None:
     """Delete the namespaces and veths of test processes that died without cleaning up."""
     names = _run("ip", "netns", "list", check=False).stdout.split()
     links = re.findall(r"^\d+: ([^:@]+)", _run("ip", "-o", "link", "show", check=False).stdout, re.M)
-    for name in [*names, *links]:
+    for kind, name in [*(("netns", n) for n in names), *(("link", n) for n in links)]:
         found = re.fullmatch(rf"{PREFIX}(\d+)[nh]\d+", name)
         if found and not Path(f"/proc/{found.group(1)}").exists():
-            _run("ip", "netns", "del", name, check=False) if name in names else _run("ip", "link", "del", name,
-                                                                                       check=False)
+            _run("ip", kind, "del", name, check=False)
 
 
 def _free_subnet() -> ipaddress.IPv4Network:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -133,7 +134,7 @@ def test_a_partition_of_30_s_mid_reindex_heals(partitioned: Partitioned, target:
         wait_for(lambda: producer.reindex_status(run_id).processed >= CUT_AT * RECORDS, timeout=120, every=0.1,
                  what=f"{CUT_AT:.0%} of the run")
         net.cut(partitioned.ports(target))
-        cut = time.monotonic()
+        cut, cut_clock = time.monotonic(), datetime.now()
         try:
             if lock_free is not None:
                 wait_for(lock_free, timeout=HOLD - 5, every=0.2, what="the server to end the silent session")
@@ -153,9 +154,28 @@ def test_a_partition_of_30_s_mid_reindex_heals(partitioned: Partitioned, target:
         lock = f"; a silent session's lock freed {released:.1f}s into the cut" if lock_free is not None else ""
         print(f"\n{target}: {at_heal} of {RECORDS} done at the heal; the next batch {resumed:.1f}s after it, "
               f"the run done {recovery:.1f}s after it{lock}")
-    assert overran((rig.config.parent / "netns.log").read_text(), TIME_LIMIT) == []
+    log = (rig.config.parent / "netns.log").read_text()
+    assert overran(log, TIME_LIMIT) == []
+    seen = noticed(log, cut_clock)  # not hanging until the heal: the settings under test at work
+    assert seen is not None and seen < NOTICED_WITHIN, f"the worker noticed the cut {seen}s into it"
+    print(f"{target}: the worker noticed the cut {seen:.1f}s into it")
     assert producer.reindex_status(run_id).status == "done"
     producer.close()
+
+
+#: Seconds into a cut by which the worker's log must say it noticed: its settings say 2 to 4 s.
+NOTICED_WITHIN = 10
+_LOGGED = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}): (?:WARNING|ERROR|CRITICAL)/")
+
+
+def noticed(log: str, since: datetime) -> float | None:
+    """Seconds from ``since`` to the first warning or error the worker logged after it (None: none)."""
+    for line in log.splitlines():
+        if logged := _LOGGED.match(line):
+            at = datetime.strptime(logged.group(1), "%Y-%m-%d %H:%M:%S,%f")
+            if at >= since:
+                return (at - since).total_seconds()
+    return None
 
 
 _STARTED = re.compile(r"Task \S+\[([\w-]+)\] received")
