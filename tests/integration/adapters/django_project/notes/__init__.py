@@ -1,0 +1,1 @@
+"""The app whose models are indexed: Note through VECTORSYNC["MODELS"], Ticket through @indexed."""
