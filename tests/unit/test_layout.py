@@ -17,6 +17,12 @@ ALLOWED = {"store": {"store"}, "worker": {"store", "worker"}, "producer": {"stor
 LAZY_EXTRA = {"producer.testing": {"worker"}}
 #: "About 400 lines" per module.
 MAX_LINES = 420
+#: Each framework (its top-level modules) and the one adapter package or module that may import it.
+FRAMEWORKS = {"django": "producer.django", "langchain": "store.adapters.langchain",
+              "langchain_core": "store.adapters.langchain", "llama_index": "store.adapters.llamaindex"}
+#: The adapters: nothing outside them imports them, so the core never loads a framework (what importing the
+#: core loads at run time is checked in tests/integration/producer/test_import_weight.py).
+ADAPTERS = ("store.adapters", "producer.django")
 
 
 def modules() -> dict[str, Path]:
@@ -77,6 +83,25 @@ def test_dependencies_point_one_way_producer_to_store_from_worker() -> None:
         for imported in imports(path, top_level_only=True):
             if imported.split(".")[0] in LAZY_EXTRA.get(name, set()):
                 wrong.append(f"{name} imports {imported} at import time")
+    assert wrong == []
+
+
+def _within(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def test_only_its_adapter_imports_a_framework_and_only_adapters_import_adapters() -> None:
+    known = modules()
+    wrong = []
+    for name, path in known.items():
+        for imported in imports(path, top_level_only=False):
+            owner = FRAMEWORKS.get(imported.split(".")[0])
+            if owner is not None and not _within(name, owner):
+                wrong.append(f"{name} imports {imported}, which only {owner} may import")
+            target = ours(imported, known)
+            inside = [a for a in ADAPTERS if target is not None and _within(target, a)]
+            if inside and not _within(name, inside[0]):
+                wrong.append(f"{name} imports the adapter {target}")
     assert wrong == []
 
 
