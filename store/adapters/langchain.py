@@ -38,7 +38,7 @@ from store.vectors.base import DEFAULT_LIMIT, MAX_LIMIT, Collection, QueryEmbedd
 from store.vectors.filters import Filter
 from store.vectors.records import VectorMatch, VectorRecord
 
-__all__ = ["VectorsyncEmbeddings", "VectorsyncRetriever", "VectorsyncVectorStore", "document"]
+__all__ = ["VectorsyncEmbeddings", "VectorsyncRetriever", "VectorsyncVectorStore", "document", "embed_many"]
 
 #: Keyword arguments of ``invoke`` that LangChain itself reads, never search options.
 _LANGCHAIN_KWARGS = ("verbose",)
@@ -105,12 +105,16 @@ class VectorsyncEmbeddings(Embeddings):
         return self._embedder if self._embedder is not None else default_client().embeddings
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        many: Callable[[Sequence[str]], Sequence[Sequence[float]]] | None = getattr(self.embedder, "embed_many", None)
-        vectors = many(texts) if many is not None else [self.embedder.embed(text) for text in texts]
-        return [[float(x) for x in vector] for vector in vectors]
+        return [list(map(float, vector)) for vector in embed_many(self.embedder, texts)]
 
     def embed_query(self, text: str) -> list[float]:
-        return [float(x) for x in self.embedder.embed(text)]
+        return list(map(float, self.embedder.embed(text)))
+
+
+def embed_many(embedder: QueryEmbedder, texts: list[str]) -> Sequence[Sequence[float]]:
+    """``texts`` embedded in one call where ``embedder`` can (``Embeddings.embed_many``: batched, cached)."""
+    many: Callable[[list[str]], Sequence[Sequence[float]]] | None = getattr(embedder, "embed_many", None)
+    return many(texts) if many is not None else [embedder.embed(text) for text in texts]
 
 
 class VectorsyncVectorStore(VectorStore):
@@ -164,8 +168,7 @@ class VectorsyncVectorStore(VectorStore):
         if target.embedder is None:
             raise ConfigError(f"collection {target.name!r} has no embeddings to embed documents with: pass "
                               "embedding= (LangChain Embeddings), or build the store from settings")
-        many = getattr(target.embedder, "embed_many", None)
-        return many(texts) if many is not None else [target.embedder.embed(text) for text in texts]
+        return embed_many(target.embedder, texts)
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool:
         """Delete the records ``ids`` (every chunk of each: a worker's chunks ``42:0``, ``42:1`` go with

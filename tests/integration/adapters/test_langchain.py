@@ -17,7 +17,7 @@ from langchain_tests.integration_tests.vectorstores import EMBEDDING_SIZE
 
 from producer import index_document, testing
 from store import Client, ConfigError, Filter, Settings
-from store.adapters.langchain import VectorsyncRetriever, VectorsyncVectorStore
+from store.adapters.langchain import VectorsyncEmbeddings, VectorsyncRetriever, VectorsyncVectorStore
 from tests.backends import unique_name
 
 NOTES = {
@@ -186,6 +186,16 @@ def test_relevance_scores_are_from_0_to_1_and_as_retriever_searches(memory_store
     assert [doc.id for doc, _ in scored] == ["a", "b"]
     assert scored[0][1] == pytest.approx(1.0) and 0.0 <= scored[1][1] < 1.0
     assert ids(memory_store.as_retriever(search_kwargs={"k": 1}).invoke("pricing")) == ["b"]
+
+
+def test_the_collections_model_is_langchain_embeddings_too(memory_store: VectorsyncVectorStore) -> None:
+    embeddings = memory_store.embeddings
+    assert isinstance(embeddings, VectorsyncEmbeddings)
+    query = embeddings.embed_query("onboarding call")
+    assert len(query) == 64 and embeddings.embed_documents(["onboarding call", "pricing"])[0] == query
+    memory_store.add_texts(["onboarding call"], ids=["a"])
+    [(_, score)] = memory_store.similarity_search_with_score("onboarding call", k=1)
+    assert score == pytest.approx(1.0)  # the documents were embedded by the model the queries are
 
 
 def test_records_the_worker_chunked_are_deleted_and_got_whole(indexed: testing.TaskQueue) -> None:
