@@ -212,8 +212,9 @@ class CrmTable:
 
 def settings_toml(*, broker: str, cache: str, database: str, openai_url: str, table: str, collection: str,
                   dimensions: int = 8, max_tokens: int = 64, overlap: int = 8, batch_size: int = 50,
-                  metrics_port: int = 0, extra: str = "") -> str:
-    """A vectorsync.toml for integration tests: SQL source, fake OpenAI server, pgvector."""
+                  metrics_port: int = 0, extra: str = "", capture: bool = False, source_url: str | None = None) -> str:
+    """A vectorsync.toml for integration tests: SQL source (``capture``: with triggers; ``source_url``: read
+    through a role of its own), fake OpenAI server, pgvector."""
     return f"""
 {worker_sections(broker=broker, database=database, dimensions=dimensions, batch_size=batch_size, max_retries=2,
                  retry_delay=0.2, metrics_port=metrics_port)}
@@ -234,7 +235,8 @@ max_attempts = 2
 max_wait_seconds = 0.2
 cooldown_seconds = 1
 
-{sql_collection(database=database, table=table, collection=collection, max_tokens=max_tokens, overlap=overlap)}
+{sql_collection(database=source_url or database, table=table, collection=collection, max_tokens=max_tokens,
+                overlap=overlap, capture=capture)}
 {extra}
 """
 
@@ -248,11 +250,14 @@ def worker_sections(*, broker: str, database: str, dimensions: int, **worker: fl
             f'[vectors]\nstore = "pgvector"\nurl = "{database}"\ndimensions = {dimensions}\n')
 
 
-def sql_collection(*, database: str, table: str, collection: str, max_tokens: int = 64, overlap: int = 8) -> str:
-    """The settings of a collection over a CrmTable: its SQL source and its chunker."""
+def sql_collection(*, database: str, table: str, collection: str, max_tokens: int = 64, overlap: int = 8,
+                   capture: bool = False) -> str:
+    """The settings of a collection over a CrmTable: its SQL source (with ``capture``, triggers write its
+    changes to the outbox) and its chunker."""
     return f"""
 [collections.{collection}.source]
 kind = "sql"
+capture = "{'trigger' if capture else 'off'}"
 url = "{database}"
 table = "{table}"
 text = "{{title}}\\n\\n{{body}}"
