@@ -2,8 +2,8 @@
 ends with: the store equals the source (ids, chunk texts, metadata), nothing duplicated or orphaned, the
 failures table accounts for every record not indexed, and every run has ended.
 
-Each scenario records its figures (records, faults injected, lost, duplicated, runs left running); the
-session prints them as one table at the end.
+Each scenario records its figures (records, faults injected, lost, duplicated, runs left running, and with
+change capture the rows left in the outbox); the session prints them as one table at the end.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 
 import psutil
 import pytest
+import sqlalchemy as sa
 
 from producer.client import Producer
 from store.settings import Settings, load_settings
@@ -28,7 +29,15 @@ from store.state.ledger.postgres import PostgresLedger
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
 from tests.services import free_port, redis_answers, redis_server_binary
-from tests.workers import CrmTable, celery_worker, expected_chunks, sql_collection, stored_chunks, wait_for
+from tests.workers import (
+    OUTBOX,
+    CrmTable,
+    celery_worker,
+    expected_chunks,
+    sql_collection,
+    stored_chunks,
+    wait_for,
+)
 
 FIGURES: list[dict[str, Any]] = []
 
@@ -44,10 +53,12 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if not FIGURES:
         return
     terminalreporter.section("reliability figures")
-    terminalreporter.write_line(f"{'scenario':<52} {'records':>7} {'faults':>6} {'lost':>4} {'dup':>4} {'running':>7}")
+    terminalreporter.write_line(f"{'scenario':<52} {'records':>7} {'faults':>6} {'lost':>4} {'dup':>4} {'running':>7} "
+                                f"{'outbox':>6}")
     for row in FIGURES:
+        outbox = "-" if row.get("outbox") is None else row["outbox"]
         terminalreporter.write_line(f"{row['scenario']:<52} {row['records']:>7} {row['faults']:>6} {row['lost']:>4} "
-                                    f"{row['duplicated']:>4} {row['running']:>7}")
+                                    f"{row['duplicated']:>4} {row['running']:>7} {outbox:>6}")
 
 
 class Redis:
@@ -113,9 +124,25 @@ class Rig:
         finally:
             ledger.close()
 
+    @property
+    def captured(self) -> bool:
+        return self.settings.collections[self.collection].source.capture == "trigger"
+
+    def outbox(self) -> int | None:
+        """This collection's rows waiting in the outbox; None without change capture."""
+        if not self.captured:
+            return None
+        with self.crm.engine.connect() as conn:
+            if conn.execute(sa.text(f"SELECT to_regclass('{OUTBOX}')")).scalar() is None:
+                return 0
+            return int(conn.execute(sa.text(f"SELECT count(*) FROM {OUTBOX} WHERE collection = :c"),
+                                    {"c": self.collection}).scalar_one())
+
     def settled(self) -> bool:
-        """Every run has ended and the store equals the source, but for recorded failures."""
-        return all(r.status.ended for r in self.runs()) and self.figures()["lost"] == 0
+        """Every run has ended, the outbox is empty (with capture) and the store equals the source, but for
+        recorded failures."""
+        return (all(r.status.ended for r in self.runs()) and not self.outbox()
+                and self.figures()["lost"] == 0)
 
     def figures(self) -> dict[str, int]:
         rows = self.crm.rows()
@@ -134,7 +161,8 @@ class Rig:
         extra = {record(k) for k in stored if k not in expected}  # duplicates, orphans, stale chunks
         unaccounted = {record(k) for k in expected} - {record(k) for k in stored} - failed
         return {"records": len(rows), "lost": len(wrong | unaccounted), "duplicated": len(extra),
-                "running": sum(not r.status.ended for r in self.runs()), "failed": len(failed)}
+                "running": sum(not r.status.ended for r in self.runs()), "failed": len(failed),
+                "outbox": self.outbox()}
 
     def verify(self, scenario: str, *, faults: int, timeout: float = 180, failures: int = 0) -> dict[str, int]:
         """Wait for the system to settle, then check it and record the figures."""
@@ -146,20 +174,30 @@ class Rig:
         finally:
             found = self.figures()
             FIGURES.append({"scenario": scenario, "faults": faults, **found})
-        assert (found["lost"], found["duplicated"], found["running"]) == (0, 0, 0), found
+        assert (found["lost"], found["duplicated"], found["running"], found["outbox"] or 0) == (0, 0, 0, 0), found
         assert found["failed"] == failures, found
         return found
 
 
-def settings_text(*, broker: str, database: str, table: str, collection: str, primary: str, backup: str) -> str:
+def settings_text(*, broker: str, database: str, table: str, collection: str, primary: str, backup: str,
+                  capture: bool = False) -> str:
+    """The rig's settings; with ``capture``, triggers write the collection's changes to the outbox and the workers
+    relay them (a claim of 100 rows at a time, so a flood takes many).
+
+    Capture's scenarios send a flood to workers that have just started: a pool process's first batch pays for
+    building its clients (seconds on a loaded machine), which the 6 s limit of the others' would kill, and a
+    batch killed at its hard limit is acknowledged, not delivered again. They get 10 s (and a visibility
+    timeout above it)."""
+    relaying = "[capture]\npoll_seconds = 1\nclaim_rows = 100\n" if capture else ""
+    visibility, limit = (12, 10) if capture else (8, 6)
     return f"""
 [broker]
 url = "{broker}"
-visibility_timeout = 8
+visibility_timeout = {visibility}
 
 [worker]
-time_limit = 6
-index_time_limit = 7
+time_limit = {limit}
+index_time_limit = {limit + 1}
 batch_size = 50
 max_retries = 7
 retry_delay = 1
@@ -194,12 +232,14 @@ store = "pgvector"
 url = "{database}"
 dimensions = 8
 
-{sql_collection(database=database, table=table, collection=collection)}"""
+{relaying}
+{sql_collection(database=database, table=table, collection=collection, capture=capture)}"""
 
 
 @contextmanager
-def make_rig(folder: Path, database: str, *, persistent: bool = False) -> Iterator[Rig]:
-    """A rig in ``folder``: its own broker (with AOF when ``persistent``), model servers and source table."""
+def make_rig(folder: Path, database: str, *, persistent: bool = False, capture: bool = False) -> Iterator[Rig]:
+    """A rig in ``folder``: its own broker (with AOF when ``persistent``), model servers and source table (its
+    changes captured by triggers when ``capture``: ``vectorsync init`` installs them)."""
     broker = Redis(folder / "redis", persistent=persistent)
     broker.start()
     collection = unique_name("rel")
@@ -207,7 +247,8 @@ def make_rig(folder: Path, database: str, *, persistent: bool = False) -> Iterat
         crm = CrmTable(database, f"crm_{collection}")
         config = folder / "vectorsync.toml"
         config.write_text(settings_text(broker=broker.url, database=database, table=crm.name,
-                                        collection=collection, primary=primary.url, backup=backup.url))
+                                        collection=collection, primary=primary.url, backup=backup.url,
+                                        capture=capture))
         try:
             yield Rig(config, load_settings(config), collection, crm, primary, backup, database, broker)
         finally:

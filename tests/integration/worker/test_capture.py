@@ -20,7 +20,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,9 +38,12 @@ from tests.services import free_port
 from tests.workers import (
     ROOT,
     CrmTable,
+    Psql,
     celery_worker,
     expected_chunks,
+    insert_notes,
     note,
+    outbox_rows,
     process_env,
     run_cli,
     settings_toml,
@@ -49,45 +52,6 @@ from tests.workers import (
 )
 
 pytestmark = pytest.mark.slow
-
-OUTBOX = "vectorsync_outbox"
-
-
-class Psql:
-    """A plain client of the source database, as psql or a service in another language writes: autocommit
-    statements, or one explicit transaction (``transaction``)."""
-
-    def __init__(self, url: str) -> None:
-        self.conn = psycopg.connect(url, autocommit=True)
-
-    def run(self, statement: str, params: Any = None) -> list[tuple[Any, ...]]:
-        with self.conn.cursor() as cur:
-            cur.execute(statement, params)
-            return cur.fetchall() if cur.description else []
-
-    @contextmanager
-    def transaction(self) -> Iterator[Psql]:
-        with self.conn.transaction():
-            yield self
-
-    def close(self) -> None:
-        self.conn.close()
-
-
-def insert_notes(sql: Psql, table: str, rows: list[dict[str, Any]]) -> None:
-    """One INSERT statement for all ``rows`` (arrays unnested server-side, as a bulk loader sends them)."""
-    sql.run(f'INSERT INTO "{table}" (id, title, body, kind) '
-            "SELECT * FROM unnest(%s::int[], %s::text[], %s::text[], %s::text[])",
-            ([r["id"] for r in rows], [r["title"] for r in rows], [r["body"] for r in rows],
-             [r["kind"] for r in rows]))
-
-
-def outbox_rows(sql: Psql, collection: str) -> int:
-    """Rows of ``collection`` in the outbox (0 when there is none); inside a transaction, its own rows too."""
-    if sql.run(f"SELECT to_regclass('{OUTBOX}')")[0][0] is None:
-        return 0
-    return int(sql.run(f"SELECT count(*) FROM {OUTBOX} WHERE collection = %s", (collection,))[0][0])
-
 
 def capture_catalog(sql: Psql, table: str, collection: str) -> tuple[list[str], list[str]]:
     """The triggers on ``table`` and the functions named for ``collection``'s capture, as the catalog has them."""
