@@ -144,7 +144,7 @@ class Rig:
         return (all(r.status.ended for r in self.runs()) and not self.outbox()
                 and self.figures()["lost"] == 0)
 
-    def figures(self) -> dict[str, int]:
+    def figures(self) -> dict[str, int | None]:
         rows = self.crm.rows()
         expected = expected_chunks(self.settings, self.collection, rows)
         stored = stored_chunks(self.database, self.table)
@@ -164,7 +164,8 @@ class Rig:
                 "running": sum(not r.status.ended for r in self.runs()), "failed": len(failed),
                 "outbox": self.outbox()}
 
-    def verify(self, scenario: str, *, faults: int, timeout: float = 180, failures: int = 0) -> dict[str, int]:
+    def verify(self, scenario: str, *, faults: int, timeout: float = 180, failures: int = 0
+               ) -> dict[str, int | None]:
         """Wait for the system to settle, then check it and record the figures."""
         try:
             wait_for(self.settled, timeout=timeout, every=1.0, what=f"{scenario} to settle")
