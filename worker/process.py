@@ -59,7 +59,9 @@ class WorkerContext:
     @classmethod
     def of(cls, client: Client) -> WorkerContext:
         """The context over ``client`` (its ledger given, as a worker's must be: runs and locks are shared)."""
-        return cls(client, Coalescer(client.settings.cache_url, ttl_seconds=client.settings.broker.coalesce_seconds))
+        settings = client.settings
+        return cls(client, Coalescer(settings.cache_url, ttl_seconds=settings.broker.coalesce_seconds,
+                                     network=settings.network))
 
     @property
     def settings(self) -> Settings:
@@ -136,7 +138,7 @@ class WorkerContext:
                     if number is not None else f"add [collections.{collection}]")
             raise ConfigError(f"collection {collection!r} is not configured ({hint}; configured: {known})")
         if collection not in self._sources:
-            self._sources[collection] = source_from_settings(collection, config.source)
+            self._sources[collection] = source_from_settings(collection, config.source, network=self.settings.network)
         _, embeddings = self.generations.parts(generation)
         return Indexer(
             name=generation.physical,
@@ -145,6 +147,7 @@ class WorkerContext:
             chunker=Chunker.from_settings(config.chunker),
             embeddings=embeddings if embeddings is not None else self.embeddings,
             ledger=self.ledger,
+            limits=self.settings.limits,
         )
 
     def close(self) -> None:

@@ -68,11 +68,19 @@ def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None 
         if policy.may_retry(retries):
             raise task.retry(exc=exc, countdown=policy.countdown(retries), max_retries=policy.max_retries) from exc
         result = as_retry(ids, exc)
+    except SoftTimeLimitExceeded as exc:  # the hard limit follows: retried, counted, rather than lost with it
+        limit = ctx.settings.worker.time_limit
+        log.warning("%d records of %s ran into the soft time limit (worker.time_limit %ds)", len(ids), collection,
+                    limit)
+        overran = TimeoutError(f"the batch ran into its time limit (worker.time_limit = {limit}s)")
+        if policy.may_retry(retries):
+            raise task.retry(exc=overran, countdown=policy.countdown(retries), max_retries=policy.max_retries) from exc
+        result = as_retry(ids, overran)
     except ConfigError as exc:
         if run_id:
             ctx.ledger.fail_run(run_id, str(exc))
         raise
-    except (Retry, SoftTimeLimitExceeded):
+    except Retry:
         raise
     except Exception as exc:  # a bug or an untranslated error: fail these records, not the run
         log.exception("indexing %d records of %s failed", len(ids), collection)

@@ -111,7 +111,7 @@ def checks(settings: Settings, producer: Any) -> Iterator[Check]:
     if settings.flower.url:
         url = settings.flower.url
         yield _timed("flower", lambda: _flower(url), status="warn",
-                     fix="start Flower (celery -A worker flower), or fix flower.url (VECTORSYNC_FLOWER__URL)")
+                     fix="start Flower (python -m worker.flower), or fix flower.url (VECTORSYNC_FLOWER__URL)")
 
 
 def _capture(settings: Settings) -> Iterator[Check]:

@@ -1,9 +1,10 @@
 """``vectorsync status [RUN]``: the workers, the queues and the runs, with stalled runs named and explained.
 
-A running run is *stalled* when its progress has not moved for
-``worker.stall_seconds`` and either no worker consumes its queue, or its queue
-holds work that nothing takes, or nothing is queued, running or moving (its
-messages were lost). The tables fit an 80-column terminal: long values wrap,
+A running run is *stalled* at once when no worker consumes its queue (the
+broker says so as it is asked, as ``reindex --wait`` warns at once), and, with
+workers consuming it, when its progress has not moved for
+``worker.stall_seconds`` and either its queue holds work that nothing takes, or
+nothing is queued, running or moving (its messages were lost). The tables fit an 80-column terminal: long values wrap,
 ids are shown as their shortest unique prefix (at least 8 characters, which
 ``vectorsync status PREFIX`` accepts), and ``--json`` gives everything in full.
 """
@@ -70,11 +71,11 @@ def stall_reason(run: RunProgress, queue: QueueState | None, workers: Sequence[W
     """Why ``run`` is stalled, or None when it is not (or the broker could not be asked)."""
     if run.status != RunStatus.RUNNING or queue is None or workers is None:
         return None
+    if not queue.consumers:  # nothing can move until a worker starts: no need to wait stall_seconds to say so
+        return f"no worker consumes {queue.name}: start one with `{WORKER_COMMAND}`"
     idle = (now - (run.moved_at or run.started_at)).total_seconds()
     if idle < stall_seconds:
         return None
-    if not queue.consumers:
-        return f"no worker consumes {queue.name}: start one with `{WORKER_COMMAND}`"
     if queue.depth:
         return (f"{queue.name} holds {queue.depth} tasks but nothing moved for {idle:.0f}s: "
                 f"check the workers' logs ({', '.join(queue.consumers)})")

@@ -14,6 +14,8 @@ import logging
 import redis
 
 from store.contract import REDIS_SCHEMES, pending_key
+from store.settings import NetworkSettings
+from store.settings.network import redis_options
 
 __all__ = ["Coalescer"]
 
@@ -23,10 +25,16 @@ log = logging.getLogger(__name__)
 class Coalescer:
     """Claims and releases the "queued" mark of records."""
 
-    def __init__(self, url: str | None, *, ttl_seconds: int) -> None:
+    def __init__(self, url: str | None, *, ttl_seconds: int, network: NetworkSettings | None = None) -> None:
+        """``network``: keepalive and health checks of the Redis connections (None: the defaults)."""
         usable = bool(url) and url.startswith(REDIS_SCHEMES) and ttl_seconds > 0  # type: ignore[union-attr]
         self.ttl = ttl_seconds
-        self.client = redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1) if usable else None  # type: ignore[arg-type]
+        self.client = None
+        if usable:
+            assert url is not None
+            options = {**redis_options(url, network or NetworkSettings()), "socket_timeout": 1,
+                       "socket_connect_timeout": 1}
+            self.client = redis.Redis.from_url(url, **options)
 
     def claim(self, collection: str, record_id: str) -> bool:
         """True when the caller should enqueue (nothing queued for this record yet)."""

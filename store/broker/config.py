@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from store.contract import BULK_QUEUE, LIVE_QUEUE, RECONCILE, ROUTES
+from store.contract import BULK_QUEUE, LIVE_QUEUE, RECONCILE, REDIS_SCHEMES, ROUTES
 from store.settings import Settings
+from store.settings.network import redis_options, tcp_options
 
 __all__ = ["beat_schedule", "celery_config", "soft_time_limit"]
 
@@ -20,6 +21,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     return {
         "broker_url": settings.broker.url,
         "broker_connection_retry_on_startup": True,
+        "broker_connection_timeout": settings.network.connect_timeout,
+        "broker_heartbeat": settings.broker.heartbeat,
         "broker_transport_options": _transport_options(settings),
         "task_serializer": "json",
         "result_serializer": "json",
@@ -28,6 +31,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_ignore_result": True,
         "task_acks_late": True,
         "task_reject_on_worker_lost": True,
+        # A task killed at its hard time limit goes back to the queue, as one whose worker died does (Celery
+        # acks it by default: its batch was lost and its run never ended). The soft limit retries it first.
+        "task_acks_on_timeout": False,
         "worker_prefetch_multiplier": 1,
         "task_time_limit": time_limit,
         "task_soft_time_limit": soft_time_limit(time_limit),
@@ -50,10 +56,21 @@ def _transport_options(settings: Settings) -> dict[str, Any]:
     """Redis: tasks of a worker that died come back after ``visibility_timeout``; look for them every
     quarter of it (at most every 10 s, one cheap sorted-set query), not kombu's default of every ~100 s.
     Queues are read in the order the worker lists them (``-Q vectorsync.live,vectorsync.bulk``): a pool
-    process that frees up takes a waiting live update before the next backfill batch."""
-    visibility = settings.broker.visibility_timeout
-    return {"visibility_timeout": visibility, "unacked_restore_interval": max(1, min(10, visibility // 4)),
-            "unacked_restore_throttle": 1, "queue_order_strategy": "priority"}
+    process that frees up takes a waiting live update before the next backfill batch.
+
+    A broker gone silent is noticed (``[network]``, ``broker.socket_timeout``): a command waits at most
+    ``socket_timeout``, TCP keepalive and TCP_USER_TIMEOUT drop a dead connection, and kombu checks the
+    consumer's waiting connections every ``health_check_interval``. AMQP gets the same TCP options, and
+    ``broker.heartbeat`` (in ``celery_config``)."""
+    visibility, url = settings.broker.visibility_timeout, settings.broker.url
+    options: dict[str, Any] = {
+        "visibility_timeout": visibility, "unacked_restore_interval": max(1, min(10, visibility // 4)),
+        "unacked_restore_throttle": 1, "queue_order_strategy": "priority"}
+    if url.startswith(REDIS_SCHEMES):
+        options |= {"socket_timeout": settings.broker.socket_timeout, **redis_options(url, settings.network)}
+    elif url.startswith(("amqp://", "amqps://", "pyamqp://")):
+        options["socket_settings"] = tcp_options(settings.network)
+    return options
 
 
 def beat_schedule(settings: Settings) -> dict[str, Any]:

@@ -56,7 +56,8 @@ class Producer:
         self.app = Celery("vectorsync-producer", set_as_current=False)
         self.app.conf.update(celery_config(settings))
         self.send: Sender = send if send is not None else self.app.send_task
-        self.coalescer = Coalescer(settings.cache_url, ttl_seconds=settings.broker.coalesce_seconds)
+        self.coalescer = Coalescer(settings.cache_url, ttl_seconds=settings.broker.coalesce_seconds,
+                                   network=settings.network)
         self._ledger: Ledger | None = ledger
         self._open_ledger = open_ledger
         #: Whether the ledger is this producer's to close (not given, nor a client's).

@@ -5,7 +5,15 @@ entry for a process's metrics. ``record`` counts every provider call where it
 happens (an app process, or a worker, whose pool processes write multiprocess
 files its metrics port serves) as Prometheus counters; ``attributed_to(user)``
 names the caller of the calls made inside the block, for budgets; calls outside
-one count under user "".
+one count under user "". ``observe_try`` times every try of an entry, and counts
+the failed ones by kind, where the failover engine makes it.
+
+Prometheus names: ``vectorsync_model_calls_total`` and ``vectorsync_model_tokens_total``
+{task, model, user}, where ``model`` is the model's name at its API (what a
+provider bills); ``vectorsync_model_call_seconds`` {task, model} and
+``vectorsync_model_errors_total`` {task, model, kind}, where ``model`` is the
+``[models.NAME]`` entry (two entries may serve one model at two endpoints), as on
+the worker's ``vectorsync_provider_*`` counters.
 """
 
 from __future__ import annotations
@@ -18,7 +26,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CallStats", "EmbeddingStats", "attributed_to", "current_user", "record"]
+from store.errors import ConfigError, InputError, PermanentError, TransientError
+
+__all__ = ["CALL_SECONDS_BUCKETS", "CallStats", "EmbeddingStats", "attributed_to", "current_user", "error_kind",
+           "observe_try", "record"]
+
+#: Histogram buckets of one model call, in seconds: a local model's milliseconds to a slow chat's minute.
+CALL_SECONDS_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
 
 @dataclass(kw_only=True)
@@ -58,6 +72,7 @@ _user: contextvars.ContextVar[str] = contextvars.ContextVar("vectorsync_user", d
 
 
 _made: tuple[Any, Any] | None = None
+_tries: tuple[Any, Any] | None = None
 _lock = threading.Lock()
 
 
@@ -73,6 +88,38 @@ def _counters() -> tuple[Any, Any]:
             _made = (PromCounter("vectorsync_model_calls", "Model provider calls", labels),
                      PromCounter("vectorsync_model_tokens", "Tokens sent to and received from model providers", labels))
         return _made
+
+
+def _try_metrics() -> tuple[Any, Any]:
+    global _tries
+    with _lock:
+        if _tries is None:
+            from prometheus_client import Counter as PromCounter
+            from prometheus_client import Histogram
+
+            _tries = (Histogram("vectorsync_model_call_seconds", "Seconds of each try of a model entry, failed "
+                                "ones included", ["task", "model"], buckets=CALL_SECONDS_BUCKETS),
+                      PromCounter("vectorsync_model_errors", "Failed tries of a model entry, by kind of error",
+                                  ["task", "model", "kind"]))
+        return _tries
+
+
+def error_kind(error: BaseException) -> str:
+    """How a failed try is counted: rate_limited (429), transient, permanent, input, config or other."""
+    if isinstance(error, TransientError):
+        return "rate_limited" if error.rate_limited else "transient"
+    for kind, types in (("permanent", PermanentError), ("input", InputError), ("config", ConfigError)):
+        if isinstance(error, types):
+            return kind
+    return "other"
+
+
+def observe_try(task: str, entry: str, seconds: float, error: BaseException | None = None) -> None:
+    """Time one try of the ``[models.NAME]`` entry ``entry`` doing ``task``; count it when it raised ``error``."""
+    histogram, errors = _try_metrics()
+    histogram.labels(task, entry).observe(seconds)
+    if error is not None:
+        errors.labels(task, entry, error_kind(error)).inc()
 
 
 @contextmanager

@@ -31,17 +31,19 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_aft
 from tenacity.stop import stop_base
 from tenacity.wait import wait_random_exponential
 
-from store.calls.accounting import EmbeddingStats
+from store.calls.accounting import EmbeddingStats, observe_try
 from store.calls.ratelimit import Limiter
 from store.errors import ConfigError, PermanentError, ProviderError, TransientError
 from store.settings import EmbeddingSettings, ModelSettings, Settings, default
 
-__all__ = ["BACKOFF_MULTIPLIER", "DEFAULT_POLICY", "ChainPolicy", "Entry", "Failover", "named_entries"]
+__all__ = ["BACKOFF_MULTIPLIER", "DEFAULT_POLICY", "TASKS", "ChainPolicy", "Entry", "Failover", "named_entries"]
 
 log = logging.getLogger(__name__)
 
 #: The first backoff step in seconds; each retry may wait up to twice as long (full jitter).
 BACKOFF_MULTIPLIER = 0.5
+#: The metrics' ``task`` label of a chain, by what it calls (``store.calls.accounting`` counts calls the same way).
+TASKS = {"embedding": "embed", "rerank": "rerank", "chat": "chat"}
 
 
 class Entry(Protocol):
@@ -141,6 +143,8 @@ class Failover(Generic[E]):
         self.policy = policy
         self.stats = stats if stats is not None else EmbeddingStats()
         self.what = what
+        #: The ``task`` label of its metrics: embed, rerank or chat.
+        self.task = TASKS.get(what, what)
         #: Shared rate limits by entry name (``ratelimit.rate_limiters``); an entry without one is unlimited.
         self.limiters = dict(limiters or {})
         self._cool_until: dict[str, float] = {}
@@ -182,12 +186,16 @@ class Failover(Generic[E]):
             if limiter is not None:
                 limiter.acquire(tokens=tokens)
             self.stats.add("calls", entry.name)
+            started = time.perf_counter()
             try:
-                return call(entry)
-            except TransientError as error:
-                if limiter is not None and error.rate_limited:
+                result = call(entry)
+            except Exception as error:
+                observe_try(self.task, entry.name, time.perf_counter() - started, error)
+                if limiter is not None and isinstance(error, TransientError) and error.rate_limited:
                     limiter.penalize(error.retry_after)
                 raise
+            observe_try(self.task, entry.name, time.perf_counter() - started)
+            return result
 
         result: R = retrying(counted)
         return result

@@ -33,7 +33,8 @@ from typing import Any, Protocol
 from redis.exceptions import RedisError
 
 from store.contract import RATE_LIMIT_KEY_PREFIX, REDIS_SCHEMES
-from store.settings import ModelSettings
+from store.settings import ModelSettings, NetworkSettings
+from store.settings.network import redis_options
 from store.settings.urls import without_credentials
 
 __all__ = [
@@ -174,9 +175,10 @@ class RateLimiter:
         self._down_until = 0.0
 
     @classmethod
-    def from_url(cls, url: str, **options: Any) -> RateLimiter:
-        """A limiter whose budget is in the Redis at ``url``; connects on first use, with short timeouts."""
-        return cls(_client(url), where=without_credentials(url), **options)
+    def from_url(cls, url: str, *, network: NetworkSettings | None = None, **options: Any) -> RateLimiter:
+        """A limiter whose budget is in the Redis at ``url``; connects on first use, with short timeouts (and
+        keepalive as ``network`` says)."""
+        return cls(_client(url, network), where=without_credentials(url), **options)
 
     def __repr__(self) -> str:
         return (f"<RateLimiter {self.name!r} {self.requests_per_minute} requests/min "
@@ -220,11 +222,12 @@ class RateLimiter:
             return 0
 
 
-def rate_limiters(url: str, entries: Sequence[tuple[str, ModelSettings]], *,
-                  max_pause: float = float("inf")) -> Mapping[str, Limiter]:
+def rate_limiters(url: str, entries: Sequence[tuple[str, ModelSettings]], *, max_pause: float = float("inf"),
+                  network: NetworkSettings | None = None) -> Mapping[str, Limiter]:
     """A limiter for each entry that sets ``requests_per_minute`` or ``tokens_per_minute``, by entry name.
 
     ``url`` is the Redis of ``[cache] url``; one that is not a Redis leaves every entry unlimited (said once).
+    ``network``: keepalive and health checks of its connections (None: the defaults).
     """
     limited = [(name, model) for name, model in entries
                if model.requests_per_minute is not None or model.tokens_per_minute is not None]
@@ -234,18 +237,19 @@ def rate_limiters(url: str, entries: Sequence[tuple[str, ModelSettings]], *,
         _warn_once(f"the shared rate limit is off: cache.url ({url.split('://')[0]}://...) is not a Redis; "
                    "set [cache] url to one")
         return {}
-    client = _client(url)  # one connection pool for the chain's limiters
+    client = _client(url, network)  # one connection pool for the chain's limiters
     return {name: RateLimiter(client, name=name, key=bucket_key(model), max_pause=max_pause,
                               requests_per_minute=model.requests_per_minute,
                               tokens_per_minute=model.tokens_per_minute, where=without_credentials(url))
             for name, model in limited}
 
 
-def _client(url: str) -> Any:
+def _client(url: str, network: NetworkSettings | None) -> Any:
     import redis
 
-    return redis.Redis.from_url(url, socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT,
-                                retry_on_timeout=False)
+    return redis.Redis.from_url(url, retry_on_timeout=False,
+                                **{**redis_options(url, network or NetworkSettings()), "socket_timeout": SOCKET_TIMEOUT,
+                                   "socket_connect_timeout": SOCKET_TIMEOUT})
 
 
 _warned_in: int | None = None

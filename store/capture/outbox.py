@@ -12,7 +12,7 @@ import store.capture.sql as sql
 from store.capture.sql import Target
 from store.capture.target import read_target
 from store.errors import ConfigError
-from store.settings import SourceSettings
+from store.settings import NetworkSettings, SourceSettings
 from store.state.sql import advisory_lock, make_engine, safe_url, transaction
 
 __all__ = ["Change", "Installation", "Outbox", "Pending"]
@@ -55,12 +55,13 @@ class Installation:
 
 
 class Outbox:
-    """The outbox of the source database at ``url`` (in its role's ``current_schema()``)."""
+    """The outbox of the source database at ``url`` (in its role's ``current_schema()``); its connections notice
+    a silent database as ``network`` says (None: the defaults)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, network: NetworkSettings | None = None) -> None:
         self.url = url
         self.safe_url = safe_url(url)
-        self.engine = make_engine(url, setting="source.url", pool_pre_ping=True, pool_size=2)
+        self.engine = make_engine(url, setting="source.url", network=network, pool_pre_ping=True, pool_size=2)
 
     def target(self, name: str, source: SourceSettings) -> Target:
         """Collection ``name``'s target, read from the catalog. Raises ConfigError, StoreUnavailable."""

@@ -160,6 +160,6 @@ def relays_from_settings(settings: Settings, sends: Sends) -> list[Relay]:
     for name, source in sql_sources(settings).items():
         assert source.url is not None
         by_url.setdefault(source.url, []).append(name)
-    return [Relay(Outbox(url), names, sends, claim_rows=settings.capture.claim_rows,
+    return [Relay(Outbox(url, network=settings.network), names, sends, claim_rows=settings.capture.claim_rows,
                   batch_size=settings.worker.batch_size, poll_seconds=settings.capture.poll_seconds)
             for url, names in by_url.items()]

@@ -20,6 +20,8 @@ import numpy as np
 from redis.exceptions import RedisError
 
 from store.contract import CACHE_KEY_PREFIX
+from store.settings import NetworkSettings
+from store.settings.network import redis_options
 
 __all__ = [
     "DEFAULT_KEY_PREFIX",
@@ -84,13 +86,17 @@ class EmbeddingCache:
 
     @classmethod
     def from_url(
-        cls, url: str, *, ttl_seconds: float, socket_timeout: float = DEFAULT_SOCKET_TIMEOUT, **options: Any
+        cls, url: str, *, ttl_seconds: float, socket_timeout: float = DEFAULT_SOCKET_TIMEOUT,
+        network: NetworkSettings | None = None, **options: Any
     ) -> EmbeddingCache:
-        """A cache on the Redis at ``url``; connects on first use, with short timeouts."""
+        """A cache on the Redis at ``url``; connects on first use, with short timeouts, and TCP keepalive and
+        health checks as ``network`` says (None: the defaults)."""
         import redis
 
         client = redis.Redis.from_url(
-            url, socket_timeout=socket_timeout, socket_connect_timeout=socket_timeout, retry_on_timeout=False
+            url, retry_on_timeout=False,
+            **{**redis_options(url, network or NetworkSettings()), "socket_timeout": socket_timeout,
+               "socket_connect_timeout": socket_timeout},
         )
         return cls(client, ttl_seconds=ttl_seconds, **options)
 

@@ -69,7 +69,8 @@ class FailoverChain:
         )
         providers = [build_provider(name, model) for name, model in entries]
         policy = ChainPolicy.from_settings(settings.embeddings)
-        limiters = rate_limiters(settings.cache_url, entries, max_pause=policy.max_wait_seconds)
+        limiters = rate_limiters(settings.cache_url, entries, max_pause=policy.max_wait_seconds,
+                                 network=settings.network)
         return cls(providers, dimensions=settings.vectors.dimensions, policy=policy, stats=stats, limiters=limiters)
 
     def __repr__(self) -> str:

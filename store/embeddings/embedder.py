@@ -63,7 +63,8 @@ class Embeddings:
         ttl_days = settings.embeddings.cache_ttl_days
         cache = None
         if ttl_days > 0 and settings.cache_url.startswith(REDIS_SCHEMES):
-            cache = EmbeddingCache.from_url(settings.cache_url, ttl_seconds=ttl_days * SECONDS_PER_DAY)
+            cache = EmbeddingCache.from_url(settings.cache_url, ttl_seconds=ttl_days * SECONDS_PER_DAY,
+                                            network=settings.network)
         elif ttl_days > 0:
             log.warning("embedding cache off: cache.url %r is not a Redis URL (set [cache] url to a Redis)",
                         settings.cache_url.split("://")[0] + "://...")

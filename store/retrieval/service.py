@@ -54,7 +54,8 @@ class Retrieval:
         answer = named_entries(settings, section.answer, task="chat", setting="retrieval.answer")
         rerankers: list[Reranker] = [build_reranker(name, model) for name, model in rerank]
         chats: list[Chat] = [build_chat(name, model) for name, model in answer]
-        limiters = rate_limiters(settings.cache_url, [*rerank, *answer], max_pause=policy.max_wait_seconds)
+        limiters = rate_limiters(settings.cache_url, [*rerank, *answer], max_pause=policy.max_wait_seconds,
+                                 network=settings.network)
         return cls(
             store,
             rerankers=Failover(rerankers or [FakeReranker()], policy=policy, stats=stats, what="rerank",

@@ -33,8 +33,8 @@ from store.settings.urls import without_credentials
 __all__ = [
     "DEFAULT_BROKER_URL", "DEFAULT_CONFIG_PATH", "FIELD_PATTERN", "BrokerSettings", "CacheSettings", "CaptureSettings",
     "ChunkerSettings", "CollectionSettings", "EmbeddingSettings", "FieldType", "FlowerSettings", "IndexSettings",
-    "LimitSettings", "ModelSettings", "RetrievalSettings", "Settings", "SourceSettings", "StateSettings",
-    "VectorSettings", "WorkerSettings", "default", "load_settings"
+    "LimitSettings", "ModelSettings", "NetworkSettings", "RetrievalSettings", "Settings", "SourceSettings",
+    "StateSettings", "VectorSettings", "WorkerSettings", "default", "load_settings"
 ]
 
 #: Where settings are read from when neither an argument nor VECTORSYNC_CONFIG names a file.
@@ -50,6 +50,36 @@ class BrokerSettings(Section):
     visibility_timeout: int = Field(default=3600, gt=0)
     #: Seconds an enqueued record is coalesced with later enqueues of it (until its task starts).
     coalesce_seconds: int = Field(default=600, ge=0)
+    #: Seconds a command to a Redis broker (a publish, an ack) waits for its answer before the connection
+    #: counts as lost and is made again; a consumer's wait for tasks is checked every
+    #: network.health_check_interval instead.
+    socket_timeout: float = Field(default=30, gt=0)
+    #: AMQP (RabbitMQ) heartbeat, seconds: a broker silent for two of them is taken as gone (0: off).
+    heartbeat: int = Field(default=30, ge=0)
+
+
+class NetworkSettings(Section):
+    """How every connection to PostgreSQL and Redis (the broker's too) notices a peer gone silent: a
+    partition drops packets without a refusal, and a connection left to the system's defaults waits for
+    hours (``store.settings.network`` sets them on each kind of connection). Keep the time they add up to
+    well under ``worker.time_limit``: a task that hits its limit is killed, not retried."""
+
+    #: Seconds to open a connection: libpq's connect_timeout (2 at least), Redis's, the broker's.
+    connect_timeout: int = Field(default=10, ge=2)
+    #: Seconds a connection may sit idle before TCP keepalive probes start, on both ends of a PostgreSQL
+    #: connection (the server's as session settings, so it ends the session, and lets go of its locks,
+    #: when the client goes silent) and on Redis connections.
+    keepalive_idle: int = Field(default=15, gt=0)
+    #: Seconds between keepalive probes.
+    keepalive_interval: int = Field(default=5, gt=0)
+    #: Unanswered probes after which the connection is dropped: idle 15 + 3 probes of 5 = 30 s by default.
+    keepalive_count: int = Field(default=3, gt=0)
+    #: Seconds data sent may stay unacknowledged before the connection is dropped (TCP_USER_TIMEOUT), on
+    #: PostgreSQL connections (both ends) and Redis ones. 0: the system's, about 15 minutes.
+    tcp_user_timeout: float = Field(default=30, ge=0)
+    #: Seconds a Redis connection may sit idle before it is checked with a PING before use; also how often
+    #: the broker's consumer checks that its waiting connections still answer (0: off).
+    health_check_interval: int = Field(default=15, ge=0)
 
 
 class WorkerSettings(Section):
@@ -67,8 +97,8 @@ class WorkerSettings(Section):
     reconcile_seconds: int = Field(default=3600, ge=0)
     #: Prometheus metrics port of a worker (0: off).
     metrics_port: int = Field(default=0, ge=0, le=65535)
-    #: Seconds without progress after which a running run whose queue holds work, or has no consumer,
-    #: is shown as stalled by ``vectorsync status``.
+    #: Seconds without progress after which ``vectorsync status`` shows a running run stalled whose queue has
+    #: consumers (with none it is stalled at once).
     stall_seconds: int = Field(default=300, gt=0)
 
 
@@ -257,6 +287,7 @@ class Settings(BaseSettings):
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     capture: CaptureSettings = Field(default_factory=CaptureSettings)
     flower: FlowerSettings = Field(default_factory=FlowerSettings)
+    network: NetworkSettings = Field(default_factory=NetworkSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
     state: StateSettings = Field(default_factory=StateSettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)

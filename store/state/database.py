@@ -25,7 +25,7 @@ from store.state import migrations
 from store.state.sql import advisory_lock, make_engine, safe_url, transaction
 
 if TYPE_CHECKING:
-    from store.settings import Settings
+    from store.settings import NetworkSettings, Settings
 
 __all__ = ["NO_STATE_DATABASE", "STATE_LOCK", "StateDatabase", "Upgrade", "upgrade_state"]
 
@@ -60,27 +60,29 @@ class StateDatabase:
         self.safe_url = safe_url(url)
 
     @classmethod
-    def connect(cls, url: str | None, *, pool_size: int = 5) -> StateDatabase:
-        """The state database at ``url``, its schema as it is (``upgrade`` brings it to this version).
+    def connect(cls, url: str | None, *, pool_size: int = 5, network: NetworkSettings | None = None) -> StateDatabase:
+        """The state database at ``url``, its schema as it is (``upgrade`` brings it to this version); its
+        connections notice a silent server as ``network`` says (None: the defaults).
 
         Raises ConfigError: no URL, a malformed one, not PostgreSQL.
         """
         if not url:
             raise ConfigError(NO_STATE_DATABASE)
-        database = cls(make_engine(url, setting="state.url", pool_size=pool_size, pool_pre_ping=True), url)
+        database = cls(make_engine(url, setting="state.url", network=network, pool_size=pool_size,
+                                   pool_pre_ping=True), url)
         if database.engine.dialect.name != "postgresql":
             database.close()
             raise ConfigError(f"state.url {database.safe_url!r} is not PostgreSQL; the state needs PostgreSQL locks")
         return database
 
     @classmethod
-    def open(cls, url: str | None, *, pool_size: int = 5) -> StateDatabase:
+    def open(cls, url: str | None, *, pool_size: int = 5, network: NetworkSettings | None = None) -> StateDatabase:
         """The state database at ``url``, its schema brought to this vectorsync's version.
 
         Raises ConfigError (no URL, not PostgreSQL), SchemaTooNew (a newer vectorsync upgraded it) and
         StoreUnavailable (it cannot be reached).
         """
-        database = cls.connect(url, pool_size=pool_size)
+        database = cls.connect(url, pool_size=pool_size, network=network)
         try:
             database.upgrade()
         except BaseException:
@@ -138,7 +140,7 @@ def upgrade_state(settings: Settings) -> Upgrade | None:
     """
     if settings.state_url is None:
         return None
-    database = StateDatabase.connect(settings.state_url, pool_size=1)
+    database = StateDatabase.connect(settings.state_url, pool_size=1, network=settings.network)
     try:
         return database.upgrade()
     finally:

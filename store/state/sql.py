@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import sqlalchemy as sa
 
 from store.errors import ConfigError, StoreError, StoreUnavailable
+from store.settings import NetworkSettings
+from store.settings.network import libpq_parameters, server_settings
+
+log = logging.getLogger(__name__)
 
 __all__ = ["advisory_lock", "engine_url", "make_engine", "retryable", "safe_url", "transaction", "translate"]
 
@@ -29,10 +34,24 @@ def safe_url(url: str) -> str:
     return parsed.update_query_dict(hidden).render_as_string(hide_password=True)
 
 
-def make_engine(url: str, *, setting: str, **options: Any) -> sa.Engine:
-    """A SQLAlchemy engine for ``url``; a malformed URL is a ConfigError naming ``setting``."""
+def make_engine(url: str, *, setting: str, network: NetworkSettings | None = None, **options: Any) -> sa.Engine:
+    """A SQLAlchemy engine for ``url``; a malformed URL is a ConfigError naming ``setting``.
+
+    A PostgreSQL engine's connections notice a silent server as ``network`` says (default: the
+    ``[network]`` defaults), and have the server notice a silent client alike (``store.settings.network``);
+    a libpq parameter the URL sets itself (``?keepalives_idle=60``) wins.
+    """
+    network = network if network is not None else NetworkSettings()
     try:
-        return sa.create_engine(engine_url(url), **options)
+        parsed = sa.engine.make_url(engine_url(url))
+        postgres = parsed.get_backend_name() == "postgresql"
+        if postgres:
+            given = set(parsed.query)
+            ours = {k: v for k, v in libpq_parameters(network).items() if k not in given}
+            options["connect_args"] = {**ours, **options.get("connect_args", {})}
+        engine = sa.create_engine(parsed, **options)
+        if postgres:
+            _server_notices_silence(engine, {**options["connect_args"], **_single(parsed.query)})
     except (sa.exc.ArgumentError, ValueError) as exc:
         raise ConfigError(
             f"{setting} = {safe_url(url)!r} is not a usable database URL ({exc}); "
@@ -40,6 +59,49 @@ def make_engine(url: str, *, setting: str, **options: Any) -> sa.Engine:
         ) from None
     except ModuleNotFoundError as exc:
         raise ConfigError(f"{setting}: the database driver {exc.name!r} is not installed (pip install it)") from None
+    return engine
+
+
+def _single(query: Mapping[str, str | tuple[str, ...]]) -> dict[str, str]:
+    """A URL's query parameters, the last value of each that is given twice."""
+    return {k: v if isinstance(v, str) else v[-1] for k, v in query.items()}
+
+
+def _server_notices_silence(engine: sa.Engine, parameters: Mapping[str, Any]) -> None:
+    """Give the server's end of each new connection the same keepalive and TCP_USER_TIMEOUT: a server whose
+    client went silent then ends the session, its transaction and its advisory locks with it, within about
+    the same time, instead of after the system's two hours (while the client's retry waits on those locks).
+    One statement per new connection; a server that refuses a setting (older than PostgreSQL 12) is left as
+    it is, said once."""
+    values = server_settings(parameters)
+    if not values:
+        return
+    statement = "SELECT " + ", ".join(f"set_config('{name}', %s, false)" for name in values)
+
+    @sa.event.listens_for(engine, "connect")
+    def _configure(dbapi_connection: Any, _record: Any) -> None:
+        import psycopg
+
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(statement, list(values.values()))
+            dbapi_connection.commit()
+        except psycopg.Error as exc:
+            dbapi_connection.rollback()
+            _warn_once(f"PostgreSQL at {engine.url.render_as_string(hide_password=True)} refused the keepalive "
+                       f"settings of the server's end ({exc}); a client gone silent keeps its locks until the "
+                       "server's own keepalive (tcp_keepalives_idle in postgresql.conf)")
+        finally:
+            cursor.close()
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        log.warning("%s", message)
 
 
 def advisory_lock(conn: sa.Connection, key: str) -> None:

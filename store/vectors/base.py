@@ -6,6 +6,7 @@ validates its input first, so a bad call raises ConfigError and writes nothing.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Literal, Protocol
@@ -16,6 +17,7 @@ from store.vectors.filters import Filter, check_size
 from store.vectors.indexed import IndexedFields, check_declared, check_indexed
 from store.vectors.records import VectorMatch, VectorRecord, check_collection_name, validate_record, validate_vector
 from store.vectors.tenancy import check_scoped, required_fields
+from store.vectors.timing import observe_search
 
 __all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "Collection", "Metric", "QueryEmbedder", "VectorStore", "missing"]
 
@@ -105,12 +107,14 @@ class Collection:
             raise ConfigError(f"limit {limit!r} is not allowed: use a whole number from 1 to {MAX_LIMIT}")
         if min_score is not None and not isinstance(min_score, int | float):
             raise ConfigError(f"min_score {min_score!r} is not a number")
+        started = time.perf_counter()
         where = self._filter(filter)
         check_scoped(self.name, self.required_filter, where)
         vector = self._query_vector(query)
         matches = self._search(vector, where, limit)
         if min_score is not None:
             matches = [m for m in matches if m.score >= min_score]
+        observe_search(self.name, time.perf_counter() - started)
         return matches
 
     def count(self, filter: Filter | None = None) -> int:

@@ -9,11 +9,12 @@ change capture the rows left in the outbox); the session prints them as one tabl
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,8 @@ from tests.workers import (
 )
 
 FIGURES: list[dict[str, Any]] = []
+#: Where a pytest-xdist worker leaves its FIGURES for the controller.
+FIGURES_KEY = "vectorsync_reliability_figures"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -49,31 +52,46 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if not FIGURES:
-        return
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Under pytest-xdist, hand this worker's figures to the controller, which prints the table
+    (``tests/conftest.py``)."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput[FIGURES_KEY] = json.dumps(FIGURES)
+
+
+def print_figures(terminalreporter: Any, rows: list[dict[str, Any]]) -> None:
+    """The figures table. After a fault that ends (a partition healed): ``resumed``, the seconds until its run
+    next moved, and ``recovery``, until the run ended; with change capture, ``outbox``, the rows left in it."""
+    def seconds(row: dict[str, Any], key: str) -> str:
+        return f"{row[key]:.1f}s" if row.get(key) is not None else "-"
+
     terminalreporter.section("reliability figures")
-    terminalreporter.write_line(f"{'scenario':<52} {'records':>7} {'faults':>6} {'lost':>4} {'dup':>4} {'running':>7} "
-                                f"{'outbox':>6}")
-    for row in FIGURES:
+    terminalreporter.write_line(f"{'scenario':<60} {'records':>7} {'faults':>6} {'lost':>4} {'dup':>4} {'running':>7} "
+                                f"{'resumed':>7} {'recovery':>8} {'outbox':>6}")
+    for row in rows:
         outbox = "-" if row.get("outbox") is None else row["outbox"]
-        terminalreporter.write_line(f"{row['scenario']:<52} {row['records']:>7} {row['faults']:>6} {row['lost']:>4} "
-                                    f"{row['duplicated']:>4} {row['running']:>7} {outbox:>6}")
+        terminalreporter.write_line(f"{row['scenario']:<60} {row['records']:>7} {row['faults']:>6} {row['lost']:>4} "
+                                    f"{row['duplicated']:>4} {row['running']:>7} {seconds(row, 'resumed'):>7} "
+                                    f"{seconds(row, 'recovery'):>8} {outbox:>6}")
 
 
 class Redis:
-    """A redis-server of the rig's own, that a scenario can kill and start again (with or without AOF)."""
+    """A redis-server of the rig's own, that a scenario can kill and start again (with or without AOF),
+    listening on ``host``."""
 
-    def __init__(self, folder: Path, *, persistent: bool) -> None:
-        self.folder, self.persistent, self.port = folder, persistent, free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
+    def __init__(self, folder: Path, *, persistent: bool, host: str = "127.0.0.1") -> None:
+        self.folder, self.persistent, self.port, self.host = folder, persistent, free_port(), host
+        self.url = f"redis://{host}:{self.port}/0"
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         aof = ["--appendonly", "yes", "--appendfsync", "always"] if self.persistent else ["--appendonly", "no"]
         self.process = subprocess.Popen(
-            [redis_server_binary()[0], "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+            [redis_server_binary()[0], "--port", str(self.port), "--bind", self.host, "--save", "",
+             # clients from another address than loopback (a network namespace's) would be refused
+             "--protected-mode", "no" if self.host != "127.0.0.1" else "yes",
              "--dir", str(self.folder), *aof], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(lambda: redis_answers(self.url), timeout=10, what="redis-server to start")
 
@@ -110,8 +128,9 @@ class Rig:
         return Producer(self.settings)
 
     @contextmanager
-    def worker(self, name: str = "w1", *, concurrency: int = 2) -> Iterator[subprocess.Popen[bytes]]:
-        with celery_worker(self.config, concurrency=concurrency, name=name) as process:
+    def worker(self, name: str = "w1", *, concurrency: int = 2,
+               prefix: Sequence[str] = ()) -> Iterator[subprocess.Popen[bytes]]:
+        with celery_worker(self.config, concurrency=concurrency, name=name, prefix=prefix) as process:
             yield process
 
     def ledger(self) -> PostgresLedger:
@@ -164,9 +183,10 @@ class Rig:
                 "running": sum(not r.status.ended for r in self.runs()), "failed": len(failed),
                 "outbox": self.outbox()}
 
-    def verify(self, scenario: str, *, faults: int, timeout: float = 180, failures: int = 0
-               ) -> dict[str, int | None]:
-        """Wait for the system to settle, then check it and record the figures."""
+    def verify(self, scenario: str, *, faults: int, timeout: float = 180, failures: int = 0,
+               **recorded: Any) -> dict[str, int | None]:
+        """Wait for the system to settle, then check it and record the figures (and ``recorded``: more of
+        them, such as ``recovery``, the seconds from a fault's end to its run's end)."""
         try:
             wait_for(self.settled, timeout=timeout, every=1.0, what=f"{scenario} to settle")
         except AssertionError as exc:
@@ -174,31 +194,26 @@ class Rig:
             raise AssertionError(f"{exc}; runs: {states}; figures: {self.figures()}") from None
         finally:
             found = self.figures()
-            FIGURES.append({"scenario": scenario, "faults": faults, **found})
+            FIGURES.append({"scenario": scenario, "faults": faults, **found, **recorded})
         assert (found["lost"], found["duplicated"], found["running"], found["outbox"] or 0) == (0, 0, 0, 0), found
         assert found["failed"] == failures, found
         return found
 
 
 def settings_text(*, broker: str, database: str, table: str, collection: str, primary: str, backup: str,
-                  capture: bool = False) -> str:
-    """The rig's settings; with ``capture``, triggers write the collection's changes to the outbox and the workers
-    relay them (a claim of 100 rows at a time, so a flood takes many).
-
-    Capture's scenarios send a flood to workers that have just started: a pool process's first batch pays for
-    building its clients (openai's import alone is a second; 15 s seen under xdist on a loaded 2-core machine),
-    which the 6 s limit of the others' would kill, and a batch killed at its hard limit is acknowledged, not
-    delivered again. They get 25 s (and a visibility timeout above it)."""
-    relaying = "[capture]\npoll_seconds = 1\nclaim_rows = 100\n" if capture else ""
-    visibility, limit = (30, 25) if capture else (8, 6)
+                  time_limit: int = 6, broker_keys: str = "", sections: str = "", capture: bool = False) -> str:
+    """The rig's settings: tasks of ``time_limit`` seconds (the index build one more, the visibility timeout
+    one more again); ``broker_keys`` adds lines to [broker], ``sections`` whole sections (TOML: a section is
+    written once); ``capture``: triggers write the collection's changes to the outbox, the workers relay them."""
     return f"""
 [broker]
 url = "{broker}"
-visibility_timeout = {visibility}
+visibility_timeout = {time_limit + 2}
+{broker_keys}
 
 [worker]
-time_limit = {limit}
-index_time_limit = {limit + 1}
+time_limit = {time_limit}
+index_time_limit = {time_limit + 1}
 batch_size = 50
 max_retries = 7
 retry_delay = 1
@@ -233,23 +248,25 @@ store = "pgvector"
 url = "{database}"
 dimensions = 8
 
-{relaying}
+{sections}
 {sql_collection(database=database, table=table, collection=collection, capture=capture)}"""
 
 
 @contextmanager
-def make_rig(folder: Path, database: str, *, persistent: bool = False, capture: bool = False) -> Iterator[Rig]:
-    """A rig in ``folder``: its own broker (with AOF when ``persistent``), model servers and source table (its
-    changes captured by triggers when ``capture``: ``vectorsync init`` installs them)."""
-    broker = Redis(folder / "redis", persistent=persistent)
+def make_rig(folder: Path, database: str, *, persistent: bool = False, host: str = "127.0.0.1",
+             **settings: Any) -> Iterator[Rig]:
+    """A rig in ``folder``: its own broker (with AOF when ``persistent``), model servers and source table.
+    Its servers listen on ``host``; ``settings`` are ``settings_text``'s (time_limit, broker_keys, sections,
+    capture)."""
+    broker = Redis(folder / "redis", persistent=persistent, host=host)
     broker.start()
     collection = unique_name("rel")
-    with FakeOpenAI(dimensions=8) as primary, FakeOpenAI(dimensions=8) as backup:
+    with FakeOpenAI(dimensions=8, host=host) as primary, FakeOpenAI(dimensions=8, host=host) as backup:
         crm = CrmTable(database, f"crm_{collection}")
         config = folder / "vectorsync.toml"
         config.write_text(settings_text(broker=broker.url, database=database, table=crm.name,
                                         collection=collection, primary=primary.url, backup=backup.url,
-                                        capture=capture))
+                                        **settings))
         try:
             yield Rig(config, load_settings(config), collection, crm, primary, backup, database, broker)
         finally:

@@ -24,12 +24,17 @@ from tests.workers import OUTBOX, Psql, insert_notes, note, run_cli, stored_chun
 
 #: The one deliberate hold of these scenarios: how long the broker stays down while writes go on.
 BROKER_DOWN_SECONDS = 30
+#: These scenarios send a flood to workers that have just started: a pool process's first batch pays for
+#: building its clients (openai's import alone is a second; 15 s seen under xdist on a loaded 2-core machine),
+#: which the rig's usual 6 s would cut short again and again. A claim takes 100 rows, so a flood takes many.
+CAPTURE_TIME_LIMIT = 25
 
 
 @pytest.fixture
 def rig(tmp_path: Path, postgres_url: str) -> Iterator[Rig]:
     """The rig with change capture on its collection, installed as a deploy does (``vectorsync init``)."""
-    with make_rig(tmp_path, postgres_url, capture=True) as made:
+    with make_rig(tmp_path, postgres_url, capture=True, time_limit=CAPTURE_TIME_LIMIT,
+                  sections="[capture]\npoll_seconds = 1\nclaim_rows = 100\n") as made:
         init = run_cli(made.config, "init")
         assert init.returncode == 0, init.stdout + init.stderr
         yield made

@@ -189,3 +189,24 @@ def test_connections_killed_and_a_statement_timeout(rig: Rig) -> None:
     admin.dispose()
     locker.dispose()
     producer.close()
+
+
+def test_batches_killed_at_their_hard_time_limit_are_redelivered(rig: Rig) -> None:
+    """A task past worker.time_limit is killed and goes back to the queue, as a dead worker's does: the vector
+    table locked for longer than the limit holds every write; once it is free the batches run again and the
+    run ends (Celery acks a timed-out task by default, and the batch was lost)."""
+    producer = rig.producer()
+    locker = sa.create_engine(engine_url(rig.database))
+    limit = rig.settings.worker.time_limit
+    with rig.worker(concurrency=2):
+        run_id = _started(rig, producer, 300, delay=0.05)
+        wait_for(lambda: producer.reindex_status(run_id).total is not None, timeout=60, what="the fan-out")
+        with locker.begin() as conn:
+            conn.execute(sa.text(f'LOCK TABLE "{rig.table}" IN ACCESS EXCLUSIVE MODE'))  # test-owned name
+            time.sleep(limit + 3)
+        rig.primary.always()
+        rig.verify("tasks killed at their hard time limit, redelivered", faults=1)
+        log = Path(rig.config.parent, "w1.log").read_text()
+        assert "Hard time limit" in log, "no batch ran into its limit: the scenario tested nothing"
+    locker.dispose()
+    producer.close()

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from store.errors import ConfigError
-from store.settings import SourceSettings
+from store.settings import NetworkSettings, SourceSettings
 from worker.sources.base import Source, SourceRecord
 from worker.sources.push import PushSource
 
 __all__ = ["PushSource", "Source", "SourceRecord", "source_from_settings"]
 
 
-def source_from_settings(collection: str, settings: SourceSettings) -> Source:
-    """The source ``[collections.NAME.source]`` describes. Raises ConfigError for an incomplete one."""
+def source_from_settings(collection: str, settings: SourceSettings, *,
+                         network: NetworkSettings | None = None) -> Source:
+    """The source ``[collections.NAME.source]`` describes; a SQL source's connections notice a silent database
+    as ``network`` says (None: the defaults). Raises ConfigError for an incomplete one."""
     if settings.kind == "push":
         return PushSource(collection)
     if settings.kind == "python":
@@ -27,4 +29,5 @@ def source_from_settings(collection: str, settings: SourceSettings) -> Source:
 
     assert settings.url and settings.table and settings.text
     return SqlSource(url=settings.url, table=settings.table, id=settings.id, text=settings.text,
-                     metadata=settings.metadata, updated_at=settings.updated_at, where=settings.where)
+                     metadata=settings.metadata, updated_at=settings.updated_at, where=settings.where,
+                     network=network)

@@ -15,6 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from store.errors import ConfigError, StoreUnavailable
+from store.settings import NetworkSettings
 from store.settings.templates import template_fields
 from store.state.sql import make_engine, safe_url, translate
 from worker.sources.base import SourceRecord
@@ -51,8 +52,9 @@ class SqlSource:
     """Rows of one table; the id column gives record ids (as strings) and the paging order."""
 
     def __init__(self, *, url: str, table: str, id: str = "id", text: str, metadata: Sequence[str] = (),
-                 updated_at: str | None = None, where: str | None = None) -> None:
-        self.engine = make_engine(url, setting="source.url", pool_pre_ping=True)
+                 updated_at: str | None = None, where: str | None = None,
+                 network: NetworkSettings | None = None) -> None:
+        self.engine = make_engine(url, setting="source.url", network=network, pool_pre_ping=True)
         self.safe_url = safe_url(url)
         self.template = text
         try:

@@ -53,7 +53,7 @@ from store.calls.threads import PROCESSES_ENV
 from store.contract import BULK_QUEUE, LIVE_QUEUE
 from store.errors import VectorsyncError
 
-__all__ = ["DEFAULT_DIR", "SERVING", "run_dev"]
+__all__ = ["DEFAULT_DIR", "SERVING", "flower_command", "run_dev"]
 
 #: The working folder when ``--dir`` is not given (relative to where the command runs).
 DEFAULT_DIR = Path(".vectorsync-dev")
@@ -327,14 +327,20 @@ def _start_flower(dev: _Dev, env: dict[str, str], cwd: Path) -> str | None:
         return None
     start = time.monotonic()
     port = free_port()
-    command = [sys.executable, "-m", "celery", "-A", "worker", "flower", f"--port={port}", "--address=127.0.0.1"]
-    dev.flower = dev.processes.start("flower", command, env=env, cwd=cwd, tier=1)
+    dev.flower = dev.processes.start("flower", flower_command(port), env=env, cwd=cwd, tier=1)
     url = f"http://127.0.0.1:{port}"
     if not wait_until(lambda: _flower_answers(url), timeout=60, every=0.3, alive=dev.flower.running):
         raise DevServiceError(f"Flower did not start on port {port}; the end of {dev.flower.log}:\n"
                               f"{tail(dev.flower.log)}")
     _step(f"Flower: {url} {_elapsed(start)}")
     return url
+
+
+def flower_command(port: int) -> list[str]:
+    """Flower on 127.0.0.1 without a login, through ``worker.flower.serve``: like ``celery -A worker flower``,
+    but it stops at once on SIGTERM instead of first finishing its inspect calls (see worker/flower.py)."""
+    run = "import sys; from worker.flower import serve; serve(sys.argv[1:])"
+    return [sys.executable, "-c", run, f"--port={port}", "--address=127.0.0.1"]
 
 
 def _serving_banner(*, config: Path, redis_url: str, database_url: str, flower_url: str | None, logs: Path,

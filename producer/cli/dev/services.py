@@ -45,8 +45,8 @@ __all__ = [
     "wait_until",
 ]
 
-#: Seconds a service gets to stop after SIGTERM before it is killed (a dev system: Flower can take longer
-#: finishing its inspect calls, and nothing it holds is worth waiting for).
+#: Seconds a service gets to stop after SIGTERM before it is killed (a dev system: nothing it holds is worth
+#: waiting for longer; Flower stops at once, see worker/flower.py).
 STOP_SECONDS = 8.0
 
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from store.errors import ConfigError
-from store.state.ledger.base import Failure, Forgotten, Held, Ledger, LedgerEntry, RunProgress, RunStatus
+from store.state.ledger.base import Failure, Forgotten, Held, Ledger, LedgerEntry, Overview, RunProgress, RunStatus
 from store.state.ledger.memory import MemoryLedger
 
 if TYPE_CHECKING:
     from store.settings import Settings
 
 __all__ = [
-    "Failure", "Forgotten", "Held", "Ledger", "LedgerEntry", "MemoryLedger", "RunProgress", "RunStatus",
+    "Failure", "Forgotten", "Held", "Ledger", "LedgerEntry", "MemoryLedger", "Overview", "RunProgress", "RunStatus",
     "in_process_only", "ledger_from_settings",
 ]
 
@@ -38,4 +38,4 @@ def ledger_from_settings(settings: Settings, *, memory_fallback: bool = False) -
         raise ConfigError(
             f"the state database needs {exc.name!r}, which is not installed: pip install 'vectorsync[pgvector]'"
         ) from None
-    return PostgresLedger(settings.state_url)
+    return PostgresLedger(settings.state_url, network=settings.network)

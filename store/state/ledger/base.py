@@ -22,12 +22,14 @@ if TYPE_CHECKING:
     from store.state.generations.base import Generations
 
 __all__ = [
-    "MAX_ERROR_CHARS", "Failure", "Forgotten", "Held", "Ledger", "LedgerEntry", "RunProgress", "RunStatus", "now",
-    "one_run", "unknown_run",
+    "MAX_ERROR_CHARS", "MAX_OPEN_RUNS", "Failure", "Forgotten", "Held", "Ledger", "LedgerEntry", "Overview",
+    "RunProgress", "RunStatus", "now", "one_run", "unknown_run",
 ]
 
 #: Longest error text kept per failure.
 MAX_ERROR_CHARS = 2000
+#: The most open runs an ``Overview`` lists (the newest): runs that never ended must not make a scrape slow.
+MAX_OPEN_RUNS = 100
 
 
 def now() -> datetime:
@@ -84,6 +86,18 @@ class Failure:
     error: str
     attempts: int
     last_seen: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Overview:
+    """The ledger at a glance, for metrics: runs per state, the runs not ended, failed records per collection."""
+
+    #: How many runs are in each state, every state present (0 included).
+    runs: dict[RunStatus, int]
+    #: The runs running or building their index, newest first, at most ``MAX_OPEN_RUNS``.
+    open_runs: list[RunProgress]
+    #: Records in the failures table per collection; collections with none are left out.
+    failures: dict[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +217,11 @@ class Ledger(Protocol):
 
     def failures(self, collection: str | None = None) -> list[Failure]:
         """Failed records, of one collection or of all, ordered by collection and id."""
+        ...
+
+    def overview(self) -> Overview:
+        """Runs per state, the open runs and failed records per collection (what the worker's metrics show).
+        Raises StoreUnavailable."""
         ...
 
     def close(self) -> None: ...

@@ -17,9 +17,11 @@ from store.errors import ConfigError
 from store.state.generations.memory import MemoryGenerations
 from store.state.ledger.base import (
     MAX_ERROR_CHARS,
+    MAX_OPEN_RUNS,
     Failure,
     Forgotten,
     LedgerEntry,
+    Overview,
     RunProgress,
     RunStatus,
     now,
@@ -204,3 +206,15 @@ class MemoryLedger:
 
     def close(self) -> None:
         """Nothing to release."""
+
+    def overview(self) -> Overview:
+        with self._lock:
+            newest = sorted(self._runs.values(), key=lambda r: r.progress.started_at, reverse=True)
+            counts = {status: 0 for status in RunStatus}
+            for run in newest:
+                counts[run.progress.status] += 1
+            open_ids = [r.progress.run_id for r in newest if not r.progress.status.ended][:MAX_OPEN_RUNS]
+            failed: dict[str, int] = {}
+            for collection, _ in self._failures:
+                failed[collection] = failed.get(collection, 0) + 1
+            return Overview(runs=counts, open_runs=[self.run(run_id) for run_id in open_ids], failures=failed)

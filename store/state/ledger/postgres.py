@@ -21,13 +21,16 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from store.errors import ConfigError
+from store.settings import NetworkSettings
 from store.state.database import StateDatabase
 from store.state.generations.postgres import PostgresGenerations
 from store.state.ledger.base import (
     MAX_ERROR_CHARS,
+    MAX_OPEN_RUNS,
     Failure,
     Forgotten,
     LedgerEntry,
+    Overview,
     RunProgress,
     RunStatus,
     now,
@@ -72,9 +75,10 @@ class _Held:
 class PostgresLedger:
     """The ledger in PostgreSQL; see the module docstring."""
 
-    def __init__(self, url: str | None) -> None:
-        """Raises ConfigError (no URL, not PostgreSQL, a schema newer than this vectorsync) and StoreUnavailable."""
-        self.database = StateDatabase.open(url, pool_size=5)
+    def __init__(self, url: str | None, *, network: NetworkSettings | None = None) -> None:
+        """Raises ConfigError (no URL, not PostgreSQL, a schema newer than this vectorsync) and StoreUnavailable.
+        ``network``: how its connections notice a silent server (None: the defaults)."""
+        self.database = StateDatabase.open(url, pool_size=5, network=network)
         self.engine = self.database.engine
         self.safe_url = self.database.safe_url
 
@@ -247,3 +251,16 @@ class PostgresLedger:
         with self.transaction() as conn:
             rows = conn.execute(query).all()
         return [Failure(r.collection, r.record_id, r.error, r.attempts, r.last_seen) for r in rows]
+
+    def overview(self) -> Overview:
+        ended = [status.value for status in RunStatus if status.ended]
+        with self.transaction() as conn:
+            counts: dict[str, int] = {row[0]: row[1] for row in conn.execute(
+                sa.select(runs.c.status, sa.func.count()).group_by(runs.c.status))}
+            open_ids = conn.execute(sa.select(runs.c.run_id).where(runs.c.status.not_in(ended))
+                                    .order_by(runs.c.started_at.desc()).limit(MAX_OPEN_RUNS)).scalars().all()
+            failed: dict[str, int] = {row[0]: row[1] for row in conn.execute(
+                sa.select(failures.c.collection, sa.func.count()).group_by(failures.c.collection))}
+        return Overview(runs={status: int(counts.get(status.value, 0)) for status in RunStatus},
+                        open_runs=[self.run(run_id) for run_id in open_ids],
+                        failures={str(c): int(n) for c, n in failed.items()})

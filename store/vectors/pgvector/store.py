@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from pgvector.psycopg import register_vector
 from psycopg import sql
 
-from store.settings import Settings, VectorSettings, default
+from store.settings import NetworkSettings, Settings, VectorSettings, default
 from store.state.sql import advisory_lock, make_engine, safe_url, transaction
 from store.vectors.base import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
 from store.vectors.pgvector.schema import Schema
@@ -40,6 +40,7 @@ class PgvectorStore(VectorStore):
         index_build_workers: int = default(VectorSettings, "index_build_workers"),
         embedder: QueryEmbedder | None = None,
         pool_size: int = 5,
+        network: NetworkSettings | None = None,
     ) -> None:
         super().__init__(dimensions=dimensions, metric=metric, embedder=embedder)
         self.schema = Schema(dimensions=dimensions, metric=metric, hnsw_m=hnsw_m,
@@ -51,7 +52,8 @@ class PgvectorStore(VectorStore):
         self.exact_search_rows = exact_search_rows
         #: PostgreSQL's parallel workers for an HNSW build (max_parallel_maintenance_workers).
         self.index_build_workers = index_build_workers
-        self.engine = make_engine(url, setting="vectors.url", pool_size=pool_size, pool_pre_ping=True)
+        self.engine = make_engine(url, setting="vectors.url", network=network, pool_size=pool_size,
+                                  pool_pre_ping=True)
         self._create_extension()
         sa.event.listen(self.engine, "connect", lambda dbapi, _record: register_vector(dbapi))
 
@@ -63,7 +65,7 @@ class PgvectorStore(VectorStore):
             v.url, dimensions=v.dimensions, metric=v.metric, hnsw_m=v.hnsw_m,
             hnsw_ef_construction=v.hnsw_ef_construction, ef_search=v.ef_search,
             table_prefix=v.table_prefix, exact_search_rows=v.exact_search_rows,
-            index_build_workers=v.index_build_workers, embedder=embedder,
+            index_build_workers=v.index_build_workers, embedder=embedder, network=settings.network,
         )
 
     def close(self) -> None:

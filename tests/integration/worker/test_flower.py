@@ -1,18 +1,23 @@
-"""Flower watching a real worker: its HTTP API lists the worker, its queues and the tasks it ran.
+"""Flower watching a real worker: its HTTP API lists the worker, its queues and the tasks it ran; Ctrl-C stops it
+within seconds, inspect calls in flight or not.
 
 One real ``celery -A worker worker`` (a Redis database of its own, PostgreSQL with pgvector, a
-fake OpenAI server) and one real ``celery -A worker flower`` are started for the module;
+fake OpenAI server) and one real ``python -m worker.flower`` (behind a login) are started for the module;
 tasks go through ``producer.client.Producer`` as app code sends them, and are read
 back from Flower's ``/api/workers`` and ``/api/tasks``.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import signal
 import subprocess
 import sys
+import textwrap
+import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -23,14 +28,24 @@ from typing import Any
 import pytest
 import redis
 
+from producer.cli.dev.harness import flower_command
 from producer.client import Producer
 from store.contract import BULK_QUEUE, INDEX_BATCH, INDEX_RECORD, LIVE_QUEUE, REINDEX_ALL
 from store.settings import load_settings
 from store.state.ledger import RunStatus
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
-from tests.services import free_port
-from tests.workers import ROOT, CrmTable, celery_worker, process_env, settings_toml, stored_chunks, wait_for
+from tests.services import free_port, redis_server
+from tests.workers import (
+    ROOT,
+    CrmTable,
+    celery_worker,
+    child_env,
+    process_env,
+    settings_toml,
+    stored_chunks,
+    wait_for,
+)
 
 # One worker and one Flower serve the module: its tests stay on one xdist worker, started once.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("flower")]
@@ -38,6 +53,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("flower")]
 WORKER = "flowerw"
 ROWS = 5
 BATCH = 2  # worker.batch_size: a reindex of 5 rows, one of them indexed already, sends 2 index_batch tasks
+LOGIN = "ops:flower-test-password"
+#: Seconds Flower gets to exit after Ctrl-C. Before worker/flower.py ran it with daemon threads, it first finished
+#: every inspect broadcast in flight or queued (each ``inspect_timeout`` long): past 20 s in a loaded CI run.
+STOP_SECONDS = 5.0
+#: Flower's inspect_timeout (ms) in the Ctrl-C tests: far longer than STOP_SECONDS, so a Flower that waits for its
+#: broadcasts cannot pass.
+SLOW_INSPECT_MS = 15_000
 
 
 @dataclass
@@ -46,8 +68,10 @@ class Flower:
     process: subprocess.Popen[bytes]
     log: Path
 
-    def get(self, path: str) -> Any:
-        with urllib.request.urlopen(self.url + path, timeout=10) as response:
+    def get(self, path: str, *, timeout: float = 10) -> Any:
+        request = urllib.request.Request(self.url + path)
+        request.add_header("Authorization", "Basic " + base64.b64encode(LOGIN.encode()).decode())
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return json.loads(response.read())
 
     def output(self) -> str:
@@ -60,13 +84,32 @@ class System:
     worker_name: str
     collection: str
     run_id: str
+    config: Path
 
 
 def _flower_env(config: Path) -> dict[str, str]:
     env = {k: v for k, v in process_env(config).items() if not k.startswith("FLOWER_")}
-    # No login configured: Flower serves its API only when told to.
-    env["FLOWER_UNAUTHENTICATED_API"] = "true"
+    env["FLOWER_BASIC_AUTH"] = LOGIN  # python -m worker.flower starts only behind a login
     return env
+
+
+def _start_flower(config: Path, log_path: Path, *options: str, dev: bool = False) -> Flower:
+    """``python -m worker.flower`` (``dev``: the command ``vectorsync dev`` runs) on a free port of 127.0.0.1,
+    once it answers /healthcheck."""
+    port = free_port()
+    base = flower_command(port) if dev else [sys.executable, "-m", "worker.flower", f"--port={port}",
+                                             "--address=127.0.0.1"]
+    command = [*base, *options]
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, cwd=ROOT, env=_flower_env(config), stdout=log, stderr=subprocess.STDOUT)
+    flower = Flower(f"http://127.0.0.1:{port}", process, log_path)
+    try:
+        wait_for(lambda: _answers(flower), timeout=30, what="flower to answer /healthcheck")
+    except BaseException:
+        process.kill()
+        process.wait(timeout=10)
+        raise
+    return flower
 
 
 def _answers(flower: Flower) -> bool:
@@ -79,19 +122,19 @@ def _answers(flower: Flower) -> bool:
         return False
 
 
-def _stop_flower(process: subprocess.Popen[bytes]) -> int:
-    """Ctrl-C, then SIGTERM (how a process manager stops it) if Flower is still finishing its inspect calls
-    20 s later; its exit code."""
-    for sig, wait in ((signal.SIGINT, 20), (signal.SIGTERM, 20)):
-        if process.poll() is None:
-            process.send_signal(sig)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=wait)
-    if process.poll() is None:
+def _stop_flower(flower: Flower, sig: signal.Signals = signal.SIGINT) -> tuple[int, float]:
+    """Ctrl-C (or ``sig``), and nothing else: Flower's exit code and the seconds it took. Fails when it is still
+    running STOP_SECONDS later (then it is killed)."""
+    process = flower.process
+    started = time.monotonic()
+    process.send_signal(sig)
+    try:
+        process.wait(timeout=STOP_SECONDS)
+    except subprocess.TimeoutExpired:
         process.kill()
         process.wait(timeout=10)
-        raise AssertionError(f"flower did not stop on Ctrl-C nor on SIGTERM within 40 s: {process.args}")
-    return process.returncode
+        raise AssertionError(f"flower still ran {STOP_SECONDS:g}s after {sig.name}: {flower.output()}") from None
+    return process.returncode, time.monotonic() - started
 
 
 @pytest.fixture(scope="module")
@@ -108,16 +151,9 @@ def system(tmp_path_factory: pytest.TempPathFactory, scratch_redis_url: str, pos
         config.write_text(settings_toml(broker=broker, cache=broker, database=postgres_url, openai_url=openai.url,
                                         table=crm.name, collection=collection, batch_size=BATCH))
         settings = load_settings(config)
-        port = free_port()
-        log_path = folder / "flower.log"
-        with celery_worker(config, concurrency=1, name=WORKER), open(log_path, "wb") as log:
-            command = [sys.executable, "-m", "celery", "-A", "worker", "flower", f"--port={port}",
-                       "--address=127.0.0.1"]
-            process = subprocess.Popen(command, cwd=ROOT, env=_flower_env(config), stdout=log,
-                                       stderr=subprocess.STDOUT)
-            flower = Flower(f"http://127.0.0.1:{port}", process, log_path)
+        with celery_worker(config, concurrency=1, name=WORKER):
+            flower = _start_flower(config, folder / "flower.log")
             try:
-                wait_for(lambda: _answers(flower), timeout=30, what="flower to answer /healthcheck")
                 # Flower records only the events it receives: wait until the worker's heartbeats arrive.
                 worker_name = wait_for(
                     lambda: next((name for name, alive in flower.get("/api/workers?status=true").items()
@@ -133,11 +169,11 @@ def system(tmp_path_factory: pytest.TempPathFactory, scratch_redis_url: str, pos
                              what=f"reindex run {run_id} to finish")
                 finally:
                     producer.close()
-                yield System(flower, worker_name, collection, run_id)
+                yield System(flower, worker_name, collection, run_id, config)
             finally:
-                code = _stop_flower(process)
+                code, _ = _stop_flower(flower)
         crm.close()
-    assert code in (0, -signal.SIGTERM), f"flower exited with {code} after SIGINT: {flower.output()}"
+    assert code == 0, f"flower exited with {code} after SIGINT: {flower.output()}"
 
 
 def _tasks(flower: Flower) -> dict[str, dict[str, Any]]:
@@ -183,3 +219,59 @@ def test_flower_lists_the_tasks_with_readable_names_and_arguments(system: System
 
     one = system.flower.get(f"/api/task/info/{record['uuid']}")
     assert (one["name"], one["state"], one["worker"]) == (INDEX_RECORD, "SUCCESS", system.worker_name)
+
+
+def _refresh_in_background(flower: Flower) -> list[threading.Thread]:
+    """Requests that make Flower broadcast its inspect calls (stats, active_queues, registered, conf), each
+    waiting ``--inspect_timeout`` for replies; some are queued behind the others in Flower's thread pool."""
+    def refresh() -> None:
+        # Flower stops before it answers: that is the point.
+        with contextlib.suppress(urllib.error.URLError, ConnectionError, TimeoutError):
+            flower.get("/api/workers?refresh=true", timeout=SLOW_INSPECT_MS / 1000 * 3)
+
+    threads = [threading.Thread(target=refresh, daemon=True) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+@pytest.mark.parametrize("workers", ["present", "absent"])
+@pytest.mark.parametrize("entry", ["python -m worker.flower", "vectorsync dev"])
+def test_flower_stops_within_seconds_of_ctrl_c_while_inspect_calls_are_in_flight(
+        system: System, workers: str, entry: str, tmp_path: Path) -> None:
+    """Ctrl-C for ``python -m worker.flower``; SIGTERM, what ``vectorsync dev`` sends its children, for its
+    Flower. Either stops it within STOP_SECONDS though its inspect broadcasts wait SLOW_INSPECT_MS."""
+    dev = entry == "vectorsync dev"
+    with contextlib.ExitStack() as stack:
+        config = system.config
+        if workers == "absent":  # a broker no worker listens to: every broadcast waits its whole timeout
+            url, _ = stack.enter_context(redis_server())
+            config = tmp_path / "vectorsync.toml"
+            config.write_text(system.config.read_text().replace(load_settings(system.config).broker.url, url))
+        flower = _start_flower(config, tmp_path / "flower.log", f"--inspect_timeout={SLOW_INSPECT_MS}", dev=dev)
+        sig = signal.SIGTERM if dev else signal.SIGINT
+        try:
+            pending = _refresh_in_background(flower)
+            time.sleep(1.0)  # the broadcasts are out; their replies are awaited for SLOW_INSPECT_MS
+            assert all(thread.is_alive() for thread in pending), "an inspect call ended before the signal"
+        finally:
+            code, took = _stop_flower(flower, sig)
+        assert code == 0, f"flower exited with {code} after {sig.name}: {flower.output()}"
+        print(f"{entry}: Flower ({workers} workers) stopped {took:.1f}s after {sig.name}, inspect calls in flight")
+
+
+def test_the_interpreter_exits_without_waiting_for_a_call_in_flight() -> None:
+    """ThreadPoolExecutor's threads are joined at exit: a process whose pool runs a 30 s call lives 30 s more."""
+    script = textwrap.dedent("""
+        import time
+        from worker.flower import DaemonThreadPool
+        pool = DaemonThreadPool()
+        pool.submit(time.sleep, 30)
+        pool.submit(time.sleep, 30)
+        print("submitted", flush=True)
+    """)
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=child_env(), capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0 and result.stdout == "submitted\n", result.stderr
+    assert time.monotonic() - started < 10

@@ -24,8 +24,17 @@ def bulk(depth: int, *consumers: str) -> QueueState:
 
 
 def test_a_run_that_moved_recently_or_ended_is_not_stalled() -> None:
-    assert stall_reason(run(idle=5), bulk(3), [], stall_seconds=60, now=NOW) is None
+    assert stall_reason(run(idle=5), bulk(3, "w1@host"), [WORKER], stall_seconds=60, now=NOW) is None
     assert stall_reason(run(idle=500, status=RunStatus.DONE), bulk(0), [], stall_seconds=60, now=NOW) is None
+
+
+def test_a_queue_nobody_consumes_stalls_its_run_at_once() -> None:
+    """No consumer is known as the broker answers: the run is flagged before stall_seconds, queued work or not."""
+    expected = f"no worker consumes vectorsync.bulk: start one with `{WORKER_COMMAND}`"
+    for depth in (7, 0):
+        assert stall_reason(run(idle=0), bulk(depth), [], stall_seconds=300, now=NOW) == expected
+    live_only = WorkerState("w2@host", ("vectorsync.live",), active=0)  # a worker, but not on the run's queue
+    assert stall_reason(run(idle=0), bulk(7), [live_only], stall_seconds=300, now=NOW) == expected
 
 
 def test_no_consumer_is_named_with_the_command_that_starts_one() -> None:

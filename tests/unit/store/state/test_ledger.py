@@ -134,6 +134,26 @@ class LedgerContract:
         ledger.set_run_total(plain, total=0, batches=0)
         assert ledger.run(plain).status == RunStatus.DONE  # nothing deferred: done at once
 
+    def test_the_overview_counts_runs_per_state_lists_open_runs_and_counts_failures(self, ledger: Ledger) -> None:
+        """Relative to what was there before: the PostgreSQL ledger's database is shared by the session's tests."""
+        before = ledger.overview()
+        assert set(before.runs) == set(RunStatus)
+        name = unique_name()
+        running, failed, done = (ledger.create_run(name) for _ in range(3))
+        ledger.fail_run(failed, "broken")
+        ledger.set_run_total(done, total=0, batches=0)
+        ledger.finish_batch(running, 0, done=2, skipped=0, failed=1)
+        ledger.record_failure(name, "r1", "e")
+        ledger.record_failure(name, "r2", "e")
+        ledger.record_failure(name, "r2", "again")  # one record, however many attempts
+        after = ledger.overview()
+        grown = {status: after.runs[status] - before.runs[status] for status in RunStatus}
+        assert grown == {RunStatus.RUNNING: 1, RunStatus.INDEXING: 0, RunStatus.DONE: 1, RunStatus.FAILED: 1}
+        [mine] = [run for run in after.open_runs if run.collection == name]
+        assert (mine.run_id, mine.status, mine.processed) == (running, RunStatus.RUNNING, 3)
+        assert all(not run.status.ended for run in after.open_runs)
+        assert after.failures[name] == 2
+
     def test_a_failure_of_an_id_postgresql_cannot_store_is_still_recorded(self, ledger: Ledger) -> None:
         name = unique_name()
         ledger.record_failure(name, "bad\x00id\ud800", "ConfigError: record id 'bad\\x00id' is not allowed\x00")

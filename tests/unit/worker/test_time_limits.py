@@ -1,0 +1,71 @@
+"""A batch that runs into its soft time limit is retried like one whose store was down (counted against
+``worker.max_retries``), then given up into the failures table: never lost with its worker process, so its
+run ends. Run with the worker's own task code in this process (``producer.testing``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from celery.exceptions import SoftTimeLimitExceeded
+
+from producer import testing
+from store.contract import INDEX_BATCH
+from store.state.ledger import RunStatus
+from worker.pipeline import Indexer
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Iterator[str]:
+    """A SQLite table of three notes; its URL."""
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL)"))
+        conn.execute(sa.text("INSERT INTO notes VALUES (1, 'renewal call'), (2, 'pricing email'), (3, 'pilot')"))
+    engine.dispose()
+    yield url
+
+
+def _settings(url: str, max_retries: int) -> dict[str, Any]:
+    return {"worker": {"max_retries": max_retries, "batch_size": 10},
+            "collections": {"notes": {"source": {"kind": "sql", "url": url, "table": "notes", "text": "{body}"}}}}
+
+
+def _slow(monkeypatch: pytest.MonkeyPatch, times: int) -> None:
+    """Indexer.index runs into the soft time limit ``times`` times, then indexes."""
+    index, left = Indexer.index, [times]
+
+    def slow(self: Indexer, ids: Any) -> Any:
+        if left[0]:
+            left[0] -= 1
+            raise SoftTimeLimitExceeded()
+        return index(self, ids)
+
+    monkeypatch.setattr(Indexer, "index", slow)
+
+
+def test_a_batch_that_runs_into_its_soft_time_limit_is_retried_and_its_run_ends(
+        notes: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _slow(monkeypatch, times=1)
+    with testing.queue(_settings(notes, max_retries=3)) as queue:
+        run_id = queue.producer.reindex_all("notes")
+        queue.run_queue()
+        assert [t.retries for t in queue.done if t.name == INDEX_BATCH] == [0, 1]
+        run = queue.ledger.run(run_id)
+        assert (run.status, run.done, run.failed) == (RunStatus.DONE, 3, 0)
+
+
+def test_one_that_keeps_running_into_it_is_given_up_into_failures_and_its_run_ends(
+        notes: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _slow(monkeypatch, times=10)
+    with testing.queue(_settings(notes, max_retries=2)) as queue:
+        run_id = queue.producer.reindex_all("notes")
+        queue.run_queue()
+        run = queue.ledger.run(run_id)
+        assert (run.status.ended, run.done, run.failed) == (True, 0, 3)
+        failures = queue.ledger.failures()
+        assert len(failures) == 3 and all("ran into its time limit (worker.time_limit" in f.error for f in failures)
