@@ -1,4 +1,5 @@
-"""Real ``celery worker`` processes for integration tests, and a SQL source table to index."""
+"""Real ``celery worker`` processes for integration tests, a SQL source table to index, and a plain SQL client
+that writes it as psql would (for change capture: no vectorsync code in the writer)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pty
 import random
 import select
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import psycopg
 import sqlalchemy as sa
 from celery import Celery
 
@@ -29,11 +32,15 @@ from store.state.sql import engine_url
 
 __all__ = [
     "METRICS_FOLDER_ENV",
+    "OUTBOX",
     "ROOT",
     "CrmTable",
+    "Psql",
     "celery_worker",
     "child_env",
+    "insert_notes",
     "note",
+    "outbox_rows",
     "process_env",
     "pushed_collection",
     "run_cli",
@@ -44,6 +51,8 @@ __all__ = [
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
+#: Change capture's outbox table (store.capture.sql.OUTBOX), in the source database.
+OUTBOX = "vectorsync_outbox"
 
 
 #: The multiprocess metrics folder prometheus_client reads (worker.metrics sets it when the app is imported).
@@ -91,8 +100,10 @@ def celery_worker(config: Path, *, concurrency: int = 2, name: str = "w1",
     app = Celery("vectorsync-test", set_as_current=False)
     app.conf.update(celery_config(load_settings(config)))
     try:
-        wait_for(lambda: process.poll() is not None or app.control.ping(timeout=0.5), timeout=60,
-                 what=f"worker {name} to answer a ping")
+        # This worker's own answer: with another worker running, any answer to a broadcast ping came too soon.
+        node = f"{name}@{socket.gethostname()}"
+        wait_for(lambda: process.poll() is not None or app.control.ping(destination=[node], timeout=0.5),
+                 timeout=60, what=f"worker {name} to answer a ping")
         if process.poll() is not None:
             raise AssertionError(f"worker {name} exited: {(config.parent / f'{name}.log').read_text()[-3000:]}")
         yield process
@@ -214,8 +225,9 @@ class CrmTable:
 
 def settings_toml(*, broker: str, cache: str, database: str, openai_url: str, table: str, collection: str,
                   dimensions: int = 8, max_tokens: int = 64, overlap: int = 8, batch_size: int = 50,
-                  metrics_port: int = 0, extra: str = "") -> str:
-    """A vectorsync.toml for integration tests: SQL source, fake OpenAI server, pgvector."""
+                  metrics_port: int = 0, extra: str = "", capture: bool = False, source_url: str | None = None) -> str:
+    """A vectorsync.toml for integration tests: SQL source (``capture``: with triggers; ``source_url``: read
+    through a role of its own), fake OpenAI server, pgvector."""
     return f"""
 {worker_sections(broker=broker, database=database, dimensions=dimensions, batch_size=batch_size, max_retries=2,
                  retry_delay=0.2, metrics_port=metrics_port)}
@@ -236,7 +248,8 @@ max_attempts = 2
 max_wait_seconds = 0.2
 cooldown_seconds = 1
 
-{sql_collection(database=database, table=table, collection=collection, max_tokens=max_tokens, overlap=overlap)}
+{sql_collection(database=source_url or database, table=table, collection=collection, max_tokens=max_tokens,
+                overlap=overlap, capture=capture)}
 {extra}
 """
 
@@ -250,11 +263,14 @@ def worker_sections(*, broker: str, database: str, dimensions: int, **worker: fl
             f'[vectors]\nstore = "pgvector"\nurl = "{database}"\ndimensions = {dimensions}\n')
 
 
-def sql_collection(*, database: str, table: str, collection: str, max_tokens: int = 64, overlap: int = 8) -> str:
-    """The settings of a collection over a CrmTable: its SQL source and its chunker."""
+def sql_collection(*, database: str, table: str, collection: str, max_tokens: int = 64, overlap: int = 8,
+                   capture: bool = False) -> str:
+    """The settings of a collection over a CrmTable: its SQL source (with ``capture``, triggers write its
+    changes to the outbox) and its chunker."""
     return f"""
 [collections.{collection}.source]
 kind = "sql"
+capture = "{'trigger' if capture else 'off'}"
 url = "{database}"
 table = "{table}"
 text = "{{title}}\\n\\n{{body}}"
@@ -273,6 +289,42 @@ def pushed_collection(folder: Path, database: str, name: str, *, dimensions: int
     config.write_text(f'[vectors]\nstore = "pgvector"\nurl = "{database}"\ndimensions = {dimensions}\n'
                       f'[embeddings]\ncache_ttl_days = 0\n[collections.{name}.source]\nkind = "push"\n')
     return config
+
+
+class Psql:
+    """A plain client of the source database, as psql or a service in another language writes: autocommit
+    statements, or one explicit transaction (``transaction``)."""
+
+    def __init__(self, url: str) -> None:
+        self.conn = psycopg.connect(url, autocommit=True)
+
+    def run(self, statement: str, params: Any = None) -> list[tuple[Any, ...]]:
+        with self.conn.cursor() as cur:
+            cur.execute(statement, params)
+            return cur.fetchall() if cur.description else []
+
+    @contextmanager
+    def transaction(self) -> Iterator[Psql]:
+        with self.conn.transaction():
+            yield self
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def insert_notes(sql: Psql, table: str, rows: list[dict[str, Any]]) -> None:
+    """One INSERT statement for all ``rows`` (arrays unnested server-side, as a bulk loader sends them)."""
+    sql.run(f'INSERT INTO "{table}" (id, title, body, kind) '
+            "SELECT * FROM unnest(%s::int[], %s::text[], %s::text[], %s::text[])",
+            ([r["id"] for r in rows], [r["title"] for r in rows], [r["body"] for r in rows],
+             [r["kind"] for r in rows]))
+
+
+def outbox_rows(sql: Psql, collection: str) -> int:
+    """Rows of ``collection`` in the outbox (0 when there is none); inside a transaction, its own rows too."""
+    if sql.run(f"SELECT to_regclass('{OUTBOX}')")[0][0] is None:
+        return 0
+    return int(sql.run(f"SELECT count(*) FROM {OUTBOX} WHERE collection = %s", (collection,))[0][0])
 
 
 def expected_chunks(

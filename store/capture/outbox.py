@@ -104,6 +104,16 @@ class Outbox:
         return Installation(triggers=triggers, function=any(name == target.function for name, _ in rows),
                             expected=len(target.triggers))
 
+    def current(self, target: Target) -> bool:
+        """Whether ``target``'s capture is in place as ``enable`` would install it (triggers, function body),
+        and this role may relay its outbox: what a DBA installed from ``capture sql``."""
+        if not self.installed(target).complete:
+            return False
+        with transaction(self.engine, f"source database {self.safe_url}") as conn:
+            return conn.execute(sql.CURRENT, {"source": sql.function_source(target), "schema": target.schema,
+                                              "function": target.function,
+                                              "outbox": f"{sql.quote(target.schema)}.{sql.OUTBOX}"}).scalar() is True
+
     def exists(self) -> bool:
         with transaction(self.engine, f"source database {self.safe_url}") as conn:
             return conn.execute(sql.OUTBOX_EXISTS).scalar() is not None

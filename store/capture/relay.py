@@ -47,7 +47,7 @@ class Sends(Protocol):
 
 @dataclass
 class Plan:
-    """What one claim's changes become, per collection: a full reindex (after a TRUNCATE), or its ids."""
+    """What one claim's changes become, per collection: a full reindex (after a TRUNCATE), and its ids."""
 
     truncated: set[str] = field(default_factory=set)
     ids: dict[str, list[str]] = field(default_factory=dict)
@@ -55,7 +55,8 @@ class Plan:
 
 def plan(changes: Sequence[Change]) -> Plan:
     """Coalesce a claim: each id once, in the order first changed; a collection whose table was truncated is
-    reindexed whole (the reindex reads every row the claim's other changes name, all committed before it)."""
+    reindexed whole, and its ids are sent as well: the reindex trusts ``updated_at`` stamps, and rows put
+    back after the TRUNCATE (a reload) may keep their stamps with new contents."""
     result = Plan()
     seen: dict[str, dict[str, None]] = {}
     for change in changes:
@@ -63,7 +64,7 @@ def plan(changes: Sequence[Change]) -> Plan:
             result.truncated.add(change.collection)
         elif change.record_id is not None:
             seen.setdefault(change.collection, {})[change.record_id] = None
-    result.ids = {name: list(ids) for name, ids in seen.items() if name not in result.truncated}
+    result.ids = {name: list(ids) for name, ids in seen.items()}
     return result
 
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 __all__ = [
-    "CHANNEL", "CLAIM", "DELETE", "INSTALLED", "OUTBOX", "OUTBOX_EXISTS", "STATS", "Target", "install_ddl",
-    "outbox_ddl", "quote", "remove_ddl",
+    "CHANNEL", "CLAIM", "CURRENT", "DELETE", "INSTALLED", "OUTBOX", "OUTBOX_EXISTS", "STATS", "Target",
+    "function_source", "install_ddl", "outbox_ddl", "quote", "remove_ddl",
 ]
 
 #: The outbox table, in the schema the source URL's role creates tables in (``current_schema()``).
@@ -34,7 +34,8 @@ class Target:
     """What the triggers of one collection need: its table, its id column and the columns it reads.
 
     ``compared`` are the columns its text, metadata and ``where`` read: an ``UPDATE`` that changes none of
-    them records nothing.
+    them records nothing. ``relay_role`` is the role of ``source.url``, which relays: it claims and deletes
+    the outbox's rows, so it is granted that where another role (a DBA running ``capture sql``) owns them.
     """
 
     collection: str
@@ -43,6 +44,7 @@ class Target:
     id: str
     compared: tuple[str, ...]
     notify: bool = True
+    relay_role: str | None = None
 
     @property
     def function(self) -> str:
@@ -59,8 +61,10 @@ class Target:
         return f"{quote(self.schema)}.{quote(self.table)}"
 
 
-def outbox_ddl(schema: str) -> list[str]:
-    """The outbox: one row per changed id (or a TRUNCATE), written in the writer's own transaction."""
+def outbox_ddl(schema: str, relay_role: str | None = None) -> list[str]:
+    """The outbox: one row per changed id (or a TRUNCATE), written in the writer's own transaction; with
+    ``relay_role``, that role may claim (``FOR UPDATE``) and delete its rows."""
+    grant = [f"GRANT SELECT, UPDATE, DELETE ON {quote(schema)}.{OUTBOX} TO {quote(relay_role)}"] if relay_role else []
     return [
         f"CREATE TABLE IF NOT EXISTS {quote(schema)}.{OUTBOX} ("
         "seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
@@ -68,7 +72,13 @@ def outbox_ddl(schema: str) -> list[str]:
         "record_id text, "
         "truncated boolean NOT NULL DEFAULT false, "
         "created_at timestamptz NOT NULL DEFAULT clock_timestamp())",
+        *grant,
     ]
+
+
+def function_source(target: Target) -> str:
+    """The trigger function's body as ``pg_proc.prosrc`` holds it once ``install_ddl`` ran."""
+    return _function_body(target) + "\n"
 
 
 def _function_body(target: Target) -> str:
@@ -110,10 +120,10 @@ def install_ddl(target: Target) -> list[str]:
     """The outbox, the function and one statement-level trigger per event. Run again, it replaces them."""
     function = f"{quote(target.schema)}.{quote(target.function)}"
     statements = [
-        *outbox_ddl(target.schema),
+        *outbox_ddl(target.schema, target.relay_role),
         # SECURITY DEFINER: any role that may write the table records its changes, without rights on the outbox.
         f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER "
-        f"SET search_path = pg_catalog, pg_temp AS $vectorsync${_function_body(target)}\n$vectorsync$",
+        f"SET search_path = pg_catalog, pg_temp AS $vectorsync${function_source(target)}$vectorsync$",
     ]
     for trigger, event in target.triggers.items():
         referencing = {"INSERT": "REFERENCING NEW TABLE AS vectorsync_new ",
@@ -157,4 +167,12 @@ INSTALLED = sa.text(
     "UNION ALL "
     "SELECT p.proname, true FROM pg_proc p JOIN pg_namespace s ON s.oid = p.pronamespace "
     "WHERE s.nspname = :schema AND p.proname = :function"
+)
+
+#: Whether the function is the one ``install_ddl`` would make (its body) and the connected role may relay
+#: (claim and delete) the outbox's rows: a capture someone else installed as these settings ask.
+CURRENT = sa.text(
+    "SELECT p.prosrc = :source AND has_table_privilege(to_regclass(:outbox), 'SELECT') "
+    "AND has_table_privilege(to_regclass(:outbox), 'UPDATE') AND has_table_privilege(to_regclass(:outbox), 'DELETE') "
+    "FROM pg_proc p JOIN pg_namespace s ON s.oid = p.pronamespace WHERE s.nspname = :schema AND p.proname = :function"
 )

@@ -82,8 +82,9 @@ def read_target(name: str, source: SourceSettings, conn: sa.Connection) -> Targe
         raise ConfigError(f"collections.{name}.source reads column {missing[0]!r}, which table {table!r} lacks "
                           f"(columns: {', '.join(columns)})")
     compared = tuple(dict.fromkeys(c for c in read if c != source.id))
+    role = str(conn.execute(sa.text("SELECT current_user")).scalar_one())
     return Target(collection=name, schema=schema, table=table, id=source.id, compared=compared,
-                  notify=source.capture_notify)
+                  notify=source.capture_notify, relay_role=role)
 
 
 def _unique(inspector: Any, table: str, schema: str, column: str) -> bool:

@@ -2,8 +2,8 @@
 ends with: the store equals the source (ids, chunk texts, metadata), nothing duplicated or orphaned, the
 failures table accounts for every record not indexed, and every run has ended.
 
-Each scenario records its figures (records, faults injected, lost, duplicated, runs left running); the
-session prints them as one table at the end.
+Each scenario records its figures (records, faults injected, lost, duplicated, runs left running, and with
+change capture the rows left in the outbox); the session prints them as one table at the end.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 
 import psutil
 import pytest
+import sqlalchemy as sa
 
 from producer.client import Producer
 from store.settings import Settings, load_settings
@@ -29,7 +30,15 @@ from store.state.ledger.postgres import PostgresLedger
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
 from tests.services import free_port, redis_answers, redis_server_binary
-from tests.workers import CrmTable, celery_worker, expected_chunks, sql_collection, stored_chunks, wait_for
+from tests.workers import (
+    OUTBOX,
+    CrmTable,
+    celery_worker,
+    expected_chunks,
+    sql_collection,
+    stored_chunks,
+    wait_for,
+)
 
 FIGURES: list[dict[str, Any]] = []
 #: Where a pytest-xdist worker leaves its FIGURES for the controller.
@@ -53,17 +62,18 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 def print_figures(terminalreporter: Any, rows: list[dict[str, Any]]) -> None:
     """The figures table. After a fault that ends (a partition healed): ``resumed``, the seconds until its run
-    next moved, and ``recovery``, until the run ended."""
+    next moved, and ``recovery``, until the run ended; with change capture, ``outbox``, the rows left in it."""
     def seconds(row: dict[str, Any], key: str) -> str:
         return f"{row[key]:.1f}s" if row.get(key) is not None else "-"
 
     terminalreporter.section("reliability figures")
     terminalreporter.write_line(f"{'scenario':<60} {'records':>7} {'faults':>6} {'lost':>4} {'dup':>4} {'running':>7} "
-                                f"{'resumed':>7} {'recovery':>8}")
+                                f"{'resumed':>7} {'recovery':>8} {'outbox':>6}")
     for row in rows:
+        outbox = "-" if row.get("outbox") is None else row["outbox"]
         terminalreporter.write_line(f"{row['scenario']:<60} {row['records']:>7} {row['faults']:>6} {row['lost']:>4} "
                                     f"{row['duplicated']:>4} {row['running']:>7} {seconds(row, 'resumed'):>7} "
-                                    f"{seconds(row, 'recovery'):>8}")
+                                    f"{seconds(row, 'recovery'):>8} {outbox:>6}")
 
 
 class Redis:
@@ -133,11 +143,27 @@ class Rig:
         finally:
             ledger.close()
 
-    def settled(self) -> bool:
-        """Every run has ended and the store equals the source, but for recorded failures."""
-        return all(r.status.ended for r in self.runs()) and self.figures()["lost"] == 0
+    @property
+    def captured(self) -> bool:
+        return self.settings.collections[self.collection].source.capture == "trigger"
 
-    def figures(self) -> dict[str, int]:
+    def outbox(self) -> int | None:
+        """This collection's rows waiting in the outbox; None without change capture."""
+        if not self.captured:
+            return None
+        with self.crm.engine.connect() as conn:
+            if conn.execute(sa.text(f"SELECT to_regclass('{OUTBOX}')")).scalar() is None:
+                return 0
+            return int(conn.execute(sa.text(f"SELECT count(*) FROM {OUTBOX} WHERE collection = :c"),
+                                    {"c": self.collection}).scalar_one())
+
+    def settled(self) -> bool:
+        """Every run has ended, the outbox is empty (with capture) and the store equals the source, but for
+        recorded failures."""
+        return (all(r.status.ended for r in self.runs()) and not self.outbox()
+                and self.figures()["lost"] == 0)
+
+    def figures(self) -> dict[str, int | None]:
         rows = self.crm.rows()
         expected = expected_chunks(self.settings, self.collection, rows)
         stored = stored_chunks(self.database, self.table)
@@ -154,10 +180,11 @@ class Rig:
         extra = {record(k) for k in stored if k not in expected}  # duplicates, orphans, stale chunks
         unaccounted = {record(k) for k in expected} - {record(k) for k in stored} - failed
         return {"records": len(rows), "lost": len(wrong | unaccounted), "duplicated": len(extra),
-                "running": sum(not r.status.ended for r in self.runs()), "failed": len(failed)}
+                "running": sum(not r.status.ended for r in self.runs()), "failed": len(failed),
+                "outbox": self.outbox()}
 
     def verify(self, scenario: str, *, faults: int, timeout: float = 180, failures: int = 0,
-               **recorded: Any) -> dict[str, int]:
+               **recorded: Any) -> dict[str, int | None]:
         """Wait for the system to settle, then check it and record the figures (and ``recorded``: more of
         them, such as ``recovery``, the seconds from a fault's end to its run's end)."""
         try:
@@ -168,16 +195,16 @@ class Rig:
         finally:
             found = self.figures()
             FIGURES.append({"scenario": scenario, "faults": faults, **found, **recorded})
-        assert (found["lost"], found["duplicated"], found["running"]) == (0, 0, 0), found
+        assert (found["lost"], found["duplicated"], found["running"], found["outbox"] or 0) == (0, 0, 0, 0), found
         assert found["failed"] == failures, found
         return found
 
 
 def settings_text(*, broker: str, database: str, table: str, collection: str, primary: str, backup: str,
-                  time_limit: int = 6, broker_keys: str = "", sections: str = "") -> str:
+                  time_limit: int = 6, broker_keys: str = "", sections: str = "", capture: bool = False) -> str:
     """The rig's settings: tasks of ``time_limit`` seconds (the index build one more, the visibility timeout
     one more again); ``broker_keys`` adds lines to [broker], ``sections`` whole sections (TOML: a section is
-    written once)."""
+    written once); ``capture``: triggers write the collection's changes to the outbox, the workers relay them."""
     return f"""
 [broker]
 url = "{broker}"
@@ -222,14 +249,15 @@ url = "{database}"
 dimensions = 8
 
 {sections}
-{sql_collection(database=database, table=table, collection=collection)}"""
+{sql_collection(database=database, table=table, collection=collection, capture=capture)}"""
 
 
 @contextmanager
 def make_rig(folder: Path, database: str, *, persistent: bool = False, host: str = "127.0.0.1",
              **settings: Any) -> Iterator[Rig]:
     """A rig in ``folder``: its own broker (with AOF when ``persistent``), model servers and source table.
-    Its servers listen on ``host``; ``settings`` are ``settings_text``'s (time_limit, broker_keys, sections)."""
+    Its servers listen on ``host``; ``settings`` are ``settings_text``'s (time_limit, broker_keys, sections,
+    capture)."""
     broker = Redis(folder / "redis", persistent=persistent, host=host)
     broker.start()
     collection = unique_name("rel")
