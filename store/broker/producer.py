@@ -70,21 +70,28 @@ class Producer:
             self._ledger = (self._open_ledger or (lambda: ledger_from_settings(self.settings)))()
         return self._ledger
 
-    def index_record(self, collection: str, record_id: str | int) -> bool:
-        """Enqueue one record; False when it was already queued and not yet started (coalesced)."""
+    def index_record(self, collection: str, record_id: str | int, *, coalesce: bool = True) -> bool:
+        """Enqueue one record; False when it was already queued and not yet started (coalesced). Change capture
+        passes ``coalesce=False``: it deletes its outbox rows once sent, so it must not trust a mark that a
+        crash between marking and sending left behind."""
         collection, key = check_collection_name(collection), _record_id(record_id)
-        if not self.coalescer.claim(collection, key):
+        if coalesce and not self.coalescer.claim(collection, key):
             return False
         try:
             self._send(INDEX_RECORD, (collection, key), LIVE_QUEUE)
         except Exception:
-            self.coalescer.release(collection, key)
+            if coalesce:
+                self.coalescer.release(collection, key)
             raise
         return True
 
-    def index_records(self, collection: str, record_ids: Iterable[str | int]) -> int:
+    def index_records(self, collection: str, record_ids: Iterable[str | int], *, coalesce: bool = True) -> int:
         """Enqueue several records; returns how many were sent (the rest were already queued)."""
-        return sum(self.index_record(collection, record_id) for record_id in record_ids)
+        return sum(self.index_record(collection, record_id, coalesce=coalesce) for record_id in record_ids)
+
+    def record_failure(self, collection: str, record_id: str, error: str) -> None:
+        """Put a record no task can take (an id refused before sending) in the failures table."""
+        self.ledger.record_failure(collection, record_id, error, run_id=None)
 
     def index_batch(self, collection: str, record_ids: Sequence[str | int]) -> None:
         """Enqueue ids as one bulk task, outside any run: how change capture sends a flood of changes. An id

@@ -35,10 +35,12 @@ def _opened(settings: Settings, name: str) -> Iterator[tuple[Outbox, Target]]:
 def enable(settings: Settings, name: str) -> Target:
     """Install ``name``'s capture (idempotent). Raises ConfigError (with what to run when the role may not).
 
-    Where the role may not, but the capture is in place as it would install it (a DBA ran what ``capture
-    sql`` prints), there is nothing to do: ``init`` on every deploy must not fail there.
+    Where the capture is in place as it would install it (installed before, or a DBA ran what ``capture sql``
+    prints), there is nothing to do: ``init`` on every deploy neither fails there nor takes the table's lock.
     """
     with _opened(settings, name) as (outbox, target):
+        if outbox.current(target):
+            return target
         try:
             outbox.enable(target)
         except ConfigError:

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 import store.capture.sql as sql
 from store.capture.sql import Target
-from store.capture.target import read_target
+from store.capture.target import outbox_schema, read_target
 from store.errors import ConfigError
 from store.settings import NetworkSettings, SourceSettings
 from store.state.sql import advisory_lock, make_engine, safe_url, transaction
@@ -62,6 +62,13 @@ class Outbox:
         self.url = url
         self.safe_url = safe_url(url)
         self.engine = make_engine(url, setting="source.url", network=network, pool_pre_ping=True, pool_size=2)
+        self._schema: str | None = None
+
+    def _outbox_schema(self, conn: sa.Connection) -> str:
+        """The outbox's schema (``store.capture.target.outbox_schema``), read once."""
+        if self._schema is None:
+            self._schema = outbox_schema(conn)
+        return self._schema
 
     def target(self, name: str, source: SourceSettings) -> Target:
         """Collection ``name``'s target, read from the catalog. Raises ConfigError, StoreUnavailable."""
@@ -81,15 +88,17 @@ class Outbox:
 
         try:
             with self.engine.begin() as conn:
-                advisory_lock(conn, f"vectorsync capture {target.qualified_table}")
+                # Behind a long query, DROP TRIGGER's lock would queue every read and write of the table.
+                conn.exec_driver_sql("SET LOCAL lock_timeout = '10s'")
+                advisory_lock(conn, "vectorsync capture outbox")  # one installer at a time, outbox included
                 for statement in statements:
                     conn.exec_driver_sql(statement)
         except sa.exc.DBAPIError as exc:
             if isinstance(exc.orig, psycopg.errors.InsufficientPrivilege):
                 raise ConfigError(
                     f"the role of source.url ({self.safe_url}) may not {action} table {target.table!r}: "
-                    f"{exc.orig}. Have the table's owner run what `vectorsync capture sql {target.collection}` "
-                    "prints, or connect as that owner"
+                    f"{exc.orig}. Have the table's owner run what `vectorsync capture sql {target.collection}"
+                    f"{'' if 'create' in action else ' --remove'}` prints, or connect as that owner"
                 ) from None
             from store.state.sql import translate
 
@@ -112,29 +121,38 @@ class Outbox:
         with transaction(self.engine, f"source database {self.safe_url}") as conn:
             return conn.execute(sql.CURRENT, {"source": sql.function_source(target), "schema": target.schema,
                                               "function": target.function,
-                                              "outbox": f"{sql.quote(target.schema)}.{sql.OUTBOX}"}).scalar() is True
+                                              "outbox": _qualified(target.outbox_schema)}).scalar() is True
+
+    def _exists(self, conn: sa.Connection) -> bool:
+        return conn.execute(sql.OUTBOX_EXISTS, {"outbox": _qualified(self._outbox_schema(conn))}).scalar() is not None
 
     def exists(self) -> bool:
         with transaction(self.engine, f"source database {self.safe_url}") as conn:
-            return conn.execute(sql.OUTBOX_EXISTS).scalar() is not None
+            return self._exists(conn)
 
     def pending(self) -> list[Pending]:
         """Rows waiting per collection (every collection, declared or not); none when there is no outbox."""
         with transaction(self.engine, f"source database {self.safe_url}") as conn:
-            if conn.execute(sql.OUTBOX_EXISTS).scalar() is None:
+            if not self._exists(conn):
                 return []
-            return [Pending(str(c), int(n), float(lag)) for c, n, lag in conn.execute(sql.STATS)]
+            rows = conn.execute(sql.stats(self._outbox_schema(conn)))
+            return [Pending(str(c), int(n), float(lag)) for c, n, lag in rows]
 
     @contextmanager
     def claim(self, names: Sequence[str], limit: int) -> Iterator[list[Change]]:
         """Up to ``limit`` rows of ``names``, oldest first, locked against other relays; they are deleted when
         the block ends without an error, and left for the next claim when it raises."""
         with transaction(self.engine, f"source database {self.safe_url}") as conn:
-            rows = conn.execute(sql.CLAIM, {"names": list(names), "limit": limit}).all()
+            schema = self._outbox_schema(conn)
+            rows = conn.execute(sql.claim(schema), {"names": list(names), "limit": limit}).all()
             changes = [Change(int(seq), str(c), None if r is None else str(r), bool(t)) for seq, c, r, t in rows]
             yield changes
             if changes:
-                conn.execute(sql.DELETE, {"seqs": [change.seq for change in changes]})
+                conn.execute(sql.delete(schema), {"seqs": [change.seq for change in changes]})
 
     def close(self) -> None:
         self.engine.dispose()
+
+
+def _qualified(schema: str) -> str:
+    return f"{sql.quote(schema)}.{sql.OUTBOX}"

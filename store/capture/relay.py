@@ -24,13 +24,14 @@ from typing import Any, Protocol
 from store.capture.outbox import Change, Outbox
 from store.capture.sql import CHANNEL
 from store.capture.target import sql_sources
+from store.errors import ConfigError
 from store.settings import Settings
 
 __all__ = ["Plan", "Relay", "Sends", "plan", "relays_from_settings"]
 
 log = logging.getLogger(__name__)
 #: Seconds between looks for an outbox in a source database that has none yet (a NOTIFY wakes it sooner).
-MISSING_OUTBOX_SECONDS = 60.0
+MISSING_OUTBOX_SECONDS = 10.0
 #: The longest wait between attempts after the source database or the broker failed.
 MAX_BACKOFF_SECONDS = 30.0
 
@@ -38,7 +39,9 @@ MAX_BACKOFF_SECONDS = 30.0
 class Sends(Protocol):
     """What the relay sends through: ``store.broker.producer.Producer`` is one."""
 
-    def index_records(self, collection: str, record_ids: Sequence[str]) -> int: ...
+    def index_records(self, collection: str, record_ids: Sequence[str], *, coalesce: bool = True) -> int: ...
+
+    def record_failure(self, collection: str, record_id: str, error: str) -> None: ...
 
     def index_batch(self, collection: str, record_ids: Sequence[str]) -> None: ...
 
@@ -97,11 +100,24 @@ class Relay:
             run_id = self.sends.reindex_all(name, full=True, allow_empty=True)
             log.info("%s was truncated: reindex %s brings the collection in line", name, run_id)
         for name, ids in work.ids.items():
-            if len(ids) < self.batch_size:
-                self.sends.index_records(name, ids)
-                continue
-            for start in range(0, len(ids), self.batch_size):
-                self.sends.index_batch(name, ids[start:start + self.batch_size])
+            try:
+                self._send_ids(name, ids)
+            except ConfigError:  # an id refused before sending: the others go, it fails alone
+                for record_id in ids:
+                    try:
+                        self._send_ids(name, [record_id])
+                    except ConfigError as exc:
+                        log.error("captured change of %s refused, recorded as failed: %s", name, exc)
+                        self.sends.record_failure(name, record_id, str(exc))
+
+    def _send_ids(self, name: str, ids: list[str]) -> None:
+        """A few ids one by one to the live queue (never coalesced: the rows are deleted once sent), a flood as
+        full batches to the bulk queue."""
+        if len(ids) < self.batch_size:
+            self.sends.index_records(name, ids, coalesce=False)
+            return
+        for start in range(0, len(ids), self.batch_size):
+            self.sends.index_batch(name, ids[start:start + self.batch_size])
 
     def run(self, stop: threading.Event) -> None:
         """Drain, then wait for a NOTIFY or the next poll, until ``stop`` is set. Failures are logged and
@@ -110,8 +126,8 @@ class Relay:
         backoff = self.poll_seconds
         while not stop.is_set():
             try:
-                if listener is None:
-                    listener = self._listen()
+                if listener is None and (self._has_outbox or self.outbox.exists()):
+                    listener = self._listen()  # before draining, so a change committed meanwhile still wakes it
                 moved = self.drain()
                 if moved:
                     log.debug("relayed %d changes from %s", moved, self.outbox.safe_url)
@@ -144,6 +160,9 @@ class Relay:
     @staticmethod
     def _wait(listener: Any, timeout: float, stop: threading.Event) -> None:
         """Until a notification, ``timeout`` or ``stop``; checks ``stop`` at least twice a second."""
+        if listener is None:  # no outbox yet: nothing to listen for
+            stop.wait(timeout)
+            return
         deadline = time.monotonic() + timeout
         while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
             for _ in listener.driver_connection.notifies(timeout=min(left, 0.5), stop_after=1):

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 __all__ = [
-    "CHANNEL", "CLAIM", "CURRENT", "DELETE", "INSTALLED", "OUTBOX", "OUTBOX_EXISTS", "STATS", "Target",
-    "function_source", "install_ddl", "outbox_ddl", "quote", "remove_ddl",
+    "CHANNEL", "CURRENT", "INSTALLED", "OUTBOX", "OUTBOX_EXISTS", "OUTBOX_SCHEMA", "Target", "claim", "delete",
+    "function_source", "install_ddl", "outbox_ddl", "quote", "remove_ddl", "stats",
 ]
 
-#: The outbox table, in the schema the source URL's role creates tables in (``current_schema()``).
+#: The outbox table, in the schema the source URL's role creates tables in (``current_schema()``, read once
+#: and named in every statement, so the triggers, the relay and ``status`` agree on the one outbox).
 OUTBOX = "vectorsync_outbox"
 #: The channel of the payload-free wake-up NOTIFY.
 CHANNEL = "vectorsync_outbox"
@@ -45,6 +46,8 @@ class Target:
     compared: tuple[str, ...]
     notify: bool = True
     relay_role: str | None = None
+    #: Where the outbox is: the source URL role's ``current_schema()`` (the table may be in another schema).
+    outbox_schema: str = "public"
 
     @property
     def function(self) -> str:
@@ -82,7 +85,7 @@ def function_source(target: Target) -> str:
 
 
 def _function_body(target: Target) -> str:
-    outbox = f"{quote(target.schema)}.{OUTBOX}"
+    outbox = f"{quote(target.outbox_schema)}.{OUTBOX}"
     name, key = f"'{target.collection}'", quote(target.id)
     changed = f"o.{key} IS NULL"
     if target.compared:
@@ -120,7 +123,7 @@ def install_ddl(target: Target) -> list[str]:
     """The outbox, the function and one statement-level trigger per event. Run again, it replaces them."""
     function = f"{quote(target.schema)}.{quote(target.function)}"
     statements = [
-        *outbox_ddl(target.schema, target.relay_role),
+        *outbox_ddl(target.outbox_schema, target.relay_role),
         # SECURITY DEFINER: any role that may write the table records its changes, without rights on the outbox.
         f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER "
         f"SET search_path = pg_catalog, pg_temp AS $vectorsync${function_source(target)}$vectorsync$",
@@ -143,26 +146,33 @@ def remove_ddl(target: Target) -> list[str]:
     return [*drops, f"DROP FUNCTION IF EXISTS {quote(target.schema)}.{quote(target.function)}()"]
 
 
-#: The outbox's schema-qualified name where it exists, else NULL.
-OUTBOX_EXISTS = sa.text(f"SELECT to_regclass(quote_ident(current_schema()) || '.{OUTBOX}')::text")
+#: The schema the outbox lives in for the connected role; NULL when its search_path names no existing schema.
+OUTBOX_SCHEMA = sa.text("SELECT current_schema()")
 
-#: Up to ``limit`` rows of ``names``, oldest first, that no other relay holds.
-CLAIM = sa.text(
-    f"SELECT seq, collection, record_id, truncated FROM {OUTBOX} WHERE collection = ANY(:names) "
-    "ORDER BY seq LIMIT :limit FOR UPDATE SKIP LOCKED"
-)
+#: The outbox's name where it exists (``:outbox``, schema-qualified), else NULL.
+OUTBOX_EXISTS = sa.text("SELECT to_regclass(:outbox)::text")
 
-DELETE = sa.text(f"DELETE FROM {OUTBOX} WHERE seq = ANY(:seqs)")
 
-#: Pending rows per collection and the age of the oldest, in seconds.
-STATS = sa.text(
-    f"SELECT collection, count(*), extract(epoch FROM clock_timestamp() - min(created_at)) FROM {OUTBOX} "
-    "GROUP BY collection ORDER BY collection"
-)
+def claim(schema: str) -> sa.TextClause:
+    """Up to ``limit`` rows of ``names``, oldest first, that no other relay holds."""
+    return sa.text(f"SELECT seq, collection, record_id, truncated FROM {quote(schema)}.{OUTBOX} "
+                   "WHERE collection = ANY(:names) ORDER BY seq LIMIT :limit FOR UPDATE SKIP LOCKED")
 
-#: Which of a table's triggers and which functions exist, and whether each trigger is enabled.
+
+def delete(schema: str) -> sa.TextClause:
+    return sa.text(f"DELETE FROM {quote(schema)}.{OUTBOX} WHERE seq = ANY(:seqs)")
+
+
+def stats(schema: str) -> sa.TextClause:
+    """Pending rows per collection and the age of the oldest, in seconds."""
+    return sa.text(f"SELECT collection, count(*), extract(epoch FROM clock_timestamp() - min(created_at)) "
+                   f"FROM {quote(schema)}.{OUTBOX} GROUP BY collection ORDER BY collection")
+
+
+#: Which of a table's triggers and which functions exist, and whether each trigger fires in ordinary sessions
+#: (not disabled, nor set to fire only under ``session_replication_role = replica``).
 INSTALLED = sa.text(
-    "SELECT t.tgname, t.tgenabled <> 'D' FROM pg_trigger t "
+    "SELECT t.tgname, t.tgenabled IN ('O', 'A') FROM pg_trigger t "
     "WHERE t.tgrelid = to_regclass(:table) AND t.tgname = ANY(:triggers) AND NOT t.tgisinternal "
     "UNION ALL "
     "SELECT p.proname, true FROM pg_proc p JOIN pg_namespace s ON s.oid = p.pronamespace "

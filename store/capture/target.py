@@ -73,18 +73,39 @@ def read_target(name: str, source: SourceSettings, conn: sa.Connection) -> Targe
         problem = "is neither the primary key nor alone under a unique constraint or index"
     if problem is not None:
         raise ConfigError(f"collections.{name}.source.id: column {source.id!r} of table {table!r} {problem}, so "
-                          "change capture cannot name the records it changes: use an integer, text or uuid "
-                          f"column that is unique (ALTER TABLE {table} ADD PRIMARY KEY ({source.id})), or set "
-                          "capture = 'off' and rely on reconcile sweeps with source.updated_at")
+                          "change capture cannot name the records it changes: set source.id to an integer, text "
+                          f"or uuid column that is unique (e.g. ALTER TABLE {quote(table)} ADD PRIMARY KEY "
+                          f"({quote(source.id)}) for a unique-less one), or set capture = 'off' and rely on "
+                          "reconcile sweeps with source.updated_at")
     read = [*template_fields(source.text), *source.metadata, *sorted(where_columns(source.where, columns))]
     missing = [column for column in read if column not in columns]
     if missing:
         raise ConfigError(f"collections.{name}.source reads column {missing[0]!r}, which table {table!r} lacks "
-                          f"(columns: {', '.join(columns)})")
+                          f"(columns: {', '.join(columns)}): fix source.text, source.metadata or source.where")
     compared = tuple(dict.fromkeys(c for c in read if c != source.id))
+    _check_dollar_quote([schema, table, *columns])
     role = str(conn.execute(sa.text("SELECT current_user")).scalar_one())
     return Target(collection=name, schema=schema, table=table, id=source.id, compared=compared,
-                  notify=source.capture_notify, relay_role=role)
+                  notify=source.capture_notify, relay_role=role, outbox_schema=outbox_schema(conn))
+
+
+def outbox_schema(conn: sa.Connection) -> str:
+    """The schema the outbox is in for this role: its ``current_schema()``. Raises ConfigError when none is."""
+    from store.capture.sql import OUTBOX_SCHEMA
+
+    found = conn.execute(OUTBOX_SCHEMA).scalar()
+    if found is None:
+        raise ConfigError("the role of source.url has no schema to keep the change-capture outbox in: its "
+                          "search_path names no existing schema. Create one, or ALTER ROLE ... SET search_path")
+    return str(found)
+
+
+def _check_dollar_quote(names: list[str]) -> None:
+    """The trigger function's body is dollar-quoted: a name holding the quote would end it early."""
+    for name in names:
+        if "$vectorsync$" in name:
+            raise ConfigError(f"name {name!r} holds '$vectorsync$', which change capture's trigger function "
+                              "cannot quote: rename it")
 
 
 def _unique(inspector: Any, table: str, schema: str, column: str) -> bool:

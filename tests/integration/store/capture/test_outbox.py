@@ -147,7 +147,7 @@ def test_refusals_name_the_table_the_column_and_the_fix(pg: psycopg.Connection, 
     outbox = Outbox(postgres_url)
     try:
         with pytest.raises(ConfigError, match=rf"column 'id' of table '{name}' is neither the primary key.*"
-                                              rf"ADD PRIMARY KEY \(id\)"):
+                                              rf"ADD PRIMARY KEY \(\"id\"\)"):
             outbox.target(name, SourceSettings(kind="sql", url=postgres_url, table=name, text="{title}",
                                                capture="trigger"))
         pg.execute(f"CREATE UNIQUE INDEX ON {name} (code)")
@@ -197,3 +197,25 @@ def test_rows_of_a_collection_no_longer_declared_are_reported_and_kept(pg: psyco
         assert len(recorded(pg, gone)) == 2
     finally:
         pg.execute("DELETE FROM vectorsync_outbox WHERE collection = %s", (gone,))
+
+
+def test_the_outbox_is_where_the_roles_schema_is_even_for_a_table_in_another(pg: psycopg.Connection,
+                                                                             postgres_url: str, table: str) -> None:
+    schema = unique_name("own")
+    pg.execute(f"CREATE SCHEMA {schema}")
+    url = sa.engine.make_url(postgres_url).update_query_dict(
+        {"options": f"-csearch_path={schema},public"}).render_as_string(hide_password=False)
+    outbox = Outbox(url)
+    try:
+        target = outbox.target(table, source(url, table))
+        assert (target.schema, target.outbox_schema) == ("public", schema)
+        outbox.enable(target)
+        pg.execute(f"INSERT INTO {table} (id, title, status) VALUES (1, 'in public', 'ok')")
+        assert [(p.collection, p.rows) for p in outbox.pending()] == [(table, 1)]
+        with outbox.claim([table], 10) as changes:
+            assert [c.record_id for c in changes] == ["1"]
+        assert outbox.pending() == []
+        outbox.disable(target)
+    finally:
+        outbox.close()
+        pg.execute(f"DROP SCHEMA {schema} CASCADE")

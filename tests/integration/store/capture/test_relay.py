@@ -12,6 +12,7 @@ import psycopg
 import pytest
 
 from store.capture import Outbox, Relay, Target
+from store.errors import ConfigError
 from store.settings import SourceSettings
 from tests.backends import unique_name
 from tests.workers import wait_for
@@ -24,6 +25,7 @@ class Recorder:
         self.live: list[tuple[str, str]] = []
         self.bulk: list[tuple[str, list[str]]] = []
         self.reindexed: list[str] = []
+        self.failed: list[tuple[str, str, str]] = []
         self.fail = False
         self.lock = threading.Lock()
 
@@ -31,8 +33,11 @@ class Recorder:
         if self.fail:
             raise ConnectionError("broker down")
 
-    def index_records(self, collection: str, record_ids: Sequence[str]) -> int:
+    def index_records(self, collection: str, record_ids: Sequence[str], *, coalesce: bool = True) -> int:
         self._check()
+        assert not coalesce  # the relay deletes its rows once sent: a stale mark must not swallow one
+        if "" in record_ids:
+            raise ConfigError("record id '' is not allowed: use a non-empty string or an integer")
         with self.lock:
             self.live += [(collection, i) for i in record_ids]
         return len(record_ids)
@@ -47,6 +52,9 @@ class Recorder:
         assert full and allow_empty
         self.reindexed.append(collection)
         return "run-1"
+
+    def record_failure(self, collection: str, record_id: str, error: str) -> None:
+        self.failed.append((collection, record_id, error))
 
     def ids(self) -> list[str]:
         return [i for _, i in self.live] + [i for _, batch in self.bulk for i in batch]
@@ -159,3 +167,25 @@ def test_a_notify_wakes_the_relay_long_before_its_poll(pg: psycopg.Connection,
         stop.set()
         thread.join(10)
     assert not thread.is_alive()
+
+
+def test_an_id_refused_before_sending_fails_alone_and_the_outbox_drains(postgres_url: str,
+                                                                       pg: psycopg.Connection) -> None:
+    name = unique_name("textids")
+    pg.execute(f"CREATE TABLE {name} (code text PRIMARY KEY, body text)")
+    outbox = Outbox(postgres_url)
+    target = outbox.target(name, SourceSettings(kind="sql", url=postgres_url, table=name, id="code",
+                                                text="{body}", capture="trigger"))
+    outbox.enable(target)
+    try:
+        pg.execute(f"INSERT INTO {name} VALUES ('a', 'x'), ('', 'an empty key'), ('b', 'y')")
+        sent = Recorder()
+        assert Relay(outbox, [name], sent).drain() == 3
+        assert sorted(sent.ids()) == ["a", "b"]
+        assert [(c, r) for c, r, _ in sent.failed] == [(name, "")] and "non-empty" in sent.failed[0][2]
+        assert pending(pg, name) == 0
+    finally:
+        outbox.disable(target)
+        pg.execute(f"DROP TABLE {name}")
+        pg.execute("DELETE FROM vectorsync_outbox WHERE collection = %s", (name,))
+        outbox.close()
