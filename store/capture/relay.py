@@ -7,8 +7,8 @@ the rows in the same transaction. A few ids of a collection go to the live
 queue one by one; a flood (``worker.batch_size`` or more) goes as full
 ``index_batch`` tasks to the bulk queue; a ``TRUNCATE`` becomes a full reindex
 that may empty the collection, since that is the source's truth. A
-payload-free NOTIFY wakes the relay; it polls every ``capture.poll_seconds`` too,
-so a missed notification costs at most one poll.
+relay polls every ``capture.poll_seconds`` (0.5); with ``source.capture_notify`` a
+payload-free NOTIFY wakes it at once, and a missed notification costs one poll.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class Relay:
     """Moves the outbox rows of the collections ``names`` out of one source database."""
 
     def __init__(self, outbox: Outbox, names: Sequence[str], sends: Sends, *, claim_rows: int = 5000,
-                 batch_size: int = 100, poll_seconds: float = 2.0) -> None:
+                 batch_size: int = 100, poll_seconds: float = 0.5) -> None:
         self.outbox, self.names, self.sends = outbox, sorted(names), sends
         self.claim_rows, self.batch_size, self.poll_seconds = claim_rows, batch_size, poll_seconds
         self._has_outbox = False

@@ -12,9 +12,9 @@ __all__ = ["CaptureSettings"]
 class CaptureSettings(Section):
     #: Whether each worker's main process runs the relay (``vectorsync relay`` runs one on its own).
     relay: bool = True
-    #: Seconds between polls of the outbox. With NOTIFY a change wakes the relay at once, so a missed
-    #: notification costs at most this; without NOTIFY it is the delay itself.
-    poll_seconds: float = Field(default=2.0, gt=0, le=3600)
+    #: Seconds between polls of the outbox: the delay a change waits at most (an empty outbox is one index
+    #: probe). With ``source.capture_notify`` a change wakes the relay at once and this is the fallback.
+    poll_seconds: float = Field(default=0.5, gt=0, le=3600)
     #: Outbox rows one relay claims, sends and deletes per transaction.
     claim_rows: int = Field(default=5000, gt=0, le=1_000_000)
     #: Seconds between reconcile sweeps of a captured collection (the safety net for writes no trigger sees:

@@ -4,6 +4,7 @@ a waiting relay before its poll."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -151,7 +152,8 @@ def test_claims_are_disjoint_so_two_relays_never_send_a_row_twice(
 
 def test_a_notify_wakes_the_relay_long_before_its_poll(pg: psycopg.Connection,
                                                        captured: tuple[str, Outbox, Target]) -> None:
-    name, outbox, _ = captured
+    name, outbox, target = captured
+    outbox.enable(dataclasses.replace(target, notify=True))  # NOTIFY is opt-in (source.capture_notify)
     sent = Recorder()
     relay = Relay(outbox, [name], sent, poll_seconds=60)
     stop = threading.Event()
