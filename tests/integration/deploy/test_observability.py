@@ -7,7 +7,7 @@
   ``worker.metrics_port`` after a reindex whose first model fails over, with a record that fails, scraped while
   the run is open; and of an app process that searches a pgvector collection with a filter under a user, through a
   rate-limited model, and serves prometheus_client's default registry, as an app exports its metrics. The names
-  change capture (issue 19) adds are listed apart until it lands.
+  change capture adds are served for the captured collection of the scrape.
 
 promtool comes from Debian's ``prometheus`` package (tests/integration/deploy/promtool.py); without it these
 tests skip, saying why. The files themselves, read without tools: tests/unit/deploy/test_observability_files.py.
@@ -88,13 +88,11 @@ def _config(folder: Path, *, broker: str, cache: str, database: str, primary: Fa
             table: str, collection: str, metrics_port: int) -> Path:
     """Two entries of one model at two endpoints; a cap on chunks that one long record goes over."""
     text = settings_toml(broker=broker, cache=cache, database=database, openai_url=primary.url, table=table,
-                         collection=collection, batch_size=BATCH, metrics_port=metrics_port,
+                         collection=collection, batch_size=BATCH, metrics_port=metrics_port, capture=True,
                          extra=f'[models.backup]\nprovider = "openai"\nmodel = "text-embedding-test"\n'
                                f'dimensions = 8\nbase_url = "{backup.url}"\ntimeout = 5\n\n'
                                f"[limits]\nmax_chunks_per_record = {MAX_CHUNKS}\n")
     text = text.replace('chain = ["fake_openai"]', 'chain = ["fake_openai", "backup"]')
-    # Captured, so the worker serves the outbox's pending changes and lag (installed before it starts).
-    text = text.replace('updated_at = "updated_at"\n', 'updated_at = "updated_at"\ncapture = "trigger"\n', 1)
     config = folder / "vectorsync.toml"
     config.write_text(text)
     return config
