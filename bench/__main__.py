@@ -7,7 +7,8 @@ Sections, each measured against its limit in the same run: filtered search
 text), the bulk pipeline against binary COPY + HNSW build, live latency under
 a full bulk queue and peak worker memory, provider calls against the ideal,
 the local model against raw encode, the embeddings transport, and what reading
-a collection's alias costs a search. Benchmarks
+a collection's alias costs a search, and change capture (freshness, a bulk
+UPDATE against a reindex, the trigger's cost to writers). Benchmarks
 are never collected as tests; ``--quick`` is a smoke run of a few minutes.
 """
 
@@ -28,6 +29,7 @@ SECTIONS = {
     "local": "bench.local_model",
     "transport": "bench.transport",
     "aliases": "bench.aliases",
+    "capture": "bench.capture",
 }
 
 
