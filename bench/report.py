@@ -45,7 +45,7 @@ def _cell(value: float | None, digits: int = 3) -> str:
 
 
 def print_table(rows: list[Row]) -> str:
-    """The rows as one Markdown table (also what the README shows); printed and returned."""
+    """The rows as one Markdown table (also what docs/benchmarks.md shows); printed and returned."""
     lines = ["| section | measure | value | ratio | target | met |", "|---|---|---|---|---|---|"]
     for r in rows:
         met = "" if r.ok is None else ("yes" if r.ok else "**no**")
