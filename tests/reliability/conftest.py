@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -269,9 +270,25 @@ def make_rig(folder: Path, database: str, *, persistent: bool = False, host: str
                                         **settings))
         try:
             yield Rig(config, load_settings(config), collection, crm, primary, backup, database, broker)
+        except AssertionError as exc:  # a scenario that failed says what its workers logged
+            raise AssertionError(f"{exc}\n{worker_logs(folder)}") from exc
         finally:
             crm.close()
             broker.kill()
+
+
+#: Worker log lines that say nothing of a failure: a task received, or done.
+_ROUTINE = re.compile(r"Task \S+\[[\w-]+\] (?:received|succeeded in)")
+
+
+def worker_logs(folder: Path, lines: int = 60) -> str:
+    """The last ``lines`` lines of each worker log in ``folder``, less the routine ones."""
+    tails = []
+    for log in sorted(folder.glob("*.log")):
+        kept = [line for line in log.read_text(errors="replace").splitlines() if not _ROUTINE.search(line)]
+        tails.append(f"--- {log.name} (last {lines} lines that are not a task received or done) ---\n"
+                     + "\n".join(kept[-lines:]))
+    return "\n".join(tails) or f"no worker log in {folder}"
 
 
 @pytest.fixture
