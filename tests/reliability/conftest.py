@@ -53,6 +53,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failed scenario's report carries the logs of the workers it ran (its tmp_path's ``*.log``): the
+    scenario's own folder is gone by the time anyone reads the report."""
+    report = yield
+    folder = getattr(item, "funcargs", {}).get("tmp_path")
+    if report.failed and call.when == "call" and isinstance(folder, Path):
+        for log in sorted(folder.rglob("*.log")):
+            report.sections.append((f"worker log {log.relative_to(folder)}", worker_log_tail(log)))
+    return report
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Under pytest-xdist, hand this worker's figures to the controller, which prints the table
     (``tests/conftest.py``)."""
@@ -281,13 +293,15 @@ def make_rig(folder: Path, database: str, *, persistent: bool = False, host: str
 _ROUTINE = re.compile(r"Task \S+\[[\w-]+\] (?:received|succeeded in)")
 
 
-def worker_logs(folder: Path, lines: int = 60) -> str:
-    """The last ``lines`` lines of each worker log in ``folder``, less the routine ones."""
-    tails = []
-    for log in sorted(folder.glob("*.log")):
-        kept = [line for line in log.read_text(errors="replace").splitlines() if not _ROUTINE.search(line)]
-        tails.append(f"--- {log.name} (last {lines} lines that are not a task received or done) ---\n"
-                     + "\n".join(kept[-lines:]))
+def worker_log_tail(log: Path, lines: int = 80) -> str:
+    """The last ``lines`` lines of a worker log that are not a task received or done."""
+    kept = [line for line in log.read_text(errors="replace").splitlines() if not _ROUTINE.search(line)]
+    return "\n".join(kept[-lines:])
+
+
+def worker_logs(folder: Path) -> str:
+    """``worker_log_tail`` of each worker log in ``folder``."""
+    tails = [f"--- {log.name} ---\n{worker_log_tail(log)}" for log in sorted(folder.glob("*.log"))]
     return "\n".join(tails) or f"no worker log in {folder}"
 
 
