@@ -94,7 +94,7 @@ def test_statistics_stay_exact_under_concurrent_writers(pg: PgvectorStore) -> No
                 batch = mine[start:start + 10]
                 collection.replace_where(Filter.any_of("record_id", [r.id for r in batch]), batch)
                 collection.upsert_many(batch)  # the same rows again: replaced, counted once
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:  # reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=write, args=(part,)) for part in range(4)]

@@ -18,11 +18,12 @@ from store.vectors.keyword import analyzer
 from tests.backends import IN_PROCESS_BACKENDS, StoreFactory, make_store_factory, unique_name
 
 DIMENSIONS = 16
-WORDS = ("merge rebase branch commit config option remote fetch push pull tag stash conflict patch diff log "
-         "status index worktree submodule hook alias history blame bisect reset revert cherry pick clone init "
-         "archive bundle describe grep notes prune reflog show sparse checkout switch restore clean gc fsck "
-         "repack replace shortlog verify maintenance credential daemon mailmap attributes ignore ours theirs "
-         "fast forward upstream tracking detached head object tree blob packfile refspec signed gpg hash").split()
+_VOCABULARY = """merge rebase branch commit config option remote fetch push pull tag stash conflict patch diff log
+status index worktree submodule hook alias history blame bisect reset revert cherry pick clone init archive bundle
+describe grep notes prune reflog show sparse checkout switch restore clean gc fsck repack replace shortlog verify
+maintenance credential daemon mailmap attributes ignore ours theirs fast forward upstream tracking detached head
+object tree blob packfile refspec signed gpg hash"""
+WORDS = tuple(_VOCABULARY.split())
 IDENTIFIERS = ["--no-ff", "git_config", "E1101", "core.autocrlf", "--force-with-lease", "merge.ff", "HEAD~2"]
 QUERIES = ["merge conflict", "fast forward merge --no-ff", "git_config option", "rebase upstream branch",
            "E1101 error in the hook", "stash pop after a conflict", "detached head checkout", "core.autocrlf",
@@ -73,7 +74,8 @@ def reference_bm25(records: Sequence[VectorRecord], query: str, *, only: Filter 
             df = sum(1 for c in docs.values() if term in c)
             tf = counts[term]
             if tf:
-                score += math.log(1 + (n - df + 0.5) / (df + 0.5)) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))
+                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+                score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))
         metadata = next(r.metadata for r in records if r.id == id)
         if score > 0 and (only is None or only.matches(metadata)):
             scores[id] = score
