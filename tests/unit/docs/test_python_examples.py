@@ -122,6 +122,11 @@ def embeddings_names(folder: Path, db: str, stack: ExitStack) -> dict[str, Any]:
     return {"notes": default_client().open("notes")}
 
 
+def search_modes_names(folder: Path, db: str, stack: ExitStack) -> dict[str, Any]:
+    index("manuals")
+    return {}
+
+
 def frameworks_names(folder: Path, db: str, stack: ExitStack) -> dict[str, Any]:
     from langchain_core.documents import Document
     from llama_index.core.llms import MockLLM
@@ -149,6 +154,7 @@ SETTINGS: dict[str, tuple[str, Callable[[Path, str, ExitStack], dict[str, Any]]]
     "docs/embeddings.md": (PUSHED.replace("{name}", "notes"), embeddings_names),
     "docs/answers.md": (CRM_NOTES, answers_names),
     "docs/app-and-cli.md": (CRM_NOTES + PUSHED.replace("{name}", "uploads") + 'id_field = "url"\n', in_the_test_kit),
+    "docs/search-modes.md": (PUSHED.replace("{name}", "manuals"), search_modes_names),
     "docs/frameworks.md": (PUSHED.replace("{name}", "notes") + PUSHED.replace("{name}", "scratch"), frameworks_names),
 }
 
