@@ -24,7 +24,8 @@ from typing import Any
 
 from qdrant_client import QdrantClient, models
 
-from store.vectors.keyword import Analyzer, term_weight
+from store.vectors.keyword import Analyzer
+from store.vectors.keyword.bm25 import term_weight
 
 __all__ = [
     "KEYWORDS", "KEYWORDS_KEY", "backfill", "keyword_config", "pin", "pinned", "query_vector", "sparse_vector",
