@@ -20,12 +20,13 @@ from store.evaluation.metrics import ndcg_at_k, percentile, ranked_records, reca
 from store.evaluation.queries import EvalQuery
 from store.vectors.base import MAX_LIMIT, Collection
 from store.vectors.records import VectorMatch
-from store.vectors import SearchMode
+from typing import Literal
+SearchMode = Literal["vector", "keyword", "hybrid"]  # TEMP until keyword-search merges
 
 if TYPE_CHECKING:
     from store.client import Client
 
-__all__ = ["DEFAULT_K", "DEFAULT_MODES", "CHUNKS_PER_RECORD", "EvalReport", "ModeReport", "QueryScore", "evaluate"]
+__all__ = ["CHUNKS_PER_RECORD", "DEFAULT_K", "DEFAULT_MODES", "EvalReport", "ModeReport", "QueryScore", "evaluate"]
 
 #: Records each metric reads unless told otherwise.
 DEFAULT_K = 10
