@@ -1,0 +1,51 @@
+"""Hybrid search: weighted reciprocal rank fusion of a vector leg and a keyword leg, above every backend.
+
+A match at rank ``r`` (1 for the best) of a leg adds ``weight / (k + r)`` to its fused score; a match a leg
+did not return adds nothing from that leg. Ties go to the smaller id, so every backend orders alike.
+
+How deep each leg goes (``window``): a record beyond both legs' windows scores at most
+``(wv + wk) / (k + W + 1)``, and the ``limit``-th fused match at least ``max(wv, wk) / (k + limit)``
+(each leg's first ``limit`` matches score that much from that leg alone). So with
+
+    W = ceil((k + limit) * (wv + wk) / max(wv, wk)) - k
+
+no record outside both windows can enter the fused top ``limit``: 2 * limit + k for equal weights (80 for
+``limit=10``, k 60), less when one leg outweighs the other. A record inside one window only lacks the other
+leg's share, at most ``w / (k + W + 1)``; that is the usual cut-off of RRF, stated rather than hidden.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from store.vectors.records import VectorMatch
+
+__all__ = ["MAX_WINDOW", "fuse", "window"]
+
+#: The deepest a leg goes, whatever the limit (MAX_LIMIT of a search).
+MAX_WINDOW = 10_000
+
+
+def window(limit: int, *, vector_weight: float, keyword_weight: float, rrf_k: int) -> int:
+    """How many matches each leg returns for a fused top ``limit`` (see the module docstring)."""
+    heaviest = max(vector_weight, keyword_weight)
+    if vector_weight == 0 or keyword_weight == 0:
+        return limit  # one leg alone decides: its own top ``limit`` is the answer
+    depth = math.ceil((rrf_k + limit) * (vector_weight + keyword_weight) / heaviest) - rrf_k
+    return min(MAX_WINDOW, max(limit, depth))
+
+
+def fuse(legs: Sequence[tuple[float, Sequence[VectorMatch]]], *, rrf_k: int, limit: int) -> list[VectorMatch]:
+    """The ``limit`` best matches of ``legs`` (each ``(weight, matches best first)``) by weighted RRF; each
+    match's ``score`` is its fused score, its text and metadata those of the first leg that returned it."""
+    scores: dict[str, float] = {}
+    first: dict[str, VectorMatch] = {}
+    for weight, matches in legs:
+        if weight == 0:
+            continue
+        for rank, match in enumerate(matches, start=1):
+            scores[match.id] = scores.get(match.id, 0.0) + weight / (rrf_k + rank)
+            first.setdefault(match.id, match)
+    best = sorted(scores, key=lambda id: (-scores[id], id))[:limit]
+    return [VectorMatch(id=id, score=scores[id], text=first[id].text, metadata=first[id].metadata) for id in best]
