@@ -18,10 +18,9 @@ from typing import TYPE_CHECKING, Any, get_args
 from store.errors import ConfigError
 from store.evaluation.metrics import ndcg_at_k, percentile, ranked_records, recall_at_k, reciprocal_rank_at_k
 from store.evaluation.queries import EvalQuery
+from store.vectors import SearchMode
 from store.vectors.base import MAX_LIMIT, Collection
 from store.vectors.records import VectorMatch
-from typing import Literal
-SearchMode = Literal["vector", "keyword", "hybrid"]  # TEMP until keyword-search merges
 
 if TYPE_CHECKING:
     from store.client import Client
