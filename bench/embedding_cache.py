@@ -28,8 +28,9 @@ def local_embeddings() -> object:
     from store.embeddings import Embeddings
     from store.settings import Settings
 
-    settings = Settings(models={"minilm": {"provider": "local", "model": MODEL, "dimensions": DIMENSIONS}},
-                        embeddings={"chain": ["minilm"], "cache_ttl_days": 0}, vectors={"dimensions": DIMENSIONS})
+    settings = Settings.model_validate({
+        "models": {"minilm": {"provider": "local", "model": MODEL, "dimensions": DIMENSIONS}},
+        "embeddings": {"chain": ["minilm"], "cache_ttl_days": 0}, "vectors": {"dimensions": DIMENSIONS}})
     return Embeddings.from_settings(settings)
 
 
@@ -48,12 +49,12 @@ class DiskEmbeddings:
     def _key(self, text: str) -> str:
         return hashlib.sha256(f"{self.model}\0{self.dimensions}\0{text}".encode()).hexdigest()
 
-    def embed(self, text: str) -> np.ndarray:
+    def embed(self, text: str) -> Sequence[float]:
         """The vector of ``text``: memory, then disk, then the model."""
         found = self._memory.get(text)
         if found is None:
             found = self._memory[text] = self.embed_many([text])[0]
-        return found
+        return found  # type: ignore[return-value]  # a float32 array: what the stores take
 
     def remember(self, texts: Sequence[str]) -> None:
         """Hold the vectors of ``texts`` in memory (queries, before their searches are timed)."""

@@ -18,7 +18,7 @@ from bench.embedding_cache import DiskEmbeddings
 from bench.labelled_sets import LabelledSet
 from bench.report import Row
 from store.evaluation import percentile
-from store.vectors import VectorRecord, VectorStore
+from store.vectors import SearchMode, VectorRecord, VectorStore
 
 __all__ = ["latency_rows"]
 
@@ -40,7 +40,7 @@ def filler(labelled: LabelledSet, chunks: list[tuple[str, str, str, int]], vecto
     base = np.stack(vectors)
     noisy = base[rng.integers(len(base), size=count)] + rng.normal(0, NOISE, (count, base.shape[1]))
     noisy = (noisy / np.linalg.norm(noisy, axis=1, keepdims=True)).astype(np.float32)
-    return [VectorRecord(f"fill-{i}:0", noisy[i], " ".join(vocabulary[w] for w in drawn[end - size:end]),
+    return [VectorRecord(f"fill-{i}:0", noisy[i], " ".join(vocabulary[w] for w in drawn[end - size:end]),  # type: ignore[arg-type]
                          {"record_id": f"fill-{i}", "chunk": 0})
             for i, (size, end) in enumerate(zip(lengths, ends, strict=True))]
 
@@ -60,7 +60,7 @@ def latency_rows(store: VectorStore, labelled: LabelledSet, embeddings: DiskEmbe
         store.drop_collection(name)
     collection = store.collection(name)
     collection.defer_index()
-    collection.upsert_many([VectorRecord(cid, v, text, {"record_id": rid, "chunk": n})
+    collection.upsert_many([VectorRecord(cid, v, text, {"record_id": rid, "chunk": n})  # type: ignore[arg-type]
                             for (cid, text, rid, n), v in zip(chunks, vectors, strict=True)])
     rest = filler(labelled, chunks, vectors, total - len(chunks))
     for start in range(0, len(rest), BATCH):
@@ -68,15 +68,16 @@ def latency_rows(store: VectorStore, labelled: LabelledSet, embeddings: DiskEmbe
     collection.ensure_index()
     queries = [q.query for q in labelled.queries]
     embeddings.remember(queries)
-    took: dict[str, list[float]] = {"vector": [], "hybrid": []}
-    with weighted(store, name, getattr(variant, "weights", None)):
+    took: dict[SearchMode, list[float]] = {"vector": [], "hybrid": []}
+    rrf_k = getattr(variant, "rrf_k", None)
+    with weighted(store, name, getattr(variant, "weights", None), **({} if rrf_k is None else {"rrf_k": rrf_k})):
         for number in range(ROUNDS):
             for query in queries:
                 for mode in took:
-                    start = time.perf_counter()
-                    collection.search(query, limit=10, mode=mode)  # type: ignore[call-arg]
+                    began = time.perf_counter()
+                    collection.search(query, limit=10, mode=mode)
                     if number:
-                        took[mode].append((time.perf_counter() - start) * 1000)
+                        took[mode].append((time.perf_counter() - began) * 1000)
     store.drop_collection(name)
     vector95, hybrid95 = (percentile(took[m], 95) for m in ("vector", "hybrid"))
     section = f"quality latency {total:,} chunks"

@@ -60,11 +60,11 @@ def debian_faq(doc: Path) -> LabelledSet:
                 sections[-1][2].append(lines[i])
             i += 1
             continue
-        title, i = [found.group(2)], i + 1
+        heading, i = [found.group(2)], i + 1
         while i < len(lines) and lines[i].strip() and not lines[i].startswith(" "):
-            title.append(lines[i])  # a heading wraps onto unindented lines
+            heading.append(lines[i])  # a heading wraps onto unindented lines
             i += 1
-        sections.append((found.group(1), " ".join(" ".join(title).split()), []))
+        sections.append((found.group(1), " ".join(" ".join(heading).split()), []))
     records, queries = {}, []
     for number, title, body in sections:
         answer = _paragraphs(body)

@@ -39,7 +39,7 @@ def _options(config: Annotated[str | None, typer.Option("--config", "-c", help="
 
 
 #: Commands named otherwise than their function (``eval`` is a builtin's name).
-NAMES = {evaluate: "eval"}
+NAMES: dict[object, str] = {evaluate: "eval"}
 # The order here is the order ``vectorsync --help`` lists them in (Typer lists groups after commands).
 for command in (reindex, index, reconcile, search, ask, evaluate, status, doctor, failures, init, migrate, relay,
                 dev):

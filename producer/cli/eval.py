@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 from rich.table import Table
 
 from producer.cli.console import guarded, out, say
+
+if TYPE_CHECKING:
+    from store.vectors import SearchMode
 
 __all__ = ["evaluate"]
 
@@ -32,7 +35,8 @@ def evaluate(
     from store.evaluation import load_queries
 
     labelled = guarded(lambda: load_queries(queries))
-    report = guarded(lambda: run(collection, labelled, modes=[m.strip() for m in modes.split(",")], k=k))
+    chosen = cast("list[SearchMode]", [m.strip() for m in modes.split(",")])  # evaluate checks each
+    report = guarded(lambda: run(collection, labelled, modes=chosen, k=k))
     if as_json:
         print(json.dumps(report.as_dict(), indent=2))
         return

@@ -27,7 +27,7 @@ def ranked_records(matches: Iterable[VectorMatch]) -> list[str]:
 
 def recall_at_k(ranked: Sequence[str], relevant: AbstractSet[str], k: int) -> float:
     """Share of the relevant records found in the first ``k``."""
-    return len(relevant.intersection(ranked[:k])) / len(relevant)
+    return sum(1 for record in set(ranked[:k]) if record in relevant) / len(relevant)
 
 
 def reciprocal_rank_at_k(ranked: Sequence[str], relevant: AbstractSet[str], k: int) -> float:
