@@ -17,14 +17,33 @@ leg's share, at most ``w / (k + W + 1)``; that is the usual cut-off of RRF, stat
 from __future__ import annotations
 
 import math
+import os
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from store.vectors.records import VectorMatch
 
-__all__ = ["MAX_WINDOW", "fuse", "window"]
+__all__ = ["LEG_THREADS", "MAX_WINDOW", "fuse", "legs_pool", "window"]
+
+#: Threads that run hybrid searches' vector legs beside their keyword legs, per process.
+LEG_THREADS = 8
 
 #: The deepest a leg goes, whatever the limit (MAX_LIMIT of a search).
 MAX_WINDOW = 10_000
+
+
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+_pool_lock = threading.Lock()
+
+
+def legs_pool() -> ThreadPoolExecutor:
+    """This process's threads for vector legs (made anew in a forked child: a parent's threads do not follow)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool[0] != os.getpid():
+            _pool = (os.getpid(), ThreadPoolExecutor(LEG_THREADS, thread_name_prefix="vectorsync-leg"))
+        return _pool[1]
 
 
 def window(limit: int, *, vector_weight: float, keyword_weight: float, rrf_k: int) -> int:

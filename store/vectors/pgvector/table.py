@@ -47,6 +47,7 @@ class PgvectorCollection(Collection):
         super().__init__(name, dimensions=store.dimensions, metric=store.metric, embedder=store.embedder)
         self._store = store
         self.table = table
+        self.parallel_legs = True  # each leg is one query on a pooled connection: hybrid waits for the slower
 
     def _where(self, filter: Filter | None) -> sa.ColumnElement[bool]:
         return sa.true() if filter is None else compile_filter(filter, self.table, self.indexed)
