@@ -28,6 +28,8 @@ class Row:
     target: str = ""
     ok: bool | None = None
     detail: str = ""
+    #: The bench section (``python -m bench --only`` name) that measured it; set by ``bench/__main__.py``.
+    part: str = ""
 
 
 def machine() -> dict[str, Any]:

@@ -22,12 +22,13 @@ class SearchSettings(Section):
     mode: Literal["vector", "keyword", "hybrid"] = "vector"
     #: The keyword analyzer's stop words and stemmer; changing it re-analyzes the stored text (no re-embedding).
     language: Language = "english"
-    #: Weight of the vector leg in hybrid fusion (weighted reciprocal rank fusion).
-    vector_weight: float = Field(default=1.0, ge=0, le=100)
+    #: Weight of the vector leg in hybrid fusion (weighted reciprocal rank fusion). The defaults, 2:1 at
+    #: ``rrf_k`` 10, are the quality bench's choice (bench.quality.choose; docs/quality-results.md).
+    vector_weight: float = Field(default=2.0, ge=0, le=100)
     #: Weight of the keyword leg in hybrid fusion.
     keyword_weight: float = Field(default=1.0, ge=0, le=100)
     #: The RRF constant k: a match at rank r of a leg adds weight / (k + r).
-    rrf_k: int = Field(default=60, ge=1, le=10_000)
+    rrf_k: int = Field(default=10, ge=1, le=10_000)
 
     @model_validator(mode="after")
     def _some_weight(self) -> SearchSettings:

@@ -127,6 +127,16 @@ def search_modes_names(folder: Path, db: str, stack: ExitStack) -> dict[str, Any
     return {}
 
 
+def evaluation_names(folder: Path, db: str, stack: ExitStack) -> dict[str, Any]:
+    """The team's labelled queries file the page reads (tests/queries.jsonl), over INDEXED."""
+    index("notes")
+    queries = folder / "tests" / "queries.jsonl"
+    queries.parent.mkdir()
+    queries.write_text('{"query": "when does onboarding start after the kickoff call", "relevant": ["42"]}\n'
+                       '{"query": "contract still with legal", "relevant": ["43"], "filter": {"kind": "email"}}\n')
+    return {}
+
+
 def frameworks_names(folder: Path, db: str, stack: ExitStack) -> dict[str, Any]:
     from langchain_core.documents import Document
     from llama_index.core.llms import MockLLM
@@ -155,6 +165,8 @@ SETTINGS: dict[str, tuple[str, Callable[[Path, str, ExitStack], dict[str, Any]]]
     "docs/answers.md": (CRM_NOTES, answers_names),
     "docs/app-and-cli.md": (CRM_NOTES + PUSHED.replace("{name}", "uploads") + 'id_field = "url"\n', in_the_test_kit),
     "docs/search-modes.md": (PUSHED.replace("{name}", "manuals"), search_modes_names),
+    "docs/evaluation.md": (PUSHED.replace("{name}", "notes") + '\n[collections.notes.search]\nmode = "hybrid"\n',
+                           evaluation_names),
     "docs/frameworks.md": (PUSHED.replace("{name}", "notes") + PUSHED.replace("{name}", "scratch"), frameworks_names),
 }
 

@@ -18,8 +18,9 @@ def settings_file(tmp_path: Path, search: str) -> Path:
 
 
 def test_defaults() -> None:
-    assert SearchSettings() == SearchSettings(mode="vector", language="english", vector_weight=1.0,
-                                              keyword_weight=1.0, rrf_k=60)
+    # The fusion defaults are the quality bench's choice (docs/quality-results.md).
+    assert SearchSettings() == SearchSettings(mode="vector", language="english", vector_weight=2.0,
+                                              keyword_weight=1.0, rrf_k=10)
 
 
 def test_declared_settings_reach_the_collection(tmp_path: Path) -> None:

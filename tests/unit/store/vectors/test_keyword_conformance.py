@@ -133,6 +133,7 @@ class KeywordContract:
         from store.vectors.fusion import fuse, window
 
         query, limit = "fast forward merge --no-ff", 5
+        docs.search_settings = SearchSettings(vector_weight=1, keyword_weight=1, rrf_k=60)
         depth = window(limit, vector_weight=1, keyword_weight=1, rrf_k=60)
         legs = [(1.0, docs.search(query, mode="vector", limit=depth)),
                 (1.0, docs.search(query, mode="keyword", limit=depth))]
@@ -183,7 +184,8 @@ class KeywordContract:
         assert [m.id for m in docs.search("merge conflict", mode="keyword", limit=20, min_score=cut)] == \
             [m.id for m in keyword if m.score >= cut]
         fused = docs.search("merge conflict", mode="hybrid", limit=20)
-        assert all(m.score <= 2 / 61 for m in fused)
+        s = docs.search_settings  # the fused score's bound: (vector_weight + keyword_weight) / (rrf_k + 1)
+        assert fused and all(m.score <= (s.vector_weight + s.keyword_weight) / (s.rrf_k + 1) for m in fused)
 
     def test_writes_replace_and_delete_keep_the_statistics(self, docs: Collection) -> None:
         records = corpus()
