@@ -140,7 +140,7 @@ class Indexer:
         """
         self._require_pushed()
         result = BatchResult()
-        with self.ledger.locked(self.name, ids) as held:
+        with self.ledger.locked(self.name, ids, read=True) as held:
             known = held.entries(list(ids))
             gone = [i for i in ids if i not in known or known[i].version <= version]
             if gone:
@@ -346,7 +346,8 @@ class Indexer:
     def _write(self, ready: list[tuple[_Planned, list[Embedding]]], result: BatchResult,
                still_current: Callable[[Sequence[str], Held], Callable[[_Planned], bool]]) -> None:
         ids = [plan.record.id for plan, _ in ready]
-        with self.ledger.locked(self.name, ids) as held:
+        # The pushed path judges by the ledger's rows: they come back with the locks, in the same round trip.
+        with self.ledger.locked(self.name, ids, read=still_current == self._newest_push) as held:
             current = still_current(ids, held)
             keep, records, entries = [], [], []
             for plan, embeddings in ready:
@@ -360,7 +361,7 @@ class Indexer:
                 entries.append(LedgerEntry(plan.record.id, plan.hash, models, len(embeddings), plan.version,
                                            plan.record.stamp))
             if keep:
-                self.collection.replace_where(Filter.any_of("record_id", keep), records)
+                self.collection.replace_records(keep, records)
                 held.record_indexed(entries)
         result.indexed.extend(keep)
         result.chunks += len(records)
