@@ -87,15 +87,19 @@ def fan_out(indexer: Indexer, *, batch_size: int, send: Send, keep_ids: bool = F
     return found
 
 
-def count_run(ledger: Ledger, run_id: str, found: FanOut) -> RunProgress:
+def count_run(ledger: Ledger, run_id: str, found: FanOut, *, pooled: bool = False) -> RunProgress:
     """Fix a reindex run's total once its batches are sent: every record of the source.
 
     The unchanged records, never sent, are counted here as one more batch of
     skipped records, so the run reads as it always did (N records, M unchanged)
     and a run where nothing changed, with no batch sent, ends ``done`` at once.
+    ``pooled``: the batches sent leave their leftovers in the run's pool (``worker.pooling``), so the run has
+    one batch more, the pool batch, which is sent once the others are counted.
     """
     batches = found.batches
     if found.unchanged:
         ledger.finish_batch(run_id, batches, done=0, skipped=found.unchanged, failed=0)
+        batches += 1
+    if pooled and found.batches:
         batches += 1
     return ledger.set_run_total(run_id, total=found.total, batches=batches)

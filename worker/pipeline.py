@@ -12,7 +12,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from store.embeddings import Embedding, Embeddings
 from store.errors import ConfigError, EmbeddingError, InputError, StoreError, StoreUnavailable
@@ -27,7 +27,7 @@ from worker.metrics import stage
 from worker.sources.base import Source, SourceRecord
 from worker.sources.push import PushSource
 
-__all__ = ["BatchResult", "Document", "Indexer", "content_hash"]
+__all__ = ["BatchResult", "Document", "Indexer", "Leftovers", "content_hash"]
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +40,20 @@ class Document:
     text: str
     metadata: Mapping[str, Any] = field(default_factory=dict)
     version: int = 0
+
+
+class Leftovers(Protocol):
+    """Where a batch leaves the records of a partly filled last provider call, and takes others' to fill its
+    own (``worker.pooling.RunPool``: a run's pool in Redis)."""
+
+    def claim(self, texts: int) -> dict[str, int]:
+        """Records (id -> texts still to embed) whose texts reach ``texts``, now the caller's to index; {} when
+        there are too few. Raises StoreUnavailable."""
+        ...
+
+    def defer(self, pending: Mapping[str, int]) -> None:
+        """Leave these records (id -> texts still to embed) to a later batch. Raises StoreUnavailable."""
+        ...
 
 
 @dataclass(slots=True)
@@ -55,6 +69,8 @@ class BatchResult:
     #: Seconds before a retry can succeed (a provider's Retry-After, or the chain's cool-down).
     retry_after: float = 0.0
     chunks: int = 0
+    #: Records left to a later batch of the run (``Leftovers``), counted by the batch that indexes them.
+    deferred: list[str] = field(default_factory=list)
 
     @property
     def done(self) -> int:
@@ -103,19 +119,68 @@ class Indexer:
 
     # -- entry points ---------------------------------------------------------------
 
-    def index(self, ids: Sequence[str]) -> BatchResult:
-        """Bring the chunks of ``ids`` in line with the source's current state."""
+    def index(self, ids: Sequence[str], *, leftovers: Leftovers | None = None) -> BatchResult:
+        """Bring the chunks of ``ids`` in line with the source's current state.
+
+        With ``leftovers`` (a bulk batch of a pooled run) only whole provider calls are made: a partly filled
+        last call is first filled with records ``leftovers`` holds, and what still does not fill one is left
+        there (``BatchResult.deferred``) for a later batch, instead of costing a call of its own.
+        """
         ids = list(dict.fromkeys(str(i) for i in ids))
         result = BatchResult()
         with stage("load"):
-            current = self._fetch(ids, result)
-            self._delete_gone([i for i in ids if i not in current and i not in result.failed], result)
-            planned = self._plan(list(current.values()), result)
+            planned = self._load(ids, result)
+            if leftovers is not None and planned:
+                planned += self._fill_up(planned, leftovers, set(ids), result)
         with stage("embed"):
-            ready = self._embed(planned, result)
+            ready = self._embed(planned, result) if leftovers is None else self._embed_whole(planned, result,
+                                                                                             leftovers)
         with stage("write"):
             self._swap(ready, result, still_current=self._unchanged_in_source)
         return result
+
+    def _load(self, ids: list[str], result: BatchResult) -> list[_Planned]:
+        """Read ``ids``, delete the chunks of those gone, and plan the rest (unchanged ones are skipped)."""
+        current = self._fetch(ids, result)
+        self._delete_gone([i for i in ids if i not in current and i not in result.failed], result)
+        return self._plan(list(current.values()), result)
+
+    def _fill_up(self, planned: list[_Planned], leftovers: Leftovers, own: set[str],
+                 result: BatchResult) -> list[_Planned]:
+        """More records, from ``leftovers``, whose texts fill the batch's last provider call up."""
+        texts = len(self.embeddings.uncached([t for p in planned for t in p.texts]))
+        short = -texts % self.embeddings.call_size
+        if not short:
+            return []
+        claimed = [i for i in leftovers.claim(short) if i not in own]
+        return self._load(claimed, result) if claimed else []
+
+    def _embed_whole(self, planned: list[_Planned], result: BatchResult,
+                     leftovers: Leftovers) -> list[tuple[_Planned, list[Embedding]]]:
+        """Embed in whole provider calls; the records of the partly filled last one go to ``leftovers``. On a
+        failure, as ``_embed`` (each record alone); when ``leftovers`` cannot take them, they are embedded now."""
+        try:
+            found, _ = self.embeddings.embed_whole_calls([t for p in planned for t in p.texts])
+        except EmbeddingError:
+            return self._embed(planned, result)
+        ready: list[tuple[_Planned, list[Embedding]]] = []
+        later: dict[str, int] = {}
+        waiting: list[_Planned] = []
+        for plan in planned:
+            if all(t in found for t in plan.texts):
+                ready.append((plan, [found[t] for t in plan.texts]))
+            else:
+                later[plan.record.id] = len({t for t in plan.texts if t not in found})
+                waiting.append(plan)
+        if later:
+            try:
+                leftovers.defer(later)
+                result.deferred.extend(later)
+            except StoreUnavailable as exc:
+                log.warning("could not leave %d records for a fuller provider call (%s): embedding them now",
+                            len(later), exc)
+                ready += self._embed(waiting, result)
+        return ready
 
     def index_documents(self, documents: Sequence[Document]) -> BatchResult:
         """Index pushed documents; an older push of an id than the one indexed is dropped.
