@@ -119,17 +119,23 @@ class Indexer:
 
     # -- entry points ---------------------------------------------------------------
 
-    def index(self, ids: Sequence[str], *, leftovers: Leftovers | None = None) -> BatchResult:
+    def index(self, ids: Sequence[str], *, leftovers: Leftovers | None = None, fresh: bool = False) -> BatchResult:
         """Bring the chunks of ``ids`` in line with the source's current state.
 
         With ``leftovers`` (a bulk batch of a pooled run) only whole provider calls are made: a partly filled
         last call is first filled with records ``leftovers`` holds, and what still does not fill one is left
         there (``BatchResult.deferred``) for a later batch, instead of costing a call of its own.
+
+        ``fresh``: the ledger held none of ``ids`` when the fan-out looked (a first load), so it is not read
+        again to skip unchanged records. That is safe, because that read only ever saves work: every record
+        is then planned as changed, and its write still happens under its lock after the source is read
+        again, so a record another task indexed meanwhile is written once more as the source holds it (its
+        texts are cache hits: no provider call), never left stale. Pushed records are never fresh.
         """
         ids = list(dict.fromkeys(str(i) for i in ids))
         result = BatchResult()
         with stage("load"):
-            planned = self._load(ids, result)
+            planned = self._load(ids, result, fresh=fresh)
             if leftovers is not None and planned:
                 planned += self._fill_up(planned, leftovers, set(ids), result)
         with stage("embed"):
@@ -139,11 +145,12 @@ class Indexer:
             self._swap(ready, result, still_current=self._unchanged_in_source)
         return result
 
-    def _load(self, ids: list[str], result: BatchResult) -> list[_Planned]:
-        """Read ``ids``, delete the chunks of those gone, and plan the rest (unchanged ones are skipped)."""
+    def _load(self, ids: list[str], result: BatchResult, *, fresh: bool = False) -> list[_Planned]:
+        """Read ``ids``, delete the chunks of those gone, and plan the rest (unchanged ones are skipped, unless
+        ``fresh``: see ``index``)."""
         current = self._fetch(ids, result)
         self._delete_gone([i for i in ids if i not in current and i not in result.failed], result)
-        return self._plan(list(current.values()), result)
+        return self._plan(list(current.values()), result, entries={} if fresh else None)
 
     def _fill_up(self, planned: list[_Planned], leftovers: Leftovers, own: set[str],
                  result: BatchResult) -> list[_Planned]:
@@ -326,9 +333,9 @@ class Indexer:
         result.deleted.extend(still_gone)
         result.superseded.extend(i for i in gone if i not in still_gone)
 
-    def _plan(self, records: list[SourceRecord], result: BatchResult,
-              versions: Mapping[str, int] | None = None) -> list[_Planned]:
-        ledger = self.ledger.entries(self.name, [r.id for r in records])
+    def _plan(self, records: list[SourceRecord], result: BatchResult, versions: Mapping[str, int] | None = None,
+              entries: Mapping[str, LedgerEntry] | None = None) -> list[_Planned]:
+        ledger = entries if entries is not None else self.ledger.entries(self.name, [r.id for r in records])
         planned: list[_Planned] = []
         bumps: list[LedgerEntry] = []
         for raw in records:

@@ -159,20 +159,25 @@ def index_record(self: Task, collection: str, record_id: str) -> dict[str, int]:
 
 @app.task(bind=True, name=INDEX_BATCH, **_RETRIED)
 def index_batch(self: Task, collection: str, ids: list[str], run_id: str | None = None, batch: int | None = None,
-                carried: dict[str, int] | None = None, pooled: bool = False) -> dict[str, int]:
+                carried: dict[str, int] | None = None, pooled: bool = False, fresh: bool = False) -> dict[str, int]:
     """Index a batch of record ids (bulk queue); counted once in its run. ``pooled``: the run has a leftover
-    pool (``worker.pooling``), so the batch makes only full provider calls; batch ``POOL_BATCH`` empties it."""
+    pool (``worker.pooling``), so the batch makes only full provider calls; batch ``POOL_BATCH`` empties it.
+    ``fresh``: the ledger held none of the ids when the fan-out looked, so a first attempt does not read it
+    (``Indexer.index``)."""
     ids = [str(i) for i in ids]
+    fresh = fresh and not _again(self)
     pool = context().leftovers() if pooled and run_id is not None and batch is not None else None
     if pool is None or run_id is None or batch is None:
-        return _process(self, collection, ids, run_id=run_id, batch=batch, carried=carried, pooled=pooled)
+        work = None if not fresh else lambda: context().written(collection, ids, lambda i: i.index(ids, fresh=True))
+        return _process(self, collection, ids, run_id=run_id, batch=batch, carried=carried, pooled=pooled,
+                        work=work)
     if batch == POOL_BATCH:
         return _empty_pool(self, collection, ids, pool, run_id=run_id, carried=carried)
-    return _pooled_batch(self, collection, ids, pool, run_id=run_id, batch=batch, carried=carried)
+    return _pooled_batch(self, collection, ids, pool, run_id=run_id, batch=batch, carried=carried, fresh=fresh)
 
 
 def _pooled_batch(task: Task, collection: str, ids: list[str], pool: LeftoverPool, *, run_id: str, batch: int,
-                  carried: dict[str, int] | None) -> dict[str, int]:
+                  carried: dict[str, int] | None, fresh: bool = False) -> dict[str, int]:
     """A batch of a pooled run. Its first attempt fills its last provider call from the pool and leaves what
     still does not fill one there; an attempt after a retry or a crash gives back what an earlier one claimed
     and indexes its ids alone, taking them out of the pool (see ``worker.pooling``)."""
@@ -194,8 +199,8 @@ def _pooled_batch(task: Task, collection: str, ids: list[str], pool: LeftoverPoo
 
     def first() -> dict[str, BatchResult]:
         try:
-            outcomes = ctx.written(collection, ids, plain,
-                                   alone=lambda indexer: indexer.index(ids, leftovers=pool.run(run_id, owner)))
+            outcomes = ctx.written(collection, ids, plain, alone=lambda indexer: indexer.index(
+                ids, leftovers=pool.run(run_id, owner), fresh=fresh))
         except BaseException:
             with contextlib.suppress(StoreUnavailable):
                 pool.release(run_id, owner)  # what it claimed goes back, for another batch to index
@@ -271,7 +276,9 @@ def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | N
         found = fan_out(indexer, batch_size=ctx.settings.worker.batch_size, keep_ids=full,
                         changed_only=not _again(self),
                         send=lambda ids, batch: _send_batch(collection, ids, run_id=run_id, batch=batch,
-                                                            pooled=pooled))
+                                                            pooled=pooled),
+                        fresh=lambda ids, batch: _send_batch(collection, ids, run_id=run_id, batch=batch,
+                                                             pooled=pooled, fresh=True))
         if full:
             _drop_gone(collection, found.seen, allow_empty=allow_empty)
     except StoreUnavailable as exc:
@@ -305,9 +312,10 @@ def _again(task: Task) -> bool:
     return bool(task.request.retries or delivery.get("redelivered"))
 
 
-def _send_batch(collection: str, ids: list[str], *, run_id: str, batch: int, pooled: bool = False) -> None:
-    index_batch.apply_async(args=(collection, ids), kwargs=_batch_kwargs(run_id, batch, {}, pooled) | {"carried": None},
-                            queue=BULK_QUEUE, headers=sent_headers())
+def _send_batch(collection: str, ids: list[str], *, run_id: str, batch: int, pooled: bool = False,
+                fresh: bool = False) -> None:
+    kwargs = _batch_kwargs(run_id, batch, {}, pooled) | {"carried": None} | ({"fresh": True} if fresh else {})
+    index_batch.apply_async(args=(collection, ids), kwargs=kwargs, queue=BULK_QUEUE, headers=sent_headers())
 
 
 def _finished(collection: str, progress: RunProgress) -> None:
