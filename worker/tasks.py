@@ -123,7 +123,7 @@ def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None 
         except StoreUnavailable as exc:  # the batch is done; counting it must not be lost with the database
             raise task.retry(exc=exc, countdown=policy.countdown(retries), max_retries=None) from exc
         if pooled:
-            _flush_when_due(collection, progress)
+            _flush_when_due(collection, progress, left=bool(result.deferred))
         _finished(collection, progress)
     return decision.counts
 
@@ -133,11 +133,14 @@ def _batch_kwargs(run_id: str | None, batch: int | None, carried: dict[str, int]
     return kwargs | {"pooled": True} if pooled else kwargs
 
 
-def _flush_when_due(collection: str, progress: RunProgress) -> None:
+def _flush_when_due(collection: str, progress: RunProgress, *, left: bool = False) -> None:
     """Send a pooled run's pool batch once every other batch of it is counted (each of those that sees it so
-    sends one: the pool batch takes a second one's claim for nothing, and counts once)."""
-    if progress.status == RunStatus.RUNNING and progress.batches is not None \
-            and progress.counted == progress.batches - 1:
+    sends one: the pool batch takes a second one's claim for nothing, and counts once); and again when a
+    batch ``left`` records in the pool of a run that had ended meanwhile (a redelivered batch, run again
+    after the pool batch), so that they are indexed all the same."""
+    due = progress.status == RunStatus.RUNNING and progress.batches is not None \
+        and progress.counted == progress.batches - 1
+    if due or (left and progress.status != RunStatus.RUNNING):
         _send_batch(collection, [], run_id=progress.run_id, batch=POOL_BATCH, pooled=True)
 
 
