@@ -75,6 +75,29 @@ redis.call('SREM', KEYS[2], ARGV[1])
 return #claimed / 2
 """
 
+#: Moves every other owner's claim into ARGV[1]'s (a pool batch that waited long enough for them); returns it.
+_TAKE_OVER = """
+local owners = redis.call('SMEMBERS', KEYS[2])
+for _, other in ipairs(owners) do
+  if other ~= ARGV[1] then
+    local key = KEYS[1] .. ':claim:' .. other
+    local claimed = redis.call('HGETALL', key)
+    for i = 1, #claimed, 2 do redis.call('HSET', KEYS[3], claimed[i], claimed[i + 1]) end
+    redis.call('DEL', key)
+    redis.call('SREM', KEYS[2], other)
+  end
+end
+local pending = redis.call('HGETALL', KEYS[1])
+for i = 1, #pending, 2 do redis.call('HSET', KEYS[3], pending[i], pending[i + 1]) end
+redis.call('DEL', KEYS[1])
+if redis.call('EXISTS', KEYS[3]) == 1 then
+  redis.call('SADD', KEYS[2], ARGV[1])
+  redis.call('EXPIRE', KEYS[2], ARGV[2])
+  redis.call('EXPIRE', KEYS[3], ARGV[2])
+end
+return redis.call('HGETALL', KEYS[3])
+"""
+
 
 class LeftoverPool:
     """The leftover pools of every run, in the Redis at ``[cache] url``; see the module docstring."""
@@ -84,6 +107,7 @@ class LeftoverPool:
         self.ttl = ttl_seconds
         self._claim = client.register_script(_CLAIM)
         self._release = client.register_script(_RELEASE)
+        self._take_over = client.register_script(_TAKE_OVER)
 
     @classmethod
     def from_url(cls, url: str | None, *, network: NetworkSettings | None = None) -> LeftoverPool | None:
@@ -106,6 +130,12 @@ class LeftoverPool:
         """Records of the pool whose texts reach ``texts`` (0: every record), now ``owner``'s; {} when the pool
         holds fewer. Raises StoreUnavailable."""
         found = self._call(self._claim, self.keys(run_id, owner), [texts, owner, self.ttl])
+        return {_text(found[i]): int(found[i + 1]) for i in range(0, len(found), 2)}
+
+    def take_over(self, run_id: str, owner: str) -> dict[str, int]:
+        """Every record of the pool and of every other owner's claim, now ``owner``'s: for a pool batch that
+        waited long enough for a claim whose owner may be gone. Raises StoreUnavailable."""
+        found = self._call(self._take_over, self.keys(run_id, owner), [owner, self.ttl])
         return {_text(found[i]): int(found[i + 1]) for i in range(0, len(found), 2)}
 
     def defer(self, run_id: str, pending: Mapping[str, int]) -> None:

@@ -48,8 +48,10 @@ log = logging.getLogger(__name__)
 #: Ledger ids checked per step when a full reindex looks for records gone from the source (and pooled records
 #: indexed per step by a run's pool batch).
 GONE_PAGE = 500
-#: Seconds a pool batch waits before counting again while another one still holds a claim.
+#: Seconds a pool batch waits before counting again while another one still holds a claim; and how many such
+#: waits it makes before it takes the claims over (their owner may be gone; indexing twice is harmless).
 POOL_WAIT_SECONDS = 1.0
+POOL_TAKEOVER_RETRIES = 60
 
 
 #: Every task: a backend that cannot be reached where no finer rule applies (building this process's context,
@@ -219,7 +221,8 @@ def _empty_pool(task: Task, collection: str, ids: list[str], pool: LeftoverPool,
     """A pooled run's last batch: index everything its pool holds (and ``ids``, a retry's), then count. While
     another still holds a claim (a second pool batch sent at once), the count waits for it to settle."""
     ctx, owner = context(), f"pool:{task.request.id}"
-    todo = sorted({*ids, *pool.claim(run_id, owner, texts=0)})
+    patient = task.request.retries < POOL_TAKEOVER_RETRIES  # else another claim's owner may be gone: take it
+    todo = sorted({*ids, *(pool.claim(run_id, owner, texts=0) if patient else pool.take_over(run_id, owner))})
 
     def in_pages(indexer: Indexer) -> BatchResult:
         result = BatchResult()

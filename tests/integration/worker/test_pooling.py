@@ -63,3 +63,12 @@ def test_an_unreachable_redis_is_store_unavailable() -> None:
     with pytest.raises(StoreUnavailable, match="leftover pool"):
         dead.defer("r1", {"a": 1})
     assert LeftoverPool.from_url("memory://") is None and LeftoverPool.from_url(None) is None
+
+
+def test_a_pool_batch_takes_over_claims_whose_owner_may_be_gone(pool: LeftoverPool) -> None:
+    pool.defer("r1", {"a": 3, "b": 4, "c": 2})
+    pool.claim("r1", "7", texts=3)  # batch 7 claimed some, then (say) its message was lost
+    assert pool.others("r1", "pool") is True
+    assert pool.take_over("r1", "pool") == {"a": 3, "b": 4, "c": 2}  # its claim and what was left, now ours
+    pool.settle("r1", "pool")
+    assert pool.others("r1", "pool") is False and pool.claim("r1", "7", texts=0) == {}
