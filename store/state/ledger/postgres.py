@@ -55,6 +55,11 @@ _LOCK_SQL = ("SELECT count(pg_advisory_xact_lock(hashtextextended(%(collection)s
              "FROM unnest(%(ids)s::text[]) AS id")
 _READ_SQL = ("SELECT record_id, content_hash, model, chunks, version, stamp FROM vectorsync_ledger "
              "WHERE collection = %(collection)s AND record_id = ANY(%(ids)s::text[])")
+#: A run's batch counted once; the run's row locked; its batches counted (``_finish_if_complete``).
+_COUNT_BATCH = ("INSERT INTO vectorsync_run_batches (run_id, batch, done, skipped, failed) "
+                "VALUES (%(run_id)s, %(batch)s, %(done)s, %(skipped)s, %(failed)s) ON CONFLICT DO NOTHING")
+_LOCK_RUN = "SELECT status, batches, deferred_index FROM vectorsync_runs WHERE run_id = %(run_id)s FOR UPDATE"
+_COUNTED = "SELECT count(*) FROM vectorsync_run_batches WHERE run_id = %(run_id)s"
 #: Every entry of a batch in one statement over arrays: the rows upserted (a version never goes back) and the
 #: records' failures cleared, whatever the batch's size (one cached statement, not a VALUES list per size).
 _RECORD_INDEXED = sa.text("""
@@ -199,23 +204,31 @@ class PostgresLedger:
             return self._finish_if_complete(conn, run_id)
 
     def finish_batch(self, run_id: str, batch: int, *, done: int, skipped: int, failed: int) -> RunProgress:
-        """Count one batch of a run, once, and mark the run done when its last batch is in: one transaction."""
-        insert = postgresql.insert(run_batches).values(run_id=run_id, batch=batch, done=done, skipped=skipped,
-                                                       failed=failed)
+        """Count one batch of a run, once, and mark the run done when its last batch is in: one transaction,
+        whose BEGIN, count, lock and reads go in one round trip (``_finish_if_complete``)."""
+        counted = {"run_id": run_id, "batch": batch, "done": done, "skipped": skipped, "failed": failed}
         with self.transaction() as conn:
-            conn.execute(insert.on_conflict_do_nothing(index_elements=["run_id", "batch"]))
-            return self._finish_if_complete(conn, run_id)
+            return self._finish_if_complete(conn, run_id, counted)
 
-    def _finish_if_complete(self, conn: sa.Connection, run_id: str) -> RunProgress:
-        """The run's progress, its row locked while its batches are counted, so exactly one caller ends it. The
-        count is a statement of its own, after the lock: a statement sees only what was committed when it
-        began, and the batch counted by the lock's last holder must be seen."""
-        row = conn.execute(sa.select(runs).where(runs.c.run_id == run_id).with_for_update()).one_or_none()
+    def _finish_if_complete(self, conn: sa.Connection, run_id: str,
+                            counted: dict[str, object] | None = None) -> RunProgress:
+        """The run's progress, its row locked while its batches are counted, so exactly one caller ends it;
+        ``counted``: a batch to count first. The statements are pipelined, each its own: the count comes after
+        the lock, because a statement sees only what was committed when it began, and the batch counted by
+        the lock's last holder must be seen."""
+        raw = conn.connection.driver_connection
+        with raw.cursor() as insert, raw.cursor() as locked, raw.cursor() as total:  # type: ignore[union-attr]
+            with raw.pipeline():  # type: ignore[union-attr]
+                if counted is not None:
+                    insert.execute(_COUNT_BATCH, counted)
+                locked.execute(_LOCK_RUN, {"run_id": run_id})
+                total.execute(_COUNTED, {"run_id": run_id})
+            row, batches = locked.fetchone(), total.fetchone()
         if row is None:
             raise ConfigError(unknown_run(run_id))
-        counted = conn.execute(sa.select(sa.func.count()).where(run_batches.c.run_id == run_id)).scalar_one()
-        if row.status == RunStatus.RUNNING and row.batches is not None and counted >= row.batches:
-            ended = {"status": RunStatus.INDEXING.value} if row.deferred_index else \
+        status, expected, deferred = row
+        if status == RunStatus.RUNNING and expected is not None and batches is not None and batches[0] >= expected:
+            ended = {"status": RunStatus.INDEXING.value} if deferred else \
                 {"status": RunStatus.DONE.value, "finished_at": now()}
             conn.execute(sa.update(runs).where(runs.c.run_id == run_id).values(**ended))
         return self._run(conn, run_id)

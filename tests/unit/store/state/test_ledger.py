@@ -69,6 +69,24 @@ class LedgerContract:
         thread.join(10)
         assert seen == {"a": entry("a", "newest", version=5)}
 
+    def test_batches_counted_at_once_end_the_run_once_with_every_batch_in(self, ledger: Ledger) -> None:
+        run_id = ledger.create_run(unique_name())
+        ledger.set_run_total(run_id, total=40, batches=20)
+        ended: list[RunStatus] = []
+
+        def count(batch: int) -> None:
+            progress = ledger.finish_batch(run_id, batch, done=2, skipped=0, failed=0)
+            ended.append(progress.status)
+
+        threads = [threading.Thread(target=count, args=(n % 20,)) for n in range(30)]  # ten counted twice
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        progress = ledger.run(run_id)
+        assert (progress.status, progress.done, progress.counted, progress.batches) == (RunStatus.DONE, 40, 20, 20)
+        assert RunStatus.DONE in ended
+
     def test_an_error_inside_the_lock_writes_nothing(self, ledger: Ledger) -> None:
         name = unique_name()
         with pytest.raises(RuntimeError), ledger.locked(name, ["a"]) as held:
