@@ -154,7 +154,7 @@ class PostgresLedger:
             return {row[0]: LedgerEntry(*row) for row in rows.fetchall()} if read else None
 
     def entries(self, collection: str, record_ids: Sequence[str]) -> dict[str, LedgerEntry]:
-        with self.transaction() as conn:
+        with self.database.reading() as conn:
             return self._entries(conn, collection, record_ids)
 
     def _entries(self, conn: sa.Connection, collection: str, record_ids: Sequence[str]) -> dict[str, LedgerEntry]:
@@ -250,7 +250,7 @@ class PostgresLedger:
 
     def run(self, run_id: str) -> RunProgress:
         """A run's progress. Raises ConfigError for an unknown run."""
-        with self.transaction() as conn:
+        with self.database.reading() as conn:
             return self._run(conn, run_id)
 
     def _run(self, conn: sa.Connection, run_id: str) -> RunProgress:
