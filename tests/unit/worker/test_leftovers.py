@@ -164,3 +164,18 @@ def test_a_cache_hit_costs_no_call_and_a_stale_pooled_record_is_written_as_the_s
         again.index(page, leftovers=pool)
     again.index(list(pool.pending))
     assert calls(again) == 0 and calls(made) == before
+
+
+def test_a_live_record_makes_its_own_call_at_once_while_the_pool_holds_records() -> None:
+    """index_record passes no leftovers: its texts go in its own call, never waiting on the pool or filling it."""
+    made = indexer()
+    ids = sorted(RECORDS)
+    pool = MemoryPool()
+    made.index(ids[:45], leftovers=pool)
+    waiting = dict(pool.pending)
+    live = ids[300]
+    result = made.index([live])
+    assert result.indexed == [live] and result.deferred == []
+    own = math.ceil(len(chunk_texts(made, [live])) / CALL)
+    assert calls(made) - math.floor(len(chunk_texts(made, ids[:45])) / CALL) == own  # its own calls, at once
+    assert pool.pending == waiting  # the pool neither gave nor took
