@@ -64,12 +64,14 @@ class BatchResult:
 
 @dataclass(frozen=True, slots=True)
 class Planned:
-    """A record to embed: as it will be stored, its content hash, its chunks' texts, its pushed version."""
+    """A record to embed: as it will be stored, its content hash, its chunks' texts, its pushed version, and
+    the record as the source gave it (``read``: a later read equal to it hashes the same, without hashing)."""
 
     record: SourceRecord
     hash: str
     texts: list[str]
     version: int = 0
+    read: SourceRecord | None = None
 
 
 def failure(record_id: str, exc: BaseException, *, fix: str = "") -> str:

@@ -287,7 +287,7 @@ class Indexer:
                     f"over limits.max_chunks_per_record ({self.limits.max_chunks_per_record}): split the record, "
                     "or raise the limit")
                 continue
-            planned.append(Planned(record, digest, texts, version))
+            planned.append(Planned(record, digest, texts, version, raw))
         if bumps:
             with self.ledger.locked(self.name, [b.record_id for b in bumps]) as held:
                 held.record_indexed(bumps)
@@ -371,6 +371,8 @@ class Indexer:
 
         def current(plan: Planned) -> bool:
             fresh = now.get(plan.record.id)
+            if fresh is not None and fresh == plan.read:  # read again as it was read: the same content
+                return True
             try:
                 return fresh is not None and self._hash(fresh) == plan.hash
             except Exception:  # changed into something that cannot be indexed: its own task says why
