@@ -56,6 +56,14 @@ class BatchResult:
     #: Records left to a later batch of the run (``Leftovers``), counted by the batch that indexes them.
     deferred: list[str] = field(default_factory=list)
 
+    def add(self, more: BatchResult) -> None:
+        """Take in the result of another part of the same batch."""
+        for name in ("indexed", "skipped", "deleted", "superseded", "deferred"):
+            getattr(self, name).extend(getattr(more, name))
+        self.failed.update(more.failed)
+        self.retry.update(more.retry)
+        self.retry_after, self.chunks = max(self.retry_after, more.retry_after), self.chunks + more.chunks
+
     @property
     def done(self) -> int:
         """Records whose index now follows the source (written, deleted, or left to a newer task)."""

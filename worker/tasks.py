@@ -227,7 +227,7 @@ def _empty_pool(task: Task, collection: str, ids: list[str], pool: LeftoverPool,
     def in_pages(indexer: Indexer) -> BatchResult:
         result = BatchResult()
         for start in range(0, len(todo), GONE_PAGE):
-            result = _merged(result, indexer.index(todo[start:start + GONE_PAGE]))
+            result.add(indexer.index(todo[start:start + GONE_PAGE]))
         return result
 
     def work() -> dict[str, BatchResult]:
@@ -237,15 +237,6 @@ def _empty_pool(task: Task, collection: str, ids: list[str], pool: LeftoverPool,
 
     return _process(task, collection, todo, run_id=run_id, batch=POOL_BATCH, carried=carried, work=work,
                     pooled=True, before_count=lambda: not pool.others(run_id, owner))
-
-
-def _merged(into: BatchResult, more: BatchResult) -> BatchResult:
-    for name in ("indexed", "skipped", "deleted", "superseded", "deferred"):
-        getattr(into, name).extend(getattr(more, name))
-    into.failed.update(more.failed)
-    into.retry.update(more.retry)
-    into.retry_after, into.chunks = max(into.retry_after, more.retry_after), into.chunks + more.chunks
-    return into
 
 
 @app.task(bind=True, name=INDEX_DOCUMENT, **_RETRIED)
