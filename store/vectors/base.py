@@ -14,7 +14,7 @@ from typing import Literal, Protocol
 from store.errors import ConfigError
 from store.settings import LimitSettings, SearchSettings, VectorSettings, default
 from store.vectors.filters import Filter, check_size
-from store.vectors.fusion import fuse, legs_pool, window
+from store.vectors.fusion import hybrid
 from store.vectors.indexed import IndexedFields, check_declared, check_indexed
 from store.vectors.keyword.analyzer import Analyzer, analyzer
 from store.vectors.modes import SearchMode, check_mode
@@ -223,19 +223,9 @@ class Collection:
         return self._keyword_search(terms, where, limit) if terms else []  # only stop words: nothing to rank
 
     def _hybrid(self, text: str, where: Filter | None, limit: int) -> list[VectorMatch]:
-        s = self.search_settings
-        depth = window(limit, vector_weight=s.vector_weight, keyword_weight=s.keyword_weight, rrf_k=s.rrf_k)
-        def vector_leg() -> list[VectorMatch]:
-            return self._search(self._query_vector(text), where, depth)
-
-        if not s.keyword_weight:
-            return fuse([(s.vector_weight, vector_leg())], rrf_k=s.rrf_k, limit=limit)
-        if not s.vector_weight:
-            return fuse([(s.keyword_weight, self._keyword(text, where, depth))], rrf_k=s.rrf_k, limit=limit)
-        vectors = legs_pool().submit(vector_leg) if self.parallel_legs else None
-        keywords = self._keyword(text, where, depth)
-        found = vectors.result() if vectors is not None else vector_leg()
-        return fuse([(s.vector_weight, found), (s.keyword_weight, keywords)], rrf_k=s.rrf_k, limit=limit)
+        return hybrid(self.search_settings, limit=limit, parallel=self.parallel_legs,
+                      vectors=lambda depth: self._search(self._query_vector(text), where, depth),
+                      keywords=lambda depth: self._keyword(text, where, depth))
 
     # -- backend hooks ----------------------------------------------------------------
 

@@ -19,12 +19,13 @@ from __future__ import annotations
 import math
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from store.settings import SearchSettings
 from store.vectors.records import VectorMatch
 
-__all__ = ["LEG_THREADS", "MAX_WINDOW", "fuse", "legs_pool", "window"]
+__all__ = ["LEG_THREADS", "MAX_WINDOW", "fuse", "hybrid", "legs_pool", "window"]
 
 #: Threads that run hybrid searches' vector legs beside their keyword legs, per process.
 LEG_THREADS = 8
@@ -68,3 +69,19 @@ def fuse(legs: Sequence[tuple[float, Sequence[VectorMatch]]], *, rrf_k: int, lim
             first.setdefault(match.id, match)
     best = sorted(scores, key=lambda id: (-scores[id], id))[:limit]
     return [VectorMatch(id=id, score=scores[id], text=first[id].text, metadata=first[id].metadata) for id in best]
+
+
+def hybrid(settings: SearchSettings, *, limit: int, parallel: bool, vectors: Callable[[int], list[VectorMatch]],
+           keywords: Callable[[int], list[VectorMatch]]) -> list[VectorMatch]:
+    """The fused top ``limit`` of the two legs, each asked for ``window`` matches; a leg of weight 0 is not run.
+    ``parallel``: the vector leg runs in ``legs_pool`` beside the keyword leg (a backend of server round trips)."""
+    s = settings
+    depth = window(limit, vector_weight=s.vector_weight, keyword_weight=s.keyword_weight, rrf_k=s.rrf_k)
+    if not s.keyword_weight:
+        return fuse([(s.vector_weight, vectors(depth))], rrf_k=s.rrf_k, limit=limit)
+    if not s.vector_weight:
+        return fuse([(s.keyword_weight, keywords(depth))], rrf_k=s.rrf_k, limit=limit)
+    pending = legs_pool().submit(vectors, depth) if parallel else None
+    found_keywords = keywords(depth)
+    found_vectors = pending.result() if pending is not None else vectors(depth)
+    return fuse([(s.vector_weight, found_vectors), (s.keyword_weight, found_keywords)], rrf_k=s.rrf_k, limit=limit)
