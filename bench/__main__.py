@@ -7,8 +7,9 @@ Sections, each measured against its limit in the same run: filtered search
 text), the bulk pipeline against binary COPY + HNSW build, live latency under
 a full bulk queue and peak worker memory, provider calls against the ideal,
 the local model against raw encode, the embeddings transport, what reading
-a collection's alias costs a search, and retrieval quality per search mode on
-labelled sets (``bench/quality.py``). Benchmarks
+a collection's alias costs a search, retrieval quality per search mode on
+labelled sets (``bench/quality.py``), and change capture (freshness, a bulk
+UPDATE against a reindex, the trigger's cost to writers). Benchmarks
 are never collected as tests; ``--quick`` is a smoke run of a few minutes.
 With ``--only``, the rows of the sections not run are kept from ``--out`` as they were.
 """
@@ -34,6 +35,7 @@ SECTIONS = {
     "transport": "bench.transport",
     "aliases": "bench.aliases",
     "quality": "bench.quality",
+    "capture": "bench.capture",
 }
 
 
