@@ -6,18 +6,23 @@ Sections, each measured against its limit in the same run: filtered search
 (recall and latency by selectivity, 100,000 and 1,000,000 vectors, and real
 text), the bulk pipeline against binary COPY + HNSW build, live latency under
 a full bulk queue and peak worker memory, provider calls against the ideal,
-the local model against raw encode, the embeddings transport, and what reading
-a collection's alias costs a search, and change capture (freshness, a bulk
+the local model against raw encode, the embeddings transport, what reading
+a collection's alias costs a search, retrieval quality per search mode on
+labelled sets (``bench/quality.py``), and change capture (freshness, a bulk
 UPDATE against a reindex, the trigger's cost to writers). Benchmarks
 are never collected as tests; ``--quick`` is a smoke run of a few minutes.
+With ``--only``, the rows of the sections not run are kept from ``--out`` as they were.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from bench.report import Row, print_table, write_json
 
@@ -29,8 +34,19 @@ SECTIONS = {
     "local": "bench.local_model",
     "transport": "bench.transport",
     "aliases": "bench.aliases",
+    "quality": "bench.quality",
     "capture": "bench.capture",
 }
+
+
+def kept(path: Path, ran: list[str]) -> tuple[list[Row], dict[str, Any], dict[str, Any]]:
+    """The rows and seconds in ``path`` of the sections not in ``ran``, and its notes (other top-level keys)."""
+    if not path.exists():
+        return [], {}, {}
+    previous = json.loads(path.read_text())
+    rows = [Row(**row) for row in previous.get("rows", []) if row.get("part") not in ran]
+    notes = {k: v for k, v in previous.items() if k not in ("machine", "quick", "seconds", "table", "rows")}
+    return rows, {k: v for k, v in previous.get("seconds", {}).items() if k not in ran}, notes
 
 
 def main() -> None:
@@ -39,15 +55,18 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"sections to run, of {', '.join(SECTIONS)}")
     parser.add_argument("--out", type=Path, default=Path("bench/results.json"), help="where the JSON goes")
     args = parser.parse_args()
-    rows: list[Row] = []
-    seconds: dict[str, float] = {}
-    for name in args.only.split(","):
+    ran = args.only.split(",")
+    rows, seconds, notes = kept(args.out, ran) if set(ran) != set(SECTIONS) else ([], {}, {})
+    for name in ran:
         start = time.perf_counter()
-        rows += importlib.import_module(SECTIONS[name]).run(quick=args.quick)
+        measured = importlib.import_module(SECTIONS[name]).run(quick=args.quick)
+        rows += [replace(r, part=name) for r in measured]
         seconds[name] = round(time.perf_counter() - start, 1)
         print(f"-- {name}: {seconds[name]} s", flush=True)
+    order = list(SECTIONS)
+    rows.sort(key=lambda r: order.index(r.part) if r.part in order else len(order))  # stable within a part
     table = print_table(rows)
-    write_json(rows, args.out, quick=args.quick, seconds=seconds, table=table)
+    write_json(rows, args.out, quick=args.quick, seconds=seconds, table=table, **notes)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ class Row:
     target: str = ""
     ok: bool | None = None
     detail: str = ""
+    #: The bench section (``python -m bench --only`` name) that measured it; set by ``bench/__main__.py``.
+    part: str = ""
 
 
 def machine() -> dict[str, Any]:
@@ -45,7 +47,7 @@ def _cell(value: float | None, digits: int = 3) -> str:
 
 
 def print_table(rows: list[Row]) -> str:
-    """The rows as one Markdown table (also what the README shows); printed and returned."""
+    """The rows as one Markdown table (also what docs/benchmarks.md shows); printed and returned."""
     lines = ["| section | measure | value | ratio | target | met |", "|---|---|---|---|---|---|"]
     for r in rows:
         met = "" if r.ok is None else ("yes" if r.ok else "**no**")

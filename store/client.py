@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from store.state.ledger import Ledger
     from store.vectors.base import Collection, VectorStore
     from store.vectors.filters import Filter
+    from store.vectors.modes import SearchMode
     from store.vectors.records import VectorMatch
 
 __all__ = ["Client", "ProcessDefault", "default_client", "use_client"]
@@ -188,22 +189,24 @@ class Client:
 
     def search(self, collection: str, query: str | Sequence[float], *,
                filter: Filter | Mapping[str, Any] | None = None, limit: int = DEFAULT_LIMIT,
-               min_score: float | None = None) -> Matches:
-        """The ``limit`` best matches for a text or vector ``query`` in ``collection``'s live generation.
-        ``filter`` is a Filter or its JSON form. Raises ConfigError, StoreUnavailable, EmbeddingError."""
+               min_score: float | None = None, mode: SearchMode | None = None) -> Matches:
+        """The ``limit`` best matches for a text or vector ``query`` in ``collection``'s live generation, in search
+        ``mode`` (None: the collection's ``search.mode``). ``filter`` is a Filter or its JSON form.
+        Raises ConfigError, StoreUnavailable, EmbeddingError."""
         from store.retrieval.twins import Matches
 
-        matches = self.open(collection).search(query, filter=as_filter(filter), limit=limit, min_score=min_score)
+        matches = self.open(collection).search(query, filter=as_filter(filter), limit=limit, min_score=min_score,
+                                               mode=mode)
         return Matches(matches, called="search")
 
     def asearch(self, collection: str, query: str | Sequence[float], *,
                 filter: Filter | Mapping[str, Any] | None = None, limit: int = DEFAULT_LIMIT,
-                min_score: float | None = None) -> Pending[Matches]:
+                min_score: float | None = None, mode: SearchMode | None = None) -> Pending[Matches]:
         """``search`` without blocking the event loop (it runs in a worker thread): ``await client.asearch()``."""
         from store.retrieval.twins import Pending
 
         return Pending(asyncio.to_thread(self.search, collection, query, filter=filter, limit=limit,
-                                         min_score=min_score), "asearch")
+                                         min_score=min_score, mode=mode), "asearch")
 
     def rerank(self, query: str, matches: Sequence[VectorMatch], *, top: int | None = None,
                user: str | None = None) -> Matches:
@@ -215,11 +218,11 @@ class Client:
 
     def answer(self, collection: str, question: str, *, filter: Filter | Mapping[str, Any] | None = None,
                candidates: int | None = None, top: int | None = None, user: str | None = None,
-               allow: Allow | None = None) -> GroundedAnswer:
-        """Answer ``question`` from ``collection``'s passages that ``filter`` and ``allow`` let through, citing
-        them; see ``Retrieval.answer``. Raises ConfigError, StoreUnavailable, ProviderError."""
+               allow: Allow | None = None, mode: SearchMode | None = None) -> GroundedAnswer:
+        """Answer ``question`` from ``collection``'s passages that ``filter`` and ``allow`` let through, found in
+        search ``mode``, citing them; see ``Retrieval.answer``. Raises ConfigError, StoreUnavailable, ProviderError."""
         return self.retrieval.answer(collection, question, filter=filter, candidates=candidates, top=top,
-                                     user=user, allow=allow)
+                                     user=user, allow=allow, mode=mode)
 
     # -- closing -------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from store.state.generations.routing import open_declared
 from store.vectors.backends import open_store
 from store.vectors.base import DEFAULT_LIMIT, Collection, VectorStore
 from store.vectors.filters import Filter
+from store.vectors.modes import SearchMode
 from store.vectors.records import VectorMatch
 
 __all__ = ["aanswer", "answer", "arerank", "asearch", "open_collection", "rerank", "search", "store_from_settings"]
@@ -49,17 +50,20 @@ def search(
     limit: int = DEFAULT_LIMIT,
     min_score: float | None = None,
     store: VectorStore | None = None,
+    mode: SearchMode | None = None,
 ) -> Matches:
     """The ``limit`` best matches for a text or vector ``query`` in ``collection``, as a list.
 
-    ``collection`` reads its live generation. With ``store``, the name given is read in that store as it is:
-    no alias is consulted (pass ``NAME__gN`` for one generation). ``filter`` is a Filter or its JSON form.
+    ``mode`` is ``vector``, ``keyword`` or ``hybrid`` (None: the collection's ``search.mode``; keyword and hybrid
+    need a text). ``collection`` reads its live generation. With ``store``, the name given is read in that store
+    as it is: no alias is consulted (pass ``NAME__gN`` for one generation). ``filter`` is a Filter or its JSON form.
     Raises ConfigError, StoreUnavailable, EmbeddingError.
     """
     if store is None:
-        return default_client().search(collection, query, filter=filter, limit=limit, min_score=min_score)
+        return default_client().search(collection, query, filter=filter, limit=limit, min_score=min_score, mode=mode)
     target = open_collection(store, collection)
-    return Matches(target.search(query, filter=as_filter(filter), limit=limit, min_score=min_score), called="search")
+    return Matches(target.search(query, filter=as_filter(filter), limit=limit, min_score=min_score, mode=mode),
+                   called="search")
 
 
 def open_collection(store: VectorStore, name: str, *,
@@ -89,10 +93,11 @@ def asearch(
     limit: int = DEFAULT_LIMIT,
     min_score: float | None = None,
     store: VectorStore | None = None,
+    mode: SearchMode | None = None,
 ) -> Pending[Matches]:
     """``search`` without blocking the event loop (it runs in a worker thread): ``await asearch(...)``."""
     return Pending(asyncio.to_thread(
-        search, collection, query, filter=filter, limit=limit, min_score=min_score, store=store
+        search, collection, query, filter=filter, limit=limit, min_score=min_score, store=store, mode=mode
     ), "asearch")
 
 
@@ -116,22 +121,25 @@ def arerank(query: str, matches: Sequence[VectorMatch], *, top: int | None = Non
 
 def answer(collection: str, question: str, *, filter: Filter | Mapping[str, Any] | None = None,
            candidates: int | None = None, top: int | None = None, user: str | None = None,
-           allow: Allow | None = None, retrieval: Retrieval | None = None) -> GroundedAnswer:
+           allow: Allow | None = None, retrieval: Retrieval | None = None,
+           mode: SearchMode | None = None) -> GroundedAnswer:
     """Answer ``question`` from the passages of ``collection`` that ``filter`` allows, citing them.
 
     Retrieves ``candidates`` matches (``retrieval.candidates``), keeps those ``allow(matches)`` returns
     (the app's access check, before any model sees them), reranks them to ``top`` (``retrieval.top``) and
     asks the chat chain; invented citations are dropped and ``answered`` is False, with a reason, when the
-    passages do not hold the answer. ``user`` names the caller in the cost metrics.
-    Raises ConfigError, StoreUnavailable, ProviderError.
+    passages do not hold the answer. ``user`` names the caller in the cost metrics; ``mode`` is the search
+    mode of the retrieval (None: the collection's). Raises ConfigError, StoreUnavailable, ProviderError.
     """
     return (retrieval or default_client().retrieval).answer(collection, question, filter=filter,
-                                                            candidates=candidates, top=top, user=user, allow=allow)
+                                                            candidates=candidates, top=top, user=user, allow=allow,
+                                                            mode=mode)
 
 
 def aanswer(collection: str, question: str, *, filter: Filter | Mapping[str, Any] | None = None,
             candidates: int | None = None, top: int | None = None, user: str | None = None,
-            allow: Allow | None = None, retrieval: Retrieval | None = None) -> Pending[GroundedAnswer]:
+            allow: Allow | None = None, retrieval: Retrieval | None = None,
+            mode: SearchMode | None = None) -> Pending[GroundedAnswer]:
     """``answer`` without blocking the event loop: ``await aanswer(...)`` (``allow`` runs in the worker thread)."""
     return Pending(asyncio.to_thread(answer, collection, question, filter=filter, candidates=candidates, top=top,
-                                     user=user, allow=allow, retrieval=retrieval), "aanswer")
+                                     user=user, allow=allow, retrieval=retrieval, mode=mode), "aanswer")

@@ -373,7 +373,7 @@ def settings_for(
             "model": names[i],
             "dimensions": dimensions,
             "base_url": server.url,
-            "timeout": 2.0,
+            "timeout": 10.0,  # a loaded CI machine answers late; the timeout tests set their own
             **(model or {}),
         }
         for i, server in enumerate(servers)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import queue
+import signal
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -119,6 +120,10 @@ def serve(argv: Sequence[str]) -> NoReturn:
     from flower.app import Flower
 
     Flower.pool_executor_cls = DaemonThreadPool
+    # SIGINT left ignored or blocked by whatever started this process survives exec, and Python then installs
+    # no KeyboardInterrupt for it (seen under pytest-xdist): Ctrl-C stops Flower whatever its parent did.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     celery.main(args=["-A", "worker", "flower", *argv], prog_name="celery")
     raise SystemExit(0)  # pragma: no cover - click's main exits
 

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from producer.cli.console import guarded, say, short
-from producer.cli.search import parse_filter
+from producer.cli.search import MODE_HELP, parse_filter, parse_mode
 
 __all__ = ["ask"]
 
@@ -18,13 +18,14 @@ def ask(
     question: str,
     filter: Annotated[str | None, typer.Option("--filter", "-f", help='JSON, e.g. {"owner_id": 7}')] = None,
     as_json: Annotated[bool, typer.Option("--json", help="the answer and its sources as JSON")] = False,
+    mode: Annotated[str | None, typer.Option("--mode", "-m", help=MODE_HELP)] = None,
 ) -> None:
     """Answer a question from a collection's passages, citing them; exit 2 when they do not hold the answer."""
     from dataclasses import asdict
 
     from store.query import answer
 
-    grounded = guarded(lambda: answer(collection, question, filter=parse_filter(filter)))
+    grounded = guarded(lambda: answer(collection, question, filter=parse_filter(filter), mode=parse_mode(mode)))
     if as_json:
         print(json.dumps(asdict(grounded), indent=2, default=str))
     elif grounded.answered:

@@ -11,7 +11,10 @@ from rich.text import Text
 
 from producer.cli.console import guarded, out, short
 
-__all__ = ["parse_filter", "search"]
+__all__ = ["MODE_HELP", "parse_filter", "parse_mode", "search"]
+
+#: ``--mode`` of ``search`` and ``ask``.
+MODE_HELP = "vector, keyword (BM25) or hybrid; default: the collection's search.mode"
 
 
 def search(
@@ -20,13 +23,15 @@ def search(
     filter: Annotated[str | None, typer.Option("--filter", "-f", help='JSON, e.g. {"kind": "call"}')] = None,
     limit: Annotated[int, typer.Option("--limit", "-n")] = 10,
     min_score: Annotated[float | None, typer.Option("--min-score")] = None,
+    mode: Annotated[str | None, typer.Option("--mode", "-m", help=MODE_HELP)] = None,
 ) -> None:
     """Search a collection with a text query and an optional metadata filter."""
     from store.query import search as run_search
 
     def go() -> list[Any]:
         parsed = parse_filter(filter)
-        return run_search(collection, query, filter=parsed, limit=limit, min_score=min_score)
+        return run_search(collection, query, filter=parsed, limit=limit, min_score=min_score,
+                          mode=parse_mode(mode))
 
     matches = guarded(go)
     table = Table("score", "id", "text", "metadata")
@@ -34,6 +39,13 @@ def search(
         # Stored data is printed literally: a chunk holding "[/b]" or "[link=...]" is text, not markup.
         table.add_row(f"{m.score:.3f}", Text(m.id), Text(short(m.text, 80)), Text(short(json.dumps(m.metadata), 60)))
     out.print(table)
+
+
+def parse_mode(text: str | None) -> Any:
+    """The ``--mode`` of ``search`` and ``ask``: None (the collection's), or a mode checked by name."""
+    from store.vectors.modes import check_mode
+
+    return None if text is None else check_mode(text)
 
 
 def parse_filter(text: str | None) -> dict[str, Any] | None:

@@ -36,6 +36,7 @@ from store.client import Client, default_client
 from store.errors import ConfigError
 from store.vectors.base import DEFAULT_LIMIT, MAX_LIMIT, Collection, QueryEmbedder
 from store.vectors.filters import Filter
+from store.vectors.modes import SearchMode
 from store.vectors.records import VectorMatch, VectorRecord
 
 __all__ = ["VectorsyncEmbeddings", "VectorsyncRetriever", "VectorsyncVectorStore", "document", "embed_many"]
@@ -57,9 +58,10 @@ class VectorsyncRetriever(BaseRetriever):
     """The ``k`` chunks of ``collection`` closest to a query, as Documents.
 
     ``filter`` (a Filter or its JSON form) holds for every call; ``invoke(query, k=..., filter=...)``
-    overrides ``k`` and ANDs its filter in. ``search_kwargs`` and any other keyword of ``invoke`` go to
-    ``Client.search`` as they are (``min_score`` today). Raises ConfigError (a bad filter, or one that does not
-    pin the collection's ``required_filter``), StoreUnavailable, EmbeddingError.
+    overrides ``k`` and ANDs its filter in. ``mode`` is the search mode (``vector``, ``keyword``, ``hybrid``;
+    None: the collection's ``search.mode``); ``invoke(query, mode=...)`` overrides it. ``search_kwargs`` and any
+    other keyword of ``invoke`` go to ``Client.search`` as they are (``min_score`` today). Raises ConfigError
+    (a bad filter, or one that does not pin the collection's ``required_filter``), StoreUnavailable, EmbeddingError.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -67,13 +69,15 @@ class VectorsyncRetriever(BaseRetriever):
     collection: str
     k: int = DEFAULT_LIMIT
     filter: Filter | dict[str, Any] | None = None
+    mode: SearchMode | None = None
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
     client: Client | None = Field(default=None, exclude=True)
 
     def _options(self, kwargs: dict[str, Any]) -> tuple[int, FilterLike | None, dict[str, Any]]:
         for name in _LANGCHAIN_KWARGS:
             kwargs.pop(name, None)
-        return kwargs.pop("k", self.k), kwargs.pop("filter", None), {**self.search_kwargs, **kwargs}
+        chosen = {"mode": self.mode} if self.mode is not None else {}
+        return kwargs.pop("k", self.k), kwargs.pop("filter", None), {**chosen, **self.search_kwargs, **kwargs}
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
                                 **kwargs: Any) -> list[Document]:

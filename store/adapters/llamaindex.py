@@ -27,6 +27,7 @@ from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle
 from store.adapters.base import FilterLike, asearch, search
 from store.client import Client
 from store.vectors.base import DEFAULT_LIMIT
+from store.vectors.modes import SearchMode
 from store.vectors.records import VectorMatch
 
 __all__ = ["VectorsyncRetriever", "node"]
@@ -48,19 +49,22 @@ def node(match: VectorMatch) -> NodeWithScore:
 class VectorsyncRetriever(BaseRetriever):
     """The ``similarity_top_k`` chunks of ``collection`` closest to a query.
 
-    ``filter`` is a Filter or its JSON form; ``search_kwargs`` go to ``Client.search`` as they are
-    (``min_score`` today); ``client`` None is this process's default client. Raises ConfigError (a bad
+    ``filter`` is a Filter or its JSON form; ``mode`` the search mode (``vector``, ``keyword``, ``hybrid``; None:
+    the collection's ``search.mode``); ``search_kwargs`` go to ``Client.search`` as they are (``min_score``
+    today); ``client`` None is this process's default client. Raises ConfigError (a bad
     filter, or one that does not pin the collection's ``required_filter``), StoreUnavailable, EmbeddingError.
     """
 
     def __init__(self, collection: str, *, similarity_top_k: int = DEFAULT_LIMIT, filter: FilterLike | None = None,
                  search_kwargs: Mapping[str, Any] | None = None, client: Client | None = None,
-                 callback_manager: CallbackManager | None = None, verbose: bool = False) -> None:
+                 callback_manager: CallbackManager | None = None, verbose: bool = False,
+                 mode: SearchMode | None = None) -> None:
         super().__init__(callback_manager=callback_manager, verbose=verbose)
         self.collection = collection
         self.similarity_top_k = similarity_top_k
         self.filter = filter
-        self.search_kwargs = dict(search_kwargs or {})
+        self.search_kwargs = {**({"mode": mode} if mode is not None else {}), **dict(search_kwargs or {})}
+        self.mode = mode
         self.client = client
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

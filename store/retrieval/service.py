@@ -23,7 +23,7 @@ from store.retrieval.base import Chat, Reranker
 from store.retrieval.grounding import ANSWER_SCHEMA, GroundedAnswer, check_answer, excerpt, messages
 from store.retrieval.providers import FakeChat, FakeReranker, build_chat, build_reranker
 from store.settings import RetrievalSettings, Settings
-from store.vectors import Collection, Filter, VectorMatch, VectorStore
+from store.vectors import Collection, Filter, SearchMode, VectorMatch, VectorStore
 
 __all__ = ["Allow", "Retrieval", "allowed"]
 
@@ -50,6 +50,8 @@ class Retrieval:
         for name, declared in settings.collections.items():  # on a store not built from these settings too
             if declared.required_filter and name not in store.required_filters:
                 store.require_filter(name, declared.required_filter)
+            if name not in store.search_settings:
+                store.configure_search(name, declared.search)
         rerank = named_entries(settings, section.rerank, task="rerank", setting="retrieval.rerank")
         answer = named_entries(settings, section.answer, task="chat", setting="retrieval.answer")
         rerankers: list[Reranker] = [build_reranker(name, model) for name, model in rerank]
@@ -88,9 +90,10 @@ class Retrieval:
 
     def answer(self, collection: str, question: str, *, filter: Filter | Mapping[str, Any] | None = None,
                candidates: int | None = None, top: int | None = None, user: str | None = None,
-               allow: Allow | None = None) -> GroundedAnswer:
-        """Search ``collection`` with the caller's ``filter``, rerank, and ask the chat chain for an answer that
-        cites the passages. ``answered`` is False, with a reason, when they do not hold one.
+               allow: Allow | None = None, mode: SearchMode | None = None) -> GroundedAnswer:
+        """Search ``collection`` with the caller's ``filter`` (in search ``mode``; None: the collection's), rerank,
+        and ask the chat chain for an answer that cites the passages. ``answered`` is False, with a reason, when
+        they do not hold one.
 
         ``allow(matches)`` returns the matches the caller may read (the app's own access rules); the others
         are dropped before any model sees them. ``user`` names the caller in the cost metrics.
@@ -103,7 +106,7 @@ class Retrieval:
             where = Filter.from_dict(filter) if isinstance(filter, Mapping) else filter
             target = (self.opener(collection, self.declared) if self.opener is not None  # never a table for a typo
                       else self.store.open(collection, declared=self.declared))
-            found = target.search(question, filter=where, limit=wanted)
+            found = target.search(question, filter=where, limit=wanted, mode=mode)
             if allow is not None and found:
                 found = allowed(found, allow)
             if not found:  # the same reason when allow dropped them all: it never tells that hidden passages exist

@@ -26,6 +26,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from store.errors import ConfigError
 from store.settings.capture import CaptureSettings
 from store.settings.collection_names import check_declared_name
+from store.settings.search import SearchSettings
 from store.settings.section import Section, redacted_repr_args
 from store.settings.source import FIELD_PATTERN, SourceSettings
 from store.settings.urls import without_credentials
@@ -33,7 +34,8 @@ from store.settings.urls import without_credentials
 __all__ = [
     "DEFAULT_BROKER_URL", "DEFAULT_CONFIG_PATH", "FIELD_PATTERN", "BrokerSettings", "CacheSettings", "CaptureSettings",
     "ChunkerSettings", "CollectionSettings", "EmbeddingSettings", "FieldType", "FlowerSettings", "IndexSettings",
-    "LimitSettings", "ModelSettings", "NetworkSettings", "RetrievalSettings", "Settings", "SourceSettings",
+    "LimitSettings", "ModelSettings", "NetworkSettings", "RetrievalSettings", "SearchSettings", "Settings",
+    "SourceSettings",
     "StateSettings", "VectorSettings", "WorkerSettings", "default", "load_settings"
 ]
 
@@ -269,6 +271,7 @@ class CollectionSettings(Section):
     source: SourceSettings = Field(default_factory=SourceSettings)
     chunker: ChunkerSettings = Field(default_factory=ChunkerSettings)
     index: IndexSettings = Field(default_factory=IndexSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
     #: Metadata fields every search must pin to one value (tenancy: ``["workspace_id"]``); a search without
     #: an equality on each, ANDed at the top, is refused.
     required_filter: list[Annotated[str, StringConstraints(pattern=FIELD_PATTERN, max_length=200)]] = Field(

@@ -6,6 +6,9 @@ drivers only when a store of theirs is built.
 
 from store.vectors.base import Collection, Metric, QueryEmbedder, VectorStore
 from store.vectors.filters import Filter
+from store.vectors.modes import SearchMode
 from store.vectors.records import VectorMatch, VectorRecord
 
-__all__ = ["Collection", "Filter", "Metric", "QueryEmbedder", "VectorMatch", "VectorRecord", "VectorStore"]
+__all__ = [
+    "Collection", "Filter", "Metric", "QueryEmbedder", "SearchMode", "VectorMatch", "VectorRecord", "VectorStore",
+]

@@ -22,14 +22,15 @@ def memory_store(*, dimensions: int, metric: Metric = DEFAULT_METRIC,
 
 
 def open_store(settings: Settings, *, embedder: QueryEmbedder | None = None) -> VectorStore:
-    """The store ``[vectors]`` names, with ``[limits]``, declared indexed fields and required filters.
-    Raises ConfigError, StoreUnavailable."""
+    """The store ``[vectors]`` names, with ``[limits]``, declared indexed fields, required filters and search
+    settings. Raises ConfigError, StoreUnavailable."""
     store = _backend(settings, embedder)
     store.limits = settings.limits
     store.indexed = {name: c.index.fields for name, c in settings.collections.items() if c.index.fields}
     for name, declared in settings.collections.items():
         if declared.required_filter:
             store.require_filter(name, declared.required_filter)
+        store.configure_search(name, declared.search)
     return store
 
 

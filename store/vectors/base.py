@@ -12,9 +12,12 @@ from collections.abc import Set as AbstractSet
 from typing import Literal, Protocol
 
 from store.errors import ConfigError
-from store.settings import LimitSettings, VectorSettings, default
+from store.settings import LimitSettings, SearchSettings, VectorSettings, default
 from store.vectors.filters import Filter, check_size
+from store.vectors.fusion import hybrid
 from store.vectors.indexed import IndexedFields, check_declared, check_indexed
+from store.vectors.keyword.analyzer import Analyzer, analyzer
+from store.vectors.modes import SearchMode, check_mode
 from store.vectors.records import VectorMatch, VectorRecord, check_collection_name, validate_record, validate_vector
 from store.vectors.tenancy import check_scoped, required_fields
 from store.vectors.timing import observe_search
@@ -50,6 +53,16 @@ class Collection:
         self.indexed: IndexedFields = {}
         #: Fields every search must pin to one value (``VectorStore.require_filter``).
         self.required_filter: tuple[str, ...] = ()
+        #: ``[collections.NAME.search]``: the default mode, the analyzer's language, hybrid fusion.
+        self.search_settings = SearchSettings()
+        #: Whether hybrid search runs its vector leg in a thread beside the keyword leg (a backend whose
+        #: searches are server round trips on a connection pool says yes).
+        self.parallel_legs = False
+
+    @property
+    def analyzer(self) -> Analyzer:
+        """The keyword analyzer of this collection's language (``search_settings.language``)."""
+        return analyzer(self.search_settings.language)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} {self.dimensions}-d {self.metric}>"
@@ -96,22 +109,33 @@ class Collection:
         filter: Filter | None = None,
         limit: int = DEFAULT_LIMIT,
         min_score: float | None = None,
+        mode: SearchMode | None = None,
     ) -> list[VectorMatch]:
-        """The ``limit`` records closest to ``query`` among those matching ``filter``, best first.
+        """The ``limit`` records that best match ``query`` among those matching ``filter``, best first.
 
-        ``query`` is a text (embedded with the store's embeddings) or a vector. A collection with a required
-        filter refuses a ``filter`` that does not pin each of its fields to one value (``store.vectors.tenancy``).
+        ``mode`` (None: ``search_settings.mode``): ``vector`` ranks by embedding similarity (``query`` a text,
+        embedded with the store's embeddings, or a vector); ``keyword`` by BM25 over the analyzer's terms;
+        ``hybrid`` fuses both by weighted reciprocal rank (``store.vectors.fusion``). Keyword and hybrid need a
+        text. ``min_score`` drops matches below it, on the mode's own score: the similarity (vector), the BM25
+        score (keyword, 0 and up) or the fused score (hybrid, at most ``(vector_weight + keyword_weight) /
+        (rrf_k + 1)``). A collection with a required filter refuses a ``filter`` that does not pin each of its
+        fields to one value (``store.vectors.tenancy``), in every mode.
         Raises ConfigError, StoreUnavailable, EmbeddingError.
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
             raise ConfigError(f"limit {limit!r} is not allowed: use a whole number from 1 to {MAX_LIMIT}")
         if min_score is not None and not isinstance(min_score, int | float):
             raise ConfigError(f"min_score {min_score!r} is not a number")
+        chosen = self.search_settings.mode if mode is None else check_mode(mode)
         started = time.perf_counter()
         where = self._filter(filter)
         check_scoped(self.name, self.required_filter, where)
-        vector = self._query_vector(query)
-        matches = self._search(vector, where, limit)
+        if chosen == "vector":
+            matches = self._search(self._query_vector(query), where, limit)
+        elif chosen == "keyword":
+            matches = self._keyword(self._query_text(query, chosen), where, limit)
+        else:
+            matches = self._hybrid(self._query_text(query, chosen), where, limit)
         if min_score is not None:
             matches = [m for m in matches if m.score >= min_score]
         observe_search(self.name, time.perf_counter() - started)
@@ -175,6 +199,23 @@ class Collection:
         self._check_norm(vector, what="query vector")
         return vector
 
+    def _query_text(self, query: str | Sequence[float], mode: SearchMode) -> str:
+        if isinstance(query, str):
+            return query
+        raise ConfigError(
+            f"a {mode} search of collection {self.name!r} needs a text query, got a vector: pass the query's text, "
+            "or mode='vector' to search by vector (collections.NAME.search.mode sets the default)"
+        )
+
+    def _keyword(self, text: str, where: Filter | None, limit: int) -> list[VectorMatch]:
+        terms = self.analyzer.query_terms(text)
+        return self._keyword_search(terms, where, limit) if terms else []  # only stop words: nothing to rank
+
+    def _hybrid(self, text: str, where: Filter | None, limit: int) -> list[VectorMatch]:
+        return hybrid(self.search_settings, limit=limit, parallel=self.parallel_legs,
+                      vectors=lambda depth: self._search(self._query_vector(text), where, depth),
+                      keywords=lambda depth: self._keyword(text, where, depth))
+
     # -- backend hooks ----------------------------------------------------------------
 
     def _upsert(self, records: list[VectorRecord]) -> None:
@@ -190,6 +231,11 @@ class Collection:
         raise NotImplementedError
 
     def _search(self, vector: list[float], filter: Filter | None, limit: int) -> list[VectorMatch]:
+        raise NotImplementedError
+
+    def _keyword_search(self, terms: list[str], filter: Filter | None, limit: int) -> list[VectorMatch]:
+        """The ``limit`` records matching ``filter`` with the best BM25 score for the distinct query ``terms``
+        (``store.vectors.keyword.bm25``), best first, ties by id; records holding none of them are not returned."""
         raise NotImplementedError
 
     def _count(self, filter: Filter | None) -> int:
@@ -232,6 +278,8 @@ class VectorStore:
         self.indexed: dict[str, IndexedFields] = {}
         #: Fields each search must pin, per collection name (``[collections.NAME] required_filter``).
         self.required_filters: dict[str, tuple[str, ...]] = {}
+        #: Search settings per collection name (``[collections.NAME.search]``); others take the defaults.
+        self.search_settings: dict[str, SearchSettings] = {}
         self._collections: dict[str, Collection] = {}
 
     def collection(self, name: str) -> Collection:
@@ -293,6 +341,7 @@ class VectorStore:
         collection = self._ensure(check_collection_name(name))
         collection.limits = self.limits
         collection.required_filter = self.required_filters.get(name, ())
+        collection.search_settings = self.searching(name)
         collection.declare_indexes(self.indexed.get(name, {}))
         self._collections[name] = collection
         return collection
@@ -304,6 +353,18 @@ class VectorStore:
         self.required_filters[check_collection_name(name)] = checked
         if name in self._collections:
             self._collections[name].required_filter = checked
+
+    def configure_search(self, name: str, settings: SearchSettings) -> None:
+        """Search ``name`` as ``settings`` say (``[collections.NAME.search]``; ``open_store`` does it for every
+        declared one). An open collection whose analyzer language changes has its stored text analyzed again."""
+        self.search_settings[check_collection_name(name)] = settings
+        held = self._collections.get(name)
+        if held is not None and held.search_settings != settings:
+            self.ensure_collection(name)
+
+    def searching(self, name: str) -> SearchSettings:
+        """The search settings of collection ``name`` (the defaults unless ``configure_search`` said otherwise)."""
+        return self.search_settings.get(name) or SearchSettings()
 
     def drop_collection(self, name: str) -> None:
         """Delete the collection ``name`` and everything in it, if it exists."""

@@ -1,17 +1,21 @@
 """The memory backend: exact search with numpy; the reference the other backends must match.
 
 ``replace_where`` holds the collection's lock, so readers see the old set or
-the new set, never both or neither.
+the new set, never both or neither. Keyword search is the reference BM25
+(``store.vectors.keyword.bm25``): each record's terms are counted at write, and
+the statistics (N, avgdl, df) are computed over the whole collection at query time.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import Counter
 
 import numpy as np
 
 from store.vectors.base import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
 from store.vectors.filters import Filter
+from store.vectors.keyword import bm25
 from store.vectors.records import VectorMatch, VectorRecord
 
 __all__ = ["MemoryCollection", "MemoryStore", "scores"]
@@ -33,16 +37,30 @@ class MemoryCollection(Collection):
     def __init__(self, name: str, *, dimensions: int, metric: Metric, embedder: QueryEmbedder | None = None):
         super().__init__(name, dimensions=dimensions, metric=metric, embedder=embedder)
         self._records: dict[str, VectorRecord] = {}
+        #: Each record's term frequencies, made by the analyzer ``_analyzed_by`` names.
+        self._terms: dict[str, Counter[str]] = {}
+        self._analyzed_by = self.analyzer.identity
         self._lock = threading.RLock()
 
     def _upsert(self, records: list[VectorRecord]) -> None:
         with self._lock:
+            terms = self._term_index()
             self._records.update((r.id, r) for r in records)
+            terms.update((r.id, self.analyzer.frequencies(r.text)) for r in records)
 
     def _delete_ids(self, ids: list[str]) -> None:
         with self._lock:
             for id in ids:
                 self._records.pop(id, None)
+                self._terms.pop(id, None)
+
+    def _term_index(self) -> dict[str, Counter[str]]:
+        """The records' term frequencies, analyzed again when the collection's language changed."""
+        with self._lock:
+            if self._analyzed_by != self.analyzer.identity:
+                self._terms = {id: self.analyzer.frequencies(r.text) for id, r in self._records.items()}
+                self._analyzed_by = self.analyzer.identity
+            return self._terms
 
     def _delete_where(self, filter: Filter) -> None:
         with self._lock:
@@ -70,6 +88,23 @@ class MemoryCollection(Collection):
                         metadata=dict(candidates[i].metadata))
             for i in best
         ]
+
+    def _keyword_search(self, terms: list[str], filter: Filter | None, limit: int) -> list[VectorMatch]:
+        with self._lock:
+            index = self._term_index()
+            held = [(self._records[id], counts) for id, counts in index.items() if counts]
+        if not held:
+            return []
+        lengths = np.asarray([sum(counts.values()) for _, counts in held], dtype=np.float64)
+        tf = np.asarray([[counts.get(t, 0) for t in terms] for _, counts in held], dtype=np.float64)
+        df = np.count_nonzero(tf, axis=0)
+        idf = np.asarray([bm25.idf(int(d), len(held)) for d in df])
+        found = bm25.term_weights(tf, lengths, float(lengths.mean())) @ idf
+        scored = [i for i in np.flatnonzero(tf.any(axis=1))
+                  if filter is None or filter.matches(held[i][0].metadata)]
+        best = sorted(scored, key=lambda i: (-found[i], held[i][0].id))[:limit]
+        return [VectorMatch(id=held[i][0].id, score=float(found[i]), text=held[i][0].text,
+                            metadata=dict(held[i][0].metadata)) for i in best]
 
     def _count(self, filter: Filter | None) -> int:
         return len(self._matching(filter))
@@ -100,6 +135,7 @@ class MemoryStore(VectorStore):
             held = self._held[name]
         with held._lock:
             held._records.clear()
+            held._terms.clear()
 
     def _list(self) -> list[str]:
         with self._lock:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -50,6 +51,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if "tests/reliability" in str(item.fspath):
             item.add_marker(pytest.mark.reliability)
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failed scenario's report carries the logs of the workers it ran (its tmp_path's ``*.log``): the
+    scenario's own folder is gone by the time anyone reads the report."""
+    report = yield
+    folder = getattr(item, "funcargs", {}).get("tmp_path")
+    if report.failed and call.when == "call" and isinstance(folder, Path):
+        for log in sorted(folder.rglob("*.log")):
+            report.sections.append((f"worker log {log.relative_to(folder)}", worker_log_tail(log)))
+    return report
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -269,9 +282,27 @@ def make_rig(folder: Path, database: str, *, persistent: bool = False, host: str
                                         **settings))
         try:
             yield Rig(config, load_settings(config), collection, crm, primary, backup, database, broker)
+        except AssertionError as exc:  # a scenario that failed says what its workers logged
+            raise AssertionError(f"{exc}\n{worker_logs(folder)}") from exc
         finally:
             crm.close()
             broker.kill()
+
+
+#: Worker log lines that say nothing of a failure: a task received, or done.
+_ROUTINE = re.compile(r"Task \S+\[[\w-]+\] (?:received|succeeded in)")
+
+
+def worker_log_tail(log: Path, lines: int = 80) -> str:
+    """The last ``lines`` lines of a worker log that are not a task received or done."""
+    kept = [line for line in log.read_text(errors="replace").splitlines() if not _ROUTINE.search(line)]
+    return "\n".join(kept[-lines:])
+
+
+def worker_logs(folder: Path) -> str:
+    """``worker_log_tail`` of each worker log in ``folder``."""
+    tails = [f"--- {log.name} ---\n{worker_log_tail(log)}" for log in sorted(folder.glob("*.log"))]
+    return "\n".join(tails) or f"no worker log in {folder}"
 
 
 @pytest.fixture

@@ -176,6 +176,8 @@ def open_declared(store: VectorStore, name: str, declared: Mapping[str, Collecti
     config = declared.get(name)
     if config is not None and config.required_filter and name not in store.required_filters:
         store.require_filter(name, config.required_filter)
+    if config is not None and name not in store.search_settings:
+        store.configure_search(name, config.search)
     return store.open(name, declared=set(declared))
 
 
@@ -256,6 +258,8 @@ class Router:
                 store.require_filter(physical, declared.required_filter)
             if declared.index.fields:
                 store.indexed.setdefault(physical, declared.index.fields)
+            if physical not in store.search_settings:
+                store.configure_search(physical, declared.search)
         return store, physical
 
     def close(self) -> None:

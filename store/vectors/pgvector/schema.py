@@ -3,8 +3,13 @@
 Table ``<prefix><name>``: ``id`` (primary key), ``record_id`` (btree),
 ``chunk``, ``embedding`` (``vector(d)``, ``halfvec(d)`` above 2000
 dimensions, HNSW for the metric), ``text``, ``metadata`` (jsonb, GIN),
-``model``, ``updated_at``. Each declared indexed field adds a btree index on
-``metadata -> 'field'`` (named ``<table>_by_<hash of the field>``).
+``model``, ``updated_at``, and for keyword search ``keywords`` (jsonb ``{term: tf}``, GIN) and
+``keyword_length``, with the statistics table ``<table>_kwstats`` (``keywords.py``). Each declared indexed
+field adds a btree index on ``metadata -> 'field'`` (named ``<table>_by_<hash of the field>``).
+
+A table made before keyword search, or whose terms another analyzer made (the column's comment names it),
+is upgraded when it is opened: the columns and the statistics table added, every row's stored text analyzed
+again (no re-embedding), the GIN index built; all in one transaction under the table's advisory lock.
 """
 
 from __future__ import annotations
@@ -21,11 +26,14 @@ from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP
 from store.errors import ConfigError
 from store.state.sql import advisory_lock
 from store.vectors.base import Metric
+from store.vectors.keyword import Analyzer
+from store.vectors.pgvector.keywords import backfill, stats_table
 
 __all__ = [
     "MAX_HALFVEC_DIMENSIONS",
     "MAX_VECTOR_DIMENSIONS",
     "Schema",
+    "analyzed_by",
     "bulk_indexes",
     "embedding_type",
     "ensure_field_indexes",
@@ -96,6 +104,8 @@ class Schema:
             sa.Column("metadata", JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")),
             sa.Column("model", sa.Text, nullable=False, server_default=""),
             sa.Column("updated_at", TIMESTAMP(timezone=True), nullable=False, server_default=sa.func.now()),
+            sa.Column("keywords", JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")),
+            sa.Column("keyword_length", sa.Integer, nullable=False, server_default="0"),
             # fastupdate off: a pending list would be scanned whole by every filtered search until vacuumed
             sa.Index(f"{table_name}_metadata_idx", "metadata", postgresql_using="gin",
                      postgresql_ops={"metadata": "jsonb_path_ops"}, postgresql_with={"fastupdate": "off"}),
@@ -104,15 +114,20 @@ class Schema:
                 postgresql_with={"m": self.hnsw_m, "ef_construction": self.hnsw_ef_construction},
                 postgresql_ops={"embedding": self.ops},
             ),
+            sa.Index(f"{table_name}_keywords_idx", "keywords", postgresql_using="gin",
+                     postgresql_with={"fastupdate": "off"}),
         )
 
-    def ensure(self, conn: sa.Connection, name: str) -> sa.Table:
-        """Create the table of ``name`` if missing; one of another size or metric is a ConfigError."""
+    def ensure(self, conn: sa.Connection, name: str, analyzer: Analyzer) -> sa.Table:
+        """Create the table of ``name`` if missing; one of another size or metric is a ConfigError. An existing one
+        without keyword terms by ``analyzer`` gains them (the module docstring)."""
         table = self.table(name)
         advisory_lock(conn, table.name)
         found = embedding_type(conn, table.name)
         if found is None:
             table.create(conn)
+            stats_table(table).create(conn)
+            _mark(conn, table.name, analyzer)
         elif found != f"{self.vector_type}({self.dimensions})":
             raise ConfigError(
                 f"table {table.name!r} of collection {name!r} holds embeddings of type {found}; "
@@ -121,6 +136,7 @@ class Schema:
         else:
             self._check_metric(conn, table.name, name)
             _without_pending_list(conn, f"{table.name}_metadata_idx")
+            _keywords_by(conn, table, analyzer)
         return table
 
     def _check_metric(self, conn: sa.Connection, table_name: str, name: str) -> None:
@@ -144,8 +160,38 @@ class Schema:
 
 
 def bulk_indexes(table: sa.Table) -> list[sa.Index]:
-    """The indexes a bulk load into an empty table drops and builds after the rows: HNSW and the GIN."""
-    return [i for i in table.indexes if i.name and i.name.endswith(("_embedding_idx", "_metadata_idx"))]
+    """The indexes a bulk load into an empty table drops and builds after the rows: HNSW and the GINs."""
+    built_after = ("_embedding_idx", "_metadata_idx", "_keywords_idx")
+    return [i for i in table.indexes if i.name and i.name.endswith(built_after)]
+
+
+def analyzed_by(conn: sa.Connection, table_name: str) -> str | None:
+    """Which analyzer made the table's keyword terms (the column's comment), or None without the column."""
+    query = sa.text("SELECT coalesce(col_description(attrelid, attnum), '') FROM pg_attribute "
+                    "WHERE attrelid = to_regclass(:t) AND attname = 'keywords' AND NOT attisdropped")
+    return conn.execute(query, {"t": table_name}).scalar_one_or_none()
+
+
+def _mark(conn: sa.Connection, table_name: str, analyzer: Analyzer) -> None:
+    raw = conn.connection.driver_connection
+    raw.execute(sql.SQL("COMMENT ON COLUMN {}.keywords IS {}").format(  # type: ignore[union-attr]
+        sql.Identifier(table_name), sql.Literal(f"vectorsync analyzer {analyzer.identity}")))
+
+
+def _keywords_by(conn: sa.Connection, table: sa.Table, analyzer: Analyzer) -> None:
+    """Give a table keyword terms by ``analyzer`` if it lacks them or another analyzer made them (a backfill)."""
+    if analyzed_by(conn, table.name) == f"vectorsync analyzer {analyzer.identity}":
+        return
+    raw = conn.connection.driver_connection
+    name = sql.Identifier(table.name)
+    raw.execute(sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS keywords jsonb NOT NULL DEFAULT '{{}}'::jsonb, "  # type: ignore[union-attr]
+                        "ADD COLUMN IF NOT EXISTS keyword_length integer NOT NULL DEFAULT 0").format(name))
+    stats_table(table).create(conn, checkfirst=True)
+    backfill(conn, table, analyzer.frequencies)
+    keywords_index = next(i for i in table.indexes if i.name == f"{table.name}_keywords_idx")
+    keywords_index.create(conn, checkfirst=True)
+    _mark(conn, table.name, analyzer)
+    raw.execute(sql.SQL("ANALYZE {}").format(name))  # type: ignore[union-attr]
 
 
 def embedding_type(conn: sa.Connection, table_name: str) -> str | None:

@@ -14,6 +14,8 @@ from psycopg import sql
 from store.settings import NetworkSettings, Settings, VectorSettings, default
 from store.state.sql import advisory_lock, make_engine, safe_url, transaction
 from store.vectors.base import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
+from store.vectors.keyword import analyzer
+from store.vectors.pgvector.keywords import stats_table
 from store.vectors.pgvector.schema import Schema
 from store.vectors.pgvector.table import PgvectorCollection
 
@@ -108,12 +110,14 @@ class PgvectorStore(VectorStore):
 
     def _ensure(self, name: str) -> Collection:
         with self.transaction() as conn:
-            table = self.schema.ensure(conn, name)
+            table = self.schema.ensure(conn, name, analyzer(self.searching(name).language))
         return PgvectorCollection(self, name, table)
 
     def _drop(self, name: str) -> None:
+        table = self.schema.table(name)
         with self.transaction() as conn:
-            self.schema.table(name).drop(conn, checkfirst=True)
+            table.drop(conn, checkfirst=True)
+            stats_table(table).drop(conn, checkfirst=True)
 
     def _reset(self, name: str) -> None:
         """TRUNCATE: the rows go at once whatever their number, the table and its indexes stay (empty); ANALYZE
@@ -122,7 +126,8 @@ class PgvectorStore(VectorStore):
         with self.transaction() as conn:
             advisory_lock(conn, table)
             raw = conn.connection.driver_connection
-            raw.execute(sql.SQL("TRUNCATE {}").format(sql.Identifier(table)))  # type: ignore[union-attr]
+            raw.execute(sql.SQL("TRUNCATE {}, {}").format(  # type: ignore[union-attr]
+                sql.Identifier(table), sql.Identifier(stats_table(self.schema.table(name)).name)))
             raw.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))  # type: ignore[union-attr]
 
     def _list(self) -> list[str]:

@@ -21,6 +21,7 @@ from store.vectors.base import Collection
 from store.vectors.filters import Filter
 from store.vectors.indexed import IndexedFields
 from store.vectors.pgvector.filters import compile_filter
+from store.vectors.pgvector.keywords import Delta, count_rows, ranked
 from store.vectors.pgvector.planner import OVERSHOOT, Plan, exact_search, observe, plan
 from store.vectors.pgvector.schema import bulk_indexes, ensure_field_indexes
 from store.vectors.records import VectorMatch, VectorRecord, canonical_json
@@ -35,8 +36,8 @@ BULK_LOAD_ROWS = 2000
 #: The most memory one HNSW build is given (a million 1536-d vectors need about this much).
 MAX_BUILD_MEMORY_MB = 8192
 
-_COLUMNS = ("id", "record_id", "chunk", "embedding", "text", "metadata", "model")
-_COPY_TYPES = ["text", "text", "int4", None, "text", "jsonb", "text"]
+_COLUMNS = ("id", "record_id", "chunk", "embedding", "text", "metadata", "model", "keywords", "keyword_length")
+_COPY_TYPES = ["text", "text", "int4", None, "text", "jsonb", "text", "jsonb", "int4"]
 
 
 class PgvectorCollection(Collection):
@@ -46,29 +47,38 @@ class PgvectorCollection(Collection):
         super().__init__(name, dimensions=store.dimensions, metric=store.metric, embedder=store.embedder)
         self._store = store
         self.table = table
+        self.parallel_legs = True  # each leg is one query on a pooled connection: hybrid waits for the slower
 
     def _where(self, filter: Filter | None) -> sa.ColumnElement[bool]:
         return sa.true() if filter is None else compile_filter(filter, self.table, self.indexed)
 
     def _upsert(self, records: list[VectorRecord]) -> None:
         with self._store.transaction() as conn:
-            self._write(conn, records)
+            delta = Delta(conn, self.table)
+            self._write(conn, records, delta)
+            delta.apply()
 
     def _delete_ids(self, ids: list[str]) -> None:
         with self._store.transaction() as conn:
-            conn.execute(sa.delete(self.table).where(self.table.c.id.in_(ids)))
+            delta = Delta(conn, self.table)
+            delta.delete(sa.delete(self.table).where(self.table.c.id.in_(ids)))
+            delta.apply()
 
     def _delete_where(self, filter: Filter) -> None:
         with self._store.transaction() as conn:
-            conn.execute(sa.delete(self.table).where(self._where(filter)))
+            delta = Delta(conn, self.table)
+            delta.delete(sa.delete(self.table).where(self._where(filter)))
+            delta.apply()
 
     def _replace_where(self, filter: Filter, records: list[VectorRecord]) -> None:
         with self._store.transaction() as conn:
             # Two swaps of the same set wait for each other; otherwise the second one's
             # delete could miss rows the first one is inserting.
             advisory_lock(conn, f"{self.table.name}:{canonical_json(filter.to_dict())}")
-            conn.execute(sa.delete(self.table).where(self._where(filter)))
-            self._write(conn, records, bulk=False)  # a table lock after the DELETE could deadlock
+            delta = Delta(conn, self.table)
+            delta.delete(sa.delete(self.table).where(self._where(filter)))
+            self._write(conn, records, delta, bulk=False)  # a table lock after the DELETE could deadlock
+            delta.apply()
 
     def _search(self, vector: list[float], filter: Filter | None, limit: int) -> list[VectorMatch]:
         distance = self._distance(vector)
@@ -88,6 +98,22 @@ class PgvectorCollection(Collection):
                 self._store.tune_search(conn, filtered=filter is not None)
                 rows = list(conn.execute(self._hnsw_query(distance, filter, limit)).all())
         return [VectorMatch(id=r.id, score=float(r.score), text=r.text, metadata=r.metadata) for r in rows]
+
+    def _keyword_search(self, terms: list[str], filter: Filter | None, limit: int) -> list[VectorMatch]:
+        """BM25 (``keywords.py``); a selective filter takes the planner's exact path, as the vector leg does."""
+        exact_rows = self._store.exact_search_rows
+        where = self._where(filter)
+        with self._store.transaction() as conn:
+            rows = None
+            if filter is not None and exact_rows > 0:
+                chosen = plan(conn, self.table, where, exact_rows=exact_rows)
+                if chosen.path == "exact":
+                    rows = ranked(conn, self.table, terms, where=where, limit=limit, cap=OVERSHOOT * exact_rows)
+                    if rows is None:
+                        chosen = Plan("hnsw", OVERSHOOT * exact_rows + 1, "overshoot")
+                observe(self.name, chosen, exact_rows=exact_rows)
+            found = rows if rows is not None else ranked(conn, self.table, terms, where=where, limit=limit)
+        return [VectorMatch(id=r.id, score=float(r.score), text=r.text, metadata=r.metadata) for r in found or []]
 
     def _hnsw_query(self, distance: Any, filter: Filter | None, limit: int) -> sa.Select[Any]:
         """Nearest rows through the HNSW index (iterative scans keep going until ``limit`` rows match)."""
@@ -147,7 +173,7 @@ class PgvectorCollection(Collection):
 
     # -- COPY ------------------------------------------------------------------------
 
-    def _write(self, conn: sa.Connection, records: list[VectorRecord], *, bulk: bool = True) -> None:
+    def _write(self, conn: sa.Connection, records: list[VectorRecord], delta: Delta, *, bulk: bool = True) -> None:
         if not records:
             return
         if bulk and len(records) >= BULK_LOAD_ROWS and self._empty_for_bulk(conn):
@@ -162,6 +188,10 @@ class PgvectorCollection(Collection):
         )
         self.copy_rows(raw, staging, records)
         load = sa.table(staging, *(sa.column(c) for c in _COLUMNS))
+        delta.add(sa.select(load.c.keywords, load.c.keyword_length), 1)
+        replaced = (sa.select(self.table.c.keywords, self.table.c.keyword_length)
+                    .where(self.table.c.id.in_(sa.select(load.c.id))).with_for_update())
+        delta.add(replaced, -1)  # the rows as locked: a concurrent write of one is counted once, by its writer
         insert = pg_insert(self.table).from_select(list(_COLUMNS), sa.select(*load.c))
         update = {c: insert.excluded[c] for c in _COLUMNS if c != "id"} | {"updated_at": sa.func.now()}
         conn.execute(insert.on_conflict_do_update(index_elements=["id"], set_=update))
@@ -178,6 +208,7 @@ class PgvectorCollection(Collection):
         for index in indexes:
             index.drop(conn, checkfirst=True)
         self.copy_rows(_driver(conn), self.table.name, records)
+        count_rows(conn, self.table)
         self._prepare_build(conn)
         for index in indexes:
             index.create(conn)
@@ -202,8 +233,10 @@ class PgvectorCollection(Collection):
             for r in records:
                 record_id, chunk = r.metadata.get("record_id"), r.metadata.get("chunk")
                 vector = np.asarray(r.embedding, dtype=np.float32)
+                terms = self.analyzer.frequencies(r.text)
                 copy.write_row((r.id, record_id, chunk, self._store.adapt(vector), r.text,
-                                psycopg.types.json.Jsonb(r.metadata), r.model))
+                                psycopg.types.json.Jsonb(r.metadata), r.model, psycopg.types.json.Jsonb(dict(terms)),
+                                sum(terms.values())))
 
 
 def _driver(conn: sa.Connection) -> psycopg.Connection[Any]:

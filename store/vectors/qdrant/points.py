@@ -21,6 +21,7 @@ from store.vectors.filters import Filter
 from store.vectors.indexed import IndexedFields
 from store.vectors.qdrant.client import translated
 from store.vectors.qdrant.filters import METADATA_KEY, excluding, payload_key, split_filter
+from store.vectors.qdrant.keywords import KEYWORDS, pin, query_vector, sparse_vector
 from store.vectors.records import VectorMatch, VectorRecord
 
 __all__ = [
@@ -61,9 +62,12 @@ def point_id(record_id: str) -> str:
 
 
 
-def _point(record: VectorRecord) -> models.PointStruct:
+def _point(record: VectorRecord, keywords: models.SparseVector | None) -> models.PointStruct:
     payload = {"id": record.id, "text": record.text, "model": record.model, METADATA_KEY: record.metadata}
-    return models.PointStruct(id=point_id(record.id), vector=list(record.embedding), payload=payload)
+    vector: dict[str, Any] = {"": list(record.embedding)}
+    if keywords is not None:
+        vector[KEYWORDS] = keywords
+    return models.PointStruct(id=point_id(record.id), vector=vector, payload=payload)
 
 
 def _metadata(payload: dict[str, Any] | None) -> dict[str, Any]:
@@ -100,6 +104,8 @@ class QdrantCollection(Collection):
         self._client = client
         self._where = where
         self._search_params = models.SearchParams(hnsw_ef=ef_search) if ef_search else None
+        #: The mean length the keyword weights use (``keywords.py``); None until the first terms are written.
+        self.avgdl: float | None = None
 
     def _calling(self, what: str) -> AbstractContextManager[None]:
         return translated(self._where, f"{what} in collection {self.name!r}")
@@ -115,9 +121,22 @@ class QdrantCollection(Collection):
     # -- writes -------------------------------------------------------------------------
 
     def _upsert(self, records: list[VectorRecord]) -> None:
+        counts = [self.analyzer.frequencies(r.text) for r in records]
         with self._calling("upsert points"):
-            for batch in _batches(records, UPSERT_BATCH):
-                self._client.upsert(self.name, points=[_point(r) for r in batch], wait=True)
+            avgdl = self._pinned_avgdl(counts)
+            points = [_point(r, sparse_vector(c, avgdl) if avgdl else None)
+                      for r, c in zip(records, counts, strict=True)]
+            for batch in _batches(points, UPSERT_BATCH):
+                self._client.upsert(self.name, points=list(batch), wait=True)
+
+    def _pinned_avgdl(self, counts: list[Any]) -> float | None:
+        """The avgdl of the weights: the collection's, or pinned now from the first terms written."""
+        if self.avgdl is None:
+            lengths = [n for c in counts if (n := sum(c.values()))]
+            if lengths:
+                self.avgdl = sum(lengths) / len(lengths)
+                pin(self._client, self.name, self.analyzer, self.avgdl)
+        return self.avgdl
 
     def _delete_ids(self, ids: list[str]) -> None:
         self._delete_points([point_id(id) for id in ids])
@@ -191,8 +210,18 @@ class QdrantCollection(Collection):
             return [self._match(p) for p in self._query(vector, where, limit=limit, offset=0)]
         return self._search_checked(vector, where, residual, limit)
 
+    def _keyword_search(self, terms: list[str], filter: Filter | None, limit: int) -> list[VectorMatch]:
+        """BM25 through the sparse vector (``keywords.py``); ties by id, as on the other backends."""
+        where, residual = split_filter(filter)
+        query = query_vector(terms)
+        if residual is None:
+            found = [self._match(p, keyword=True) for p in self._query(query, where, limit=limit, offset=0)]
+        else:
+            found = self._search_checked(query, where, residual, limit)
+        return sorted(found, key=lambda m: (-m.score, m.id))
+
     def _search_checked(
-        self, vector: list[float], where: models.Filter | None, residual: Filter, limit: int
+        self, vector: Any, where: models.Filter | None, residual: Filter, limit: int
     ) -> list[VectorMatch]:
         """Page through the closest points, best first, keeping those ``residual`` matches."""
         found: list[VectorMatch] = []
@@ -200,25 +229,28 @@ class QdrantCollection(Collection):
         while len(found) < limit:
             self._within_scan_cap(offset)
             points = self._query(vector, where, limit=page, offset=offset)
-            found.extend(self._match(p) for p in points if residual.matches(_metadata(p.payload)))
+            keyword = isinstance(vector, models.SparseVector)
+            found.extend(self._match(p, keyword=keyword) for p in points if residual.matches(_metadata(p.payload)))
             if len(points) < page:
                 break
             offset, page = offset + page, max(page, min(4 * page, MAX_SEARCH_PAGE))
         return found[:limit]
 
     def _query(
-        self, vector: list[float], where: models.Filter | None, *, limit: int, offset: int
+        self, vector: list[float] | models.SparseVector, where: models.Filter | None, *, limit: int, offset: int
     ) -> list[models.ScoredPoint]:
+        sparse = isinstance(vector, models.SparseVector)
         with self._calling("search"):
             return self._client.query_points(
                 self.name, query=vector, query_filter=where, limit=limit, offset=offset,
-                with_payload=True, with_vectors=False, search_params=self._search_params,
+                with_payload=True, with_vectors=False, using=KEYWORDS if sparse else None,
+                search_params=None if sparse else self._search_params,
             ).points
 
-    def _match(self, point: models.ScoredPoint) -> VectorMatch:
+    def _match(self, point: models.ScoredPoint, *, keyword: bool = False) -> VectorMatch:
         payload = point.payload or {}
         return VectorMatch(
-            id=str(payload.get("id", point.id)), score=self._score(point.score),
+            id=str(payload.get("id", point.id)), score=float(point.score) if keyword else self._score(point.score),
             text=str(payload.get("text", "")), metadata=_metadata(payload),
         )
 

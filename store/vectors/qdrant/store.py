@@ -17,8 +17,10 @@ from store.settings import VectorSettings, default
 from store.settings.urls import without_credentials
 from store.vectors.base import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
 from store.vectors.filters import check_field
+from store.vectors.keyword import analyzer
 from store.vectors.qdrant.client import driver_errors, is_server, translated
 from store.vectors.qdrant.filters import payload_key
+from store.vectors.qdrant.keywords import KEYWORDS, keyword_config, pin, upgrade
 from store.vectors.qdrant.points import QdrantCollection
 
 if TYPE_CHECKING:
@@ -109,23 +111,30 @@ class QdrantStore(VectorStore):
     # -- hooks ----------------------------------------------------------------------------
 
     def _ensure(self, name: str) -> Collection:
+        terms_by = analyzer(self.searching(name).language)
         with translated(self.url, f"open collection {name!r}"):
             if not self._client.collection_exists(name):
                 self._create(name)
+                pin(self._client, name, terms_by, None)
             params = self._client.get_collection(name).config.params.vectors
         self._check_params(name, params)
+        with translated(self.url, f"give collection {name!r} its keyword terms"):
+            avgdl = upgrade(self._client, name, terms_by)
         if self._server:
             self._index(name)
-        return QdrantCollection(
+        collection = QdrantCollection(
             name, client=self._client, where=self.url, dimensions=self.dimensions, metric=self.metric,
             embedder=self.embedder, ef_search=self._ef_search if self._server else None,
         )
+        collection.avgdl = avgdl
+        return collection
 
     def _create(self, name: str) -> None:
         """Create ``name``; losing a race with another process that created it is fine."""
         params = models.VectorParams(size=self.dimensions, distance=_DISTANCES[self.metric])
         try:
-            self._client.create_collection(name, vectors_config=params, hnsw_config=self._hnsw)
+            self._client.create_collection(name, vectors_config=params, hnsw_config=self._hnsw,
+                                           sparse_vectors_config={KEYWORDS: keyword_config()})
         except driver_errors():
             if not self._client.collection_exists(name):
                 raise
@@ -169,6 +178,9 @@ class QdrantStore(VectorStore):
         stay."""
         with translated(self.url, f"empty collection {name!r}"):
             self._client.delete(name, points_selector=models.FilterSelector(filter=models.Filter()), wait=True)
+            pin(self._client, name, analyzer(self.searching(name).language), None)  # the next terms pin anew
+        if name in self._collections:
+            self._collections[name].avgdl = None  # type: ignore[attr-defined]
 
     def _list(self) -> list[str]:
         with translated(self.url, "list collections"):

@@ -101,6 +101,8 @@ def test_call_command_runs_vectorsync_and_a_failure_is_a_command_error(settings_
     with pytest.raises(CommandError, match=r"^vectorsync search no_such x exited with 2$"):
         call_command("vectorsync", "search", "no_such", "x")
     assert "collection 'no_such' does not exist" in capsys.readouterr().err
+    with pytest.raises(CommandError, match=r"^vectorsync reindex django_tickets --nope: No such option: --nope$"):
+        call_command("vectorsync", "reindex", "django_tickets", "--nope")
 
 
 def test_django_options_are_not_passed_on() -> None:

@@ -147,8 +147,17 @@ def test_search_options_pass_through_to_client_search(indexed: testing.TaskQueue
     assert len(retriever.invoke("onboarding")) == sum(score >= threshold for score in scores)
     best = VectorsyncRetriever(collection="notes").invoke("onboarding", min_score=scores[0])
     assert len(best) == sum(score >= scores[0] for score in scores)
-    with pytest.raises(TypeError, match="mode"):  # an option search does not take is not silently dropped
-        VectorsyncRetriever(collection="notes", search_kwargs={"mode": "hybrid"}).invoke("onboarding")
+    with pytest.raises(TypeError, match="boost"):  # an option search does not take is not silently dropped
+        VectorsyncRetriever(collection="notes", search_kwargs={"boost": 2}).invoke("onboarding")
+
+
+def test_the_retriever_takes_a_search_mode(indexed: testing.TaskQueue) -> None:
+    for mode in ("keyword", "hybrid"):
+        expected = [m.id for m in indexed.client.search("notes", "onboarding call", mode=mode, limit=3)]
+        assert ids(VectorsyncRetriever(collection="notes", k=3, mode=mode).invoke("onboarding call")) == expected
+        assert ids(VectorsyncRetriever(collection="notes", k=3).invoke("onboarding call", mode=mode)) == expected
+    with pytest.raises(ConfigError, match="search mode 'fuzzy' is not allowed"):
+        VectorsyncRetriever(collection="notes").invoke("onboarding", mode="fuzzy")
 
 
 # -- the vector store: what the standard suites do not ask -----------------------------------------------

@@ -58,6 +58,13 @@ def test_each_node_carries_its_record_id_metadata_and_score(indexed: testing.Tas
     assert len(VectorsyncRetriever("notes", similarity_top_k=1).retrieve("onboarding")) == 1
 
 
+def test_the_retriever_takes_a_search_mode(indexed: testing.TaskQueue) -> None:
+    for mode in ("keyword", "hybrid"):
+        expected = [m.id for m in indexed.client.search("notes", "onboarding call", mode=mode, limit=3)]
+        nodes = VectorsyncRetriever("notes", similarity_top_k=3, mode=mode).retrieve("onboarding call")
+        assert [n.node.node_id for n in nodes] == expected
+
+
 async def test_the_async_path_and_a_required_filter(indexed: testing.TaskQueue) -> None:
     with pytest.raises(ConfigError, match=r"^collection 'scoped' is searched only with an equality filter on "
                                           r"workspace"):

@@ -93,15 +93,17 @@ def _flower_env(config: Path) -> dict[str, str]:
     return env
 
 
-def _start_flower(config: Path, log_path: Path, *options: str, dev: bool = False) -> Flower:
+def _start_flower(config: Path, log_path: Path, *options: str, dev: bool = False,
+                  sigint_ignored: bool = False) -> Flower:
     """``python -m worker.flower`` (``dev``: the command ``vectorsync dev`` runs) on a free port of 127.0.0.1,
-    once it answers /healthcheck."""
+    once it answers /healthcheck. ``sigint_ignored``: started as a parent that ignores SIGINT leaves it."""
     port = free_port()
     base = flower_command(port) if dev else [sys.executable, "-m", "worker.flower", f"--port={port}",
                                              "--address=127.0.0.1"]
     command = [*base, *options]
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, cwd=ROOT, env=_flower_env(config), stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(command, cwd=ROOT, env=_flower_env(config), stdout=log, stderr=subprocess.STDOUT,
+                                   preexec_fn=_ignore_sigint if sigint_ignored else None)
     flower = Flower(f"http://127.0.0.1:{port}", process, log_path)
     try:
         wait_for(lambda: _answers(flower), timeout=30, what="flower to answer /healthcheck")
@@ -110,6 +112,11 @@ def _start_flower(config: Path, log_path: Path, *options: str, dev: bool = False
         process.wait(timeout=10)
         raise
     return flower
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
 
 
 def _answers(flower: Flower) -> bool:
@@ -131,10 +138,21 @@ def _stop_flower(flower: Flower, sig: signal.Signals = signal.SIGINT) -> tuple[i
     try:
         process.wait(timeout=STOP_SECONDS)
     except subprocess.TimeoutExpired:
+        dispositions = _signal_dispositions(process.pid)
         process.kill()
         process.wait(timeout=10)
-        raise AssertionError(f"flower still ran {STOP_SECONDS:g}s after {sig.name}: {flower.output()}") from None
+        raise AssertionError(f"flower still ran {STOP_SECONDS:g}s after {sig.name} ({dispositions}): "
+                             f"{flower.output()}") from None
     return process.returncode, time.monotonic() - started
+
+
+def _signal_dispositions(pid: int) -> str:
+    """The signals a process ignores and blocks, as /proc shows them (masks in hex)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError as exc:
+        return f"no /proc status: {exc}"
+    return ", ".join(line.replace("\t", " ") for line in status if line.startswith(("SigIgn", "SigBlk")))
 
 
 @pytest.fixture(scope="module")
@@ -275,3 +293,10 @@ def test_the_interpreter_exits_without_waiting_for_a_call_in_flight() -> None:
                             text=True, timeout=60)
     assert result.returncode == 0 and result.stdout == "submitted\n", result.stderr
     assert time.monotonic() - started < 10
+
+
+def test_ctrl_c_stops_flower_whose_parent_left_sigint_ignored_and_blocked(system: System, tmp_path: Path) -> None:
+    """Both survive exec, and Python then raises no KeyboardInterrupt: Flower restores Ctrl-C itself."""
+    flower = _start_flower(system.config, tmp_path / "flower.log", sigint_ignored=True)
+    code, _ = _stop_flower(flower)
+    assert code == 0, f"flower exited with {code} after SIGINT: {flower.output()}"

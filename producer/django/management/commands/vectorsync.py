@@ -15,8 +15,9 @@ import argparse
 import os
 from typing import Any
 
-import click
+import typer
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from typer.exceptions import TyperException
 
 from producer.cli.app import app
 from producer.django.conf import apply_config
@@ -58,10 +59,11 @@ class Command(BaseCommand):
         apply_config()
         try:
             code = app(args=list(args), prog_name="manage.py vectorsync", standalone_mode=False)
-        except click.exceptions.Exit as exc:
+        except typer.Exit as exc:
             code = exc.exit_code
-        except click.ClickException as exc:
-            raise CommandError(f"vectorsync {' '.join(args)}: {exc.format_message()}", returncode=exc.exit_code
+        except TyperException as exc:  # Typer's own click: its usage errors are not click.ClickException
+            message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+            raise CommandError(f"vectorsync {' '.join(args)}: {message}", returncode=getattr(exc, "exit_code", 2)
                                ) from None
         if isinstance(code, int) and code != 0:
             raise CommandError(f"vectorsync {' '.join(args)} exited with {code}", returncode=code)

@@ -35,7 +35,8 @@ def test_schema_has_the_documented_columns_and_indexes(pg: PgvectorStore) -> Non
     inspector = sa.inspect(pg.engine)
     table = collection.table.name  # type: ignore[attr-defined]
     columns = {c["name"] for c in inspector.get_columns(table)}
-    assert columns == {"id", "record_id", "chunk", "embedding", "text", "metadata", "model", "updated_at"}
+    assert columns == {"id", "record_id", "chunk", "embedding", "text", "metadata", "model", "updated_at", "keywords",
+                       "keyword_length"}
     with pg.transaction() as conn:
         indexes = dict(conn.execute(sa.text("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = :t"),
                                     {"t": table}).all())
@@ -43,6 +44,7 @@ def test_schema_has_the_documented_columns_and_indexes(pg: PgvectorStore) -> Non
     assert "USING hnsw (embedding vector_cosine_ops)" in definitions
     assert "USING gin (metadata jsonb_path_ops)" in definitions
     assert "USING btree (record_id)" in definitions
+    assert "USING gin (keywords)" in definitions
 
 
 def test_record_id_and_chunk_metadata_fill_their_columns(pg: PgvectorStore) -> None:

@@ -1,0 +1,219 @@
+"""BM25 on pgvector: each row's terms in a jsonb column, collection statistics kept at write time.
+
+Each row holds ``keywords`` (jsonb ``{term: tf}``, the analyzer's terms: PostgreSQL never re-tokenizes or
+re-stems them) and ``keyword_length`` (its number of terms); a GIN index (``jsonb_ops``) on ``keywords``
+finds the rows holding any query term (``keywords ?| terms``). jsonb rather than ``tsvector``: a row's tf for a
+term is one key lookup, while a tsvector gives it only by unnesting the whole vector, and caps positions.
+
+Statistics: ``<table>_kwstats (term, shard, docs, tokens)``. A term's row counts the records holding it (df);
+the row of the empty term counts the records with any term (N) and their terms (for avgdl). Why kept at write
+time: measured on 100,000 rows (bench/keyword_latency.py), counting a common term's df at query time through
+the GIN index costs 20-40 ms, and N with avgdl a scan of the table (~90 ms), against ~5 ms for the vector leg;
+reading the statistics here is one index scan of a few rows.
+
+How writes keep them without contention or deadlock: each write transaction collects its changes (+1 per new
+row's term, -1 per replaced or deleted row's term, taken from the rows as locked or deleted, so a concurrent
+write is never counted twice) in a temporary table, and adds them as its last statement, in term order, to one
+of ``SHARDS`` rows per term chosen per transaction. Two writers meet on a row only when they drew the same
+shard, and then wait for each other's commit, never in a cycle: the rows are taken in one order, and last.
+Reading sums a term's shards.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from psycopg import sql
+from psycopg.types.json import Jsonb
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, insert
+
+from store.vectors.keyword import bm25
+
+__all__ = [
+    "BACKFILL_PAGE",
+    "DELTA_TABLE",
+    "SHARDS",
+    "Delta",
+    "backfill",
+    "count_rows",
+    "keyword_query",
+    "ranked",
+    "statistics",
+    "stats_table",
+]
+
+#: Rows per term in the statistics table: concurrent writers spread over them.
+SHARDS = 16
+#: Rows a backfill analyzes and writes back at once.
+BACKFILL_PAGE = 2000
+#: The temporary table a write transaction collects its statistics changes in.
+DELTA_TABLE = "vs_kwdelta"
+#: The statistics row of the whole collection (N and the sum of lengths): no term is empty.
+TOTAL = ""
+
+_delta = sa.table(DELTA_TABLE, sa.column("term", sa.Text), sa.column("docs", sa.BigInteger),
+                  sa.column("tokens", sa.BigInteger))
+
+
+def stats_table(table: sa.Table) -> sa.Table:
+    """The statistics table of a collection's ``table`` (declared in the same metadata)."""
+    name = f"{table.name}_kwstats"
+    if name in table.metadata.tables:
+        return table.metadata.tables[name]
+    return sa.Table(
+        name, table.metadata,
+        sa.Column("term", sa.Text, primary_key=True),
+        sa.Column("shard", sa.SmallInteger, primary_key=True),
+        sa.Column("docs", sa.BigInteger, nullable=False, server_default="0"),
+        sa.Column("tokens", sa.BigInteger, nullable=False, server_default="0"),
+    )
+
+
+class Delta:
+    """One write transaction's changes to the statistics, applied by ``apply`` as its last statement."""
+
+    def __init__(self, conn: sa.Connection, table: sa.Table) -> None:
+        self.conn, self.table, self.stats = conn, table, stats_table(table)
+        self._open = False
+
+    def _ready(self) -> None:
+        if not self._open:
+            raw = self.conn.connection.driver_connection
+            raw.execute(sql.SQL("CREATE TEMP TABLE IF NOT EXISTS {} (term text, docs bigint, tokens bigint) "  # type: ignore[union-attr]
+                                "ON COMMIT DROP").format(sql.Identifier(DELTA_TABLE)))
+            self._open = True
+
+    def add(self, rows: Any, sign: int) -> None:
+        """Count ``sign`` times the rows ``rows`` returns: a SELECT or a DELETE ... RETURNING of ``keywords`` and
+        ``keyword_length`` (run here, as a CTE of the one statement that counts them)."""
+        self._ready()
+        source = rows.cte("counted")
+        terms = sa.select(sa.func.jsonb_object_keys(source.c.keywords), sa.literal(sign, sa.BigInteger),
+                          sa.literal(0, sa.BigInteger)).select_from(source)
+        total = (sa.select(sa.literal(TOTAL), sign * sa.func.count(), sign * sa.func.coalesce(
+            sa.func.sum(source.c.keyword_length), 0)).select_from(source).where(source.c.keyword_length > 0))
+        insert_rows = sa.insert(_delta).from_select(["term", "docs", "tokens"], sa.union_all(terms, total))
+        self.conn.execute(insert_rows.add_cte(source))
+
+    def delete(self, statement: sa.Delete) -> None:
+        """Run ``statement`` (a DELETE of the collection's rows), counting the rows it deletes out."""
+        self.add(statement.returning(self.table.c.keywords, self.table.c.keyword_length), -1)
+
+    def apply(self) -> None:
+        """Add the collected changes to one shard of the statistics, in term order; then forget them."""
+        if not self._open:
+            return
+        summed = (sa.select(_delta.c.term, sa.literal(random.randrange(SHARDS), sa.SmallInteger),
+                            sa.func.sum(_delta.c.docs), sa.func.sum(_delta.c.tokens))
+                  .group_by(_delta.c.term)
+                  .having(sa.or_(sa.func.sum(_delta.c.docs) != 0, sa.func.sum(_delta.c.tokens) != 0))
+                  .order_by(_delta.c.term))
+        upsert = insert(self.stats).from_select(["term", "shard", "docs", "tokens"], summed)
+        upsert = upsert.on_conflict_do_update(
+            index_elements=["term", "shard"],
+            set_={"docs": self.stats.c.docs + upsert.excluded.docs,
+                  "tokens": self.stats.c.tokens + upsert.excluded.tokens},
+        )
+        self.conn.execute(upsert)
+        raw = self.conn.connection.driver_connection
+        raw.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(DELTA_TABLE)))  # type: ignore[union-attr]
+        self._open = False
+
+
+def count_rows(conn: sa.Connection, table: sa.Table) -> None:
+    """Statistics made anew from every row (after a bulk load into an empty table, or a backfill)."""
+    stats = stats_table(table)
+    conn.execute(sa.delete(stats))
+    delta = Delta(conn, table)
+    delta.add(sa.select(table.c.keywords, table.c.keyword_length), 1)
+    delta.apply()
+
+
+def backfill(conn: sa.Connection, table: sa.Table, terms_of: Callable[[str], Counter[str]], *,
+             page: int = BACKFILL_PAGE) -> int:
+    """Analyze every row's stored text again (no embedding is involved) and count the statistics anew; return
+    how many rows. Pages of ``page`` rows by id, each written back with one COPY and one UPDATE."""
+    raw = conn.connection.driver_connection
+    fill = sql.Identifier("vs_kwfill")
+    raw.execute(sql.SQL("CREATE TEMP TABLE IF NOT EXISTS {} (id text PRIMARY KEY, keywords jsonb, "  # type: ignore[union-attr]
+                        "keyword_length int) ON COMMIT DROP").format(fill))
+    update = sql.SQL("UPDATE {t} SET keywords = f.keywords, keyword_length = f.keyword_length FROM {f} AS f "
+                     "WHERE {t}.id = f.id").format(t=sql.Identifier(table.name), f=fill)
+    done, last = 0, None
+    while True:
+        query = sa.select(table.c.id, table.c.text).order_by(table.c.id).limit(page)
+        rows = conn.execute(query if last is None else query.where(table.c.id > last)).all()
+        if not rows:
+            break
+        statement = sql.SQL("COPY {} FROM STDIN WITH (FORMAT BINARY)").format(fill)
+        with raw.cursor() as cursor, cursor.copy(statement) as copy:  # type: ignore[union-attr]
+            copy.set_types(["text", "jsonb", "int4"])
+            for row in rows:
+                counts = terms_of(row.text)
+                copy.write_row((row.id, Jsonb(dict(counts)), sum(counts.values())))
+        raw.execute(update)  # type: ignore[union-attr]
+        raw.execute(sql.SQL("TRUNCATE {}").format(fill))  # type: ignore[union-attr]
+        done, last = done + len(rows), rows[-1].id
+    count_rows(conn, table)
+    return done
+
+
+def statistics(conn: sa.Connection, table: sa.Table, terms: Sequence[str]) -> tuple[int, float, dict[str, int]]:
+    """N, avgdl and each term's df, summed over the shards."""
+    stats = stats_table(table)
+    wanted = [TOTAL, *terms]
+    rows = conn.execute(
+        sa.select(stats.c.term, sa.func.sum(stats.c.docs), sa.func.sum(stats.c.tokens))
+        .where(stats.c.term == sa.func.any(sa.cast(sa.literal(wanted), ARRAY(sa.Text))))
+        .group_by(stats.c.term)
+    ).all()
+    found = {row[0]: (int(row[1]), int(row[2])) for row in rows}
+    docs, tokens = found.pop(TOTAL, (0, 0))
+    return docs, (tokens / docs if docs else 0.0), {term: df for term, (df, _) in found.items() if df > 0}
+
+
+def ranked(conn: sa.Connection, table: sa.Table, terms: Sequence[str], *, where: Any, limit: int,
+           cap: int | None = None) -> list[Any] | None:
+    """The ``limit`` rows matching ``where`` with the best BM25 score for ``terms``, best first, ties by id.
+
+    With ``cap`` (the planner chose the exact path: the filter matches few rows), the filtered rows are taken
+    first, through the filter's indexes, and scored there; None when more than ``cap`` match (hand over to the
+    general query, which PostgreSQL plans from both GIN indexes).
+    """
+    n, avgdl, df = statistics(conn, table, terms)
+    if not df:
+        return []
+    if cap is None:
+        score, holds = keyword_query(table, terms, n=n, avgdl=avgdl, df=df)
+        query = (sa.select(table.c.id, table.c.text, table.c.metadata, score.label("score"))
+                 .where(holds, where).order_by(score.desc(), table.c.id).limit(limit))
+        return list(conn.execute(query).all())
+    # MATERIALIZED: the filter's rows first, whatever PostgreSQL guesses of the keyword condition.
+    candidates = (sa.select(table.c.id, table.c.keywords, table.c.keyword_length).where(where).limit(cap + 1)
+                  .cte("candidates").prefix_with("MATERIALIZED"))
+    score, holds = keyword_query(candidates, terms, n=n, avgdl=avgdl, df=df)
+    top = (sa.select(candidates.c.id, score.label("score")).where(holds).order_by(score.desc(), candidates.c.id)
+           .limit(limit).cte("top"))
+    matched = sa.select(sa.func.count()).select_from(candidates).scalar_subquery()
+    query = (sa.select(table.c.id, table.c.text, table.c.metadata, top.c.score, matched.label("matched"))
+             .join_from(top, table, top.c.id == table.c.id).order_by(top.c.score.desc(), table.c.id))
+    rows = list(conn.execute(query).all())
+    return None if rows and rows[0].matched > cap else rows
+
+
+def keyword_query(rows: Any, terms: Sequence[str], *, n: int, avgdl: float, df: dict[str, int]) -> tuple[Any, Any]:
+    """The BM25 score of ``rows`` (a table or CTE with ``keywords`` and ``keyword_length``) for ``terms``, and the
+    condition that a row holds one of them; every term, weight and statistic a bound parameter."""
+    present = [t for t in terms if t in df]
+    norm = bm25.K1 * (1 - bm25.B + bm25.B * sa.cast(rows.c.keyword_length, sa.Float) / avgdl)
+    parts = []
+    for term in present:
+        tf = sa.func.coalesce(sa.cast(rows.c.keywords.op("->>")(sa.literal(term)), sa.Float), 0.0)
+        parts.append(bm25.idf(df[term], n) * tf * (bm25.K1 + 1) / (tf + norm))
+    score = sum(parts[1:], parts[0]) if parts else sa.literal(0.0)
+    holds = sa.cast(rows.c.keywords, JSONB).op("?|")(sa.cast(sa.literal(present), ARRAY(sa.Text)))
+    return score, holds

@@ -1,0 +1,128 @@
+"""The keyword suite (tests/unit/store/vectors/test_keyword_conformance.py) on the backends behind a server, and
+pgvector's own: the backfill of a table made before keyword search, the statistics under concurrent writers,
+the planner's exact path in the keyword leg."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+
+from store import Filter, VectorRecord
+from store.settings import SearchSettings
+from store.vectors.pgvector import PgvectorStore
+from store.vectors.pgvector.keywords import statistics
+from tests.backends import SERVER_BACKENDS, StoreFactory, make_store_factory, unique_name
+from tests.unit.store.vectors.test_keyword_conformance import (
+    DIMENSIONS,
+    QUERIES,
+    KeywordContract,
+    WordsEmbedder,
+    corpus,
+    overlap,
+    reference_bm25,
+)
+
+
+class TestServerBackends(KeywordContract):
+    @pytest.fixture(params=SERVER_BACKENDS)
+    def make_store(self, request: pytest.FixtureRequest) -> Iterator[StoreFactory]:
+        yield from make_store_factory(request, request.param)
+
+
+@pytest.fixture
+def pg(postgres_url: str) -> Iterator[PgvectorStore]:
+    store = PgvectorStore(postgres_url, dimensions=DIMENSIONS)
+    yield store
+    for name in store.list_collections():
+        if name.startswith("c_"):
+            store.drop_collection(name)
+    store.close()
+
+
+def _as_before_keyword_search(store: PgvectorStore, name: str) -> None:
+    """Make the table look as the release before keyword search left it: no keyword columns, no statistics."""
+    table = store.schema.table(name).name
+    with store.transaction() as conn:
+        conn.execute(sa.text(f'ALTER TABLE "{table}" DROP COLUMN keywords, DROP COLUMN keyword_length'))
+        conn.execute(sa.text(f'DROP TABLE "{table}_kwstats"'))
+
+
+def test_a_table_from_before_keyword_search_gains_it_from_its_text_without_embedding(postgres_url: str) -> None:
+    name, records = unique_name(), corpus()
+    old = PgvectorStore(postgres_url, dimensions=DIMENSIONS)
+    old.collection(name).upsert_many(records)
+    _as_before_keyword_search(old, name)
+    old.close()
+    embedder = WordsEmbedder()
+    store = PgvectorStore(postgres_url, dimensions=DIMENSIONS, embedder=embedder)
+    try:
+        collection = store.collection(name)  # opening upgrades it
+        assert embedder.calls == 0
+        for query in QUERIES[:5]:
+            expected = [id for id, _ in reference_bm25(records, query)[:10]]
+            found = [m.id for m in store.collection(name).search(query, mode="keyword", limit=10)]
+            assert overlap(found, expected) >= 0.9
+        assert embedder.calls == 0  # keyword search embeds nothing either
+        assert collection.count() == len(records)
+    finally:
+        store.drop_collection(name)
+        store.close()
+
+
+def test_another_language_analyzes_the_stored_text_again(pg: PgvectorStore) -> None:
+    name = unique_name()
+    pg.collection(name).upsert(VectorRecord("a", [1.0] * DIMENSIONS, "the configured options"))
+    assert pg.collection(name).search("configuring", mode="keyword")  # english: both stem to "configur"
+    pg.configure_search(name, SearchSettings(language="simple"))
+    assert pg.collection(name).search("configuring", mode="keyword") == []  # simple: words as they are
+    assert [m.id for m in pg.collection(name).search("configured", mode="keyword")] == ["a"]
+    assert [m.id for m in pg.collection(name).search("the", mode="keyword")] == ["a"]  # no stop words
+
+
+def test_statistics_stay_exact_under_concurrent_writers(pg: PgvectorStore) -> None:
+    name, records = unique_name(), corpus(200)
+    collection = pg.collection(name)
+    errors: list[BaseException] = []
+
+    def write(part: int) -> None:
+        try:
+            mine = records[part::4]
+            for start in range(0, len(mine), 10):
+                batch = mine[start:start + 10]
+                collection.replace_where(Filter.any_of("record_id", [r.id for r in batch]), batch)
+                collection.upsert_many(batch)  # the same rows again: replaced, counted once
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(part,)) for part in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    terms = ["merg", "conflict", "git_config"]
+    with pg.transaction() as conn:
+        n, avgdl, df = statistics(conn, collection.table, terms)  # type: ignore[attr-defined]
+        counted = conn.execute(sa.text(f'SELECT count(*), avg(keyword_length) FROM "{collection.table.name}" '  # type: ignore[attr-defined]
+                                       "WHERE keyword_length > 0")).one()
+        for term in terms:
+            held = conn.execute(sa.text(f'SELECT count(*) FROM "{collection.table.name}" WHERE keywords ? :t'),  # type: ignore[attr-defined]
+                                {"t": term}).scalar_one()
+            assert df.get(term, 0) == held
+    assert n == counted[0]
+    assert avgdl == pytest.approx(float(counted[1]))
+
+
+def test_a_selective_filter_takes_the_exact_path_in_the_keyword_leg(pg: PgvectorStore,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    name, records = unique_name(), corpus()
+    collection = pg.collection(name)
+    collection.upsert_many(records)
+    only = Filter.eq("team", 3)
+    with caplog.at_level("DEBUG", logger="vectorsync.search"):
+        found = collection.search("merge conflict", mode="keyword", filter=only, limit=5)
+    assert "exact path" in caplog.text
+    assert [m.id for m in found] == [id for id, _ in reference_bm25(records, "merge conflict", only=only)[:5]]
