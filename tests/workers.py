@@ -291,6 +291,21 @@ def pushed_collection(folder: Path, database: str, name: str, *, dimensions: int
     return config
 
 
+def store_records(config: Path, name: str, records: Sequence[tuple[str, str, dict[str, Any]]]) -> None:
+    """Store each ``(record_id, text, metadata)`` as one chunk of ``name`` (``record_id:0``), embedded with
+    the settings' own model, as a worker would have indexed it."""
+    from store.embeddings import Embeddings
+    from store.vectors import VectorRecord
+    from store.vectors.backends import open_store
+
+    settings = load_settings(config)
+    embedder = Embeddings.from_settings(settings)
+    with open_store(settings, embedder=embedder) as store:
+        store.collection(name).upsert_many([
+            VectorRecord(f"{rid}:0", embedder.embed(text), text, {"record_id": rid, **metadata})
+            for rid, text, metadata in records])
+
+
 class Psql:
     """A plain client of the source database, as psql or a service in another language writes: autocommit
     statements, or one explicit transaction (``transaction``)."""

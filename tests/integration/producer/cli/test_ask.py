@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from store.embeddings import Embeddings
-from store.vectors import VectorRecord
-from store.vectors.backends import open_store
 from tests.unit.store.retrieval.test_retrieval import NOTES
 
 
@@ -14,19 +11,13 @@ def test_vectorsync_ask_prints_the_answer_with_its_sources_and_exits_by_outcome(
                                                                                 postgres_url: str) -> None:
     import json
 
-    from store.settings import load_settings
     from tests.backends import unique_name
-    from tests.workers import pushed_collection, run_cli
+    from tests.workers import pushed_collection, run_cli, store_records
 
     collection = unique_name("ask")
     config = pushed_collection(tmp_path, postgres_url, collection, dimensions=64)
 
-    settings = load_settings(config)
-    embedder = Embeddings.from_settings(settings)
-    with open_store(settings, embedder=embedder) as store:
-        store.collection(collection).upsert_many([
-            VectorRecord(f"{rid}:0", embedder.embed(text), text, {"record_id": rid, "tenant": tenant})
-            for rid, tenant, text in NOTES])
+    store_records(config, collection, [(rid, text, {"tenant": tenant}) for rid, tenant, text in NOTES])
 
     answered = run_cli(config, "ask", collection, "how are acme refunds paid?", "--filter", '{"tenant": "acme"}')
     assert answered.returncode == 0, answered.stderr

@@ -5,12 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from store.embeddings import Embeddings
-from store.settings import load_settings
-from store.vectors import VectorRecord
-from store.vectors.backends import open_store
 from tests.backends import unique_name
-from tests.workers import pushed_collection, run_cli
+from tests.workers import pushed_collection, run_cli, store_records
 
 #: Records with words of their own, so the fake embeddings (hashed words) and BM25 both find them.
 RECORDS = {
@@ -29,13 +25,8 @@ QUERIES = [
 def indexed(tmp_path: Path, postgres_url: str) -> tuple[Path, str]:
     collection = unique_name("eval")
     config = pushed_collection(tmp_path, postgres_url, collection, dimensions=64)
-    settings = load_settings(config)
-    embedder = Embeddings.from_settings(settings)
-    with open_store(settings, embedder=embedder) as store:
-        store.collection(collection).upsert_many([
-            VectorRecord(f"{rid}:0", embedder.embed(text), text,
-                         {"record_id": rid, "topic": "billing" if rid in ("refunds", "invoices") else "other"})
-            for rid, text in RECORDS.items()])
+    store_records(config, collection, [(rid, text, {"topic": "billing" if rid in ("refunds", "invoices") else "other"})
+                                       for rid, text in RECORDS.items()])
     return config, collection
 
 

@@ -4,25 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from store.embeddings import Embeddings
-from store.vectors import VectorRecord
-from store.vectors.backends import open_store
 from tests.unit.store.retrieval.test_retrieval import NOTES
 
 
 def test_search_and_ask_take_a_mode(tmp_path: Any, postgres_url: str) -> None:
-    from store.settings import load_settings
     from tests.backends import unique_name
-    from tests.workers import pushed_collection, run_cli
+    from tests.workers import pushed_collection, run_cli, store_records
 
     collection = unique_name("modes")
     config = pushed_collection(tmp_path, postgres_url, collection, dimensions=64)
-    settings = load_settings(config)
-    embedder = Embeddings.from_settings(settings)
-    with open_store(settings, embedder=embedder) as store:
-        store.collection(collection).upsert_many([
-            VectorRecord(f"{rid}:0", embedder.embed(text), text, {"record_id": rid, "tenant": tenant})
-            for rid, tenant, text in NOTES])
+    store_records(config, collection, [(rid, text, {"tenant": tenant}) for rid, tenant, text in NOTES])
 
     keyword = run_cli(config, "search", collection, "refunds acme", "--mode", "keyword", "--limit", "2")
     assert keyword.returncode == 0, keyword.stderr
