@@ -29,7 +29,7 @@ import numpy as np
 import psycopg
 
 from bench.capture_writes import writes
-from bench.pipeline import wait_run
+from bench.pipeline import notes, wait_run
 from bench.report import Row, print_table
 from bench.servers import database
 from producer.client import Producer
@@ -89,13 +89,6 @@ def settings_text(broker: str, url: str, *, notify: bool) -> str:
             f'[embeddings]\nchain = ["fake"]\ncache_ttl_days = 0\n{collection}\n[capture]\npoll_seconds = 0.5\n')
 
 
-def rows_of(rng: random.Random, start: int, count: int) -> list[dict[str, object]]:
-    """Notes of 8 to 16 words: one chunk each."""
-    return [{"id": i, "title": f"Note {i}", "kind": rng.choice(["call", "email"]),
-             "body": " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 16)))}
-            for i in range(start, start + count)]
-
-
 @contextmanager
 def rig(folder: Path, records: int) -> Iterator[Rig]:
     """Redis, PostgreSQL, the source table of ``records`` notes, and capture installed on it (NOTIFY off)."""
@@ -104,7 +97,8 @@ def rig(folder: Path, records: int) -> Iterator[Rig]:
         CrmTable(url, TABLE).close()
         sql = Psql(url)
         for start in range(1, records + 1, 20_000):
-            insert_notes(sql, TABLE, rows_of(rng, start, min(20_000, records + 1 - start)))
+            batch = min(20_000, records + 1 - start)  # notes of 8 to 16 words: one chunk each
+            insert_notes(sql, TABLE, notes(rng, start, batch, words=(8, 16), vocabulary=WORDS))
         sql.close()
         configs = {}
         for name, notify in (("vectorsync", False), ("notify", True)):

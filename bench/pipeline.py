@@ -48,10 +48,12 @@ class Rig:
     config: Path
 
 
-def notes(rng: random.Random, start: int, count: int) -> list[dict[str, object]]:
-    """CRM notes of 20 to 200 words: about three 256-token chunks each on average."""
+def notes(rng: random.Random, start: int, count: int, *, words: tuple[int, int] = (20, 200),
+          vocabulary: list[str] = WORDS) -> list[dict[str, object]]:
+    """CRM notes of ``words`` words from ``vocabulary`` (by default 20 to 200: about three 256-token chunks
+    each on average)."""
     return [{"id": i, "title": f"Note {i}", "kind": rng.choice(["call", "email"]),
-             "body": " ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 200)))}
+             "body": " ".join(rng.choice(vocabulary) for _ in range(rng.randint(*words)))}
             for i in range(start, start + count)]
 
 
