@@ -15,6 +15,7 @@ from store.settings import NetworkSettings, Settings, VectorSettings, default
 from store.state.sql import advisory_lock, make_engine, safe_url, transaction
 from store.vectors.base import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
 from store.vectors.keyword import analyzer
+from store.vectors.pgvector import segments
 from store.vectors.pgvector.keywords import stats_table
 from store.vectors.pgvector.schema import Schema
 from store.vectors.pgvector.table import PgvectorCollection
@@ -118,6 +119,7 @@ class PgvectorStore(VectorStore):
         with self.transaction() as conn:
             table.drop(conn, checkfirst=True)
             stats_table(table).drop(conn, checkfirst=True)
+            segments.drop(conn, table)
 
     def _reset(self, name: str) -> None:
         """TRUNCATE: the rows go at once whatever their number, the table and its indexes stay (empty); ANALYZE
@@ -128,6 +130,7 @@ class PgvectorStore(VectorStore):
             raw = conn.connection.driver_connection
             raw.execute(sql.SQL("TRUNCATE {}, {}").format(  # type: ignore[union-attr]
                 sql.Identifier(table), sql.Identifier(stats_table(self.schema.table(name)).name)))
+            segments.clear(raw, self.schema.table(name))  # type: ignore[arg-type]
             raw.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))  # type: ignore[union-attr]
 
     def _list(self) -> list[str]:

@@ -7,6 +7,7 @@ builds the HNSW index after the rows, which is far faster than inserting into it
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -16,10 +17,12 @@ import sqlalchemy as sa
 from psycopg import sql
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
+from store.errors import StoreError
 from store.state.sql import advisory_lock
 from store.vectors.base import Collection
 from store.vectors.filters import Filter
 from store.vectors.indexed import IndexedFields
+from store.vectors.pgvector import segments
 from store.vectors.pgvector.filters import compile_filter
 from store.vectors.pgvector.keywords import Delta, count_rows, ranked
 from store.vectors.pgvector.planner import OVERSHOOT, Plan, exact_search, observe, plan
@@ -31,13 +34,16 @@ if TYPE_CHECKING:
 
 __all__ = ["BULK_LOAD_ROWS", "PgvectorCollection"]
 
+_log = logging.getLogger(__name__)
+
 #: A load this large into an empty table builds the HNSW index after the rows (much faster).
 BULK_LOAD_ROWS = 2000
 #: The most memory one HNSW build is given (a million 1536-d vectors need about this much).
 MAX_BUILD_MEMORY_MB = 8192
 
-_COLUMNS = ("id", "record_id", "chunk", "embedding", "text", "metadata", "model", "keywords", "keyword_length")
-_COPY_TYPES = ["text", "text", "int4", None, "text", "jsonb", "text", "jsonb", "int4"]
+_COLUMNS = ("id", "record_id", "chunk", "embedding", "text", "metadata", "model", "keywords", "keyword_length",
+            "kwdoc")
+_COPY_TYPES = ["text", "text", "int4", None, "text", "jsonb", "text", "jsonb", "int4", "int8"]
 
 
 class PgvectorCollection(Collection):
@@ -57,6 +63,7 @@ class PgvectorCollection(Collection):
             delta = Delta(conn, self.table)
             self._write(conn, records, delta)
             delta.apply()
+        self._merge_segments()
 
     def _delete_ids(self, ids: list[str]) -> None:
         with self._store.transaction() as conn:
@@ -79,6 +86,16 @@ class PgvectorCollection(Collection):
             delta.delete(sa.delete(self.table).where(self._where(filter)))
             self._write(conn, records, delta, bulk=False)  # a table lock after the DELETE could deadlock
             delta.apply()
+        self._merge_segments()
+
+    def _merge_segments(self) -> None:
+        """Merge the keyword segments that have filled a size class (``segments.merge``), after the write has
+        committed: the write stands whatever this meets, and the next write merges what this could not."""
+        try:
+            with self._store.transaction() as conn:
+                segments.merge(_driver(conn), self.table)
+        except StoreError as exc:
+            _log.warning("keyword segments of %s not merged now (%s); the next write merges them", self.name, exc)
 
     def _search(self, vector: list[float], filter: Filter | None, limit: int) -> list[VectorMatch]:
         distance = self._distance(vector)
@@ -112,6 +129,8 @@ class PgvectorCollection(Collection):
                     if rows is None:
                         chosen = Plan("hnsw", OVERSHOOT * exact_rows + 1, "overshoot")
                 observe(self.name, chosen, exact_rows=exact_rows)
+            if rows is None:
+                rows = segments.best(conn, self.table, terms, where=where, limit=limit)
             found = rows if rows is not None else ranked(conn, self.table, terms, where=where, limit=limit)
         return [VectorMatch(id=r.id, score=float(r.score), text=r.text, metadata=r.metadata) for r in found or []]
 
@@ -224,19 +243,24 @@ class PgvectorCollection(Collection):
                        workers=self._store.index_build_workers)
 
     def copy_rows(self, raw: psycopg.Connection[Any], table: str, records: Sequence[VectorRecord]) -> None:
-        """Binary COPY of ``records`` into ``table`` (~50k rows/s, versus hundreds row by row)."""
+        """Binary COPY of ``records`` into ``table`` (~50k rows/s, versus hundreds row by row), each with a new
+        kwdoc, and their keyword postings as one segment (``segments.py``)."""
+        kwdocs = segments.allocate(raw, self.table, len(records))
+        posted = []
         columns = sql.SQL(", ").join(sql.Identifier(c) for c in _COLUMNS)
         statement = sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT BINARY)").format(sql.Identifier(table), columns)
         types = [t or self._store.schema.vector_type for t in _COPY_TYPES]
         with raw.cursor() as cursor, cursor.copy(statement) as copy:
             copy.set_types(types)
-            for r in records:
+            for r, kwdoc in zip(records, kwdocs, strict=True):
                 record_id, chunk = r.metadata.get("record_id"), r.metadata.get("chunk")
                 vector = np.asarray(r.embedding, dtype=np.float32)
                 terms = self.analyzer.frequencies(r.text)
                 copy.write_row((r.id, record_id, chunk, self._store.adapt(vector), r.text,
                                 psycopg.types.json.Jsonb(r.metadata), r.model, psycopg.types.json.Jsonb(dict(terms)),
-                                sum(terms.values())))
+                                sum(terms.values()), kwdoc))
+                posted.append(segments.Posted(kwdoc, terms))
+        segments.write(raw, self.table, posted)
 
 
 def _driver(conn: sa.Connection) -> psycopg.Connection[Any]:

@@ -36,7 +36,7 @@ def test_schema_has_the_documented_columns_and_indexes(pg: PgvectorStore) -> Non
     table = collection.table.name  # type: ignore[attr-defined]
     columns = {c["name"] for c in inspector.get_columns(table)}
     assert columns == {"id", "record_id", "chunk", "embedding", "text", "metadata", "model", "updated_at", "keywords",
-                       "keyword_length"}
+                       "keyword_length", "kwdoc"}
     with pg.transaction() as conn:
         indexes = dict(conn.execute(sa.text("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = :t"),
                                     {"t": table}).all())
@@ -45,6 +45,7 @@ def test_schema_has_the_documented_columns_and_indexes(pg: PgvectorStore) -> Non
     assert "USING gin (metadata jsonb_path_ops)" in definitions
     assert "USING btree (record_id)" in definitions
     assert "USING gin (keywords)" in definitions
+    assert "UNIQUE INDEX" in indexes[f"{table}_kwdoc_idx"]
 
 
 def test_record_id_and_chunk_metadata_fill_their_columns(pg: PgvectorStore) -> None:

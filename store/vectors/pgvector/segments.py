@@ -1,0 +1,301 @@
+"""Keyword postings in segments: packed per-term arrays that a search reads in a few rows and scores in numpy.
+
+Why: BM25 in SQL over the rows holding a query's terms costs about 10 µs a row (a jsonb lookup per term), and
+a common term is in most rows: 1 s at 100,000 chunks. The same postings packed as arrays cost a memcpy to
+read and nanoseconds a posting to score.
+
+Every written row version gets a new ``kwdoc`` (an identity, never reused). The transaction that writes rows
+also writes their postings as one new segment: per term, a row of ``<table>_kwpost`` holding the kwdocs, term
+frequencies and row lengths as big-endian arrays, plus the segment's row in ``<table>_kwsegs``. So a reader
+sees rows and postings together or neither, and no write contends with another (each adds its own segment).
+A replaced or deleted row leaves its postings behind, dead: a search scores them, then keeps only candidates
+whose kwdoc is still in the table (``top``), so they cost time, never correctness. ``merge`` (after a write
+commits) joins ``FANOUT`` segments of one size class into one of the next and drops the dead postings; a
+segment's class is ``log_FANOUT(docs / BASE_DOCS)``, so a search reads at most about ``FANOUT`` rows per term
+and class.
+
+The scores use the live statistics (``keywords.statistics``), exactly as the SQL path does; the segments only
+say which rows hold a term and how often.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import psycopg
+import sqlalchemy as sa
+from psycopg import sql
+
+from store.vectors.keyword import bm25
+
+__all__ = ["BASE_DOCS", "FANOUT", "Posted", "allocate", "best", "clear", "compact", "drop", "merge", "posting_tables",
+           "rebuild", "scores", "write"]
+
+#: Segments of one size class merged into one of the next.
+FANOUT = 4
+#: Segments of fewer rows than this are all of class 0.
+BASE_DOCS = 256
+
+_DOC, _COUNT = np.dtype(">i8"), np.dtype(">i4")
+
+
+@dataclass(frozen=True)
+class Posted:
+    """A row about to be written: its kwdoc, its terms' frequencies and its length."""
+
+    kwdoc: int
+    terms: Counter[str]
+
+
+def posting_tables(table: sa.Table) -> tuple[sa.Table, sa.Table]:
+    """The segments and postings tables of a collection's ``table`` (declared in the same metadata)."""
+    names = (f"{table.name}_kwsegs", f"{table.name}_kwpost")
+    if names[0] in table.metadata.tables:
+        return table.metadata.tables[names[0]], table.metadata.tables[names[1]]
+    segments = sa.Table(
+        names[0], table.metadata,
+        sa.Column("seg", sa.BigInteger, sa.Identity(always=False), primary_key=True),
+        sa.Column("docs", sa.Integer, nullable=False),
+        sa.Column("level", sa.SmallInteger, nullable=False),
+    )
+    postings = sa.Table(
+        names[1], table.metadata,
+        sa.Column("term", sa.Text, primary_key=True),
+        sa.Column("seg", sa.BigInteger, primary_key=True),
+        sa.Column("docs", sa.LargeBinary, nullable=False),
+        sa.Column("tfs", sa.LargeBinary, nullable=False),
+        sa.Column("lengths", sa.LargeBinary, nullable=False),
+    )
+    return segments, postings
+
+
+def _level(docs: int) -> int:
+    return 0 if docs < BASE_DOCS else int(math.log(docs / BASE_DOCS, FANOUT)) + 1
+
+
+def allocate(raw: psycopg.Connection[Any], table: sa.Table, count: int) -> list[int]:
+    """``count`` new kwdocs from the table's identity sequence."""
+    if not count:
+        return []
+    query = sql.SQL("SELECT nextval(pg_get_serial_sequence({}, 'kwdoc')) FROM generate_series(1, %s)").format(
+        sql.Literal(table.name))
+    return [row[0] for row in raw.execute(query, [count]).fetchall()]
+
+
+def write(raw: psycopg.Connection[Any], table: sa.Table, rows: Iterable[Posted]) -> None:
+    """Store ``rows``' postings as one new segment (in the caller's transaction, beside the rows)."""
+    docs: dict[str, list[int]] = defaultdict(list)
+    tfs: dict[str, list[int]] = defaultdict(list)
+    lengths: dict[str, list[int]] = defaultdict(list)
+    count = 0
+    for row in rows:
+        length = sum(row.terms.values())
+        if not length:
+            continue
+        count += 1
+        for term, tf in row.terms.items():
+            docs[term].append(row.kwdoc)
+            tfs[term].append(tf)
+            lengths[term].append(length)
+    if not count:
+        return
+    _store(raw, table, count, ((t, np.array(docs[t], _DOC), np.array(tfs[t], _COUNT), np.array(lengths[t], _COUNT))
+                               for t in docs))
+
+
+def _store(raw: psycopg.Connection[Any], table: sa.Table, count: int,
+           terms: Iterable[tuple[str, np.ndarray, np.ndarray, np.ndarray]]) -> None:
+    segments, postings = posting_tables(table)
+    seg = raw.execute(sql.SQL("INSERT INTO {} (docs, level) VALUES (%s, %s) RETURNING seg").format(
+        sql.Identifier(segments.name)), [count, _level(count)]).fetchone()[0]  # type: ignore[index]
+    statement = sql.SQL("COPY {} (term, seg, docs, tfs, lengths) FROM STDIN WITH (FORMAT BINARY)").format(
+        sql.Identifier(postings.name))
+    with raw.cursor() as cursor, cursor.copy(statement) as copy:
+        copy.set_types(["text", "int8", "bytea", "bytea", "bytea"])
+        for term, docs, tfs, lengths in terms:
+            copy.write_row((term, seg, docs.astype(_DOC).tobytes(), tfs.astype(_COUNT).tobytes(),
+                            lengths.astype(_COUNT).tobytes()))
+
+
+def merge(raw: psycopg.Connection[Any], table: sa.Table) -> int:
+    """Merge the segments of every size class that has ``FANOUT`` or more, lowest first, dropping dead postings;
+    return how many merges. Segments another merge holds are skipped (``SKIP LOCKED``): two never merge one."""
+    segs = sql.Identifier(posting_tables(table)[0].name)
+    merged = 0
+    while True:
+        full = raw.execute(sql.SQL("SELECT level FROM {} GROUP BY level HAVING count(*) >= %s ORDER BY level "
+                                   "LIMIT 1").format(segs), [FANOUT]).fetchone()
+        if full is None:
+            return merged
+        taken = [r[0] for r in raw.execute(sql.SQL(
+            "SELECT seg FROM {} WHERE level = %s ORDER BY seg LIMIT %s FOR UPDATE SKIP LOCKED").format(segs),
+            [full[0], FANOUT]).fetchall()]
+        if len(taken) < FANOUT:
+            return merged
+        _join(raw, table, taken)
+        merged += 1
+
+
+def compact(raw: psycopg.Connection[Any], table: sa.Table) -> None:
+    """Merge every segment no other merge holds into one, dropping dead postings (after a bulk load)."""
+    segs = sql.Identifier(posting_tables(table)[0].name)
+    taken = [r[0] for r in raw.execute(sql.SQL("SELECT seg FROM {} ORDER BY seg FOR UPDATE SKIP LOCKED").format(
+        segs)).fetchall()]
+    if len(taken) > 1:
+        _join(raw, table, taken)
+
+
+def _join(raw: psycopg.Connection[Any], table: sa.Table, taken: list[int]) -> None:
+    """Replace segments ``taken`` by one holding their postings whose rows are still in the table."""
+    segments, postings = posting_tables(table)
+    segs, posts = sql.Identifier(segments.name), sql.Identifier(postings.name)
+    with raw.cursor(binary=True) as cursor:
+        cursor.execute(sql.SQL("SELECT term, docs, tfs, lengths FROM {} WHERE seg = ANY(%s) ORDER BY term, seg")
+                       .format(posts), [taken])
+        found = cursor.fetchall()
+    by_term: dict[str, list[tuple[bytes, bytes, bytes]]] = defaultdict(list)
+    for term, docs, tfs, lengths in found:
+        by_term[term].append((docs, tfs, lengths))
+    every = np.unique(np.concatenate([np.frombuffer(d, _DOC) for parts in by_term.values() for d, _, _ in parts])
+                      if by_term else np.array([], _DOC)).astype(np.int64)
+    live = raw.execute(sql.SQL("SELECT kwdoc FROM {} WHERE kwdoc = ANY(%s)").format(sql.Identifier(table.name)),
+                       [every.tolist()]).fetchall()
+    alive = np.array(sorted(r[0] for r in live), np.int64)
+    raw.execute(sql.SQL("DELETE FROM {} WHERE seg = ANY(%s)").format(posts), [taken])
+    raw.execute(sql.SQL("DELETE FROM {} WHERE seg = ANY(%s)").format(segs), [taken])
+    if not len(alive):
+        return
+
+    def kept() -> Iterable[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
+        for term, parts in by_term.items():
+            docs = np.concatenate([np.frombuffer(d, _DOC) for d, _, _ in parts])
+            keep = np.isin(docs.astype(np.int64), alive, assume_unique=False)
+            if keep.any():
+                tfs = np.concatenate([np.frombuffer(t, _COUNT) for _, t, _ in parts])
+                lengths = np.concatenate([np.frombuffer(n, _COUNT) for _, _, n in parts])
+                yield term, docs[keep], tfs[keep], lengths[keep]
+
+    _store(raw, table, len(alive), kept())
+
+
+def rebuild(raw: psycopg.Connection[Any], table: sa.Table) -> None:
+    """Postings of every row anew, as one segment, built by PostgreSQL from the rows' terms (after a bulk load, a
+    backfill or an upgrade). The caller keeps writers out (a table lock): a segment committed meanwhile would
+    count its rows twice."""
+    segments, postings = posting_tables(table)
+    segs, posts, name = sql.Identifier(segments.name), sql.Identifier(postings.name), sql.Identifier(table.name)
+    raw.execute(sql.SQL("DELETE FROM {}").format(posts))
+    raw.execute(sql.SQL("DELETE FROM {}").format(segs))
+    count = raw.execute(sql.SQL("SELECT count(*) FROM {} WHERE keyword_length > 0").format(name)).fetchone()
+    if not count or not count[0]:
+        return
+    seg = raw.execute(sql.SQL("INSERT INTO {} (docs, level) VALUES (%s, %s) RETURNING seg").format(segs),
+                      [count[0], _level(count[0])]).fetchone()[0]  # type: ignore[index]
+    raw.execute(sql.SQL(
+        "INSERT INTO {posts} (term, seg, docs, tfs, lengths) SELECT e.key, %s, "
+        "string_agg(int8send(r.kwdoc), ''::bytea ORDER BY r.kwdoc), "
+        "string_agg(int4send((e.value #>> '{{}}')::int4), ''::bytea ORDER BY r.kwdoc), "
+        "string_agg(int4send(r.keyword_length), ''::bytea ORDER BY r.kwdoc) "
+        "FROM {name} r CROSS JOIN LATERAL jsonb_each(r.keywords) e WHERE r.keyword_length > 0 GROUP BY e.key"
+    ).format(posts=posts, name=name), [seg])
+
+
+def clear(raw: psycopg.Connection[Any], table: sa.Table) -> None:
+    """Forget every segment (the table was emptied)."""
+    segments, postings = posting_tables(table)
+    raw.execute(sql.SQL("TRUNCATE {}, {}").format(sql.Identifier(postings.name), sql.Identifier(segments.name)))
+
+
+def drop(conn: sa.Connection, table: sa.Table) -> None:
+    """Drop the segments and postings tables."""
+    for part in posting_tables(table):
+        part.drop(conn, checkfirst=True)
+
+
+def scores(raw: psycopg.Connection[Any], table: sa.Table, terms: Sequence[str], *, n: int, avgdl: float,
+           df: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Every posted kwdoc holding one of ``terms`` (those in ``df``) and its BM25 score, dead rows included;
+    the terms summed in ``terms``' order, with the SQL path's formula."""
+    present = [t for t in terms if t in df]
+    _, postings = posting_tables(table)
+    with raw.cursor(binary=True) as cursor:
+        cursor.execute(sql.SQL("SELECT term, docs, tfs, lengths FROM {} WHERE term = ANY(%s) ORDER BY seg")
+                       .format(sql.Identifier(postings.name)), [present])
+        found = cursor.fetchall()
+    by_term: dict[str, list[tuple[bytes, bytes, bytes]]] = defaultdict(list)
+    for term, docs, tfs, lengths in found:
+        by_term[term].append((docs, tfs, lengths))
+    all_docs, all_weights = [], []
+    for term in present:
+        parts = by_term.get(term)
+        if not parts:
+            continue
+        docs = np.concatenate([np.frombuffer(d, _DOC) for d, _, _ in parts]).astype(np.int64)
+        tf = np.concatenate([np.frombuffer(t, _COUNT) for _, t, _ in parts]).astype(np.float64)
+        length = np.concatenate([np.frombuffer(x, _COUNT) for _, _, x in parts]).astype(np.float64)
+        norm = bm25.K1 * (1 - bm25.B + bm25.B * length / avgdl)
+        all_docs.append(docs)
+        all_weights.append(bm25.idf(df[term], n) * tf * (bm25.K1 + 1) / (tf + norm))
+    if not all_docs:
+        return np.array([], np.int64), np.array([], np.float64)
+    docs, weights = np.concatenate(all_docs), np.concatenate(all_weights)
+    low, high = int(docs.min()), int(docs.max())
+    if high - low < 4 * len(docs) + 1024:
+        summed = np.bincount(docs - low, weights=weights)
+        held = np.flatnonzero(np.bincount(docs - low))
+        return held + low, summed[held]
+    unique, inverse = np.unique(docs, return_inverse=True)
+    return unique, np.bincount(inverse, weights=weights)
+
+
+#: The first round checks this many times ``limit`` of the best-scored kwdocs (at least ``MIN_CANDIDATES``).
+CANDIDATES = 4
+MIN_CANDIDATES = 40
+#: After this many kwdocs checked without ``limit`` live rows passing the filter, the SQL path ranks instead.
+MAX_CANDIDATES = 20_000
+
+
+def best(conn: sa.Connection, table: sa.Table, terms: Sequence[str], *, where: Any, limit: int) -> list[Any] | None:
+    """The ``limit`` live rows matching ``where`` with the best BM25 score for ``terms``, best first, ties by id;
+    None when the filter keeps so few of the best-scored rows that the SQL path should rank instead.
+
+    Candidates are checked best first, in rounds four times larger, each with every kwdoc tied with its last:
+    once ``limit`` have been found live and passing, no unchecked row can score above the ``limit``-th."""
+    from store.vectors.pgvector.keywords import statistics
+
+    n, avgdl, df = statistics(conn, table, terms)
+    if not df:
+        return []
+    raw: psycopg.Connection[Any] = conn.connection.driver_connection  # type: ignore[assignment]
+    kwdocs, scored = scores(raw, table, terms, n=n, avgdl=avgdl, df=df)
+    found: dict[str, Any] = {}
+    above, want = np.inf, max(CANDIDATES * limit, MIN_CANDIDATES)
+    while True:
+        # this round: every kwdoc scoring at least the ``want``-th best, not checked by an earlier round
+        bar = -np.inf if want >= len(scored) else float(np.partition(scored, len(scored) - want)[len(scored) - want])
+        chosen = (scored >= bar) & (scored < above)
+        batch, batch_scores = kwdocs[chosen], scored[chosen]
+        query = (sa.select(table.c.id, table.c.text, table.c.metadata, table.c.kwdoc)
+                 .where(table.c.kwdoc == sa.func.any(sa.literal(batch.tolist(), sa.ARRAY(sa.BigInteger))), where))
+        score_of = dict(zip(batch.tolist(), batch_scores.tolist(), strict=True))
+        for row in conn.execute(query).all():
+            found[row.id] = _Match(row.id, row.text, row.metadata, score_of[row.kwdoc])
+        if len(found) >= limit or bar == -np.inf:
+            break
+        if want >= MAX_CANDIDATES:
+            return None
+        above, want = bar, want * CANDIDATES
+    return sorted(found.values(), key=lambda m: (-m.score, m.id))[:limit]
+
+
+@dataclass(frozen=True)
+class _Match:
+    id: str
+    text: str
+    metadata: dict[str, Any]
+    score: float
