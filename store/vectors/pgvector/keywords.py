@@ -213,7 +213,7 @@ def keyword_query(rows: Any, terms: Sequence[str], *, n: int, avgdl: float, df: 
     parts = []
     for term in present:
         tf = sa.func.coalesce(sa.cast(rows.c.keywords.op("->>")(sa.literal(term)), sa.Float), 0.0)
-        parts.append(bm25.idf(df[term], n) * tf * (bm25.K1 + 1) / (tf + norm))
+        parts.append(bm25.idf(df[term], n) * (tf * (bm25.K1 + 1) / (tf + norm)))  # as segments.scores has it
     score = sum(parts[1:], parts[0]) if parts else sa.literal(0.0)
     holds = sa.cast(rows.c.keywords, JSONB).op("?|")(sa.cast(sa.literal(present), ARRAY(sa.Text)))
     return score, holds

@@ -21,6 +21,7 @@ say which rows hold a term and how often.
 from __future__ import annotations
 
 import math
+import secrets
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ import sqlalchemy as sa
 from psycopg import sql
 
 from store.vectors.keyword import bm25
+from store.vectors.pgvector import postings_cache
 
 __all__ = ["BASE_DOCS", "FANOUT", "Posted", "allocate", "best", "clear", "compact", "drop", "merge", "posting_tables",
            "rebuild", "scores", "write"]
@@ -41,7 +43,19 @@ FANOUT = 4
 #: Segments of fewer rows than this are all of class 0.
 BASE_DOCS = 256
 
-_DOC, _COUNT = np.dtype(">i8"), np.dtype(">i4")
+_WIDTHS: dict[int, np.dtype[Any]] = {1: np.dtype(">u1"), 2: np.dtype(">u2"), 4: np.dtype(">u4"), 8: np.dtype(">u8")}
+
+
+def _pack(values: np.ndarray) -> bytes:
+    """Non-negative integers, big-endian, in the fewest bytes each that hold the largest (1, 2, 4 or 8)."""
+    top = int(values.max()) if len(values) else 0
+    width = next(w for w in (1, 2, 4, 8) if top < 256 ** w)
+    return values.astype(_WIDTHS[width]).tobytes()
+
+
+def _unpack(data: bytes, count: int) -> np.ndarray:
+    """``_pack``'s integers (their width is the bytes per posting), as int64."""
+    return np.frombuffer(data, _WIDTHS[len(data) // count]).astype(np.int64) if count else np.array([], np.int64)
 
 
 @dataclass(frozen=True)
@@ -59,7 +73,7 @@ def posting_tables(table: sa.Table) -> tuple[sa.Table, sa.Table]:
         return table.metadata.tables[names[0]], table.metadata.tables[names[1]]
     segments = sa.Table(
         names[0], table.metadata,
-        sa.Column("seg", sa.BigInteger, sa.Identity(always=False), primary_key=True),
+        sa.Column("seg", sa.BigInteger, primary_key=True, autoincrement=False),
         sa.Column("docs", sa.Integer, nullable=False),
         sa.Column("level", sa.SmallInteger, nullable=False),
     )
@@ -67,11 +81,18 @@ def posting_tables(table: sa.Table) -> tuple[sa.Table, sa.Table]:
         names[1], table.metadata,
         sa.Column("term", sa.Text, primary_key=True),
         sa.Column("seg", sa.BigInteger, primary_key=True),
+        sa.Column("count", sa.Integer, nullable=False),
         sa.Column("docs", sa.LargeBinary, nullable=False),
         sa.Column("tfs", sa.LargeBinary, nullable=False),
         sa.Column("lengths", sa.LargeBinary, nullable=False),
     )
     return segments, postings
+
+
+def _new_seg() -> int:
+    """A segment's id: random, so that no two segments of any table or database share one, and a process's
+    decoded postings (``postings_cache``) can never be taken for another's, even after a table is made again."""
+    return secrets.randbits(62) + 1
 
 
 def _level(docs: int) -> int:
@@ -104,22 +125,21 @@ def write(raw: psycopg.Connection[Any], table: sa.Table, rows: Iterable[Posted])
             lengths[term].append(length)
     if not count:
         return
-    _store(raw, table, count, ((t, np.array(docs[t], _DOC), np.array(tfs[t], _COUNT), np.array(lengths[t], _COUNT))
-                               for t in docs))
+    _store(raw, table, count, ((t, np.array(docs[t]), np.array(tfs[t]), np.array(lengths[t])) for t in docs))
 
 
 def _store(raw: psycopg.Connection[Any], table: sa.Table, count: int,
            terms: Iterable[tuple[str, np.ndarray, np.ndarray, np.ndarray]]) -> None:
     segments, postings = posting_tables(table)
-    seg = raw.execute(sql.SQL("INSERT INTO {} (docs, level) VALUES (%s, %s) RETURNING seg").format(
-        sql.Identifier(segments.name)), [count, _level(count)]).fetchone()[0]  # type: ignore[index]
-    statement = sql.SQL("COPY {} (term, seg, docs, tfs, lengths) FROM STDIN WITH (FORMAT BINARY)").format(
+    seg = _new_seg()
+    raw.execute(sql.SQL("INSERT INTO {} (seg, docs, level) VALUES (%s, %s, %s)").format(
+        sql.Identifier(segments.name)), [seg, count, _level(count)])
+    statement = sql.SQL("COPY {} (term, seg, count, docs, tfs, lengths) FROM STDIN WITH (FORMAT BINARY)").format(
         sql.Identifier(postings.name))
     with raw.cursor() as cursor, cursor.copy(statement) as copy:
-        copy.set_types(["text", "int8", "bytea", "bytea", "bytea"])
+        copy.set_types(["text", "int8", "int4", "bytea", "bytea", "bytea"])
         for term, docs, tfs, lengths in terms:
-            copy.write_row((term, seg, docs.astype(_DOC).tobytes(), tfs.astype(_COUNT).tobytes(),
-                            lengths.astype(_COUNT).tobytes()))
+            copy.write_row((term, seg, len(docs), _pack(docs), _pack(tfs), _pack(lengths)))
 
 
 def merge(raw: psycopg.Connection[Any], table: sa.Table) -> int:
@@ -155,14 +175,14 @@ def _join(raw: psycopg.Connection[Any], table: sa.Table, taken: list[int]) -> No
     segments, postings = posting_tables(table)
     segs, posts = sql.Identifier(segments.name), sql.Identifier(postings.name)
     with raw.cursor(binary=True) as cursor:
-        cursor.execute(sql.SQL("SELECT term, docs, tfs, lengths FROM {} WHERE seg = ANY(%s) ORDER BY term, seg")
+        cursor.execute(sql.SQL("SELECT term, count, docs, tfs, lengths FROM {} WHERE seg = ANY(%s) ORDER BY term, seg")
                        .format(posts), [taken])
         found = cursor.fetchall()
-    by_term: dict[str, list[tuple[bytes, bytes, bytes]]] = defaultdict(list)
-    for term, docs, tfs, lengths in found:
-        by_term[term].append((docs, tfs, lengths))
-    every = np.unique(np.concatenate([np.frombuffer(d, _DOC) for parts in by_term.values() for d, _, _ in parts])
-                      if by_term else np.array([], _DOC)).astype(np.int64)
+    by_term: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = defaultdict(list)
+    for term, count, docs, tfs, lengths in found:
+        by_term[term].append((_unpack(docs, count), _unpack(tfs, count), _unpack(lengths, count)))
+    every = np.unique(np.concatenate([d for parts in by_term.values() for d, _, _ in parts])
+                      if by_term else np.array([], np.int64))
     live = raw.execute(sql.SQL("SELECT kwdoc FROM {} WHERE kwdoc = ANY(%s)").format(sql.Identifier(table.name)),
                        [every.tolist()]).fetchall()
     alive = np.array(sorted(r[0] for r in live), np.int64)
@@ -173,11 +193,11 @@ def _join(raw: psycopg.Connection[Any], table: sa.Table, taken: list[int]) -> No
 
     def kept() -> Iterable[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
         for term, parts in by_term.items():
-            docs = np.concatenate([np.frombuffer(d, _DOC) for d, _, _ in parts])
-            keep = np.isin(docs.astype(np.int64), alive, assume_unique=False)
+            docs = np.concatenate([d for d, _, _ in parts])
+            keep = np.isin(docs, alive)
             if keep.any():
-                tfs = np.concatenate([np.frombuffer(t, _COUNT) for _, t, _ in parts])
-                lengths = np.concatenate([np.frombuffer(n, _COUNT) for _, _, n in parts])
+                tfs = np.concatenate([t for _, t, _ in parts])
+                lengths = np.concatenate([n for _, _, n in parts])
                 yield term, docs[keep], tfs[keep], lengths[keep]
 
     _store(raw, table, len(alive), kept())
@@ -194,10 +214,11 @@ def rebuild(raw: psycopg.Connection[Any], table: sa.Table) -> None:
     count = raw.execute(sql.SQL("SELECT count(*) FROM {} WHERE keyword_length > 0").format(name)).fetchone()
     if not count or not count[0]:
         return
-    seg = raw.execute(sql.SQL("INSERT INTO {} (docs, level) VALUES (%s, %s) RETURNING seg").format(segs),
-                      [count[0], _level(count[0])]).fetchone()[0]  # type: ignore[index]
+    seg = _new_seg()
+    raw.execute(sql.SQL("INSERT INTO {} (seg, docs, level) VALUES (%s, %s, %s)").format(segs),
+                [seg, count[0], _level(count[0])])
     raw.execute(sql.SQL(
-        "INSERT INTO {posts} (term, seg, docs, tfs, lengths) SELECT e.key, %s, "
+        "INSERT INTO {posts} (term, seg, count, docs, tfs, lengths) SELECT e.key, %s, count(*), "
         "string_agg(int8send(r.kwdoc), ''::bytea ORDER BY r.kwdoc), "
         "string_agg(int4send((e.value #>> '{{}}')::int4), ''::bytea ORDER BY r.kwdoc), "
         "string_agg(int4send(r.keyword_length), ''::bytea ORDER BY r.kwdoc) "
@@ -223,31 +244,47 @@ def scores(raw: psycopg.Connection[Any], table: sa.Table, terms: Sequence[str], 
     the terms summed in ``terms``' order, with the SQL path's formula."""
     present = [t for t in terms if t in df]
     _, postings = posting_tables(table)
+    cache = postings_cache.shared()
+    cached = [f"{seg} {term}" for term in present for seg in cache.held(table.name, term)]
+    # the postings of segments already decoded here are not sent again (a CASE never reads the value)
     with raw.cursor(binary=True) as cursor:
-        cursor.execute(sql.SQL("SELECT term, docs, tfs, lengths FROM {} WHERE term = ANY(%s) ORDER BY seg")
-                       .format(sql.Identifier(postings.name)), [present])
+        cursor.execute(sql.SQL(
+            "SELECT term, seg, count, CASE WHEN seg || ' ' || term = ANY(%(held)s) THEN NULL ELSE docs END, "
+            "CASE WHEN seg || ' ' || term = ANY(%(held)s) THEN NULL ELSE tfs END, "
+            "CASE WHEN seg || ' ' || term = ANY(%(held)s) THEN NULL ELSE lengths END "
+            "FROM {} WHERE term = ANY(%(terms)s) ORDER BY seg").format(sql.Identifier(postings.name)),
+            {"held": cached, "terms": present})
         found = cursor.fetchall()
-    by_term: dict[str, list[tuple[bytes, bytes, bytes]]] = defaultdict(list)
-    for term, docs, tfs, lengths in found:
-        by_term[term].append((docs, tfs, lengths))
-    all_docs, all_weights = [], []
+    by_term: dict[str, list[postings_cache.Decoded]] = defaultdict(list)
+    segs_of: dict[str, set[int]] = defaultdict(set)
+    for term, seg, count, docs, tfs, lengths in found:
+        segs_of[term].add(seg)
+        decoded = cache.get(table.name, term, seg) if docs is None else None
+        if decoded is None:
+            if docs is None:  # evicted since: read it again
+                return scores(raw, table, terms, n=n, avgdl=avgdl, df=df)
+            decoded = postings_cache.Decoded(_unpack(docs, count), _unpack(tfs, count).astype(np.float64),
+                                             _unpack(lengths, count).astype(np.float64))
+            cache.put(table.name, term, seg, decoded)
+        by_term[term].append(decoded)
+    for term in present:
+        cache.keep_only(table.name, term, segs_of.get(term, set()))
+    all_docs: list[np.ndarray] = []
+    all_weights: list[np.ndarray] = []
     for term in present:
         parts = by_term.get(term)
         if not parts:
             continue
-        docs = np.concatenate([np.frombuffer(d, _DOC) for d, _, _ in parts]).astype(np.int64)
-        tf = np.concatenate([np.frombuffer(t, _COUNT) for _, t, _ in parts]).astype(np.float64)
-        length = np.concatenate([np.frombuffer(x, _COUNT) for _, _, x in parts]).astype(np.float64)
-        norm = bm25.K1 * (1 - bm25.B + bm25.B * length / avgdl)
-        all_docs.append(docs)
-        all_weights.append(bm25.idf(df[term], n) * tf * (bm25.K1 + 1) / (tf + norm))
+        idf = bm25.idf(df[term], n)
+        all_docs.extend(part.docs for part in parts)
+        all_weights.extend(idf * part.weights(avgdl) for part in parts)
     if not all_docs:
         return np.array([], np.int64), np.array([], np.float64)
     docs, weights = np.concatenate(all_docs), np.concatenate(all_weights)
     low, high = int(docs.min()), int(docs.max())
     if high - low < 4 * len(docs) + 1024:
         summed = np.bincount(docs - low, weights=weights)
-        held = np.flatnonzero(np.bincount(docs - low))
+        held = np.flatnonzero(summed)  # every weight is above 0: the idf is, and so is a posting's tf
         return held + low, summed[held]
     unique, inverse = np.unique(docs, return_inverse=True)
     return unique, np.bincount(inverse, weights=weights)

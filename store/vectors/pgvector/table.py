@@ -93,6 +93,8 @@ class PgvectorCollection(Collection):
         committed: the write stands whatever this meets, and the next write merges what this could not."""
         try:
             with self._store.transaction() as conn:
+                if self._deferred(conn):
+                    return  # a first load: ensure_index merges every segment once, at its end
                 segments.merge(_driver(conn), self.table)
         except StoreError as exc:
             _log.warning("keyword segments of %s not merged now (%s); the next write merges them", self.name, exc)
@@ -188,7 +190,13 @@ class PgvectorCollection(Collection):
             self._prepare_build(conn)
             for index in bulk_indexes(self.table):
                 index.create(conn, checkfirst=True)
+            segments.compact(_driver(conn), self.table)
             self._analyze(conn)
+
+    def _deferred(self, conn: sa.Connection) -> bool:
+        """Whether ``defer_index`` has dropped the indexes a first load builds after its rows."""
+        name = f"{self.table.name}_keywords_idx"
+        return conn.execute(sa.select(sa.func.to_regclass(sa.func.quote_ident(name)))).scalar_one() is None
 
     # -- COPY ------------------------------------------------------------------------
 
