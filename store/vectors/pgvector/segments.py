@@ -185,22 +185,22 @@ def _join(raw: psycopg.Connection[Any], table: sa.Table, taken: list[int]) -> No
                       if by_term else np.array([], np.int64))
     live = raw.execute(sql.SQL("SELECT kwdoc FROM {} WHERE kwdoc = ANY(%s)").format(sql.Identifier(table.name)),
                        [every.tolist()]).fetchall()
-    alive = np.array(sorted(r[0] for r in live), np.int64)
     raw.execute(sql.SQL("DELETE FROM {} WHERE seg = ANY(%s)").format(posts), [taken])
     raw.execute(sql.SQL("DELETE FROM {} WHERE seg = ANY(%s)").format(segs), [taken])
-    if not len(alive):
+    if not live:
         return
+    alive = np.isin(every, np.array([r[0] for r in live], np.int64))  # by position in ``every`` (sorted)
 
     def kept() -> Iterable[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
         for term, parts in by_term.items():
             docs = np.concatenate([d for d, _, _ in parts])
-            keep = np.isin(docs, alive)
+            keep = alive[np.searchsorted(every, docs)]
             if keep.any():
                 tfs = np.concatenate([t for _, t, _ in parts])
                 lengths = np.concatenate([n for _, _, n in parts])
                 yield term, docs[keep], tfs[keep], lengths[keep]
 
-    _store(raw, table, len(alive), kept())
+    _store(raw, table, len(live), kept())
 
 
 def rebuild(raw: psycopg.Connection[Any], table: sa.Table) -> None:
