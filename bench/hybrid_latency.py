@@ -5,7 +5,7 @@ words drawn from the faq's own words by their frequency (so BM25 meets a real vo
 tail), its vector a real chunk's vector plus Gaussian noise, normalised (clustered like real text, not
 uniform). The faq's questions, embedded beforehand, are searched in the three modes taking turns, two rounds; the first
 is a warm-up. What bounds the keyword leg is counted too: the rows holding at least one of a query's terms
-(each one is scored by the leg's SQL).
+(each has a posting the leg scores).
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def latency_rows(store: VectorStore, labelled: LabelledSet, embeddings: DiskEmbe
             Row(section, "keyword p95", keyword95, "ms", ratio=round(keyword95 / vector95, 3),
                 detail=f"p50 {percentile(took['keyword'], 50):.2f} ms; {detail}"),
             Row(section, "rows holding a query term, p95", percentile(held, 95), "rows",
-                detail=f"p50 {percentile(held, 50):,.0f} rows of {total:,}: each is scored by the keyword leg"),
+                detail=f"p50 {percentile(held, 50):,.0f} rows of {total:,}: the keyword leg scores each"),
             Row(section, "hybrid p95", hybrid95, "ms", ratio=round(hybrid95 / vector95, 3), target="<= 2x vector",
                 ok=hybrid95 <= 2 * vector95, detail=f"p50 {percentile(took['hybrid'], 50):.2f} ms; {detail}")]
 
