@@ -32,8 +32,8 @@ import psycopg
 import sqlalchemy as sa
 from psycopg import sql
 
+import store.vectors.pgvector.postings_cache as postings_cache
 from store.vectors.keyword import bm25
-from store.vectors.pgvector import postings_cache
 
 __all__ = ["BASE_DOCS", "FANOUT", "Posted", "allocate", "best", "clear", "compact", "drop", "merge", "posting_tables",
            "rebuild", "scores", "write"]

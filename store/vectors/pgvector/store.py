@@ -11,11 +11,11 @@ import sqlalchemy as sa
 from pgvector.psycopg import register_vector
 from psycopg import sql
 
+import store.vectors.pgvector.segments as segments
 from store.settings import NetworkSettings, Settings, VectorSettings, default
 from store.state.sql import advisory_lock, make_engine, safe_url, transaction
 from store.vectors.base import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
 from store.vectors.keyword import analyzer
-from store.vectors.pgvector import segments
 from store.vectors.pgvector.keywords import stats_table
 from store.vectors.pgvector.schema import Schema
 from store.vectors.pgvector.table import PgvectorCollection

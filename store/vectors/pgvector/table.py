@@ -17,12 +17,12 @@ import sqlalchemy as sa
 from psycopg import sql
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
+import store.vectors.pgvector.segments as segments
 from store.errors import StoreError
 from store.state.sql import advisory_lock
 from store.vectors.base import Collection
 from store.vectors.filters import Filter
 from store.vectors.indexed import IndexedFields
-from store.vectors.pgvector import segments
 from store.vectors.pgvector.filters import compile_filter
 from store.vectors.pgvector.keywords import Delta, count_rows, ranked
 from store.vectors.pgvector.planner import OVERSHOOT, Plan, exact_search, observe, plan
