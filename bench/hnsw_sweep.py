@@ -5,10 +5,11 @@
 The vectors are ``bench.filtered_search.clustered()`` (384-d, 500 centres); the queries are new points of
 the same distribution and the ground truth is an exact numpy search. Each size is loaded once by binary COPY;
 each setting drops the HNSW index and builds it through the store's own path (``ensure_index``: the memory
-and parallel workers the store gives a build), so the build times compare in one run, as ratios to today's
-default (m 16, ef_construction 64). Search runs at the default ``ef_search``; recall at 40 and 1000 (pgvector's
-largest) is in the row's detail, as is a check of the measurement: the plan uses the HNSW index, the
-transaction's ``hnsw.ef_search`` is the store's, and the graph fitted in memory (pgvector says when not).
+and parallel workers the store gives a build), so the build times compare in one run, as ratios to m 16,
+ef_construction 64 (pgvector's own defaults, and vectorsync's until this sweep). Search runs at the default
+``ef_search``; recall at 40 and 1000 (pgvector's largest) is in the row's detail, as is a check of the
+measurement: the plan uses the HNSW index, the transaction's ``hnsw.ef_search`` is the store's, and the graph
+fitted in memory (pgvector says when not).
 Standalone, the rows are merged into ``bench/results.json`` (part ``hnsw``), keeping every other row.
 """
 
