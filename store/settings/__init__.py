@@ -229,7 +229,7 @@ class VectorSettings(Section):
     metric: Literal["cosine", "dot", "euclidean"] = "cosine"
     hnsw_m: int = Field(default=16, ge=2, le=100)
     #: 128, not pgvector's 64: at 1,000,000 clustered vectors 64 builds a graph that even ef_search 1000 cannot
-    #: search to recall@10 0.95 (docs/benchmarks.md, "HNSW defaults"); 128 reaches 0.97 at ef_search 200.
+    #: search to recall@10 0.95 (docs/benchmarks.md, "HNSW defaults"); 128 reaches 0.96-0.97 at ef_search 200.
     hnsw_ef_construction: int = Field(default=128, ge=4, le=1000)
     ef_search: int = Field(default=200, ge=1, le=1000)
     #: Prefix of the pgvector table that holds a collection.
