@@ -8,8 +8,10 @@ text), the bulk pipeline against binary COPY + HNSW build, live latency under
 a full bulk queue and peak worker memory, provider calls against the ideal,
 the local model against raw encode, the embeddings transport, what reading
 a collection's alias costs a search, retrieval quality per search mode on
-labelled sets (``bench/quality.py``), and change capture (freshness, a bulk
-UPDATE against a reindex, the trigger's cost to writers). Benchmarks
+labelled sets (``bench/quality.py``), change capture (freshness, a bulk
+UPDATE against a reindex, the trigger's cost to writers), and HNSW build
+parameters (build time, recall and latency per ``hnsw_m`` and
+``hnsw_ef_construction``, ``bench/hnsw_sweep.py``). Benchmarks
 are never collected as tests; ``--quick`` is a smoke run of a few minutes.
 With ``--only``, the rows of the sections not run are kept from ``--out`` as they were.
 """
@@ -36,6 +38,7 @@ SECTIONS = {
     "aliases": "bench.aliases",
     "quality": "bench.quality",
     "capture": "bench.capture",
+    "hnsw": "bench.hnsw_sweep",
 }
 
 

@@ -32,7 +32,7 @@ from store.vectors.records import VectorMatch, VectorRecord, canonical_json
 if TYPE_CHECKING:
     from store.vectors.pgvector.store import PgvectorStore
 
-__all__ = ["BULK_LOAD_ROWS", "PgvectorCollection"]
+__all__ = ["BULK_LOAD_ROWS", "PgvectorCollection", "build_memory_mb"]
 
 _log = logging.getLogger(__name__)
 
@@ -279,7 +279,12 @@ def _prepare_build(conn: sa.Connection, table: sa.Table, *, dimensions: int, m: 
     """Size this transaction's HNSW build: memory for the whole graph (else the build slows several times
     once it spills) and PostgreSQL's parallel build workers."""
     rows = conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one()
-    per_row = dimensions * 4 + m * 2 * 16 + 200  # the vector, its neighbour lists, the element's bookkeeping
-    megabytes = min(max(64, int(rows * per_row * 1.3 / 2**20)), MAX_BUILD_MEMORY_MB)
+    megabytes = build_memory_mb(rows, dimensions=dimensions, m=m)
     conn.execute(sa.select(sa.func.set_config("maintenance_work_mem", f"{megabytes}MB", sa.true())))
     conn.execute(sa.select(sa.func.set_config("max_parallel_maintenance_workers", str(workers), sa.true())))
+
+
+def build_memory_mb(rows: int, *, dimensions: int, m: int) -> int:
+    """The maintenance_work_mem an HNSW build of ``rows`` vectors gets: the whole graph, 30% spare, capped."""
+    per_row = dimensions * 4 + m * 2 * 16 + 200  # the vector, its neighbour lists, the element's bookkeeping
+    return min(max(64, int(rows * per_row * 1.3 / 2**20)), MAX_BUILD_MEMORY_MB)

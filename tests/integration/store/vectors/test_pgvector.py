@@ -9,8 +9,10 @@ import pytest
 import sqlalchemy as sa
 
 from store import ConfigError, VectorRecord
+from store.settings import VectorSettings
 from store.vectors.pgvector import PgvectorStore
 from store.vectors.pgvector.schema import embedding_type
+from store.vectors.pgvector.table import BULK_LOAD_ROWS
 from tests.backends import unique_name
 
 DIMENSIONS = 64
@@ -46,6 +48,22 @@ def test_schema_has_the_documented_columns_and_indexes(pg: PgvectorStore) -> Non
     assert "USING btree (record_id)" in definitions
     assert "USING gin (keywords)" in definitions
     assert "UNIQUE INDEX" in indexes[f"{table}_kwdoc_idx"]
+
+
+def test_the_hnsw_index_is_built_with_the_settings_parameters(postgres_url: str) -> None:
+    defaults = VectorSettings()
+    for store in (PgvectorStore(postgres_url, dimensions=4), PgvectorStore(postgres_url, dimensions=4, hnsw_m=8,
+                                                                           hnsw_ef_construction=40)):
+        m, ef_construction = store.schema.hnsw_m, store.schema.hnsw_ef_construction
+        collection = store.collection(unique_name())
+        collection.upsert_many(VectorRecord(f"v{i}", [1.0, i, 0.0, 1.0]) for i in range(BULK_LOAD_ROWS))  # built after
+        with store.transaction() as conn:
+            definition = conn.execute(sa.text("SELECT indexdef FROM pg_indexes WHERE indexname = :i"),
+                                      {"i": f"{collection.table.name}_embedding_idx"}).scalar_one()  # type: ignore[attr-defined]
+        assert f"WITH (m='{m}', ef_construction='{ef_construction}')" in definition
+        store.drop_collection(collection.name)
+        store.close()
+    assert (defaults.hnsw_m, defaults.hnsw_ef_construction) == (16, 128)  # docs/benchmarks.md, "HNSW defaults"
 
 
 def test_record_id_and_chunk_metadata_fill_their_columns(pg: PgvectorStore) -> None:
