@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.cpu import CpuMeter
 from bench.langchain_peer import Peer, documents, packages
 from bench.pipeline import Rig, notes, rig, wait_run
 from bench.report import Row, print_table
@@ -38,16 +39,17 @@ EDITED = 0.01
 
 @dataclass(frozen=True)
 class Timed:
-    """One side's run of one case: seconds, and what it did (its own counts)."""
+    """One side's run of one case: seconds, CPU seconds of every process involved, and what it did."""
 
     seconds: float
+    cpu: float
     detail: str
 
 
-def timed(work: Callable[[], str]) -> Timed:
-    start = time.perf_counter()
+def timed(work: Callable[[], str], cpu: CpuMeter) -> Timed:
+    used, start = cpu.seconds(), time.perf_counter()
     detail = work()
-    return Timed(time.perf_counter() - start, detail)
+    return Timed(time.perf_counter() - start, cpu.seconds() - used, detail)
 
 
 def vectorsync(r: Rig) -> Callable[[], str]:
@@ -96,16 +98,19 @@ def edit(r: Rig, records: int) -> int:
 
 def rows_for(case: str, what: str, records: int, ours: Timed, theirs: Timed, *, target: bool,
              note: str = "") -> list[Row]:
-    """Each side's seconds and records/s, and vectorsync's records/s against the peer's."""
-    ratio = theirs.seconds / ours.seconds
+    """Each side's seconds and records/s, vectorsync's records/s against the peer's, and the same per CPU
+    second (every process: the bench's, the workers', Redis, PostgreSQL's)."""
+    ratio, per_cpu = theirs.seconds / ours.seconds, theirs.cpu / ours.cpu
     return [
-        Row(case, f"vectorsync: {what}", ours.seconds, "s", detail=f"{records / ours.seconds:,.0f} records/s; "
-            f"{ours.detail}"),
+        Row(case, f"vectorsync: {what}", ours.seconds, "s", detail=f"{records / ours.seconds:,.0f} records/s, "
+            f"{ours.cpu:.1f} CPU s; {ours.detail}"),
         Row(case, f"LangChain index() + PGVector: {what}", theirs.seconds, "s",
-            detail=f"{records / theirs.seconds:,.0f} records/s; {theirs.detail}"),
+            detail=f"{records / theirs.seconds:,.0f} records/s, {theirs.cpu:.1f} CPU s; {theirs.detail}"),
         Row(case, f"vectorsync / LangChain, records/s: {what}", ratio, "x", ratio=ratio,
             target=f">= {TARGET:g}x" if target else "", ok=ratio >= TARGET if target else None,
             detail=f"{records / ours.seconds:,.0f} against {records / theirs.seconds:,.0f} records/s{note}"),
+        Row(case, f"vectorsync / LangChain, records per CPU second: {what}", per_cpu, "x", ratio=per_cpu,
+            detail=f"{records / ours.cpu:,.0f} against {records / theirs.cpu:,.0f} records per CPU second"),
     ]
 
 
@@ -113,16 +118,17 @@ def measure(r: Rig, records: int) -> list[Row]:
     """The three cases, vectorsync then the peer in each, on one PostgreSQL and one embeddings server."""
     settings = load_settings(r.config)
     side = Peer(r.store.url, settings)
+    cpu = CpuMeter(side.engine)
     before = os.getloadavg()[0]
     try:
         with celery_worker(r.config, concurrency=2, name="peer"):
-            first = timed(vectorsync(r)), timed(peer(r, side, first=True))
+            first = timed(vectorsync(r), cpu), timed(peer(r, side, first=True), cpu)
             if not side.searchable("pricing renewal"):
                 raise AssertionError("the peer's collection answers no search after its first index")
             chunks = side.chunks(), r.store.collection("notes").count()
-            again = timed(vectorsync(r)), timed(peer(r, side, first=False))
+            again = timed(vectorsync(r), cpu), timed(peer(r, side, first=False), cpu)
             edited = edit(r, records)
-            changed = timed(vectorsync(r)), timed(peer(r, side, first=False))
+            changed = timed(vectorsync(r), cpu), timed(peer(r, side, first=False), cpu)
     finally:
         side.close()
     sizes = f"{records:,} records (chunks: {chunks[1]:,} vectorsync, {chunks[0]:,} peer)"
