@@ -83,13 +83,19 @@ class Peer:
                              key_encoder="sha256")
         return dict(result)
 
-    def build_index(self) -> None:
-        """HNSW on the embeddings, in the build memory and parallel workers vectorsync's own build gets."""
+    def build_index(self, *, sized: bool = True) -> None:
+        """HNSW on the embeddings, in the build memory and parallel workers vectorsync's own build gets
+        (``sized=False``: the server's defaults, as langchain-postgres leaves them)."""
         with self.engine.begin() as conn:
-            table = sa.Table(TABLE, sa.MetaData(), autoload_with=conn)
-            _prepare_build(conn, table, dimensions=self.dimensions, m=self.m, workers=self.build_workers)
+            if sized:
+                table = sa.Table(TABLE, sa.MetaData(), autoload_with=conn)
+                _prepare_build(conn, table, dimensions=self.dimensions, m=self.m, workers=self.build_workers)
             conn.execute(sa.text(f"CREATE INDEX {TABLE}_hnsw ON {TABLE} USING hnsw (embedding vector_cosine_ops) "
                                  f"WITH (m = {int(self.m)}, ef_construction = {int(self.ef_construction)})"))
+
+    def drop_index(self) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(sa.text(f"DROP INDEX {TABLE}_hnsw"))
 
     def chunks(self) -> int:
         """Rows the vector store holds."""
