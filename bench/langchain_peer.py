@@ -64,13 +64,13 @@ def packages() -> tuple[Any, Any, Any]:
 
 
 class Peer:
-    """A PGVector collection and its record manager in the database at ``url``, made empty."""
+    """A PGVector collection and its record manager in the database at ``url`` (the bench's own, new)."""
 
     def __init__(self, url: str, settings: Settings, *, collection: str = "notes") -> None:
         self._index, manager, vector_store = packages()
         self.engine = sa.create_engine(engine_url(url))
         self.store = vector_store(peer_embeddings(settings), connection=self.engine, collection_name=collection,
-                           embedding_length=settings.vectors.dimensions)
+                                  embedding_length=settings.vectors.dimensions)
         self.manager = manager(f"pgvector/{collection}", engine=self.engine)
         self.manager.create_schema()
         self.dimensions = settings.vectors.dimensions
