@@ -8,6 +8,7 @@ failures table, and the rest of the batch is indexed regardless.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -18,7 +19,16 @@ from celery.exceptions import Retry, SoftTimeLimitExceeded
 
 from store.broker.config import soft_time_limit
 from store.broker.queues import queue_states, sent_headers, worker_states
-from store.contract import BUILD_INDEX, BULK_QUEUE, INDEX_BATCH, INDEX_DOCUMENT, INDEX_RECORD, RECONCILE, REINDEX_ALL
+from store.contract import (
+    BUILD_INDEX,
+    BULK_QUEUE,
+    INDEX_BATCH,
+    INDEX_DOCUMENT,
+    INDEX_RECORD,
+    POOL_BATCH,
+    RECONCILE,
+    REINDEX_ALL,
+)
 from store.errors import ConfigError, StoreError, StoreUnavailable
 from store.state.generations import parse_name
 from store.state.generations.routing import switch_when_built
@@ -27,15 +37,21 @@ from store.vectors.records import check_collection_name
 from worker.celery import app
 from worker.fanout import count_run, fan_out
 from worker.metrics import observe_batch
-from worker.pipeline import BatchResult, Document
+from worker.pipeline import BatchResult, Document, Indexer
 from worker.policy import RetryPolicy, as_failed, as_retry, combined, decide
+from worker.pooling import LeftoverPool
 from worker.process import context
 
 __all__ = ["build_index", "index_batch", "index_document", "index_record", "reconcile", "reindex_all"]
 
 log = logging.getLogger(__name__)
-#: Ledger ids checked per step when a full reindex looks for records gone from the source.
+#: Ledger ids checked per step when a full reindex looks for records gone from the source (and pooled records
+#: indexed per step by a run's pool batch).
 GONE_PAGE = 500
+#: Seconds a pool batch waits before counting again while another one still holds a claim; and how many such
+#: waits it makes before it takes the claims over (their owner may be gone; indexing twice is harmless).
+POOL_WAIT_SECONDS = 1.0
+POOL_TAKEOVER_RETRIES = 60
 
 
 #: Every task: a backend that cannot be reached where no finer rule applies (building this process's context,
@@ -49,14 +65,16 @@ def _policy() -> RetryPolicy:
 
 
 def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None = None, batch: int | None = None,
-             carried: dict[str, int] | None = None,
-             work: Callable[[], dict[str, BatchResult]] | None = None) -> dict[str, int]:
+             carried: dict[str, int] | None = None, work: Callable[[], dict[str, BatchResult]] | None = None,
+             pooled: bool = False, before_count: Callable[[], bool] | None = None) -> dict[str, int]:
     """Index ``ids`` in every generation a write of ``collection`` goes to (or run ``work`` for them), then act
     on ``worker.policy.decide``: record failures, retry what retrying can fix, count the batch in its run once.
 
     Whatever goes wrong, a batch of a run ends counted (its records as failed),
     so the run cannot stay ``running`` because of it. A failure is recorded under
-    the generation's physical collection, where indexing the record clears it.
+    the generation's physical collection, where indexing the record clears it. ``pooled``: a batch of a run
+    with a leftover pool (``worker.pooling``), whose retries stay pooled and whose count may send the pool
+    batch; ``before_count``: False puts the count off (the pool batch, while another still holds a claim).
     """
     ctx, policy, retries = context(), _policy(), task.request.retries
     outcomes: dict[str, BatchResult] = {}
@@ -95,16 +113,37 @@ def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None 
         log.info("retrying %d records of %s: %s", len(decision.retry), collection, next(iter(result.retry.values())))
         if batch is None:  # index_record: its own arguments
             raise task.retry(countdown=decision.countdown, max_retries=policy.max_retries)
-        raise task.retry(args=(collection, decision.retry),
-                         kwargs={"run_id": run_id, "batch": batch, "carried": decision.counts},
+        raise task.retry(args=(collection, decision.retry), kwargs=_batch_kwargs(run_id, batch, decision.counts,
+                                                                                 pooled),
                          countdown=decision.countdown, max_retries=policy.max_retries)
     if run_id is not None and batch is not None:
+        if before_count is not None and not before_count():
+            raise task.retry(args=(collection, []), kwargs=_batch_kwargs(run_id, batch, decision.counts, pooled),
+                             countdown=POOL_WAIT_SECONDS, max_retries=None)
         try:
             progress = ctx.ledger.finish_batch(run_id, batch, **decision.counts)
         except StoreUnavailable as exc:  # the batch is done; counting it must not be lost with the database
             raise task.retry(exc=exc, countdown=policy.countdown(retries), max_retries=None) from exc
+        if pooled:
+            _flush_when_due(collection, progress, left=bool(result.deferred))
         _finished(collection, progress)
     return decision.counts
+
+
+def _batch_kwargs(run_id: str | None, batch: int | None, carried: dict[str, int], pooled: bool) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"run_id": run_id, "batch": batch, "carried": carried}
+    return kwargs | {"pooled": True} if pooled else kwargs
+
+
+def _flush_when_due(collection: str, progress: RunProgress, *, left: bool = False) -> None:
+    """Send a pooled run's pool batch once every other batch of it is counted (each of those that sees it so
+    sends one: the pool batch takes a second one's claim for nothing, and counts once); and again when a
+    batch ``left`` records in the pool of a run that had ended meanwhile (a redelivered batch, run again
+    after the pool batch), so that they are indexed all the same."""
+    due = progress.status == RunStatus.RUNNING and progress.batches is not None \
+        and progress.counted == progress.batches - 1
+    if due or (left and progress.status != RunStatus.RUNNING):
+        _send_batch(collection, [], run_id=progress.run_id, batch=POOL_BATCH, pooled=True)
 
 
 def _record_failure(collection: str, record_id: str, error: str, *, run_id: str | None) -> None:
@@ -125,9 +164,79 @@ def index_record(self: Task, collection: str, record_id: str) -> dict[str, int]:
 
 @app.task(bind=True, name=INDEX_BATCH, **_RETRIED)
 def index_batch(self: Task, collection: str, ids: list[str], run_id: str | None = None, batch: int | None = None,
-                carried: dict[str, int] | None = None) -> dict[str, int]:
-    """Index a batch of record ids (bulk queue); counted once in its run."""
-    return _process(self, collection, [str(i) for i in ids], run_id=run_id, batch=batch, carried=carried)
+                carried: dict[str, int] | None = None, pooled: bool = False, fresh: bool = False) -> dict[str, int]:
+    """Index a batch of record ids (bulk queue); counted once in its run. ``pooled``: the run has a leftover
+    pool (``worker.pooling``), so the batch makes only full provider calls; batch ``POOL_BATCH`` empties it.
+    ``fresh``: the ledger held none of the ids when the fan-out looked, so a first attempt does not read it
+    (``Indexer.index``)."""
+    ids = [str(i) for i in ids]
+    fresh = fresh and not _again(self)
+    pool = context().leftovers() if pooled and run_id is not None and batch is not None else None
+    if pool is None or run_id is None or batch is None:
+        work = None if not fresh else lambda: context().written(collection, ids, lambda i: i.index(ids, fresh=True))
+        return _process(self, collection, ids, run_id=run_id, batch=batch, carried=carried, pooled=pooled,
+                        work=work)
+    if batch == POOL_BATCH:
+        return _empty_pool(self, collection, ids, pool, run_id=run_id, carried=carried)
+    return _pooled_batch(self, collection, ids, pool, run_id=run_id, batch=batch, carried=carried, fresh=fresh)
+
+
+def _pooled_batch(task: Task, collection: str, ids: list[str], pool: LeftoverPool, *, run_id: str, batch: int,
+                  carried: dict[str, int] | None, fresh: bool = False) -> dict[str, int]:
+    """A batch of a pooled run. Its first attempt fills its last provider call from the pool and leaves what
+    still does not fill one there; an attempt after a retry or a crash gives back what an earlier one claimed
+    and indexes its ids alone, taking them out of the pool (see ``worker.pooling``)."""
+    ctx, owner = context(), str(batch)
+
+    def plain(indexer: Indexer) -> BatchResult:
+        return indexer.index(ids)
+
+    if _again(task):
+        pool.release(run_id, owner)
+
+        def again() -> dict[str, BatchResult]:
+            outcomes = ctx.written(collection, ids, plain)
+            pool.forget(run_id, ids)
+            return outcomes
+
+        return _process(task, collection, ids, run_id=run_id, batch=batch, carried=carried, work=again,
+                        pooled=True)
+
+    def first() -> dict[str, BatchResult]:
+        try:
+            outcomes = ctx.written(collection, ids, plain, alone=lambda indexer: indexer.index(
+                ids, leftovers=pool.run(run_id, owner), fresh=fresh))
+        except BaseException:
+            with contextlib.suppress(StoreUnavailable):
+                pool.release(run_id, owner)  # what it claimed goes back, for another batch to index
+            raise
+        pool.settle(run_id, owner)
+        return outcomes
+
+    return _process(task, collection, ids, run_id=run_id, batch=batch, carried=carried, work=first, pooled=True)
+
+
+def _empty_pool(task: Task, collection: str, ids: list[str], pool: LeftoverPool, *, run_id: str,
+                carried: dict[str, int] | None) -> dict[str, int]:
+    """A pooled run's last batch: index everything its pool holds (and ``ids``, a retry's), then count. While
+    another still holds a claim (a second pool batch sent at once), the count waits for it to settle."""
+    ctx, owner = context(), f"pool:{task.request.id}"
+    patient = task.request.retries < POOL_TAKEOVER_RETRIES  # else another claim's owner may be gone: take it
+    todo = sorted({*ids, *(pool.claim(run_id, owner, texts=0) if patient else pool.take_over(run_id, owner))})
+
+    def in_pages(indexer: Indexer) -> BatchResult:
+        result = BatchResult()
+        for start in range(0, len(todo), GONE_PAGE):
+            result.add(indexer.index(todo[start:start + GONE_PAGE]))
+        return result
+
+    def work() -> dict[str, BatchResult]:
+        outcomes = ctx.written(collection, todo, in_pages)
+        pool.settle(run_id, owner)
+        return outcomes
+
+    return _process(task, collection, todo, run_id=run_id, batch=POOL_BATCH, carried=carried, work=work,
+                    pooled=True, before_count=lambda: not pool.others(run_id, owner))
 
 
 @app.task(bind=True, name=INDEX_DOCUMENT, **_RETRIED)
@@ -160,9 +269,13 @@ def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | N
         if indexer.collection.defer_index():
             ctx.ledger.defer_index(run_id)
             log.info("%s is empty: its vector index is built once every record is in", collection)
+        pooled = ctx.leftovers() is not None
         found = fan_out(indexer, batch_size=ctx.settings.worker.batch_size, keep_ids=full,
                         changed_only=not _again(self),
-                        send=lambda ids, batch: _send_batch(collection, ids, run_id=run_id, batch=batch))
+                        send=lambda ids, batch: _send_batch(collection, ids, run_id=run_id, batch=batch,
+                                                            pooled=pooled),
+                        fresh=lambda ids, batch: _send_batch(collection, ids, run_id=run_id, batch=batch,
+                                                             pooled=pooled, fresh=True))
         if full:
             _drop_gone(collection, found.seen, allow_empty=allow_empty)
     except StoreUnavailable as exc:
@@ -179,7 +292,10 @@ def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | N
     except Exception as exc:  # a bug: the run ends failed, saying what happened
         ctx.ledger.fail_run(run_id, f"{type(exc).__name__}: {exc}")
         raise
-    _finished(collection, count_run(ctx.ledger, run_id, found))
+    progress = count_run(ctx.ledger, run_id, found, pooled=pooled)
+    if pooled:
+        _flush_when_due(collection, progress)
+    _finished(collection, progress)
     log.info("reindex %s of %s: %d records, %d unchanged, the rest in %d batches", run_id, collection, found.total,
              found.unchanged, found.batches)
     return run_id
@@ -193,9 +309,10 @@ def _again(task: Task) -> bool:
     return bool(task.request.retries or delivery.get("redelivered"))
 
 
-def _send_batch(collection: str, ids: list[str], *, run_id: str, batch: int) -> None:
-    index_batch.apply_async(args=(collection, ids), kwargs={"run_id": run_id, "batch": batch}, queue=BULK_QUEUE,
-                            headers=sent_headers())
+def _send_batch(collection: str, ids: list[str], *, run_id: str, batch: int, pooled: bool = False,
+                fresh: bool = False) -> None:
+    kwargs = _batch_kwargs(run_id, batch, {}, pooled) | {"carried": None} | ({"fresh": True} if fresh else {})
+    index_batch.apply_async(args=(collection, ids), kwargs=kwargs, queue=BULK_QUEUE, headers=sent_headers())
 
 
 def _finished(collection: str, progress: RunProgress) -> None:

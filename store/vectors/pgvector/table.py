@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from psycopg import sql
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
+from store.errors import StoreError
 from store.state.sql import advisory_lock
 from store.vectors.base import Collection
 from store.vectors.filters import Filter
@@ -79,6 +80,25 @@ class PgvectorCollection(Collection):
             delta.delete(sa.delete(self.table).where(self._where(filter)))
             self._write(conn, records, delta, bulk=False)  # a table lock after the DELETE could deadlock
             delta.apply()
+
+    def _replace_records(self, record_ids: list[str], records: list[VectorRecord]) -> None:
+        """The pipeline's swap: BEGIN and the DELETE in one round trip, then the rows copied straight into the
+        table, then COMMIT. No staging table, no ON CONFLICT and no swap lock are needed: the caller holds the
+        records' locks (no other swap of them runs), the DELETE has removed every row of these records, and a
+        chunk's id names its record (``42:0``), so no row of another record can share an id. A row that does
+        (written by hand under such an id) fails the COPY; the swap is then done again as ``replace_where``."""
+        delete = sql.SQL("DELETE FROM {} WHERE record_id = ANY(%s)").format(sql.Identifier(self.table.name))
+        try:
+            with self._store.transaction() as conn:
+                raw = _driver(conn)
+                with raw.pipeline():
+                    raw.execute(delete, [record_ids])
+                if records:
+                    self.copy_rows(raw, self.table.name, records)
+        except StoreError as exc:
+            if not isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
+                raise
+            self._replace_where(Filter.any_of("record_id", record_ids), records)
 
     def _search(self, vector: list[float], filter: Filter | None, limit: int) -> list[VectorMatch]:
         distance = self._distance(vector)
