@@ -53,12 +53,15 @@ class BatchResult:
     #: Seconds before a retry can succeed (a provider's Retry-After, or the chain's cool-down).
     retry_after: float = 0.0
     chunks: int = 0
-    #: Records left to a later batch of the run (``Leftovers``), counted by the batch that indexes them.
+    #: Records left to a later batch of the run (``Leftovers``), which writes them: done, for this batch.
     deferred: list[str] = field(default_factory=list)
+    #: Records taken from the run's pool (``Leftovers.claim``) and indexed here, among the others: the batches
+    #: whose ids hold them count them (``owned``).
+    claimed: list[str] = field(default_factory=list)
 
     def add(self, more: BatchResult) -> None:
         """Take in the result of another part of the same batch."""
-        for name in ("indexed", "skipped", "deleted", "superseded", "deferred"):
+        for name in ("indexed", "skipped", "deleted", "superseded", "deferred", "claimed"):
             getattr(self, name).extend(getattr(more, name))
         self.failed.update(more.failed)
         self.retry.update(more.retry)
@@ -66,8 +69,22 @@ class BatchResult:
 
     @property
     def done(self) -> int:
-        """Records whose index now follows the source (written, deleted, or left to a newer task)."""
-        return len(self.indexed) + len(self.deleted) + len(self.superseded)
+        """Records whose index now follows the source (written, deleted, or left to a newer task), or will once
+        a later batch of the run writes them (deferred)."""
+        return len(self.indexed) + len(self.deleted) + len(self.superseded) + len(self.deferred)
+
+    def owned(self) -> tuple[BatchResult, list[str]]:
+        """This result without the records it claimed, which their own batches count; and those of them it
+        could not index (failed, or to retry), which go back to the pool for the pool batch."""
+        if not self.claimed:
+            return self, []
+        claimed = set(self.claimed)
+        kept = {name: [i for i in getattr(self, name) if i not in claimed]
+                for name in ("indexed", "skipped", "deleted", "superseded", "deferred")}
+        own = BatchResult(**kept, failed={i: e for i, e in self.failed.items() if i not in claimed},
+                          retry={i: e for i, e in self.retry.items() if i not in claimed},
+                          retry_after=self.retry_after, chunks=self.chunks)
+        return own, sorted(claimed & {*self.failed, *self.retry})
 
 
 @dataclass(frozen=True, slots=True)

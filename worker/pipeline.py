@@ -81,12 +81,18 @@ class Indexer:
 
     def _fill_up(self, planned: list[Planned], leftovers: Leftovers, own: set[str],
                  result: BatchResult) -> list[Planned]:
-        """More records, from ``leftovers``, whose texts fill the batch's last provider call up."""
+        """More records, from ``leftovers``, whose texts fill the batch's last provider call up (in
+        ``result.claimed``: their own batches count them)."""
         texts = len(self.embeddings.uncached([t for p in planned for t in p.texts]))
         short = -texts % self.embeddings.call_size
         if not short:
             return []
-        claimed = [i for i in leftovers.claim(short) if i not in own]
+        try:
+            claimed = [i for i in leftovers.claim(short) if i not in own]
+        except StoreUnavailable as exc:  # the batch's own records are indexed all the same
+            log.warning("could not take records from the leftover pool (%s): the last call goes partly filled", exc)
+            return []
+        result.claimed.extend(claimed)
         return self._load(claimed, result) if claimed else []
 
     def _embed_whole(self, planned: list[Planned], result: BatchResult,

@@ -1,9 +1,8 @@
 """The tasks. Each is idempotent: running one twice, or two at once, leaves the same index.
 
-Payloads are small and JSON-plain: a collection name and record ids (or one
-pushed document). A batch whose provider calls keep failing is retried with
-backoff for the records that failed; after its retries they go to the
-failures table, and the rest of the batch is indexed regardless.
+Payloads are small and JSON-plain: a collection name and record ids (or one pushed document). A batch whose
+provider calls keep failing is retried with backoff for the records that failed; after its retries they go to
+the failures table, and the rest of the batch is indexed regardless.
 """
 
 from __future__ import annotations
@@ -35,6 +34,7 @@ from store.state.generations.routing import switch_when_built
 from store.state.ledger import RunProgress, RunStatus
 from store.vectors.records import check_collection_name
 from worker.celery import app
+from worker.delivery import RedeliveredTask, delivered_again_if_unsent
 from worker.fanout import count_run, fan_out
 from worker.metrics import observe_batch
 from worker.pipeline import BatchResult, Document, Indexer
@@ -48,16 +48,16 @@ log = logging.getLogger(__name__)
 #: Ledger ids checked per step when a full reindex looks for records gone from the source (and pooled records
 #: indexed per step by a run's pool batch).
 GONE_PAGE = 500
-#: Seconds a pool batch waits before counting again while another one still holds a claim; and how many such
-#: waits it makes before it takes the claims over (their owner may be gone; indexing twice is harmless).
+#: Seconds a pool batch waits before it looks again when records reached the pool (or a claim) while it wrote.
 POOL_WAIT_SECONDS = 1.0
-POOL_TAKEOVER_RETRIES = 60
+#: The owner of the pool batch's claim: one for every copy of it, so that each takes what another left.
+POOL_OWNER = "pool"
 
 
 #: Every task: a backend that cannot be reached where no finer rule applies (building this process's context,
 #: opening a run) retries the task with backoff, never loses it.
 _RETRIED: dict[str, Any] = {"max_retries": None, "autoretry_for": (StoreUnavailable,), "retry_backoff": True,
-                            "retry_backoff_max": 60}
+                            "retry_backoff_max": 60, "base": RedeliveredTask}
 
 
 def _policy() -> RetryPolicy:
@@ -66,7 +66,8 @@ def _policy() -> RetryPolicy:
 
 def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None = None, batch: int | None = None,
              carried: dict[str, int] | None = None, work: Callable[[], dict[str, BatchResult]] | None = None,
-             pooled: bool = False, before_count: Callable[[], bool] | None = None) -> dict[str, int]:
+             pooled: bool = False, before_count: Callable[[], bool] | None = None,
+             left: Callable[[], bool] | None = None, counted_elsewhere: bool = False) -> dict[str, int]:
     """Index ``ids`` in every generation a write of ``collection`` goes to (or run ``work`` for them), then act
     on ``worker.policy.decide``: record failures, retry what retrying can fix, count the batch in its run once.
 
@@ -74,7 +75,8 @@ def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None 
     so the run cannot stay ``running`` because of it. A failure is recorded under
     the generation's physical collection, where indexing the record clears it. ``pooled``: a batch of a run
     with a leftover pool (``worker.pooling``), whose retries stay pooled and whose count may send the pool
-    batch; ``before_count``: False puts the count off (the pool batch, while another still holds a claim).
+    batch; ``before_count``: False puts the count off (the pool batch, while records wait in the pool); ``left``:
+    whether the attempt left records in the pool's Redis; ``counted_elsewhere``: as ``decide``'s.
     """
     ctx, policy, retries = context(), _policy(), task.request.retries
     outcomes: dict[str, BatchResult] = {}
@@ -104,7 +106,7 @@ def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None 
         log.exception("indexing %d records of %s failed", len(ids), collection)
         result = as_failed(ids, exc)
     observe_batch(collection, result)
-    decision = decide(result, retries=retries, policy=policy, carried=carried)
+    decision = decide(result, retries=retries, policy=policy, carried=carried, counted_elsewhere=counted_elsewhere)
     for record_id, error in decision.failures.items():
         where = next((physical for physical, outcome in outcomes.items()
                       if record_id in outcome.failed or record_id in outcome.retry), collection)
@@ -124,9 +126,10 @@ def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None 
             progress = ctx.ledger.finish_batch(run_id, batch, **decision.counts)
         except StoreUnavailable as exc:  # the batch is done; counting it must not be lost with the database
             raise task.retry(exc=exc, countdown=policy.countdown(retries), max_retries=None) from exc
-        if pooled:
-            _flush_when_due(collection, progress, left=bool(result.deferred))
-        _finished(collection, progress)
+        with delivered_again_if_unsent(task):
+            if pooled:
+                _flush_when_due(collection, progress, left=bool(result.deferred) or (left is not None and left()))
+            _finished(collection, progress)
     return decision.counts
 
 
@@ -183,46 +186,45 @@ def index_batch(self: Task, collection: str, ids: list[str], run_id: str | None 
 
 def _pooled_batch(task: Task, collection: str, ids: list[str], pool: LeftoverPool, *, run_id: str, batch: int,
                   carried: dict[str, int] | None, fresh: bool = False) -> dict[str, int]:
-    """A batch of a pooled run. Its first attempt fills its last provider call from the pool and leaves what
-    still does not fill one there; an attempt after a retry or a crash gives back what an earlier one claimed
-    and indexes its ids alone, taking them out of the pool (see ``worker.pooling``)."""
+    """A batch of a pooled run, whichever attempt: it fills its last provider call from the pool, leaves what
+    still does not fill one there, and counts its own ids alone (see ``worker.pooling``). What it claimed and
+    could not index goes back for the pool batch; when the pool cannot be reached, the claim stays for it."""
     ctx, owner = context(), str(batch)
+    stayed: list[bool] = []
 
-    def plain(indexer: Indexer) -> BatchResult:
-        return indexer.index(ids)
-
-    if _again(task):
-        pool.release(run_id, owner)
-
-        def again() -> dict[str, BatchResult]:
-            outcomes = ctx.written(collection, ids, plain)
-            pool.forget(run_id, ids)
-            return outcomes
-
-        return _process(task, collection, ids, run_id=run_id, batch=batch, carried=carried, work=again,
-                        pooled=True)
-
-    def first() -> dict[str, BatchResult]:
+    def work() -> dict[str, BatchResult]:
         try:
-            outcomes = ctx.written(collection, ids, plain, alone=lambda indexer: indexer.index(
-                ids, leftovers=pool.run(run_id, owner), fresh=fresh))
+            outcomes = ctx.written(collection, ids, lambda indexer: indexer.index(ids), alone=lambda indexer:
+                                   indexer.index(ids, leftovers=pool.run(run_id, owner), fresh=fresh))
         except BaseException:
             with contextlib.suppress(StoreUnavailable):
                 pool.release(run_id, owner)  # what it claimed goes back, for another batch to index
             raise
-        pool.settle(run_id, owner)
-        return outcomes
+        owned = {physical: result.owned() for physical, result in outcomes.items()}
+        claimed = [i for result in outcomes.values() for i in result.claimed]
+        if claimed:
+            back = [i for _, returned in owned.values() for i in returned]
+            try:
+                stayed.append(pool.settle(run_id, owner, [i for i in claimed if i not in back], back) > 0 or
+                              bool(back))
+            except StoreUnavailable as exc:  # the pool batch takes the claim over and writes it again
+                log.warning("batch %s of run %s could not settle its claim (%s): left for the pool batch", batch,
+                            run_id, exc)
+                stayed.append(True)
+        return {physical: own for physical, (own, _) in owned.items()}
 
-    return _process(task, collection, ids, run_id=run_id, batch=batch, carried=carried, work=first, pooled=True)
+    return _process(task, collection, ids, run_id=run_id, batch=batch, carried=carried, work=work, pooled=True,
+                    left=lambda: any(stayed))
 
 
 def _empty_pool(task: Task, collection: str, ids: list[str], pool: LeftoverPool, *, run_id: str,
                 carried: dict[str, int] | None) -> dict[str, int]:
-    """A pooled run's last batch: index everything its pool holds (and ``ids``, a retry's), then count. While
-    another still holds a claim (a second pool batch sent at once), the count waits for it to settle."""
-    ctx, owner = context(), f"pool:{task.request.id}"
-    patient = task.request.retries < POOL_TAKEOVER_RETRIES  # else another claim's owner may be gone: take it
-    todo = sorted({*ids, *(pool.claim(run_id, owner, texts=0) if patient else pool.take_over(run_id, owner))})
+    """A pooled run's last batch: write everything its pool and any claim still hold (and ``ids``, a retry's),
+    then count. Other batches counted these records already, so its count only moves those that failed from
+    done to failed. While records reach the pool meanwhile (a copy of a batch run late), it looks again first."""
+    ctx = context()
+    todo = sorted({*ids, *pool.take_over(run_id, POOL_OWNER)})
+    final = not _policy().may_retry(task.request.retries)
 
     def in_pages(indexer: Indexer) -> BatchResult:
         result = BatchResult()
@@ -232,11 +234,12 @@ def _empty_pool(task: Task, collection: str, ids: list[str], pool: LeftoverPool,
 
     def work() -> dict[str, BatchResult]:
         outcomes = ctx.written(collection, todo, in_pages)
-        pool.settle(run_id, owner)
+        again = set() if final else {i for result in outcomes.values() for i in result.retry}
+        pool.settle(run_id, POOL_OWNER, [i for i in todo if i not in again])  # a retry's records stay claimed
         return outcomes
 
     return _process(task, collection, todo, run_id=run_id, batch=POOL_BATCH, carried=carried, work=work,
-                    pooled=True, before_count=lambda: not pool.others(run_id, owner))
+                    pooled=True, counted_elsewhere=True, before_count=lambda: not pool.others(run_id, POOL_OWNER))
 
 
 @app.task(bind=True, name=INDEX_DOCUMENT, **_RETRIED)
@@ -293,9 +296,10 @@ def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | N
         ctx.ledger.fail_run(run_id, f"{type(exc).__name__}: {exc}")
         raise
     progress = count_run(ctx.ledger, run_id, found, pooled=pooled)
-    if pooled:
-        _flush_when_due(collection, progress)
-    _finished(collection, progress)
+    with delivered_again_if_unsent(self):
+        if pooled:
+            _flush_when_due(collection, progress)
+        _finished(collection, progress)
     log.info("reindex %s of %s: %d records, %d unchanged, the rest in %d batches", run_id, collection, found.total,
              found.unchanged, found.batches)
     return run_id
