@@ -73,18 +73,20 @@ class BatchResult:
         a later batch of the run writes them (deferred)."""
         return len(self.indexed) + len(self.deleted) + len(self.superseded) + len(self.deferred)
 
-    def owned(self) -> tuple[BatchResult, list[str]]:
-        """This result without the records it claimed, which their own batches count; and those of them it
-        could not index (failed, or to retry), which go back to the pool for the pool batch."""
+    def owned(self) -> tuple[BatchResult, BatchResult]:
+        """This result split in two: the batch's own records, and those it claimed, which their own batches
+        count (of these, the failed and the ones to retry go back to the pool, for the pool batch)."""
         if not self.claimed:
-            return self, []
+            return self, BatchResult()
         claimed = set(self.claimed)
-        kept = {name: [i for i in getattr(self, name) if i not in claimed]
-                for name in ("indexed", "skipped", "deleted", "superseded", "deferred")}
-        own = BatchResult(**kept, failed={i: e for i, e in self.failed.items() if i not in claimed},
-                          retry={i: e for i, e in self.retry.items() if i not in claimed},
-                          retry_after=self.retry_after, chunks=self.chunks)
-        return own, sorted(claimed & {*self.failed, *self.retry})
+        own, theirs = BatchResult(retry_after=self.retry_after, chunks=self.chunks), BatchResult()
+        for name in ("indexed", "skipped", "deleted", "superseded", "deferred"):
+            for record_id in getattr(self, name):
+                getattr(theirs if record_id in claimed else own, name).append(record_id)
+        for name in ("failed", "retry"):
+            for record_id, error in getattr(self, name).items():
+                getattr(theirs if record_id in claimed else own, name)[record_id] = error
+        return own, theirs
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,8 +80,8 @@ end
 return redis.call('HGETALL', KEYS[3])
 """
 #: ARGV[1] (the owner) is done with the ARGV[3] records from ARGV[4] on: out of its claim. The records after
-#: them go from its claim back to the pool at 0 texts, for the pool batch alone. The claim closes once it is empty (a record an
-#: attempt claimed without hearing so stays in it, for the pool batch). Returns how many records it still holds.
+#: them go from its claim back to the pool at 0 texts, for the pool batch alone. The claim closes once it is
+#: empty (a record an attempt claimed without hearing so stays, for the pool batch). Returns what it still holds.
 _SETTLE = """
 local done = tonumber(ARGV[3])
 for i = 4, 3 + done do redis.call('HDEL', KEYS[3], ARGV[i]) end

@@ -203,13 +203,13 @@ def _pooled_batch(task: Task, collection: str, ids: list[str], pool: LeftoverPoo
         owned = {physical: result.owned() for physical, result in outcomes.items()}
         claimed = [i for result in outcomes.values() for i in result.claimed]
         if claimed:
-            back = [i for _, returned in owned.values() for i in returned]
+            back = [i for _, theirs in owned.values() for i in (*theirs.failed, *theirs.retry)]
+            for _, theirs in owned.values():
+                observe_batch(collection, theirs)  # written here, counted by their own batches
             try:
-                stayed.append(pool.settle(run_id, owner, [i for i in claimed if i not in back], back) > 0 or
-                              bool(back))
+                stayed.append(pool.settle(run_id, owner, [i for i in claimed if i not in back], back) > 0 or bool(back))
             except StoreUnavailable as exc:  # the pool batch takes the claim over and writes it again
-                log.warning("batch %s of run %s could not settle its claim (%s): left for the pool batch", batch,
-                            run_id, exc)
+                log.warning("batch %s of run %s left its claim to the pool batch (%s)", batch, run_id, exc)
                 stayed.append(True)
         return {physical: own for physical, (own, _) in owned.items()}
 

@@ -62,7 +62,8 @@ def test_records_counted_elsewhere_move_from_done_to_failed_when_they_fail_and_c
 def test_a_pooled_batch_counts_its_own_records_and_what_it_left_in_the_pool_but_not_what_it_claimed() -> None:
     result = BatchResult(indexed=["a", "c1"], deferred=["b", "c2"], skipped=["c3"], failed={"c4": "InputError"},
                          retry={"c5": "503", "d": "503"}, claimed=["c1", "c2", "c3", "c4", "c5"])
-    own, back = result.owned()
+    own, theirs = result.owned()
     assert (own.indexed, own.deferred, own.skipped, own.failed, own.retry) == (["a"], ["b"], [], {}, {"d": "503"})
-    assert back == ["c4", "c5"]  # to the pool, for the pool batch: their own batches counted them
+    assert (theirs.indexed, theirs.deferred, theirs.skipped) == (["c1"], ["c2"], ["c3"])
+    assert [*theirs.failed, *theirs.retry] == ["c4", "c5"]  # back to the pool, for the pool batch
     assert decide(own, retries=3, policy=POLICY).counts == {"done": 2, "skipped": 0, "failed": 1}
