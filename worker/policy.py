@@ -71,23 +71,18 @@ def decide(result: BatchResult, *, retries: int, policy: RetryPolicy, carried: M
     counted by the batches that left them in the pool), so the counts only move those that failed from done
     to failed."""
     carried = carried or {}
+    retrying = bool(result.retry) and policy.may_retry(retries)
+    gave_up = {} if retrying else {i: f"gave up after {retries} retries: {error}" for i, error in result.retry.items()}
+    failures = {**result.failed, **gave_up}
     counts = {
-        "done": carried.get("done", 0) + (0 if counted_elsewhere else result.done),
+        "done": carried.get("done", 0) + (-len(failures) if counted_elsewhere else result.done),
         "skipped": carried.get("skipped", 0) + (0 if counted_elsewhere else len(result.skipped)),
-        "failed": carried.get("failed", 0),
+        "failed": carried.get("failed", 0) + len(failures),
     }
-    if result.retry and policy.may_retry(retries):
-        failures: dict[str, str] = dict(result.failed)
-        decision = Decision(failures=failures, retry=sorted(result.retry),
-                            countdown=policy.countdown(retries, at_least=result.retry_after), counts=counts)
-    else:
-        gave_up = {i: f"gave up after {retries} retries: {error}" for i, error in result.retry.items()}
-        failures = {**result.failed, **gave_up}
-        decision = Decision(failures=failures, counts=counts)
-    counts["failed"] += len(failures)
-    if counted_elsewhere:
-        counts["done"] -= len(failures)
-    return decision
+    if retrying:
+        return Decision(failures=failures, retry=sorted(result.retry),
+                        countdown=policy.countdown(retries, at_least=result.retry_after), counts=counts)
+    return Decision(failures=failures, counts=counts)
 
 
 #: A record's outcomes in order of precedence: the worst outcome of any generation is the record's.
