@@ -22,8 +22,8 @@ def test_the_broker_restarted_while_pooled_batches_hold_claims(rig: Rig) -> None
         rig.broker.restart(down_seconds=3)  # longer than Celery's retries of a publish
         rig.primary.always()
         rig.verify("Redis restarted while pooled batches held claims (AOF)", faults=1)
-        [run] = rig.runs()
-        assert (run.status, run.done, run.processed, run.total) == ("done", 600, 600, 600), run
+        [run] = rig.runs()  # each record counted once (a batch run again counts what it wrote as skipped)
+        assert (run.status, run.processed, run.total, run.failed) == ("done", 600, 600, 0), run
         cache = redis.Redis.from_url(rig.settings.cache_url)
         assert cache.keys(f"{POOL_KEY_PREFIX}*") == []
         cache.close()
