@@ -34,6 +34,7 @@ from psycopg import sql
 
 import store.vectors.pgvector.postings_cache as postings_cache
 from store.vectors.keyword import bm25
+from store.vectors.records import VectorMatch
 
 __all__ = ["BASE_DOCS", "FANOUT", "Posted", "allocate", "best", "clear", "compact", "drop", "merge", "posting_tables",
            "rebuild", "scores", "write"]
@@ -297,7 +298,8 @@ MIN_CANDIDATES = 40
 MAX_CANDIDATES = 20_000
 
 
-def best(conn: sa.Connection, table: sa.Table, terms: Sequence[str], *, where: Any, limit: int) -> list[Any] | None:
+def best(conn: sa.Connection, table: sa.Table, terms: Sequence[str], *, where: Any,
+         limit: int) -> list[VectorMatch] | None:
     """The ``limit`` live rows matching ``where`` with the best BM25 score for ``terms``, best first, ties by id;
     None when the filter keeps so few of the best-scored rows that the SQL path should rank instead.
 
@@ -310,7 +312,7 @@ def best(conn: sa.Connection, table: sa.Table, terms: Sequence[str], *, where: A
         return []
     raw: psycopg.Connection[Any] = conn.connection.driver_connection  # type: ignore[assignment]
     kwdocs, scored = scores(raw, table, terms, n=n, avgdl=avgdl, df=df)
-    found: dict[str, Any] = {}
+    found: dict[str, VectorMatch] = {}
     above, want = np.inf, max(CANDIDATES * limit, MIN_CANDIDATES)
     while True:
         # this round: every kwdoc scoring at least the ``want``-th best, not checked by an earlier round
@@ -321,7 +323,7 @@ def best(conn: sa.Connection, table: sa.Table, terms: Sequence[str], *, where: A
                  .where(table.c.kwdoc == sa.func.any(sa.literal(batch.tolist(), sa.ARRAY(sa.BigInteger))), where))
         score_of = dict(zip(batch.tolist(), batch_scores.tolist(), strict=True))
         for row in conn.execute(query).all():
-            found[row.id] = _Match(row.id, row.text, row.metadata, score_of[row.kwdoc])
+            found[row.id] = VectorMatch(id=row.id, score=score_of[row.kwdoc], text=row.text, metadata=row.metadata)
         if len(found) >= limit or bar == -np.inf:
             break
         if want >= MAX_CANDIDATES:
@@ -329,10 +331,3 @@ def best(conn: sa.Connection, table: sa.Table, terms: Sequence[str], *, where: A
         above, want = bar, want * CANDIDATES
     return sorted(found.values(), key=lambda m: (-m.score, m.id))[:limit]
 
-
-@dataclass(frozen=True)
-class _Match:
-    id: str
-    text: str
-    metadata: dict[str, Any]
-    score: float
