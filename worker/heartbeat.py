@@ -59,11 +59,22 @@ class BoundedHeart(heartbeat.Heart):  # type: ignore[misc]
 
 
 class BoundedHeartStep(CeleryHeartStep):  # type: ignore[misc]
-    """The consumer's heartbeat step, starting a ``BoundedHeart``."""
+    """The consumer's heartbeat step, starting a ``BoundedHeart``. The consumer restarts its steps when its
+    connection comes back; whether the beats were failing carries over, so the recovery is logged once."""
+
+    failing = False
 
     def start(self, c: Any) -> None:
         c.heart = BoundedHeart(c.timer, c.event_dispatcher, self.heartbeat_interval)
+        c.heart.failing = self.failing
         c.heart.start()
+
+    def stop(self, c: Any) -> None:
+        if c.heart is not None:
+            self.failing = c.heart.failing
+        super().stop(c)
+
+    shutdown = stop
 
 
 _CELERY_STEP = "celery.worker.consumer.heart:Heart"
