@@ -28,7 +28,8 @@ log = logging.getLogger(__name__)
 
 
 def _config() -> dict[str, Any]:
-    return celery_config(load_settings())
+    # The worker's own consumer: Celery's, with a heartbeat whose publish gives up (worker.heartbeat).
+    return celery_config(load_settings()) | {"worker_consumer": "worker.heartbeat:Consumer"}
 
 
 prepare_environment()  # before any pool process starts

@@ -1,0 +1,108 @@
+"""The worker's heartbeat against a broker gone silent: each beat gives up after one reconnect (Celery's
+retried forever, holding the worker's main process), says so once, and says so again when the broker is back.
+The broker is a real Redis behind a proxy of the test's own that can swallow everything it is sent."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import pytest
+from celery import Celery
+from celery.worker.consumer import Consumer as CeleryConsumer
+from kombu.asynchronous.timer import Timer
+
+from worker.celery import app
+from worker.heartbeat import BoundedHeart, Consumer
+
+
+class Proxy:
+    """TCP to ``target``; while ``silent``, whatever comes in is read and dropped, and nothing goes out."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target, self.silent = target, False
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            self.sockets += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
+
+    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                if not self.silent:
+                    sink.sendall(data)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self.server.close()
+        for sock in self.sockets:
+            sock.close()
+
+
+@pytest.fixture
+def proxy(redis_url: str) -> Iterator[Proxy]:
+    parts = urlsplit(redis_url)
+    made = Proxy((parts.hostname or "127.0.0.1", parts.port or 6379))
+    yield made
+    made.close()
+
+
+def _beat(heart: BoundedHeart) -> None:
+    """One heartbeat, which must end (a hang here is the defect under test)."""
+    beat = threading.Thread(target=heart._send, args=("worker-heartbeat",), daemon=True)
+    beat.start()
+    beat.join(timeout=60)
+    assert not beat.is_alive(), "the heartbeat's publish did not give up"
+
+
+def test_a_silent_broker_costs_each_beat_one_reconnect_and_one_warning_in_all(
+        proxy: Proxy, caplog: pytest.LogCaptureFixture) -> None:
+    events = Celery("heartbeat-test", broker=f"redis://127.0.0.1:{proxy.port}/0", set_as_current=False)
+    events.conf.broker_transport_options = {"socket_timeout": 0.5}
+    events.conf.broker_connection_timeout = 0.5
+    connection = events.connection_for_write()
+    dispatcher = events.events.Dispatcher(connection, hostname="test@heartbeat", enabled=True)
+    heart = BoundedHeart(Timer(), dispatcher, interval=2)
+    caplog.set_level(logging.INFO, logger="worker.heartbeat")
+    try:
+        _beat(heart)
+        assert not heart.failing and caplog.messages == []
+        proxy.silent = True
+        _beat(heart)
+        _beat(heart)
+        assert heart.failing
+        warned = [m for m in caplog.messages if "did not take the worker's heartbeat" in m]
+        assert len(warned) == 1, caplog.messages
+        proxy.silent = False
+        _beat(heart)
+        assert not heart.failing
+        assert caplog.messages[-1] == "the broker takes the worker's heartbeat again"
+    finally:
+        dispatcher.close()
+        connection.release()
+
+
+def test_the_worker_consumer_runs_the_bounded_heartbeat_in_place_of_celerys() -> None:
+    assert app.conf.worker_consumer == "worker.heartbeat:Consumer"
+    steps = Consumer.Blueprint.default_steps
+    assert "worker.heartbeat:BoundedHeartStep" in steps
+    assert "celery.worker.consumer.heart:Heart" not in steps
+    assert [s for s in steps if s != "worker.heartbeat:BoundedHeartStep"] == \
+        [s for s in CeleryConsumer.Blueprint.default_steps if s != "celery.worker.consumer.heart:Heart"]
+    assert steps.index("worker.heartbeat:BoundedHeartStep") == \
+        CeleryConsumer.Blueprint.default_steps.index("celery.worker.consumer.heart:Heart")
