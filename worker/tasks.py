@@ -165,12 +165,12 @@ def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | N
                         send=lambda ids, batch: _send_batch(collection, ids, run_id=run_id, batch=batch))
         if full:
             _drop_gone(collection, found.seen, allow_empty=allow_empty)
-    except StoreUnavailable as exc:
+    except (StoreUnavailable, SoftTimeLimitExceeded) as exc:  # a fan-out cut short fans out again, in full
         policy = _policy()
         if policy.may_retry(self.request.retries):
             raise self.retry(exc=exc, countdown=policy.countdown(self.request.retries),
                              max_retries=policy.max_retries) from exc
-        ctx.ledger.fail_run(run_id, str(exc))
+        ctx.ledger.fail_run(run_id, str(exc) or type(exc).__name__)
         log.error("reindex %s of %s failed: %s", run_id, collection, exc)
         return run_id
     except (ConfigError, StoreError) as exc:

@@ -13,8 +13,9 @@ import sqlalchemy as sa
 from celery.exceptions import SoftTimeLimitExceeded
 
 from producer import testing
-from store.contract import INDEX_BATCH
+from store.contract import INDEX_BATCH, REINDEX_ALL
 from store.state.ledger import RunStatus
+from worker import tasks
 from worker.pipeline import Indexer
 
 
@@ -69,3 +70,22 @@ def test_one_that_keeps_running_into_it_is_given_up_into_failures_and_its_run_en
         assert (run.status.ended, run.done, run.failed) == (True, 0, 3)
         failures = queue.ledger.failures()
         assert len(failures) == 3 and all("ran into its time limit (worker.time_limit" in f.error for f in failures)
+
+
+def test_a_fan_out_that_runs_into_its_soft_time_limit_is_retried_rather_than_failing_its_run(
+        notes: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    fan_out, left = tasks.fan_out, [1]
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        if left[0]:
+            left[0] -= 1
+            raise SoftTimeLimitExceeded()
+        return fan_out(*args, **kwargs)
+
+    monkeypatch.setattr(tasks, "fan_out", slow)
+    with testing.queue(_settings(notes, max_retries=3)) as queue:
+        run_id = queue.producer.reindex_all("notes")
+        queue.run_queue()
+        assert [t.retries for t in queue.done if t.name == REINDEX_ALL] == [0, 1]
+        run = queue.ledger.run(run_id)
+        assert (run.status, run.done, run.failed, run.error) == (RunStatus.DONE, 3, 0, "")
