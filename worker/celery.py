@@ -7,6 +7,7 @@ acks_late, reject_on_worker_lost, prefetch 1, task events for Flower.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 from typing import Any
@@ -71,6 +72,19 @@ def _upgrade_state(**_: Any) -> None:
         raise SystemExit(f"vectorsync worker refused to start: {exc}") from exc
     except VectorsyncError as exc:
         log.error("could not upgrade the state database at start: %s", exc)
+
+
+@worker_init.connect
+def _preload_clients(**_: Any) -> None:
+    """Import the OpenAI client once, before the pool forks, when a model uses it: each pool process (and each
+    one that replaces a dead one) would otherwise pay the import in its first task, which on a busy machine
+    took most of a short time limit. Only that pure-Python package: torch and ONNX Runtime start threads,
+    which a fork must not copy."""
+    try:
+        if any(model.provider == "openai" for model in load_settings().models.values()):
+            importlib.import_module("openai")
+    except (VectorsyncError, ImportError) as exc:  # the task that needs it says so
+        log.debug("openai not preloaded: %s", exc)
 
 
 def start_state(settings: Settings) -> None:

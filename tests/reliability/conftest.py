@@ -214,7 +214,7 @@ class Rig:
 
 
 def settings_text(*, broker: str, database: str, table: str, collection: str, primary: str, backup: str,
-                  time_limit: int = 6, broker_keys: str = "", sections: str = "", capture: bool = False) -> str:
+                  time_limit: int = 12, broker_keys: str = "", sections: str = "", capture: bool = False) -> str:
     """The rig's settings: tasks of ``time_limit`` seconds (the index build one more, the visibility timeout
     one more again); ``broker_keys`` adds lines to [broker], ``sections`` whole sections (TOML: a section is
     written once); ``capture``: triggers write the collection's changes to the outbox, the workers relay them."""

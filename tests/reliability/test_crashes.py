@@ -72,7 +72,9 @@ def test_sigterm_during_a_batch_finishes_it_and_leaves_the_rest_queued(rig: Rig)
     with rig.worker("term", concurrency=1) as worker:
         wait_for(lambda: _progress(producer, run_id) > 0, timeout=60, what="a batch to finish")
         worker.send_signal(signal.SIGTERM)  # warm shutdown: the running batch completes
-        worker.wait(timeout=30)
+        # Under the whole suite on 2 cores one warm shutdown took 31 s after its last task ended (not seen alone,
+        # cause not found yet); what this checks is what the shutdown leaves, not how soon.
+        worker.wait(timeout=90)
     rig.primary.always()
     with rig.worker("after", concurrency=2):
         rig.verify("SIGTERM during a batch", faults=1)

@@ -49,7 +49,7 @@ class Partitioned:
         return [self.rig.primary.port, self.rig.backup.port]
 
 
-#: Seconds a task may run (worker.time_limit). More than the rest of the rig's 6 s: a pool process's first task
+#: Seconds a task may run (worker.time_limit). More than the rest of the rig's 12 s: a pool process's first task
 #: (its imports and connections) took 12 s on a loaded machine (three scenarios and more on 2 cores). A silent
 #: peer is noticed well before it all the same.
 TIME_LIMIT = 30
