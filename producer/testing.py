@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from celery.exceptions import Retry
+from celery.exceptions import Reject, Retry
 from kombu import serialization
 
 from store.broker.producer import Producer
@@ -122,8 +122,9 @@ class TaskQueue:
         self._pending.append(SentTask(name, sent_args, sent_kwargs, queue, retries))
 
     def run_pending(self) -> int:
-        """Run the tasks pending now, oldest first; the tasks they send, and the retries they ask for, wait
-        for the next call. Returns how many ran. A task's error is raised here, where a worker logs it."""
+        """Run the tasks pending now, oldest first; the tasks they send, the retries they ask for and those
+        rejected with requeue wait for the next call. Returns how many ran. A task's error is raised here, where
+        a worker logs it."""
         count = len(self._pending)
         for _ in range(count):
             self._run(self._pending.popleft())
@@ -151,11 +152,15 @@ class TaskQueue:
             raise ConfigError(f"no vectorsync task is named {sent.name!r}: send the names in store.contract")
         self.done.append(sent)
         try:  # the worker's own code, in this process
-            task.apply(args=sent.args, kwargs=sent.kwargs, retries=sent.retries, throw=True)
+            outcome = task.apply(args=sent.args, kwargs=sent.kwargs, retries=sent.retries, throw=True)
         except Retry as retry:  # back at the end of the queue, as a broker redelivers it (no countdown)
             if retry.sig is None:
                 raise
             self._enqueue(sent.name, retry.sig.args, retry.sig.kwargs, queue=sent.queue, retries=sent.retries + 1)
+            return
+        rejected = outcome.result if isinstance(outcome.result, Reject) else None
+        if rejected is not None and rejected.requeue:  # delivered again as it was; without requeue, dropped
+            self._pending.append(sent)
 
     def close(self) -> None:
         self.context.close()

@@ -18,6 +18,8 @@ __all__ = [
     "INDEX_RECORD",
     "LIVE_QUEUE",
     "PENDING_KEY_PREFIX",
+    "POOL_BATCH",
+    "POOL_KEY_PREFIX",
     "QUEUES",
     "RATE_LIMIT_KEY_PREFIX",
     "RECONCILE",
@@ -58,6 +60,10 @@ ROUTES = {
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 #: Prefix of the keys that mark a record whose index task is queued and not yet started.
 PENDING_KEY_PREFIX = "vectorsync:pending:"
+#: Prefix of the keys of a run's leftover pool: records left by its batches for full provider calls.
+POOL_KEY_PREFIX = "vectorsync:pool:"
+#: The number of a pooled run's last batch, which embeds what its other batches left in the pool.
+POOL_BATCH = -1
 #: Prefix of the embedding cache's keys.
 CACHE_KEY_PREFIX = "vectorsync:emb:"
 #: Prefix of the shared rate limits' buckets, one per model endpoint (``store.calls.ratelimit``).

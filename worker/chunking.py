@@ -226,8 +226,23 @@ def _nonblank(text: str, start: int, end: int) -> Iterator[_Span]:
         yield start, end
 
 
-_PROSE_LEVELS = (_splitter(_PARAGRAPH_BREAK), _splitter(_SENTENCE_BREAK), _splitter(_WHITESPACE))
-_CODE_LEVELS = (_splitter(_LINE_BREAK), _splitter(_WHITESPACE))
+_BY_WHITESPACE = _splitter(_WHITESPACE)
+_PROSE_LEVELS = (_splitter(_PARAGRAPH_BREAK), _splitter(_SENTENCE_BREAK), _BY_WHITESPACE)
+_CODE_LEVELS = (_splitter(_LINE_BREAK), _BY_WHITESPACE)
+_WORD = re.compile(r"\S+")
+
+
+def _words(text: str, start: int, end: int, budget: int) -> list[_Span]:
+    """What ``_fit`` makes of ``text[start:end]`` at the last level, without a call per word: each word, and a
+    word longer than ``budget`` cut into pieces of ``budget`` characters (the hot loop of plain prose)."""
+    pieces: list[_Span] = []
+    for match in _WORD.finditer(text, start, end):
+        s, e = match.span()
+        if e - s <= budget:
+            pieces.append((s, e))
+        else:
+            pieces.extend((cut, min(cut + budget, e)) for cut in range(s, e, budget))
+    return pieces
 
 
 def _section_pieces(text: str, start: int, end: int, budget: int, fences: list[_Span]) -> list[_Span]:
@@ -250,6 +265,8 @@ def _fit(text: str, start: int, end: int, budget: int, levels: tuple[_Splitter, 
         return [(start, end)] if start < end else []
     if not levels:
         return [(s, min(s + budget, end)) for s in range(start, end, budget)]
+    if levels == (_BY_WHITESPACE,):
+        return _words(text, start, end, budget)
     pieces: list[_Span] = []
     for s, e in levels[0](text, start, end):
         pieces += _fit(text, s, e, budget, levels[1:])

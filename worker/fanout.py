@@ -48,11 +48,14 @@ class FanOut:
     seen: set[str] = field(default_factory=set)
 
 
-def changed_ids(indexer: Indexer, stamped: Sequence[tuple[str, str]]) -> list[str]:
-    """The ids of one page of (id, stamp) pairs a reindex must send, in page order (see the module docstring)."""
+def changed_ids(indexer: Indexer, stamped: Sequence[tuple[str, str]], *, new: set[str] | None = None) -> list[str]:
+    """The ids of one page of (id, stamp) pairs a reindex must send, in page order (see the module docstring).
+    ``new``: where the ids of a page the ledger holds nothing of are added."""
     ids = [record_id for record_id, _ in stamped]
     known = indexer.ledger.entries(indexer.name, ids)
     if not known:
+        if new is not None:
+            new.update(ids)
         return ids
     probe = next((i for i, stamp in stamped if i in known and indexer.stamp_holds(known[i], stamp)), None)
     if probe is not None and indexer.stale_ids([(probe, "")], known=known):  # read and hashed
@@ -61,41 +64,53 @@ def changed_ids(indexer: Indexer, stamped: Sequence[tuple[str, str]]) -> list[st
 
 
 def fan_out(indexer: Indexer, *, batch_size: int, send: Send, keep_ids: bool = False,
-            changed_only: bool = True) -> FanOut:
+            changed_only: bool = True, fresh: Send | None = None) -> FanOut:
     """Page through ``indexer``'s source and ``send`` what changed in batches of ``batch_size`` ids.
 
     Without ``changed_only`` every id page is sent as it is, numbered by its place in the source: a
     second attempt of a run sends that, so its batches repeat the first attempt's and none counts twice.
+    ``fresh``: sends instead a batch whose ids the ledger held none of (a first load's), which need not read
+    the ledger again (``Indexer.index``'s ``fresh``).
     """
     found = FanOut()
     pending: list[str] = []
+    new: set[str] = set()
     after: str | None = None
+
+    def out(ids: list[str]) -> None:
+        (fresh if fresh is not None and new.issuperset(ids) else send)(ids, found.batches)
+        found.batches += 1
+        new.difference_update(ids)
+
     while stamped := indexer.source.page_stamps(after=after, limit=batch_size):
-        changed = changed_ids(indexer, stamped) if changed_only else [record_id for record_id, _ in stamped]
+        changed = changed_ids(indexer, stamped, new=new) if changed_only else [i for i, _ in stamped]
         found.total += len(stamped)
         found.unchanged += len(stamped) - len(changed)
         if keep_ids:
             found.seen.update(record_id for record_id, _ in stamped)
         pending.extend(changed)
         while len(pending) >= batch_size:
-            send(pending[:batch_size], found.batches)
-            found.batches, pending = found.batches + 1, pending[batch_size:]
+            out(pending[:batch_size])
+            pending = pending[batch_size:]
         after = stamped[-1][0]
     if pending:
-        send(pending, found.batches)
-        found.batches += 1
+        out(pending)
     return found
 
 
-def count_run(ledger: Ledger, run_id: str, found: FanOut) -> RunProgress:
+def count_run(ledger: Ledger, run_id: str, found: FanOut, *, pooled: bool = False) -> RunProgress:
     """Fix a reindex run's total once its batches are sent: every record of the source.
 
     The unchanged records, never sent, are counted here as one more batch of
     skipped records, so the run reads as it always did (N records, M unchanged)
     and a run where nothing changed, with no batch sent, ends ``done`` at once.
+    ``pooled``: the batches sent leave their leftovers in the run's pool (``worker.pooling``), so the run has
+    one batch more, the pool batch, which is sent once the others are counted.
     """
     batches = found.batches
     if found.unchanged:
         ledger.finish_batch(run_id, batches, done=0, skipped=found.unchanged, failed=0)
+        batches += 1
+    if pooled and found.batches:
         batches += 1
     return ledger.set_run_total(run_id, total=found.total, batches=batches)

@@ -8,11 +8,9 @@ concurrent tasks never leave stale or duplicate chunks.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import replace
 
 from store.embeddings import Embedding, Embeddings
 from store.errors import ConfigError, EmbeddingError, InputError, StoreError, StoreUnavailable
@@ -21,71 +19,16 @@ from store.state.ledger import Held, Ledger, LedgerEntry
 from store.vectors.base import Collection
 from store.vectors.filters import Filter
 from store.vectors.indexed import check_indexed
-from store.vectors.records import VectorRecord, canonical_json, check_id_length, clean_text, validate_metadata
+from store.vectors.records import VectorRecord, check_id_length, clean_text, validate_metadata
+from worker.batches import BatchResult, Document, Leftovers, Planned, content_hash, failure
 from worker.chunking import Chunker
 from worker.metrics import stage
 from worker.sources.base import Source, SourceRecord
 from worker.sources.push import PushSource
 
-__all__ = ["BatchResult", "Document", "Indexer", "content_hash"]
+__all__ = ["BatchResult", "Document", "Indexer", "Leftovers", "content_hash"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Document:
-    """A record pushed with its content; ``version`` orders pushes of the same id (newest wins)."""
-
-    id: str
-    text: str
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-    version: int = 0
-
-
-@dataclass(slots=True)
-class BatchResult:
-    """What happened to each record of a batch."""
-
-    indexed: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    superseded: list[str] = field(default_factory=list)
-    failed: dict[str, str] = field(default_factory=dict)
-    retry: dict[str, str] = field(default_factory=dict)
-    #: Seconds before a retry can succeed (a provider's Retry-After, or the chain's cool-down).
-    retry_after: float = 0.0
-    chunks: int = 0
-
-    @property
-    def done(self) -> int:
-        """Records whose index now follows the source (written, deleted, or left to a newer task)."""
-        return len(self.indexed) + len(self.deleted) + len(self.superseded)
-
-
-@dataclass(frozen=True, slots=True)
-class _Planned:
-    record: SourceRecord
-    hash: str
-    texts: list[str]
-    version: int = 0
-
-
-def _failure(record_id: str, exc: BaseException, *, fix: str = "") -> str:
-    """The failures-table text of a record that failed alone: the error, and the fix when it is not in it."""
-    text = f"{type(exc).__name__}: {exc}"
-    if fix and not isinstance(exc, ConfigError):
-        text += f" ({fix})"
-    return text
-
-
-def content_hash(record: SourceRecord, *, chunker: Chunker, model: str, dimensions: int) -> str:
-    """sha256 of everything that shapes a record's chunks: text, metadata, chunker, model.
-
-    ``record.metadata`` must be JSON-plain, as ``validate_metadata`` returns it.
-    """
-    payload = {"text": clean_text(record.text), "metadata": record.metadata, "chunker": chunker.describe(),
-               "model": model, "dimensions": dimensions}
-    return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
 
 
 class Indexer:
@@ -103,19 +46,81 @@ class Indexer:
 
     # -- entry points ---------------------------------------------------------------
 
-    def index(self, ids: Sequence[str]) -> BatchResult:
-        """Bring the chunks of ``ids`` in line with the source's current state."""
+    def index(self, ids: Sequence[str], *, leftovers: Leftovers | None = None, fresh: bool = False) -> BatchResult:
+        """Bring the chunks of ``ids`` in line with the source's current state.
+
+        With ``leftovers`` (a bulk batch of a pooled run) only whole provider calls are made: a partly filled
+        last call is first filled with records ``leftovers`` holds, and what still does not fill one is left
+        there (``BatchResult.deferred``) for a later batch, instead of costing a call of its own.
+
+        ``fresh``: the ledger held none of ``ids`` when the fan-out looked (a first load), so it is not read
+        again to skip unchanged records. That is safe, because that read only ever saves work: every record
+        is then planned as changed, and its write still happens under its lock after the source is read
+        again, so a record another task indexed meanwhile is written once more as the source holds it (its
+        texts are cache hits: no provider call), never left stale. Pushed records are never fresh.
+        """
         ids = list(dict.fromkeys(str(i) for i in ids))
         result = BatchResult()
         with stage("load"):
-            current = self._fetch(ids, result)
-            self._delete_gone([i for i in ids if i not in current and i not in result.failed], result)
-            planned = self._plan(list(current.values()), result)
+            planned = self._load(ids, result, fresh=fresh)
+            if leftovers is not None and planned:
+                planned += self._fill_up(planned, leftovers, set(ids), result)
         with stage("embed"):
-            ready = self._embed(planned, result)
+            ready = self._embed(planned, result) if leftovers is None else self._embed_whole(planned, result,
+                                                                                             leftovers)
         with stage("write"):
             self._swap(ready, result, still_current=self._unchanged_in_source)
         return result
+
+    def _load(self, ids: list[str], result: BatchResult, *, fresh: bool = False) -> list[Planned]:
+        """Read ``ids``, delete the chunks of those gone, and plan the rest (unchanged ones are skipped, unless
+        ``fresh``: see ``index``)."""
+        current = self._fetch(ids, result)
+        self._delete_gone([i for i in ids if i not in current and i not in result.failed], result)
+        return self._plan(list(current.values()), result, entries={} if fresh else None)
+
+    def _fill_up(self, planned: list[Planned], leftovers: Leftovers, own: set[str],
+                 result: BatchResult) -> list[Planned]:
+        """More records, from ``leftovers``, whose texts fill the batch's last provider call up (in
+        ``result.claimed``: their own batches count them)."""
+        texts = len(self.embeddings.uncached([t for p in planned for t in p.texts]))
+        short = -texts % self.embeddings.call_size
+        if not short:
+            return []
+        try:
+            claimed = [i for i in leftovers.claim(short) if i not in own]
+        except StoreUnavailable as exc:  # the batch's own records are indexed all the same
+            log.warning("could not take records from the leftover pool (%s): the last call goes partly filled", exc)
+            return []
+        result.claimed.extend(claimed)
+        return self._load(claimed, result) if claimed else []
+
+    def _embed_whole(self, planned: list[Planned], result: BatchResult,
+                     leftovers: Leftovers) -> list[tuple[Planned, list[Embedding]]]:
+        """Embed in whole provider calls; the records of the partly filled last one go to ``leftovers``. On a
+        failure, as ``_embed`` (each record alone); when ``leftovers`` cannot take them, they are embedded now."""
+        try:
+            found, _ = self.embeddings.embed_whole_calls([t for p in planned for t in p.texts])
+        except EmbeddingError:
+            return self._embed(planned, result)
+        ready: list[tuple[Planned, list[Embedding]]] = []
+        later: dict[str, int] = {}
+        waiting: list[Planned] = []
+        for plan in planned:
+            if all(t in found for t in plan.texts):
+                ready.append((plan, [found[t] for t in plan.texts]))
+            else:
+                later[plan.record.id] = len({t for t in plan.texts if t not in found})
+                waiting.append(plan)
+        if later:
+            try:
+                leftovers.defer(later)
+                result.deferred.extend(later)
+            except StoreUnavailable as exc:
+                log.warning("could not leave %d records for a fuller provider call (%s): embedding them now",
+                            len(later), exc)
+                ready += self._embed(waiting, result)
+        return ready
 
     def index_documents(self, documents: Sequence[Document]) -> BatchResult:
         """Index pushed documents; an older push of an id than the one indexed is dropped.
@@ -140,7 +145,7 @@ class Indexer:
         """
         self._require_pushed()
         result = BatchResult()
-        with self.ledger.locked(self.name, ids) as held:
+        with self.ledger.locked(self.name, ids, read=True) as held:
             known = held.entries(list(ids))
             gone = [i for i in ids if i not in known or known[i].version <= version]
             if gone:
@@ -242,7 +247,7 @@ class Indexer:
             raise
         except (StoreError, ValueError, ArithmeticError) as exc:
             if len(ids) == 1:
-                result.failed[ids[0]] = _failure(ids[0], exc, fix="fix the row in the source, or leave the "
+                result.failed[ids[0]] = failure(ids[0], exc, fix="fix the row in the source, or leave the "
                                                  "column out of source.metadata")
                 return {}
         found: dict[str, SourceRecord] = {}
@@ -261,17 +266,17 @@ class Indexer:
         result.deleted.extend(still_gone)
         result.superseded.extend(i for i in gone if i not in still_gone)
 
-    def _plan(self, records: list[SourceRecord], result: BatchResult,
-              versions: Mapping[str, int] | None = None) -> list[_Planned]:
-        ledger = self.ledger.entries(self.name, [r.id for r in records])
-        planned: list[_Planned] = []
+    def _plan(self, records: list[SourceRecord], result: BatchResult, versions: Mapping[str, int] | None = None,
+              entries: Mapping[str, LedgerEntry] | None = None) -> list[Planned]:
+        ledger = entries if entries is not None else self.ledger.entries(self.name, [r.id for r in records])
+        planned: list[Planned] = []
         bumps: list[LedgerEntry] = []
         for raw in records:
             try:  # one record's bad value fails that record, not its batch
                 record = self._clean(raw)
                 digest = self._digest(record)
             except Exception as exc:
-                result.failed[raw.id] = _failure(raw.id, exc)
+                result.failed[raw.id] = failure(raw.id, exc)
                 continue
             known = ledger.get(record.id)
             version = (versions or {}).get(record.id, 0)
@@ -288,7 +293,7 @@ class Indexer:
                     f"over limits.max_chunks_per_record ({self.limits.max_chunks_per_record}): split the record, "
                     "or raise the limit")
                 continue
-            planned.append(_Planned(record, digest, texts, version))
+            planned.append(Planned(record, digest, texts, version, raw))
         if bumps:
             with self.ledger.locked(self.name, [b.record_id for b in bumps]) as held:
                 held.record_indexed(bumps)
@@ -298,7 +303,7 @@ class Indexer:
         # A record a fallback model embedded is not current once the chain's first model is back.
         return known.content_hash == digest and known.model == self.embeddings.model
 
-    def _embed(self, planned: list[_Planned], result: BatchResult) -> list[tuple[_Planned, list[Embedding]]]:
+    def _embed(self, planned: list[Planned], result: BatchResult) -> list[tuple[Planned, list[Embedding]]]:
         """Embed every chunk of the batch together; on failure, each record alone, so one bad record
         fails by itself."""
         if not planned:
@@ -317,16 +322,16 @@ class Indexer:
             start += len(plan.texts)
         return ready
 
-    def _record_error(self, plan: _Planned, exc: EmbeddingError, result: BatchResult) -> None:
+    def _record_error(self, plan: Planned, exc: EmbeddingError, result: BatchResult) -> None:
         if isinstance(exc, InputError):
-            result.failed[plan.record.id] = _failure(plan.record.id, exc, fix="the provider refused this record's "
+            result.failed[plan.record.id] = failure(plan.record.id, exc, fix="the provider refused this record's "
                                                      "text: fix it in the source, then `vectorsync failures --retry`")
         else:
             result.retry[plan.record.id] = f"{type(exc).__name__}: {exc}"
             result.retry_after = max(result.retry_after, getattr(exc, "retry_after", None) or 0.0)
 
-    def _swap(self, ready: list[tuple[_Planned, list[Embedding]]], result: BatchResult, *,
-              still_current: Callable[[Sequence[str], Held], Callable[[_Planned], bool]]) -> None:
+    def _swap(self, ready: list[tuple[Planned, list[Embedding]]], result: BatchResult, *,
+              still_current: Callable[[Sequence[str], Held], Callable[[Planned], bool]]) -> None:
         """Write what is still current, under the records' locks; ``still_current`` judges it. A write the
         store refuses (not one it could not reach) is tried a record at a time, so only the one at fault fails."""
         if not ready:
@@ -338,15 +343,16 @@ class Indexer:
         except StoreError as exc:
             if len(ready) == 1:
                 plan = ready[0][0]
-                result.failed[plan.record.id] = _failure(plan.record.id, exc)
+                result.failed[plan.record.id] = failure(plan.record.id, exc)
                 return
             for one in ready:
                 self._swap([one], result, still_current=still_current)
 
-    def _write(self, ready: list[tuple[_Planned, list[Embedding]]], result: BatchResult,
-               still_current: Callable[[Sequence[str], Held], Callable[[_Planned], bool]]) -> None:
+    def _write(self, ready: list[tuple[Planned, list[Embedding]]], result: BatchResult,
+               still_current: Callable[[Sequence[str], Held], Callable[[Planned], bool]]) -> None:
         ids = [plan.record.id for plan, _ in ready]
-        with self.ledger.locked(self.name, ids) as held:
+        # The pushed path judges by the ledger's rows: they come back with the locks, in the same round trip.
+        with self.ledger.locked(self.name, ids, read=still_current == self._newest_push) as held:
             current = still_current(ids, held)
             keep, records, entries = [], [], []
             for plan, embeddings in ready:
@@ -360,17 +366,19 @@ class Indexer:
                 entries.append(LedgerEntry(plan.record.id, plan.hash, models, len(embeddings), plan.version,
                                            plan.record.stamp))
             if keep:
-                self.collection.replace_where(Filter.any_of("record_id", keep), records)
+                self.collection.replace_records(keep, records)
                 held.record_indexed(entries)
         result.indexed.extend(keep)
         result.chunks += len(records)
 
-    def _unchanged_in_source(self, ids: Sequence[str], held: Held) -> Callable[[_Planned], bool]:
+    def _unchanged_in_source(self, ids: Sequence[str], held: Held) -> Callable[[Planned], bool]:
         """Read records: a result is current when the source, read again under the locks, hashes the same."""
         now = self._fetch(list(ids), BatchResult())
 
-        def current(plan: _Planned) -> bool:
+        def current(plan: Planned) -> bool:
             fresh = now.get(plan.record.id)
+            if fresh is not None and fresh == plan.read:  # read again as it was read: the same content
+                return True
             try:
                 return fresh is not None and self._hash(fresh) == plan.hash
             except Exception:  # changed into something that cannot be indexed: its own task says why
@@ -378,17 +386,17 @@ class Indexer:
 
         return current
 
-    def _newest_push(self, ids: Sequence[str], held: Held) -> Callable[[_Planned], bool]:
+    def _newest_push(self, ids: Sequence[str], held: Held) -> Callable[[Planned], bool]:
         """Pushed records: a result is current unless a newer push (or delete) was indexed meanwhile."""
         known = held.entries(ids)
 
-        def current(plan: _Planned) -> bool:
+        def current(plan: Planned) -> bool:
             entry = known.get(plan.record.id)
             return entry is None or entry.version <= plan.version
 
         return current
 
-    def _chunk_records(self, plan: _Planned, embeddings: Iterable[Embedding]) -> list[VectorRecord]:
+    def _chunk_records(self, plan: Planned, embeddings: Iterable[Embedding]) -> list[VectorRecord]:
         record = plan.record
         return [
             VectorRecord(

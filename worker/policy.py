@@ -63,21 +63,26 @@ def as_failed(ids: Iterable[str], error: BaseException) -> BatchResult:
     return BatchResult(failed={i: f"{type(error).__name__}: {error}" for i in ids})
 
 
-def decide(result: BatchResult, *, retries: int, policy: RetryPolicy,
-           carried: Mapping[str, int] | None = None) -> Decision:
-    """The decision after an attempt that produced ``result``, the task having been retried ``retries`` times."""
+def decide(result: BatchResult, *, retries: int, policy: RetryPolicy, carried: Mapping[str, int] | None = None,
+           counted_elsewhere: bool = False) -> Decision:
+    """The decision after an attempt that produced ``result``, the task having been retried ``retries`` times.
+
+    ``counted_elsewhere``: other batches counted these records as done already (the pool batch's records,
+    counted by the batches that left them in the pool), so the counts only move those that failed from done
+    to failed."""
     carried = carried or {}
+    retrying = bool(result.retry) and policy.may_retry(retries)
+    gave_up = {} if retrying else {i: f"gave up after {retries} retries: {error}" for i, error in result.retry.items()}
+    failures = {**result.failed, **gave_up}
     counts = {
-        "done": carried.get("done", 0) + result.done,
-        "skipped": carried.get("skipped", 0) + len(result.skipped),
-        "failed": carried.get("failed", 0) + len(result.failed),
+        "done": carried.get("done", 0) + (-len(failures) if counted_elsewhere else result.done),
+        "skipped": carried.get("skipped", 0) + (0 if counted_elsewhere else len(result.skipped)),
+        "failed": carried.get("failed", 0) + len(failures),
     }
-    if result.retry and policy.may_retry(retries):
-        return Decision(failures=dict(result.failed), retry=sorted(result.retry),
+    if retrying:
+        return Decision(failures=failures, retry=sorted(result.retry),
                         countdown=policy.countdown(retries, at_least=result.retry_after), counts=counts)
-    gave_up = {i: f"gave up after {retries} retries: {error}" for i, error in result.retry.items()}
-    counts["failed"] += len(gave_up)
-    return Decision(failures={**result.failed, **gave_up}, counts=counts)
+    return Decision(failures=failures, counts=counts)
 
 
 #: A record's outcomes in order of precedence: the worst outcome of any generation is the record's.

@@ -30,6 +30,7 @@ from worker.chunking import Chunker
 from worker.metrics import watch_embeddings
 from worker.pipeline import BatchResult, Indexer
 from worker.policy import as_failed, as_retry
+from worker.pooling import LeftoverPool
 from worker.sources import Source, source_from_settings
 
 __all__ = ["WorkerContext", "context", "reset_context", "use_context"]
@@ -48,6 +49,7 @@ class WorkerContext:
     _indexers: dict[tuple[Any, ...], Indexer] = field(default_factory=dict)
     _sources: dict[str, Source] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _pool: list[LeftoverPool | None] = field(default_factory=list)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, ledger: Ledger | None = None) -> WorkerContext:
@@ -84,6 +86,16 @@ class WorkerContext:
         """Where a read and a write of each name go, with each generation's store and embeddings."""
         return self.client.router
 
+    def leftovers(self) -> LeftoverPool | None:
+        """The runs' leftover pools (``worker.pooling``), in the cache's Redis; None when the embedding cache is
+        off or not a Redis: a record whose first chunks a full call embedded would then embed them again."""
+        with self._lock:
+            if not self._pool:
+                usable = self.settings.embeddings.cache_ttl_days > 0
+                self._pool.append(LeftoverPool.from_url(self.settings.cache_url, network=self.settings.network)
+                                  if usable else None)
+            return self._pool[0]
+
     def indexer(self, name: str) -> Indexer:
         """The Indexer of the generation a read of ``name`` goes to: a collection's live one, or the generation
         ``NAME__gN`` names (a run). Raises ConfigError for a collection that is not configured."""
@@ -97,15 +109,19 @@ class WorkerContext:
         indexer.collection = self.generations.ensure(generation)
         return indexer
 
-    def written(self, name: str, ids: Sequence[str], action: Callable[[Indexer], BatchResult]
-                ) -> dict[str, BatchResult]:
-        """``action`` on each generation a write of ``name`` goes to, by physical collection.
+    def written(self, name: str, ids: Sequence[str], action: Callable[[Indexer], BatchResult], *,
+                alone: Callable[[Indexer], BatchResult] | None = None) -> dict[str, BatchResult]:
+        """``action`` on each generation a write of ``name`` goes to, by physical collection; ``alone`` instead,
+        when given and the write goes to one generation only (a batch pools its leftovers only then).
 
         Only the live generation's errors propagate. A building generation's (its model's key missing here,
         its provider down) become its records' failures or retries, so a migration never stops the live index.
         """
         results: dict[str, BatchResult] = {}
-        for number, generation in enumerate(self.generations.writing(name)):
+        targets = self.generations.writing(name)
+        if alone is not None and len(targets) == 1:
+            action = alone
+        for number, generation in enumerate(targets):
             try:
                 results[generation.physical] = action(self._indexer(generation))
             except (Retry, SoftTimeLimitExceeded):
@@ -153,6 +169,9 @@ class WorkerContext:
     def close(self) -> None:
         for source in self._sources.values():
             source.close()
+        for pool in self._pool:
+            if pool is not None:
+                pool.close()
         self.coalescer.close()
         ledger = self.ledger  # given to the client (``of``), so its close leaves it open
         self.client.close()

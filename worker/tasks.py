@@ -1,13 +1,13 @@
 """The tasks. Each is idempotent: running one twice, or two at once, leaves the same index.
 
-Payloads are small and JSON-plain: a collection name and record ids (or one
-pushed document). A batch whose provider calls keep failing is retried with
-backoff for the records that failed; after its retries they go to the
-failures table, and the rest of the batch is indexed regardless.
+Payloads are small and JSON-plain: a collection name and record ids (or one pushed document). A batch whose
+provider calls keep failing is retried with backoff for the records that failed; after its retries they go to
+the failures table, and the rest of the batch is indexed regardless.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -18,30 +18,46 @@ from celery.exceptions import Retry, SoftTimeLimitExceeded
 
 from store.broker.config import soft_time_limit
 from store.broker.queues import queue_states, sent_headers, worker_states
-from store.contract import BUILD_INDEX, BULK_QUEUE, INDEX_BATCH, INDEX_DOCUMENT, INDEX_RECORD, RECONCILE, REINDEX_ALL
+from store.contract import (
+    BUILD_INDEX,
+    BULK_QUEUE,
+    INDEX_BATCH,
+    INDEX_DOCUMENT,
+    INDEX_RECORD,
+    POOL_BATCH,
+    RECONCILE,
+    REINDEX_ALL,
+)
 from store.errors import ConfigError, StoreError, StoreUnavailable
 from store.state.generations import parse_name
 from store.state.generations.routing import switch_when_built
 from store.state.ledger import RunProgress, RunStatus
 from store.vectors.records import check_collection_name
 from worker.celery import app
+from worker.delivery import RedeliveredTask, delivered_again_if_unsent
 from worker.fanout import count_run, fan_out
 from worker.metrics import observe_batch
-from worker.pipeline import BatchResult, Document
+from worker.pipeline import BatchResult, Document, Indexer
 from worker.policy import RetryPolicy, as_failed, as_retry, combined, decide
+from worker.pooling import LeftoverPool
 from worker.process import context
 
 __all__ = ["build_index", "index_batch", "index_document", "index_record", "reconcile", "reindex_all"]
 
 log = logging.getLogger(__name__)
-#: Ledger ids checked per step when a full reindex looks for records gone from the source.
+#: Ledger ids checked per step when a full reindex looks for records gone from the source (and pooled records
+#: indexed per step by a run's pool batch).
 GONE_PAGE = 500
+#: Seconds a pool batch waits before it looks again when records reached the pool (or a claim) while it wrote.
+POOL_WAIT_SECONDS = 1.0
+#: The owner of the pool batch's claim: one for every copy of it, so that each takes what another left.
+POOL_OWNER = "pool"
 
 
 #: Every task: a backend that cannot be reached where no finer rule applies (building this process's context,
 #: opening a run) retries the task with backoff, never loses it.
 _RETRIED: dict[str, Any] = {"max_retries": None, "autoretry_for": (StoreUnavailable,), "retry_backoff": True,
-                            "retry_backoff_max": 60}
+                            "retry_backoff_max": 60, "base": RedeliveredTask}
 
 
 def _policy() -> RetryPolicy:
@@ -49,14 +65,18 @@ def _policy() -> RetryPolicy:
 
 
 def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None = None, batch: int | None = None,
-             carried: dict[str, int] | None = None,
-             work: Callable[[], dict[str, BatchResult]] | None = None) -> dict[str, int]:
+             carried: dict[str, int] | None = None, work: Callable[[], dict[str, BatchResult]] | None = None,
+             pooled: bool = False, before_count: Callable[[], bool] | None = None,
+             left: Callable[[], bool] | None = None, counted_elsewhere: bool = False) -> dict[str, int]:
     """Index ``ids`` in every generation a write of ``collection`` goes to (or run ``work`` for them), then act
     on ``worker.policy.decide``: record failures, retry what retrying can fix, count the batch in its run once.
 
     Whatever goes wrong, a batch of a run ends counted (its records as failed),
     so the run cannot stay ``running`` because of it. A failure is recorded under
-    the generation's physical collection, where indexing the record clears it.
+    the generation's physical collection, where indexing the record clears it. ``pooled``: a batch of a run
+    with a leftover pool (``worker.pooling``), whose retries stay pooled and whose count may send the pool
+    batch; ``before_count``: False puts the count off (the pool batch, while records wait in the pool); ``left``:
+    whether the attempt left records in the pool's Redis; ``counted_elsewhere``: as ``decide``'s.
     """
     ctx, policy, retries = context(), _policy(), task.request.retries
     outcomes: dict[str, BatchResult] = {}
@@ -86,7 +106,7 @@ def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None 
         log.exception("indexing %d records of %s failed", len(ids), collection)
         result = as_failed(ids, exc)
     observe_batch(collection, result)
-    decision = decide(result, retries=retries, policy=policy, carried=carried)
+    decision = decide(result, retries=retries, policy=policy, carried=carried, counted_elsewhere=counted_elsewhere)
     for record_id, error in decision.failures.items():
         where = next((physical for physical, outcome in outcomes.items()
                       if record_id in outcome.failed or record_id in outcome.retry), collection)
@@ -95,16 +115,38 @@ def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None 
         log.info("retrying %d records of %s: %s", len(decision.retry), collection, next(iter(result.retry.values())))
         if batch is None:  # index_record: its own arguments
             raise task.retry(countdown=decision.countdown, max_retries=policy.max_retries)
-        raise task.retry(args=(collection, decision.retry),
-                         kwargs={"run_id": run_id, "batch": batch, "carried": decision.counts},
+        raise task.retry(args=(collection, decision.retry), kwargs=_batch_kwargs(run_id, batch, decision.counts,
+                                                                                 pooled),
                          countdown=decision.countdown, max_retries=policy.max_retries)
     if run_id is not None and batch is not None:
+        if before_count is not None and not before_count():
+            raise task.retry(args=(collection, []), kwargs=_batch_kwargs(run_id, batch, decision.counts, pooled),
+                             countdown=POOL_WAIT_SECONDS, max_retries=None)
         try:
             progress = ctx.ledger.finish_batch(run_id, batch, **decision.counts)
         except StoreUnavailable as exc:  # the batch is done; counting it must not be lost with the database
             raise task.retry(exc=exc, countdown=policy.countdown(retries), max_retries=None) from exc
-        _finished(collection, progress)
+        with delivered_again_if_unsent(task):
+            if pooled:
+                _flush_when_due(collection, progress, left=bool(result.deferred) or (left is not None and left()))
+            _finished(collection, progress)
     return decision.counts
+
+
+def _batch_kwargs(run_id: str | None, batch: int | None, carried: dict[str, int], pooled: bool) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"run_id": run_id, "batch": batch, "carried": carried}
+    return kwargs | {"pooled": True} if pooled else kwargs
+
+
+def _flush_when_due(collection: str, progress: RunProgress, *, left: bool = False) -> None:
+    """Send a pooled run's pool batch once every other batch of it is counted (each of those that sees it so
+    sends one: the pool batch takes a second one's claim for nothing, and counts once); and again when a
+    batch ``left`` records in the pool of a run that had ended meanwhile (a redelivered batch, run again
+    after the pool batch), so that they are indexed all the same."""
+    due = progress.status == RunStatus.RUNNING and progress.batches is not None \
+        and progress.counted == progress.batches - 1
+    if due or (left and progress.status != RunStatus.RUNNING):
+        _send_batch(collection, [], run_id=progress.run_id, batch=POOL_BATCH, pooled=True)
 
 
 def _record_failure(collection: str, record_id: str, error: str, *, run_id: str | None) -> None:
@@ -125,9 +167,79 @@ def index_record(self: Task, collection: str, record_id: str) -> dict[str, int]:
 
 @app.task(bind=True, name=INDEX_BATCH, **_RETRIED)
 def index_batch(self: Task, collection: str, ids: list[str], run_id: str | None = None, batch: int | None = None,
-                carried: dict[str, int] | None = None) -> dict[str, int]:
-    """Index a batch of record ids (bulk queue); counted once in its run."""
-    return _process(self, collection, [str(i) for i in ids], run_id=run_id, batch=batch, carried=carried)
+                carried: dict[str, int] | None = None, pooled: bool = False, fresh: bool = False) -> dict[str, int]:
+    """Index a batch of record ids (bulk queue); counted once in its run. ``pooled``: the run has a leftover
+    pool (``worker.pooling``), so the batch makes only full provider calls; batch ``POOL_BATCH`` empties it.
+    ``fresh``: the ledger held none of the ids when the fan-out looked, so a first attempt does not read it
+    (``Indexer.index``)."""
+    ids = [str(i) for i in ids]
+    fresh = fresh and not _again(self)
+    pool = context().leftovers() if pooled and run_id is not None and batch is not None else None
+    if pool is None or run_id is None or batch is None:
+        work = None if not fresh else lambda: context().written(collection, ids, lambda i: i.index(ids, fresh=True))
+        return _process(self, collection, ids, run_id=run_id, batch=batch, carried=carried, pooled=pooled,
+                        work=work)
+    if batch == POOL_BATCH:
+        return _empty_pool(self, collection, ids, pool, run_id=run_id, carried=carried)
+    return _pooled_batch(self, collection, ids, pool, run_id=run_id, batch=batch, carried=carried, fresh=fresh)
+
+
+def _pooled_batch(task: Task, collection: str, ids: list[str], pool: LeftoverPool, *, run_id: str, batch: int,
+                  carried: dict[str, int] | None, fresh: bool = False) -> dict[str, int]:
+    """A batch of a pooled run, whichever attempt: it fills its last provider call from the pool, leaves what
+    still does not fill one there, and counts its own ids alone (see ``worker.pooling``). What it claimed and
+    could not index goes back for the pool batch; when the pool cannot be reached, the claim stays for it."""
+    ctx, owner = context(), str(batch)
+    stayed: list[bool] = []
+
+    def work() -> dict[str, BatchResult]:
+        try:
+            outcomes = ctx.written(collection, ids, lambda indexer: indexer.index(ids), alone=lambda indexer:
+                                   indexer.index(ids, leftovers=pool.run(run_id, owner), fresh=fresh))
+        except BaseException:
+            with contextlib.suppress(StoreUnavailable):
+                pool.release(run_id, owner)  # what it claimed goes back, for another batch to index
+            raise
+        owned = {physical: result.owned() for physical, result in outcomes.items()}
+        claimed = [i for result in outcomes.values() for i in result.claimed]
+        if claimed:
+            back = [i for _, theirs in owned.values() for i in (*theirs.failed, *theirs.retry)]
+            for _, theirs in owned.values():
+                observe_batch(collection, theirs)  # written here, counted by their own batches
+            try:
+                stayed.append(pool.settle(run_id, owner, [i for i in claimed if i not in back], back) > 0 or bool(back))
+            except StoreUnavailable as exc:  # the pool batch takes the claim over and writes it again
+                log.warning("batch %s of run %s left its claim to the pool batch (%s)", batch, run_id, exc)
+                stayed.append(True)
+        return {physical: own for physical, (own, _) in owned.items()}
+
+    return _process(task, collection, ids, run_id=run_id, batch=batch, carried=carried, work=work, pooled=True,
+                    left=lambda: any(stayed))
+
+
+def _empty_pool(task: Task, collection: str, ids: list[str], pool: LeftoverPool, *, run_id: str,
+                carried: dict[str, int] | None) -> dict[str, int]:
+    """A pooled run's last batch: write everything its pool and any claim still hold (and ``ids``, a retry's),
+    then count. Other batches counted these records already, so its count only moves those that failed from
+    done to failed. While records reach the pool meanwhile (a copy of a batch run late), it looks again first."""
+    ctx = context()
+    todo = sorted({*ids, *pool.take_over(run_id, POOL_OWNER)})
+    final = not _policy().may_retry(task.request.retries)
+
+    def in_pages(indexer: Indexer) -> BatchResult:
+        result = BatchResult()
+        for start in range(0, len(todo), GONE_PAGE):
+            result.add(indexer.index(todo[start:start + GONE_PAGE]))
+        return result
+
+    def work() -> dict[str, BatchResult]:
+        outcomes = ctx.written(collection, todo, in_pages)
+        again = set() if final else {i for result in outcomes.values() for i in result.retry}
+        pool.settle(run_id, POOL_OWNER, [i for i in todo if i not in again])  # a retry's records stay claimed
+        return outcomes
+
+    return _process(task, collection, todo, run_id=run_id, batch=POOL_BATCH, carried=carried, work=work,
+                    pooled=True, counted_elsewhere=True, before_count=lambda: not pool.others(run_id, POOL_OWNER))
 
 
 @app.task(bind=True, name=INDEX_DOCUMENT, **_RETRIED)
@@ -160,9 +272,13 @@ def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | N
         if indexer.collection.defer_index():
             ctx.ledger.defer_index(run_id)
             log.info("%s is empty: its vector index is built once every record is in", collection)
+        pooled = ctx.leftovers() is not None
         found = fan_out(indexer, batch_size=ctx.settings.worker.batch_size, keep_ids=full,
                         changed_only=not _again(self),
-                        send=lambda ids, batch: _send_batch(collection, ids, run_id=run_id, batch=batch))
+                        send=lambda ids, batch: _send_batch(collection, ids, run_id=run_id, batch=batch,
+                                                            pooled=pooled),
+                        fresh=lambda ids, batch: _send_batch(collection, ids, run_id=run_id, batch=batch,
+                                                             pooled=pooled, fresh=True))
         if full:
             _drop_gone(collection, found.seen, allow_empty=allow_empty)
     except (StoreUnavailable, SoftTimeLimitExceeded) as exc:  # a fan-out cut short fans out again, in full
@@ -179,7 +295,11 @@ def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | N
     except Exception as exc:  # a bug: the run ends failed, saying what happened
         ctx.ledger.fail_run(run_id, f"{type(exc).__name__}: {exc}")
         raise
-    _finished(collection, count_run(ctx.ledger, run_id, found))
+    progress = count_run(ctx.ledger, run_id, found, pooled=pooled)
+    with delivered_again_if_unsent(self):
+        if pooled:
+            _flush_when_due(collection, progress)
+        _finished(collection, progress)
     log.info("reindex %s of %s: %d records, %d unchanged, the rest in %d batches", run_id, collection, found.total,
              found.unchanged, found.batches)
     return run_id
@@ -193,9 +313,10 @@ def _again(task: Task) -> bool:
     return bool(task.request.retries or delivery.get("redelivered"))
 
 
-def _send_batch(collection: str, ids: list[str], *, run_id: str, batch: int) -> None:
-    index_batch.apply_async(args=(collection, ids), kwargs={"run_id": run_id, "batch": batch}, queue=BULK_QUEUE,
-                            headers=sent_headers())
+def _send_batch(collection: str, ids: list[str], *, run_id: str, batch: int, pooled: bool = False,
+                fresh: bool = False) -> None:
+    kwargs = _batch_kwargs(run_id, batch, {}, pooled) | {"carried": None} | ({"fresh": True} if fresh else {})
+    index_batch.apply_async(args=(collection, ids), kwargs=kwargs, queue=BULK_QUEUE, headers=sent_headers())
 
 
 def _finished(collection: str, progress: RunProgress) -> None:

@@ -116,6 +116,35 @@ class Embeddings:
             found.update(made)
         return [found[text] for text in texts]
 
+    @property
+    def call_size(self) -> int:
+        """The most texts one provider call takes: ``batch_size``, or fewer when the first model says so."""
+        return max(1, min(self.batch_size, self.chain.limits.max_inputs))
+
+    def uncached(self, texts: Sequence[str]) -> list[str]:
+        """The distinct texts the cache does not hold (all of them without a cache): what embedding costs."""
+        unique = list(dict.fromkeys(_check_texts(texts)))
+        found = self._from_cache(unique, count=False)
+        return [text for text in unique if text not in found]
+
+    def embed_whole_calls(self, texts: Sequence[str]) -> tuple[dict[str, Embedding], list[str]]:
+        """Embed ``texts`` in whole provider calls only: the cache first, then every call that is full; the
+        texts of a last, partly filled call come back unembedded, for a later call to fill up. Returns the
+        ``Embedding`` of each text embedded (or found in the cache) and the texts left. Raises what
+        ``embed_many`` raises."""
+        unique = list(dict.fromkeys(_check_texts(texts)))
+        found = self._from_cache(unique)
+        misses = [text for text in unique if text not in found]
+        batches = plan_batches(misses, batch_size=self.batch_size, limits=self.chain.limits, model=self.model)
+        left: list[str] = []
+        if batches and len(batches[-1]) < self.call_size:
+            left = [misses[index] for index in batches.pop()]
+        if batches:
+            made = self._from_chain(misses[:batches[-1].stop], batches=batches)
+            self._to_cache(made)
+            found.update(made)
+        return found, left
+
     def close(self) -> None:
         """Close the cache's connections and the providers' clients."""
         if self.cache is not None:
@@ -125,19 +154,21 @@ class Embeddings:
             if close is not None:
                 close()
 
-    def _from_cache(self, texts: list[str]) -> dict[str, Embedding]:
+    def _from_cache(self, texts: list[str], *, count: bool = True) -> dict[str, Embedding]:
         if self.cache is None:
             return {}
         vectors = self.cache.get_many(self.model, self.dimensions, texts)
         found = {
             text: Embedding(vector, self.model) for text, vector in zip(texts, vectors, strict=True) if vector
         }
-        self.stats.add("cache_hits", amount=len(found))
-        self.stats.add("cache_misses", amount=len(texts) - len(found))
+        if count:
+            self.stats.add("cache_hits", amount=len(found))
+            self.stats.add("cache_misses", amount=len(texts) - len(found))
         return found
 
-    def _from_chain(self, texts: list[str]) -> dict[str, Embedding]:
-        batches = plan_batches(texts, batch_size=self.batch_size, limits=self.chain.limits, model=self.model)
+    def _from_chain(self, texts: list[str], *, batches: list[range] | None = None) -> dict[str, Embedding]:
+        if batches is None:
+            batches = plan_batches(texts, batch_size=self.batch_size, limits=self.chain.limits, model=self.model)
 
         def embed(batch: range) -> list[Embedding]:
             vectors, model = self.chain.embed_batch([texts[index] for index in batch])

@@ -96,6 +96,14 @@ class StateDatabase:
         with transaction(self.engine, f"state database {self.safe_url}") as conn:
             yield conn
 
+    @contextmanager
+    def reading(self) -> Iterator[sa.Connection]:
+        """A connection outside a transaction, for one statement that reads (it sees one snapshot all the
+        same): no BEGIN and COMMIT round trips around it. Driver errors as ``transaction``."""
+        with transaction(self.engine.execution_options(isolation_level="AUTOCOMMIT"),
+                         f"state database {self.safe_url}") as conn:
+            yield conn
+
     def version(self) -> str | None:
         """The schema version the database is at (None: never migrated). Raises SchemaTooNew."""
         with self.transaction() as conn:

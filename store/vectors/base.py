@@ -102,6 +102,17 @@ class Collection:
         where = self._filter(filter, required=True)
         self._replace_where(where, self._validate(records))  # type: ignore[arg-type]
 
+    def replace_records(self, record_ids: Sequence[str], records: Iterable[VectorRecord]) -> None:
+        """Swap every row of these records (their ``record_id``) for ``records``, as ``replace_where`` with
+        ``Filter.any_of("record_id", record_ids)`` does: the pipeline's write, whose caller holds the records'
+        locks, so no two swaps of one record overlap and a backend may take a faster path for it.
+
+        Raises ConfigError (nothing changed), StoreUnavailable.
+        """
+        ids = [str(i) for i in record_ids]
+        if ids:
+            self._replace_records(ids, self._validate(records))
+
     def search(
         self,
         query: str | Sequence[float],
@@ -229,6 +240,10 @@ class Collection:
 
     def _replace_where(self, filter: Filter, records: list[VectorRecord]) -> None:
         raise NotImplementedError
+
+    def _replace_records(self, record_ids: list[str], records: list[VectorRecord]) -> None:
+        """Swap the rows of ``record_ids`` for ``records``; by default ``_replace_where`` over their ids."""
+        self._replace_where(Filter.any_of("record_id", record_ids), records)
 
     def _search(self, vector: list[float], filter: Filter | None, limit: int) -> list[VectorMatch]:
         raise NotImplementedError

@@ -147,19 +147,40 @@ def validate_vector(vector: object, *, dimensions: int, collection: str, what: s
     """Return ``vector`` as a list of floats, or raise ConfigError naming both sizes."""
     if isinstance(vector, str | bytes) or not isinstance(vector, (Sequence, *_array_types())):
         raise ConfigError(f"{what} must be a sequence of numbers, got {type(vector).__name__}")
+    array = _float_array(vector)
+    if array is not None:  # an Embedding or a float array: checked whole, ~10x faster than number by number
+        import numpy
+
+        return _checked(array.tolist(), finite=bool(numpy.isfinite(array).all()), dimensions=dimensions,
+                        collection=collection, what=what)
     items: Sequence[Any] = vector  # type: ignore[assignment]
     try:
         values = [float(x) for x in items]
     except (TypeError, ValueError):
         raise ConfigError(f"{what} must contain only numbers, got {list(items)[:5]!r}...") from None
+    return _checked(values, finite=all(math.isfinite(x) for x in values), dimensions=dimensions,
+                    collection=collection, what=what)
+
+
+def _checked(values: list[float], *, finite: bool, dimensions: int, collection: str, what: str) -> list[float]:
     if len(values) != dimensions:
         raise ConfigError(
             f"{what} has {len(values)} dimensions; collection {collection!r} expects "
             f"{dimensions} (vectors.dimensions)"
         )
-    if not all(math.isfinite(x) for x in values):
+    if not finite:
         raise ConfigError(f"{what} for collection {collection!r} contains NaN or infinity")
     return values
+
+
+def _float_array(vector: object) -> Any:
+    """``vector`` as a one-row float numpy array when it is one already (an ndarray, an Embedding), else None."""
+    if not hasattr(vector, "__array__"):
+        return None
+    import numpy
+
+    array = numpy.asarray(vector)
+    return array if array.ndim == 1 and array.dtype.kind == "f" else None
 
 
 def _array_types() -> tuple[type, ...]:

@@ -96,8 +96,10 @@ class SqlSource:
         return key
 
     def _run(self, query: sa.Select[Any]) -> Sequence[sa.Row[Any]]:
+        """One read, as one statement outside a transaction: no BEGIN and ROLLBACK around it (a single
+        statement sees one snapshot all the same)."""
         try:
-            with self.engine.connect() as conn:
+            with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
                 return conn.execute(query).all()
         except sa.exc.DBAPIError as exc:
             raise translate(exc, f"source database {self.safe_url}") from exc

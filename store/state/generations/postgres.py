@@ -58,12 +58,12 @@ class PostgresGenerations:
         return list(found.values())
 
     def alias(self, collection: str) -> Alias | None:
-        with self._transaction() as conn:
+        with self.database.reading() as conn:
             found = self._read(conn, aliases.c.collection == collection)
         return found[0] if found else None
 
     def aliases(self) -> list[Alias]:
-        with self._transaction() as conn:
+        with self.database.reading() as conn:
             return self._read(conn)
 
     def begin(self, first: Generation, new: Generation) -> None:

@@ -71,6 +71,9 @@ class RunProgress:
     kind: str = "reindex"
     #: When its progress last moved: its last batch counted, else its start.
     moved_at: datetime | None = None
+    #: How many batches the run has (None until its fan-out is over), and how many of them are counted.
+    batches: int | None = None
+    counted: int = 0
 
     @property
     def processed(self) -> int:
@@ -149,8 +152,10 @@ class Ledger(Protocol):
 
     # -- locks and entries -----------------------------------------------------------
 
-    def locked(self, collection: str, record_ids: Iterable[str]) -> AbstractContextManager[Held]:
-        """Hold the write locks of these records until the block ends (taken sorted: no deadlocks)."""
+    def locked(self, collection: str, record_ids: Iterable[str], *,
+               read: bool = False) -> AbstractContextManager[Held]:
+        """Hold the write locks of these records until the block ends (taken sorted: no deadlocks). ``read``:
+        the caller will ask ``Held.entries`` of them, so a backend may read the rows with the locks."""
         ...
 
     def entries(self, collection: str, record_ids: Sequence[str]) -> dict[str, LedgerEntry]:

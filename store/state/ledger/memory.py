@@ -73,7 +73,7 @@ class MemoryLedger:
     # -- locks and entries -----------------------------------------------------------
 
     @contextmanager
-    def locked(self, collection: str, record_ids: Iterable[str]) -> Iterator[_Held]:
+    def locked(self, collection: str, record_ids: Iterable[str], *, read: bool = False) -> Iterator[_Held]:
         with self._lock:
             held = _Held(self, collection)
             yield held
@@ -153,7 +153,8 @@ class MemoryLedger:
             counts = list(run.counted.values())
             done, skipped, failed = (sum(c[i] for c in counts) for i in range(3))
             return replace(run.progress, done=done, skipped=skipped, failed=failed,
-                           moved_at=run.moved_at or run.progress.started_at)
+                           moved_at=run.moved_at or run.progress.started_at, batches=run.batches,
+                           counted=len(run.counted))
 
     def resolve_run(self, prefix: str) -> str:
         with self._lock:

@@ -99,6 +99,28 @@ class PgvectorCollection(Collection):
         except StoreError as exc:
             _log.warning("keyword segments of %s not merged now (%s); the next write merges them", self.name, exc)
 
+    def _replace_records(self, record_ids: list[str], records: list[VectorRecord]) -> None:
+        """The pipeline's swap: the DELETE, then the rows copied straight into the
+        table, then COMMIT. No staging table, no ON CONFLICT and no swap lock are needed: the caller holds the
+        records' locks (no other swap of them runs), the DELETE has removed every row of these records, and a
+        chunk's id names its record (``42:0``), so no row of another record can share an id. A row that does
+        (written by hand under such an id) fails the COPY; the swap is then done again as ``replace_where``."""
+        try:
+            with self._store.transaction() as conn:
+                delta = Delta(conn, self.table)  # the keyword statistics: the rows deleted out, the rows copied in
+                delta.delete(sa.delete(self.table).where(self.table.c.record_id.in_(record_ids)))
+                if records:
+                    self.copy_rows(_driver(conn), self.table.name, records)
+                    delta.add(sa.select(self.table.c.keywords, self.table.c.keyword_length)
+                              .where(self.table.c.record_id.in_(record_ids)), 1)
+                delta.apply()
+        except StoreError as exc:
+            if not isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
+                raise
+            self._replace_where(Filter.any_of("record_id", record_ids), records)
+            return
+        self._merge_segments()
+
     def _search(self, vector: list[float], filter: Filter | None, limit: int) -> list[VectorMatch]:
         distance = self._distance(vector)
         exact_rows = self._store.exact_search_rows

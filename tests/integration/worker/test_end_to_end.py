@@ -162,6 +162,32 @@ def test_a_one_percent_edit_is_embedded_in_full_provider_calls(world: World) -> 
     assert 0 < world.openai.calls - calls <= math.ceil(len(new_chunks) / batch)  # not one call per edited record
 
 
+@pytest.mark.parametrize("broker", ["redis"], indirect=True)
+def test_a_first_load_and_an_edit_that_leaves_updated_at_make_the_fewest_provider_calls(world: World) -> None:
+    """Every call full but the run's last: the batches leave a partly filled call to the run's pool. The edit is
+    the issue's case: every 50th record by a plain UPDATE that leaves updated_at alone, so each id page's probe
+    record no longer hashes as recorded and the page goes whole, one changed record in each batch."""
+    records, batch = 2000, world.settings.embeddings.batch_size
+    world.crm.insert([note(i) for i in range(1, records + 1)])
+    loaded = {text for text, _ in world.expected().values()}
+    with celery_worker(world.config):
+        first = reindex_and_wait(world)
+        assert f"done: {records} records, {records} indexed, 0 unchanged, 0 failed" in first.stdout, first.stdout
+        assert world.openai.calls == math.ceil(len(loaded) / batch)
+        edited = list(range(1, records + 1, 50))
+        with world.crm.engine.begin() as conn:
+            for i in edited:
+                conn.execute(sa.text(f'UPDATE "{world.crm.name}" SET body = :b WHERE id = :i'),  # test-owned name
+                             {"b": note(i, version=1)["body"], "i": i})
+        fresh = {text for text, _ in world.expected().values()} - loaded
+        calls = world.openai.calls
+        again = reindex_and_wait(world)
+        assert f"done: {records} records, {len(edited)} indexed, {records - len(edited)} unchanged, 0 failed" \
+            in again.stdout, again.stdout
+        assert world.in_sync()
+    assert world.openai.calls - calls == math.ceil(len(fresh) / batch)  # not one call per edited record
+
+
 def _has_vector_index(world: World) -> bool:
     engine = sa.create_engine(engine_url(world.database))
     names = {i["name"] for i in sa.inspect(engine).get_indexes(world.table)}

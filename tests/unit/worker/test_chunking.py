@@ -308,3 +308,19 @@ def test_text_that_fits_is_one_chunk_and_splitting_is_deterministic(chunker: Chu
 @given(st.text(alphabet=" \t\n\r\u00a0\u2003\x0b\x0c", max_size=50), chunkers(), st.booleans())
 def test_blank_text_never_gives_chunks(text: str, chunker: Chunker, markdown: bool) -> None:
     assert Chunker(chunker.max_tokens, chunker.overlap, markdown=markdown).split(text) == []
+
+
+def test_the_word_level_fast_path_cuts_as_the_generic_levels_do() -> None:
+    """``_words`` is ``_fit`` at its last level without a call per word: the same pieces, long words cut."""
+    import random
+
+    from worker.chunking import _BY_WHITESPACE, _fit, _strip, _words
+
+    rng = random.Random(3)
+    parts = ["word", "x" * 300, "é", "\u00a0", "\u2003", " ", "\n", "\t", "ü" * 50, "."]
+    for _ in range(2000):
+        text = "".join(rng.choice(parts) for _ in range(rng.randint(0, 60)))
+        start, end = _strip(text, 0, len(text))
+        budget = rng.choice([4, 16, 64, 256])
+        generic = [p for s, e in _BY_WHITESPACE(text, start, end) for p in _fit(text, s, e, budget, ())]
+        assert _words(text, start, end, budget) == generic, (text, budget)

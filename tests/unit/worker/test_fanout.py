@@ -78,6 +78,9 @@ class Chunks:
         for record_id in filter.values:
             self.by_record.pop(str(record_id), None)
 
+    def replace_records(self, record_ids: list[str], records: list[VectorRecord]) -> None:
+        self.replace_where(AnyOf("record_id", tuple(record_ids)), records)
+
     def is_empty(self) -> bool:
         return not self.by_record
 

@@ -46,3 +46,24 @@ def test_whole_batch_outcomes_name_the_error() -> None:
     crashed = as_failed(["1"], KeyError("text"))
     assert crashed.failed == {"1": "KeyError: 'text'"} and crashed.done == 0
     assert decide(crashed, retries=0, policy=POLICY).counts == {"done": 0, "skipped": 0, "failed": 1}
+
+
+def test_records_counted_elsewhere_move_from_done_to_failed_when_they_fail_and_count_nothing_else() -> None:
+    """The pool batch's records were counted as done by the batches that left them in the pool."""
+    result = BatchResult(indexed=["a"], skipped=["b"], failed={"bad": "InputError: 400"}, retry={"z": "503"})
+    retrying = decide(result, retries=0, policy=POLICY, carried={"done": 0, "skipped": 0, "failed": 0},
+                      counted_elsewhere=True)
+    assert retrying.retry == ["z"] and retrying.counts == {"done": -1, "skipped": 0, "failed": 1}
+    given_up = decide(BatchResult(retry={"z": "503"}), retries=3, policy=POLICY, carried=retrying.counts,
+                      counted_elsewhere=True)
+    assert given_up.counts == {"done": -2, "skipped": 0, "failed": 2}  # processed unchanged: 0
+
+
+def test_a_pooled_batch_counts_its_own_records_and_what_it_left_in_the_pool_but_not_what_it_claimed() -> None:
+    result = BatchResult(indexed=["a", "c1"], deferred=["b", "c2"], skipped=["c3"], failed={"c4": "InputError"},
+                         retry={"c5": "503", "d": "503"}, claimed=["c1", "c2", "c3", "c4", "c5"])
+    own, theirs = result.owned()
+    assert (own.indexed, own.deferred, own.skipped, own.failed, own.retry) == (["a"], ["b"], [], {}, {"d": "503"})
+    assert (theirs.indexed, theirs.deferred, theirs.skipped) == (["c1"], ["c2"], ["c3"])
+    assert [*theirs.failed, *theirs.retry] == ["c4", "c5"]  # back to the pool, for the pool batch
+    assert decide(own, retries=3, policy=POLICY).counts == {"done": 2, "skipped": 0, "failed": 1}

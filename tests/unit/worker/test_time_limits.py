@@ -40,11 +40,11 @@ def _slow(monkeypatch: pytest.MonkeyPatch, times: int) -> None:
     """Indexer.index runs into the soft time limit ``times`` times, then indexes."""
     index, left = Indexer.index, [times]
 
-    def slow(self: Indexer, ids: Any) -> Any:
+    def slow(self: Indexer, ids: Any, **options: Any) -> Any:
         if left[0]:
             left[0] -= 1
             raise SoftTimeLimitExceeded()
-        return index(self, ids)
+        return index(self, ids, **options)
 
     monkeypatch.setattr(Indexer, "index", slow)
 

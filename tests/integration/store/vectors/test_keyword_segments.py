@@ -169,3 +169,24 @@ def test_a_collection_made_again_under_its_name_is_never_scored_from_the_old_pos
     assert isinstance(again, PgvectorCollection)
     again.upsert_many(grouped(corpus(200, seed=32)))
     assert_ranks_as_sql(pg, again)
+
+
+def test_the_pipelines_swap_keeps_the_statistics_and_the_postings(pg: PgvectorStore) -> None:
+    from store.vectors.pgvector.keywords import statistics
+
+    collection = pg.collection(unique_name())
+    assert isinstance(collection, PgvectorCollection)
+    records = grouped(corpus(120, seed=41))
+    collection.upsert_many(records)
+    again = grouped(corpus(120, seed=42))[:60]
+    collection.replace_records([r.id for r in again], again)
+    collection.replace_records([r.id for r in records[100:]], [])
+    table = collection.table
+    terms = sorted({t for r in records + again for t in collection.analyzer.frequencies(r.text)})
+    with pg.transaction() as conn:
+        n, avgdl, df = statistics(conn, table, terms)
+        rows = conn.execute(sa.select(table.c.keywords, table.c.keyword_length)).all()
+    held = [row for row in rows if row.keyword_length > 0]
+    assert n == len(held) and np.isclose(avgdl, sum(row.keyword_length for row in held) / len(held))
+    assert df == {t: c for t in terms if (c := sum(t in row.keywords for row in held))}
+    assert_ranks_as_sql(pg, collection)

@@ -149,3 +149,36 @@ def test_an_empty_collection_defers_its_index_for_a_bulk_load_and_builds_it_afte
     collection.ensure_index()  # idempotent
     assert has_index() and collection.count() == 300
     assert collection.defer_index() is False and has_index()  # never on a collection with records
+
+
+def _chunks(record_id: str, texts: list[str], *, seed: int = 1) -> list[VectorRecord]:
+    vectors = clustered(len(texts), seed=seed)
+    return [VectorRecord(f"{record_id}:{n}", vectors[n], text, {"record_id": record_id, "chunk": n})
+            for n, text in enumerate(texts)]
+
+
+def _rows(pg: PgvectorStore, table: str) -> dict[str, tuple[str, str]]:
+    with pg.transaction() as conn:
+        found = conn.execute(sa.text(f'SELECT id, record_id, text FROM "{table}"')).all()  # test-owned name
+    return {r.id: (r.record_id, r.text) for r in found}
+
+
+def test_the_pipelines_swap_leaves_no_stale_chunk_and_touches_no_other_record(pg: PgvectorStore) -> None:
+    collection = pg.collection(unique_name())
+    table = collection.table.name  # type: ignore[attr-defined]
+    collection.replace_records(["a", "b"], [*_chunks("a", ["a0", "a1", "a2"]), *_chunks("b", ["b0", "b1"])])
+    collection.replace_records(["a"], _chunks("a", ["a0 again"], seed=2))  # three chunks become one
+    assert _rows(pg, table) == {"a:0": ("a", "a0 again"), "b:0": ("b", "b0"), "b:1": ("b", "b1")}
+    collection.replace_records(["b", "gone"], [])  # no chunks left: the record's rows go
+    assert _rows(pg, table) == {"a:0": ("a", "a0 again")}
+    assert collection.search(clustered(1, seed=2)[0], limit=1)[0].id == "a:0"
+
+
+def test_the_pipelines_swap_over_an_id_written_by_hand_for_another_record_replaces_it(pg: PgvectorStore) -> None:
+    """A row whose id names another record (written by hand) makes the straight COPY fail: the swap is done
+    again as replace_where, which upserts over it, as before."""
+    collection = pg.collection(unique_name())
+    table = collection.table.name  # type: ignore[attr-defined]
+    collection.upsert(VectorRecord("a:0", clustered(1)[0], "by hand", {"record_id": "other", "chunk": 0}))
+    collection.replace_records(["a"], _chunks("a", ["a0", "a1"]))
+    assert _rows(pg, table) == {"a:0": ("a", "a0"), "a:1": ("a", "a1")}

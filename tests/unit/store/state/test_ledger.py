@@ -4,6 +4,8 @@ LedgerContract is run here on the memory ledger, and on PostgreSQL in tests/inte
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -31,6 +33,59 @@ class LedgerContract:
         assert ledger.entries(name, ["a", "b", "c"]) == {"a": entry("a", stamp="2026-11-30T00:00:00"), "b": entry("b")}
         assert ledger.record_ids(name) == {"a", "b"}
         assert ledger.entries(unique_name(), ["a"]) == {}  # collections are apart
+
+    def test_rows_read_with_the_locks_are_the_rows_entries_reads(self, ledger: Ledger) -> None:
+        name = unique_name()
+        with ledger.locked(name, ["a", "b", "c"]) as held:
+            held.record_indexed([entry("a", version=3, stamp="s"), entry("b", "other")])
+        with ledger.locked(name, ["c", "b", "a", "d"], read=True) as held:
+            assert held.entries(["a", "b", "c", "d"]) == ledger.entries(name, ["a", "b", "c", "d"])
+            assert held.entries(["a", "b", "c", "d"]) == {"a": entry("a", version=3, stamp="s"),
+                                                         "b": entry("b", "other")}
+            assert held.entries(["x"]) == {}  # not locked: asked again
+            held.record_indexed([entry("d")])
+        assert ledger.entries(name, ["d"]) == {"d": entry("d")}
+
+    def test_rows_read_with_the_locks_hold_what_the_last_holder_committed(self, ledger: Ledger) -> None:
+        """The lock is granted once its last holder commits; the rows read with it must be the ones it left,
+        not those of when the read was asked (a statement's own snapshot predates the locks it waits for)."""
+        name = unique_name()
+        holding, asked = threading.Event(), threading.Event()
+        seen: dict[str, LedgerEntry] = {}
+
+        def reader() -> None:
+            holding.wait(10)
+            asked.set()
+            with ledger.locked(name, ["a"], read=True) as held:
+                seen.update(held.entries(["a"]))
+
+        thread = threading.Thread(target=reader)
+        thread.start()
+        with ledger.locked(name, ["a"]) as held:
+            holding.set()
+            asked.wait(10)
+            time.sleep(0.3)  # the reader is waiting for the lock now
+            held.record_indexed([entry("a", "newest", version=5)])
+        thread.join(10)
+        assert seen == {"a": entry("a", "newest", version=5)}
+
+    def test_batches_counted_at_once_end_the_run_once_with_every_batch_in(self, ledger: Ledger) -> None:
+        run_id = ledger.create_run(unique_name())
+        ledger.set_run_total(run_id, total=40, batches=20)
+        ended: list[RunStatus] = []
+
+        def count(batch: int) -> None:
+            progress = ledger.finish_batch(run_id, batch, done=2, skipped=0, failed=0)
+            ended.append(progress.status)
+
+        threads = [threading.Thread(target=count, args=(n % 20,)) for n in range(30)]  # ten counted twice
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        progress = ledger.run(run_id)
+        assert (progress.status, progress.done, progress.counted, progress.batches) == (RunStatus.DONE, 40, 20, 20)
+        assert RunStatus.DONE in ended
 
     def test_an_error_inside_the_lock_writes_nothing(self, ledger: Ledger) -> None:
         name = unique_name()
