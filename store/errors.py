@@ -5,6 +5,7 @@
     │   └── SchemaTooNew     the state database was upgraded by a newer vectorsync: upgrade this one
     ├── StoreError           a backend refused an operation (not worth retrying)
     │   └── StoreUnavailable a backend (PostgreSQL, Qdrant, Redis) could not be reached: retry later
+    │       └── BrokerUnavailable  the broker did not take a task
     └── ProviderError        a model call failed: embedding, rerank or chat (also named EmbeddingError)
         ├── TransientError   worth retrying: 429, 5xx, timeouts, connection errors
         ├── PermanentError   this endpoint will not work: 401, 403, 404, an unusable answer; try the next model
@@ -17,6 +18,7 @@ module that talks to the driver and raised ``from`` the original.
 from __future__ import annotations
 
 __all__ = [
+    "BrokerUnavailable",
     "ConfigError",
     "EmbeddingError",
     "InputError",
@@ -51,6 +53,10 @@ class StoreError(VectorsyncError):
 
 class StoreUnavailable(StoreError):
     """A backend could not be reached or failed while answering; retrying later may help."""
+
+
+class BrokerUnavailable(StoreUnavailable):
+    """The broker did not take a task: a task that sends one is delivered again rather than lost."""
 
 
 class ProviderError(VectorsyncError):

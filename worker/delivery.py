@@ -7,6 +7,9 @@ exactly when a broker restarts under a task, and more often when the Redis that 
 pool, the embedding cache) is the broker's own. Here the message is rejected with requeue instead: it comes
 back once the broker does (or after the visibility timeout, which AOF keeps), and its task runs again from its
 start, as after a worker that died. Every task is idempotent, so that is safe.
+
+A task sends its follow-up tasks with ``send``: the broker's errors become BrokerUnavailable, a StoreUnavailable,
+which every task already retries, rather than a run failed as if by a bug.
 """
 
 from __future__ import annotations
@@ -19,10 +22,27 @@ from typing import Any
 from celery import Task
 from celery.exceptions import Reject
 from kombu.exceptions import OperationalError
+from redis.exceptions import RedisError
 
-__all__ = ["RedeliveredTask", "delivered_again_if_unsent"]
+from store.errors import BrokerUnavailable
+
+__all__ = ["BROKER_ERRORS", "RedeliveredTask", "delivered_again_if_unsent", "send"]
 
 log = logging.getLogger(__name__)
+
+#: What a publish raises when the broker cannot be reached: kombu wraps the transport's connection errors in
+#: OperationalError; a Redis or socket error may still come through unwrapped (a declare, a health check).
+BROKER_ERRORS: tuple[type[BaseException], ...] = (OperationalError, RedisError, OSError)
+_UNSENT: tuple[type[BaseException], ...] = (BrokerUnavailable, *BROKER_ERRORS)
+
+
+def send(task: Task, *, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None, **options: Any) -> None:
+    """``task.apply_async`` from inside a task, within ``PUBLISH_RETRY_POLICY`` (``store.broker.config``).
+    Raises BrokerUnavailable (a StoreUnavailable) when the broker cannot take it."""
+    try:
+        task.apply_async(args=args, kwargs=kwargs, **options)
+    except BROKER_ERRORS as exc:
+        raise BrokerUnavailable(f"the broker did not take {task.name}: {type(exc).__name__}: {exc}") from exc
 
 
 class RedeliveredTask(Task):  # type: ignore[misc]
@@ -43,7 +63,7 @@ def delivered_again_if_unsent(task: Task) -> Iterator[None]:
     cannot take it, the task's own message is delivered again, and its next run, counted already, sends it."""
     try:
         yield
-    except OperationalError as exc:
+    except _UNSENT as exc:
         log.warning("the broker could not take what %s[%s] sends (%s): delivering it again", task.name,
                     task.request.id, exc)
         raise Reject(exc, requeue=True) from exc

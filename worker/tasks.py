@@ -34,7 +34,7 @@ from store.state.generations.routing import switch_when_built
 from store.state.ledger import RunProgress, RunStatus
 from store.vectors.records import check_collection_name
 from worker.celery import app
-from worker.delivery import RedeliveredTask, delivered_again_if_unsent
+from worker.delivery import RedeliveredTask, delivered_again_if_unsent, send
 from worker.fanout import count_run, fan_out
 from worker.metrics import observe_batch
 from worker.pipeline import BatchResult, Document, Indexer
@@ -153,6 +153,8 @@ def _record_failure(collection: str, record_id: str, error: str, *, run_id: str 
     """Put a record in the failures table; if even that fails, say so in the log and go on counting the batch."""
     try:
         context().ledger.record_failure(collection, record_id, error, run_id=run_id)
+    except SoftTimeLimitExceeded:
+        raise
     except Exception:
         log.exception("could not record the failure of %r in %s: %s", record_id, collection, error)
 
@@ -306,17 +308,15 @@ def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | N
 
 
 def _again(task: Task) -> bool:
-    """Whether this is a second attempt of the task (retried, or redelivered after its worker died). Batches
-    sent by the first attempt may be counted already, by number: the run then fans out every id page, as
-    numbered in any first load, rather than what changed since, which those batches have indexed meanwhile."""
-    delivery = task.request.delivery_info or {}
-    return bool(task.request.retries or delivery.get("redelivered"))
+    """Whether this is a second attempt of the task (retried or redelivered): a run then fans out every id page,
+    numbered as in a first load, since batches of the first attempt may be counted already, by number."""
+    return bool(task.request.retries or (task.request.delivery_info or {}).get("redelivered"))
 
 
 def _send_batch(collection: str, ids: list[str], *, run_id: str, batch: int, pooled: bool = False,
                 fresh: bool = False) -> None:
     kwargs = _batch_kwargs(run_id, batch, {}, pooled) | {"carried": None} | ({"fresh": True} if fresh else {})
-    index_batch.apply_async(args=(collection, ids), kwargs=kwargs, queue=BULK_QUEUE, headers=sent_headers())
+    send(index_batch, args=(collection, ids), kwargs=kwargs, queue=BULK_QUEUE, headers=sent_headers())
 
 
 def _finished(collection: str, progress: RunProgress) -> None:
@@ -329,8 +329,8 @@ def _finished(collection: str, progress: RunProgress) -> None:
         switch_when_built(context().ledger.generations, progress)
     elif progress.status == RunStatus.INDEXING:
         limit = context().settings.worker.index_time_limit
-        build_index.apply_async(args=(collection, progress.run_id), queue=BULK_QUEUE, headers=sent_headers(),
-                                time_limit=limit, soft_time_limit=soft_time_limit(limit))
+        send(build_index, args=(collection, progress.run_id), queue=BULK_QUEUE, headers=sent_headers(),
+             time_limit=limit, soft_time_limit=soft_time_limit(limit, context().settings))
 
 
 @app.task(bind=True, name=BUILD_INDEX, **_RETRIED)

@@ -6,13 +6,27 @@ worker, so enqueueing loads no embedding client, numpy or torch.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from store.contract import BULK_QUEUE, LIVE_QUEUE, RECONCILE, REDIS_SCHEMES, ROUTES
 from store.settings import Settings
 from store.settings.network import redis_options, tcp_options
 
-__all__ = ["beat_schedule", "celery_config", "soft_time_limit"]
+__all__ = ["PUBLISH_RETRY_POLICY", "REDIS_TRANSPORT", "beat_schedule", "celery_config", "publish_seconds",
+           "soft_time_limit"]
+
+#: The transport of a ``redis://`` broker, by name (loaded when a connection is made, not at import).
+REDIS_TRANSPORT = "store.broker.transport:Transport"
+#: How every publish retries (a task sent by a producer or by a task, a retry, the task-sent event): once, at
+#: once, on a fresh connection, then the caller gets the error. Celery's default (3 retries, each reconnecting)
+#: held a task 10.9 s in a publish to a silent Redis with 3 s socket and 2 s connect timeouts, measured.
+PUBLISH_RETRY_POLICY: dict[str, Any] = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5,
+                                        "interval_max": 0.5}
+#: Seconds the soft limit leaves a task, besides one publish, to record its retry and hand its result in.
+HAND_IN_SECONDS = 2
+#: The least warning a long task (a hard limit over twice this) gets before its hard limit.
+LONG_WARNING_SECONDS = 30
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
@@ -24,6 +38,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "broker_connection_timeout": settings.network.connect_timeout,
         "broker_heartbeat": settings.broker.heartbeat,
         "broker_transport_options": _transport_options(settings),
+        # kombu's Redis transport, less a gap that lost the message a restarting broker was handing over.
+        **({"broker_transport": REDIS_TRANSPORT} if settings.broker.url.startswith("redis://") else {}),
         "task_serializer": "json",
         "result_serializer": "json",
         "accept_content": ["json"],
@@ -36,7 +52,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_acks_on_timeout": False,
         "worker_prefetch_multiplier": 1,
         "task_time_limit": time_limit,
-        "task_soft_time_limit": soft_time_limit(time_limit),
+        "task_soft_time_limit": soft_time_limit(time_limit, settings),
+        "task_publish_retry": True,
+        "task_publish_retry_policy": PUBLISH_RETRY_POLICY,
         "task_default_queue": LIVE_QUEUE,
         "task_routes": {name: {"queue": queue} for name, queue in ROUTES.items()},
         "task_create_missing_queues": True,
@@ -47,9 +65,34 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     }
 
 
-def soft_time_limit(hard: int) -> int:
-    """The soft limit that goes with a hard one: 30 s of warning for a long task, none for a short one."""
-    return hard - 30 if hard > 60 else hard
+def soft_time_limit(hard: int, settings: Settings) -> int | None:
+    """The soft limit that goes with a hard one: early enough that a task it stops can send its retry to a
+    broker gone silent (``publish_seconds``) and hand its result in before the hard limit; 30 s at least for a
+    long task. None, the hard limit alone, when that would leave the task less than half its limit.
+
+    A soft limit equal to the hard one gave the task no time: billiard arms the hard timer ``hard - soft`` = 0 s
+    after the soft signal, so the kill lands while the task handles it, often while it writes its result into
+    the pool's pipe, and a result half-written there takes the worker's main process down ("Unrecoverable
+    error" in ``celery.concurrency.asynpool``).
+    """
+    reserve = publish_seconds(settings) + HAND_IN_SECONDS
+    if hard > 2 * LONG_WARNING_SECONDS:
+        reserve = max(reserve, LONG_WARNING_SECONDS)
+    soft = hard - math.ceil(reserve)
+    return soft if soft >= hard / 2 else None
+
+
+def publish_seconds(settings: Settings) -> float:
+    """The longest one publish waits on a broker gone silent: each attempt of ``PUBLISH_RETRY_POLICY`` may open a
+    connection (``network.connect_timeout``) and wait for the answer (``broker.socket_timeout`` on Redis; on AMQP
+    TCP_USER_TIMEOUT drops the connection, or the heartbeat notices), with the pause between attempts."""
+    url, network = settings.broker.url, settings.network
+    if url.startswith(REDIS_SCHEMES):
+        answer = settings.broker.socket_timeout
+    else:
+        answer = network.tcp_user_timeout or 2 * settings.broker.heartbeat
+    retries = PUBLISH_RETRY_POLICY["max_retries"]
+    return float((retries + 1) * (network.connect_timeout + answer) + retries * PUBLISH_RETRY_POLICY["interval_max"])
 
 
 def _transport_options(settings: Settings) -> dict[str, Any]:
@@ -63,8 +106,12 @@ def _transport_options(settings: Settings) -> dict[str, Any]:
     consumer's waiting connections every ``health_check_interval``. AMQP gets the same TCP options, and
     ``broker.heartbeat`` (in ``celery_config``)."""
     visibility, url = settings.broker.visibility_timeout, settings.broker.url
+    every = max(1, min(10, visibility // 4))
+    # The lock a restore holds for milliseconds outlives a worker killed while holding it (and, with AOF, a
+    # broker restart) by its expiry: kombu's 300 s kept every other worker from restoring for 5 minutes.
+    # Restoring a tag is a WATCHed transaction, so two restorers after a short expiry still restore it once.
     options: dict[str, Any] = {
-        "visibility_timeout": visibility, "unacked_restore_interval": max(1, min(10, visibility // 4)),
+        "visibility_timeout": visibility, "unacked_restore_interval": every, "unacked_mutex_expire": every,
         "unacked_restore_throttle": 1, "queue_order_strategy": "priority"}
     if url.startswith(REDIS_SCHEMES):
         options |= {"socket_timeout": settings.broker.socket_timeout, **redis_options(url, settings.network)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import socket
 
-from store.broker.config import celery_config
+from store.broker.config import HAND_IN_SECONDS, PUBLISH_RETRY_POLICY, celery_config, publish_seconds, soft_time_limit
 from store.settings import NetworkSettings, Settings
 from store.settings.network import libpq_parameters, redis_options, server_settings, tcp_options
 
@@ -47,3 +47,18 @@ def test_the_celery_configuration_carries_them_for_redis_and_for_amqp() -> None:
     assert "socket_timeout" not in amqp["broker_transport_options"]  # not an AMQP option
     assert amqp["broker_transport_options"]["socket_settings"] == tcp_options(NetworkSettings())
     assert amqp["broker_heartbeat"] == 20
+
+
+def test_a_publish_retries_once_and_the_soft_limit_leaves_room_for_one_before_the_hard_limit() -> None:
+    partition = Settings(broker={"socket_timeout": 3}, network={"connect_timeout": 2}, worker={"time_limit": 30})
+    config = celery_config(partition)
+    assert config["task_publish_retry"] is True and config["task_publish_retry_policy"] == PUBLISH_RETRY_POLICY
+    assert PUBLISH_RETRY_POLICY["max_retries"] == 1
+    assert publish_seconds(partition) == 2 * (2 + 3) + 0.5  # two attempts, each a connect and an answer
+    soft, hard = config["task_soft_time_limit"], config["task_time_limit"]
+    assert hard - soft >= publish_seconds(partition) + HAND_IN_SECONDS and soft == 17
+    assert soft_time_limit(1800, Settings()) == 1800 - 83  # the defaults: 2 x (10 + 30) + 0.5, and 2 s more
+    assert soft_time_limit(120, Settings(network={"connect_timeout": 2}, broker={"socket_timeout": 3})) == 90
+    assert soft_time_limit(6, Settings()) is None  # timeouts that dwarf the limit: the hard limit alone
+    assert celery_config(Settings(worker={"time_limit": 6, "index_time_limit": 7}, broker={"visibility_timeout": 10}))[
+        "task_soft_time_limit"] is None
