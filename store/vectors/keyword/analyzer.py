@@ -39,6 +39,8 @@ ANALYZER_VERSION = 1
 MAX_TERM_CHARS = 64
 #: Stems remembered per analyzer (words repeat: a cache makes the pure-Python stemmer cheap).
 STEM_CACHE = 200_000
+#: Most tokens this process has analyzed and whose terms it remembers (a pure function of the token).
+TOKEN_CACHE = 200_000
 
 _WORD = r"[^\W_]+"
 _TOKEN = re.compile(rf"{_WORD}(?:[_.\-]{_WORD})*")
@@ -57,6 +59,7 @@ class Analyzer:
         self._stop = _stop_words(language)
         self._stemmer: Any = None if language == "simple" else _stemmer(language)
         self._stems: dict[str, str] = {}
+        self._tokens: dict[str, tuple[str, ...]] = {}
         self._lock = threading.Lock()  # snowballstemmer's stemmer objects keep state between calls
 
     def __repr__(self) -> str:
@@ -65,13 +68,21 @@ class Analyzer:
     def terms(self, text: str) -> list[str]:
         """The terms of ``text`` in order, repeats kept (a document's term frequencies and length)."""
         found: list[str] = []
-        for match in _TOKEN.finditer(unicodedata.normalize("NFKC", text).casefold()):
-            token = match.group()
-            parts = _PART.findall(token)
-            if len(parts) > 1 and len(token) <= MAX_TERM_CHARS:
-                found.append(token)
-            found.extend(term for part in parts if (term := self._word(part)))
+        known = self._tokens
+        for token in _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold()):
+            terms = known.get(token)
+            if terms is None:
+                terms = self._token_terms(token)
+                if len(known) < TOKEN_CACHE:
+                    known[token] = terms
+            found.extend(terms)
         return found
+
+    def _token_terms(self, token: str) -> tuple[str, ...]:
+        """A token's terms: the whole compound (``foo_bar``, ``v1.2``) when short enough, then each part."""
+        parts = _PART.findall(token)
+        whole = (token,) if len(parts) > 1 and len(token) <= MAX_TERM_CHARS else ()
+        return whole + tuple(term for part in parts if (term := self._word(part)))
 
     def frequencies(self, text: str) -> Counter[str]:
         """Each term of ``text`` with how often it occurs."""

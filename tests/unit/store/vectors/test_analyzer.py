@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 from store import ConfigError
@@ -52,3 +54,16 @@ def test_an_unknown_language_is_refused_naming_the_choices() -> None:
 
 def test_the_settings_modes_are_the_search_modes() -> None:
     assert SearchSettings.model_fields["mode"].annotation.__args__ == SEARCH_MODES  # type: ignore[union-attr]
+
+
+def test_a_remembered_token_gives_the_terms_a_new_analyzer_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = importlib.import_module("store.vectors.keyword.analyzer")  # the package's `analyzer` is a function
+
+    text = "Running git-config --global on v1.2 files: the files run_fast"
+    warm = module.Analyzer("english")
+    first = warm.terms(text)
+    assert warm.terms(text) == first == module.Analyzer("english").terms(text)
+    assert "git-config" in first and "file" in first and "the" not in first
+    monkeypatch.setattr(module, "TOKEN_CACHE", 1)
+    bounded = module.Analyzer("english")
+    assert bounded.terms(text) == first and len(bounded._tokens) == 1
