@@ -24,7 +24,7 @@ import sqlalchemy as sa
 
 from store.state.sql import engine_url
 from tests.reliability.conftest import Rig, make_rig
-from tests.reliability.network import Namespace, namespace
+from tests.reliability.network import NETWORK, Namespace, namespace
 from tests.services import embedded_postgres
 from tests.workers import ROOT, note, process_env, wait_for
 
@@ -53,18 +53,6 @@ class Partitioned:
 #: (its imports and connections) took 12 s on a loaded machine (three scenarios and more on 2 cores). A silent
 #: peer is noticed well before it all the same.
 TIME_LIMIT = 30
-#: A silent peer noticed in 2 to 4 s: a pooled connection's pre-ping, then a new connection, take
-#: tcp_user_timeout + connect_timeout at worst. The defaults (30 s and 10 s) stand under the default time
-#: limit of 30 minutes with far more room.
-NETWORK = """
-[network]
-connect_timeout = 2
-keepalive_idle = 1
-keepalive_interval = 1
-keepalive_count = 2
-tcp_user_timeout = 2
-health_check_interval = 2
-"""
 
 
 @pytest.fixture

@@ -1,0 +1,138 @@
+"""A seeded chaos run: overlapping faults from a seeded schedule on a system of real parts while writes go on;
+then heal everything, stop writing, wait for quiet and check every invariant (``invariants.broken``).
+
+``python -m tests.reliability.chaos --minutes 30 --seed 7`` runs one; ``tests/reliability/test_chaos.py`` runs a
+short one in CI. The seed and the schedule are printed first, so a failing seed replays the same faults in the
+same order.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.reliability.chaos.invariants import broken, figures, quiet
+from tests.reliability.chaos.schedule import Fault, counts, schedule
+from tests.reliability.chaos.system import System, system
+from tests.reliability.chaos.writers import Writers
+from tests.workers import wait_for
+
+__all__ = ["Report", "run"]
+
+#: Seconds the system has, once healed and no longer written to, to reach quiet.
+SETTLE_SECONDS = 300
+
+
+@dataclass
+class Report:
+    """What a chaos run did and found."""
+
+    seed: int
+    faults: list[Fault]
+    injected: Counter[str] = field(default_factory=Counter)
+    writes: Counter[str] = field(default_factory=Counter)
+    refused: Counter[str] = field(default_factory=Counter)
+    settled_in: float | None = None
+    broken: list[str] = field(default_factory=list)
+    #: The reliability table's figures at the end (``invariants.figures``).
+    figures: dict[str, int] = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        kinds = sorted(set(self.injected) | set(counts(self.faults)))
+        out = [f"seed {self.seed}: {len(self.faults)} faults scheduled, {sum(self.injected.values())} injected",
+               *(f"  {kind:<18} {self.injected[kind]:>4} injected of {counts(self.faults)[kind]}" for kind in kinds),
+               f"writes: {sum(self.writes.values())} done ({dict(sorted(self.writes.items()))}), "
+               f"{sum(self.refused.values())} refused by an outage",
+               f"settled {self.settled_in:.0f}s after the heal" if self.settled_in is not None else "never settled"]
+        return out + ([f"BROKEN: {line}" for line in self.broken] or ["every invariant held"])
+
+
+def _inject(made: System, fault: Fault, rng: random.Random) -> bool:
+    """Do ``fault`` (and undo it after its seconds); whether it found something to hit."""
+    kind, worker = fault.kind, f"w{fault.worker + 1}"
+    if kind == "kill_pool":
+        return made.kill_pool_process(fault.worker, rng)
+    if kind in ("kill_main", "sigterm", "kill_relay"):
+        name = "relay" if kind == "kill_relay" else worker
+        hit = made.terminate(name) if kind == "sigterm" else made.kill(name)
+        time.sleep(fault.seconds)
+        made.start(name)
+        return hit
+    if kind == "broker_restart":
+        made.broker.restart(down_seconds=fault.seconds)
+        return True
+    if kind == "postgres_restart":
+        made.restart_postgres(fault.seconds)
+        return True
+    if kind.startswith("silence_"):
+        if made.net is None:
+            return False
+        target = kind.removeprefix("silence_")
+        made.silence(target, True)
+        time.sleep(fault.seconds)
+        made.silence(target, False)
+        return True
+    made.provider(int(kind.removeprefix("provider_")))
+    time.sleep(fault.seconds)
+    made.provider(None)
+    return True
+
+
+def _play(made: System, faults: list[Fault], seed: int, report: Report, say: Callable[[str], None]) -> None:
+    """Start each fault at its offset, in a thread of its own (faults overlap); wait for them all."""
+    start, threads, rng, lock = time.monotonic(), [], random.Random(seed), threading.Lock()
+
+    def one(fault: Fault) -> None:
+        try:
+            hit = _inject(made, fault, random.Random(rng.random()))
+        except Exception as exc:  # a fault the system would not take (say, a server already down): noted
+            say(f"{time.monotonic() - start:7.1f}s  {fault.kind} could not be injected: {exc!r}")
+            hit = False
+        if hit:
+            with lock:
+                report.injected[fault.kind] += 1
+
+    for fault in faults:
+        time.sleep(max(0.0, start + fault.at - time.monotonic()))
+        say(f"  at {time.monotonic() - start:6.1f}s: {fault.kind} (scheduled {fault.at}s)")
+        thread = threading.Thread(target=one, args=(fault,), name=f"fault-{fault.kind}", daemon=True)
+        thread.start()
+        threads.append(thread)
+    for thread in threads:
+        thread.join(timeout=600)
+
+
+def run(folder: Path, *, seed: int, seconds: float, say: Callable[[str], None] = print) -> Report:
+    """One chaos run of ``seconds`` in ``folder`` with the faults of ``seed``."""
+    faults = schedule(seed, seconds)
+    report = Report(seed, faults)
+    say(f"chaos: seed {seed}, {seconds:.0f}s, {len(faults)} faults:")
+    for fault in faults:
+        say(f"  {fault}")
+    with system(folder) as made:
+        writers = Writers(made, seed)
+        writers.start()
+        try:
+            _play(made, faults, seed, report, say)
+            time.sleep(max(0.0, seconds - (faults[-1].at if faults else 0)) * 0.1)
+        finally:
+            made.heal()
+            writers.stop()
+        writers.resend()
+        report.writes, report.refused = writers.done, writers.refused
+        healed = time.monotonic()
+        try:
+            wait_for(lambda: quiet(made, writers.documents), timeout=SETTLE_SECONDS, every=2.0, what="quiet")
+            report.settled_in = time.monotonic() - healed
+        except AssertionError:
+            pass
+        report.broken = broken(made, writers.documents)
+        report.figures = figures(made, writers.documents)
+    for line in report.lines():
+        say(line)
+    return report

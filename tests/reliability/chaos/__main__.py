@@ -1,0 +1,34 @@
+"""``python -m tests.reliability.chaos --minutes 30 --seed 7``: one chaos run; exit 1 when an invariant broke.
+Its folder (the workers' logs, the settings, Redis's AOF) is kept and named at the end."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tests.reliability.chaos import run
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.reliability.chaos", description=__doc__)
+    parser.add_argument("--minutes", type=float, default=30.0, help="how long faults are injected (default 30)")
+    parser.add_argument("--seed", type=int, default=7, help="the seed of the fault schedule and the writes")
+    parser.add_argument("--folder", type=Path, default=None, help="where logs go (default: a new temporary one)")
+    args = parser.parse_args(argv)
+    folder = args.folder or Path(tempfile.mkdtemp(prefix=f"vectorsync-chaos-{args.seed}-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    report = run(folder, seed=args.seed, seconds=args.minutes * 60, say=say)
+    say(f"chaos: {time.monotonic() - started:.0f}s in all; logs in {folder}")
+    return 1 if report.broken or report.settled_in is None else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
