@@ -71,7 +71,8 @@ class HandoverProxy:
                     for other in [s for s in self.sockets if s not in (source, sink)]:
                         other.close()
                     sink.sendall(data)
-                    self.go_down()
+                    sink.close()  # this pair only: ``down`` is the test's to lift from here on
+                    source.close()
                     return
                 sink.sendall(data)
         except OSError:
