@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from store.errors import ConfigError
-from store.vectors.records import canonical_json, clean_text
+from store.vectors.records import canonical_json, check_record_id, clean_text
 from worker.chunking import Chunker
 from worker.sources.base import SourceRecord
 
-__all__ = ["BatchResult", "Document", "Leftovers", "Planned", "content_hash", "failure"]
+__all__ = ["BatchResult", "Document", "Leftovers", "Planned", "content_hash", "failure", "storable"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +99,18 @@ class Planned:
     texts: list[str]
     version: int = 0
     read: SourceRecord | None = None
+
+
+def storable(ids: list[str], result: BatchResult, *, max_chars: int) -> list[str]:
+    """The ids that can be stored (``check_record_id``); each other one fails alone in ``result``, before any
+    query sees it (PostgreSQL refuses a NUL in a parameter, and a lone surrogate cannot be encoded)."""
+    kept = []
+    for record_id in ids:
+        try:
+            kept.append(check_record_id(record_id, max_chars=max_chars))
+        except ConfigError as exc:
+            result.failed[record_id] = failure(record_id, exc)
+    return kept
 
 
 def failure(record_id: str, exc: BaseException, *, fix: str = "") -> str:

@@ -19,8 +19,8 @@ from store.state.ledger import Held, Ledger, LedgerEntry
 from store.vectors.base import Collection
 from store.vectors.filters import Filter
 from store.vectors.indexed import check_indexed
-from store.vectors.records import VectorRecord, check_id_length, clean_text, validate_metadata
-from worker.batches import BatchResult, Document, Leftovers, Planned, content_hash, failure
+from store.vectors.records import VectorRecord, check_record_id, clean_text, validate_metadata
+from worker.batches import BatchResult, Document, Leftovers, Planned, content_hash, failure, storable
 from worker.chunking import Chunker
 from worker.metrics import stage
 from worker.sources.base import Source, SourceRecord
@@ -59,8 +59,8 @@ class Indexer:
         again, so a record another task indexed meanwhile is written once more as the source holds it (its
         texts are cache hits: no provider call), never left stale. Pushed records are never fresh.
         """
-        ids = list(dict.fromkeys(str(i) for i in ids))
         result = BatchResult()
+        ids = storable(list(dict.fromkeys(str(i) for i in ids)), result, max_chars=self.limits.max_id_chars)
         with stage("load"):
             planned = self._load(ids, result, fresh=fresh)
             if leftovers is not None and planned:
@@ -127,11 +127,12 @@ class Indexer:
 
         Raises ConfigError for a collection that reads its records from a source."""
         self._require_pushed()
+        result = BatchResult()
+        good = set(storable([d.id for d in documents], result, max_chars=self.limits.max_id_chars))
         newest: dict[str, Document] = {}
-        for doc in documents:
+        for doc in (d for d in documents if d.id in good):
             if doc.id not in newest or doc.version >= newest[doc.id].version:
                 newest[doc.id] = doc
-        result = BatchResult()
         records = [SourceRecord(d.id, d.text, dict(d.metadata)) for d in newest.values()]
         planned = self._plan(records, result, versions={d.id: d.version for d in newest.values()})
         self._swap(self._embed(planned, result), result, still_current=self._newest_push)
@@ -145,6 +146,7 @@ class Indexer:
         """
         self._require_pushed()
         result = BatchResult()
+        ids = storable(list(ids), result, max_chars=self.limits.max_id_chars)
         with self.ledger.locked(self.name, ids, read=True) as held:
             known = held.entries(list(ids))
             gone = [i for i in ids if i not in known or known[i].version <= version]
@@ -224,7 +226,7 @@ class Indexer:
         """The record as it will be stored: text without unstorable characters (before it is chunked and
         embedded), metadata a clean JSON object whose declared indexed fields hold their types, an id within
         limits. Raises ConfigError."""
-        check_id_length(record.id, max_chars=self.limits.max_id_chars)
+        check_record_id(record.id, max_chars=self.limits.max_id_chars)
         metadata = validate_metadata(record.metadata, record_id=record.id, max_depth=self.limits.max_metadata_depth)
         check_indexed(metadata, self.collection.indexed, record_id=record.id, collection=self.name)
         return replace(record, text=clean_text(record.text), metadata=metadata)

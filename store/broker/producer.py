@@ -29,7 +29,7 @@ from store.errors import ConfigError
 from store.settings import CollectionSettings, Settings
 from store.state.generations import Generation
 from store.state.ledger import Ledger, RunProgress, ledger_from_settings
-from store.vectors.records import check_collection_name, check_id_length, validate_metadata
+from store.vectors.records import check_collection_name, check_record_id, validate_metadata
 
 __all__ = ["Producer", "Sender"]
 
@@ -74,7 +74,7 @@ class Producer:
         """Enqueue one record; False when it was already queued and not yet started (coalesced). Change capture
         passes ``coalesce=False``: it deletes its outbox rows once sent, so it must not trust a mark that a
         crash between marking and sending left behind."""
-        collection, key = check_collection_name(collection), _record_id(record_id)
+        collection, key = self._declared(collection), self._id(record_id)
         if coalesce and not self.coalescer.claim(collection, key):
             return False
         try:
@@ -96,8 +96,8 @@ class Producer:
     def index_batch(self, collection: str, record_ids: Sequence[str | int]) -> None:
         """Enqueue ids as one bulk task, outside any run: how change capture sends a flood of changes. An id
         the worker refuses (too long, say) gets its failures row there; its batch-mates are indexed."""
-        ids = [_record_id(i) for i in record_ids]
-        self._send(INDEX_BATCH, (check_collection_name(collection), ids), BULK_QUEUE)
+        ids = [self._id(i) for i in record_ids]
+        self._send(INDEX_BATCH, (self._declared(collection), ids), BULK_QUEUE)
 
     @overload
     def index_document(self, collection: str, id: str | int | None, text: str,
@@ -134,17 +134,18 @@ class Producer:
                      config: CollectionSettings | None) -> str:
         id_field = config.source.id_field if config is not None else None
         key = document_id(collection, text, clean, id=id, id_field=id_field)
-        return check_id_length(key, max_chars=self.settings.limits.max_id_chars)
+        return check_record_id(key, max_chars=self.settings.limits.max_id_chars)
 
     def delete_document(self, collection: str, id: str | int) -> None:
         """Enqueue the removal of a pushed document."""
         self._require_pushed(collection)
-        self._send(INDEX_DOCUMENT, (check_collection_name(collection), _record_id(id), None, None, time.time_ns()),
+        self._send(INDEX_DOCUMENT, (check_collection_name(collection), self._id(id), None, None, time.time_ns()),
                    LIVE_QUEUE)
 
     def reindex_all(self, collection: str, *, full: bool = False, allow_empty: bool = False) -> str:
-        """Start a reindex of the whole collection and return its run id at once."""
-        collection = check_collection_name(collection)
+        """Start a reindex of the whole collection and return its run id at once. Raises ConfigError for a
+        collection the settings do not declare, or whose records are pushed (there is no source to read)."""
+        collection = self._declared(collection, read=True)
         run_id = self.ledger.create_run(collection, full=full)
         self._send(REINDEX_ALL, (collection, full, run_id, allow_empty), BULK_QUEUE)
         return run_id
@@ -179,11 +180,28 @@ class Producer:
         return switch_now(registry, collection, run)
 
     def reconcile(self, collection: str) -> str:
-        """Start a reconcile sweep (what beat runs periodically) and return its run id."""
-        collection = check_collection_name(collection)
+        """Start a reconcile sweep (what beat runs periodically) and return its run id. Raises ConfigError as
+        ``reindex_all`` does."""
+        collection = self._declared(collection, read=True)
         run_id = self.ledger.create_run(collection, kind="reconcile")
         self._send(RECONCILE, (collection, run_id), BULK_QUEUE)
         return run_id
+
+    def _id(self, record_id: object) -> str:
+        return check_record_id(_record_id(record_id), max_chars=self.settings.limits.max_id_chars)
+
+    def _declared(self, collection: str, *, read: bool = False) -> str:
+        """``collection``, checked against the settings when they declare any collection (a producer whose
+        settings declare none cannot tell, and sends). ``read``: it must have a source to read."""
+        collection = check_collection_name(collection)
+        declared = self.settings.collections
+        if declared and collection not in declared:
+            raise ConfigError(f"collection {collection!r} is not declared in the settings (declared: "
+                              f"{', '.join(sorted(declared))}): check the name, or add [collections.{collection}]")
+        if read and collection in declared and declared[collection].source.kind == "push":
+            raise ConfigError(f"collection {collection!r} has its records pushed (source.kind = 'push'): there is "
+                              "no source to read, so nothing to reindex or reconcile; push the documents again")
+        return collection
 
     def _require_pushed(self, collection: str) -> CollectionSettings | None:
         """The collection's settings, if any. A collection the settings give a source reads its records there:

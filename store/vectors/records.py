@@ -20,6 +20,7 @@ __all__ = [
     "canonical_json",
     "check_collection_name",
     "check_id_length",
+    "check_record_id",
     "clean_text",
     "escape_unstorable",
     "validate_vector",
@@ -189,6 +190,19 @@ def _array_types() -> tuple[type, ...]:
     except ImportError:  # pragma: no cover - numpy ships with every backend
         return ()
     return (numpy.ndarray,)
+
+
+#: What a record id must be, said in every refusal of one.
+ID_RULE = ("a record id is a non-empty string of at most limits.max_id_chars characters, without NUL characters "
+           "or lone surrogates")
+
+
+def check_record_id(record_id: str, *, max_chars: int = DEFAULT_MAX_ID_CHARS) -> str:
+    """Return ``record_id`` if every backend and the state database can store it; else a ConfigError naming it
+    (escaped, so the message itself can be stored and printed) and the rule."""
+    if not record_id or _UNSTORABLE.search(record_id):
+        raise ConfigError(f"record id {escape_unstorable(record_id)!r} is not allowed: {ID_RULE}")
+    return check_id_length(record_id, max_chars=max_chars)
 
 
 def check_id_length(record_id: str, *, max_chars: int = DEFAULT_MAX_ID_CHARS) -> str:

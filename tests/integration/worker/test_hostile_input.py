@@ -82,3 +82,25 @@ def test_filters_over_the_caps_are_config_errors_not_crashes(kind: str, postgres
     with pytest.raises(ConfigError, match="nests more than 16 levels of"):
         Filter.from_dict(nested_json)
     store.close()
+
+
+def test_record_ids_postgresql_cannot_hold_fail_alone_against_its_ledger_and_store(postgres_url: str) -> None:
+    """Issue 32, defect 1, on PostgreSQL: a NUL or a lone surrogate in an id reached the ledger's queries and the
+    store's write, and failed the whole batch."""
+    from store.state.ledger.postgres import PostgresLedger
+    from store.vectors.pgvector import PgvectorStore
+    from tests.unit.worker import test_hostile_input as unit
+    from worker.sources.python import PythonSource
+
+    unit.RECORDS.clear()
+    unit.RECORDS.update({key: {"id": key, "text": f"note {key!r}"} for key in ["1", *unit.UNSTORABLE_IDS, "2"]})
+    ledger = PostgresLedger(postgres_url)
+    with PgvectorStore(postgres_url, dimensions=16) as store:
+        indexer = make_indexer(PythonSource(loader=f"{unit.__name__}:load_records"), store=store)
+        indexer.ledger = ledger
+        result = indexer.index(["1", *unit.UNSTORABLE_IDS, "2"])
+        assert sorted(result.indexed) == ["1", "2"]
+        assert set(result.failed) == set(unit.UNSTORABLE_IDS)
+        assert all(unit.ID_RULE_TEXT in error for error in result.failed.values())
+        assert indexer.collection.count() == 2
+    ledger.close()

@@ -125,3 +125,39 @@ def test_qdrant_stops_checking_a_filter_in_python_at_the_cap() -> None:
     with pytest.raises(ConfigError, match="needs more than 50 points checked in Python"):
         notes.search([1, 0, 0, 0], filter=Filter.gte("day", "2099-01-01"))
     store.close()
+
+
+#: Ids no table can hold (PostgreSQL's ledger keeps them escaped in its failures rows, the memory one as they are).
+UNSTORABLE_IDS = ["nul\x00id", "sur\ud800"]
+ID_RULE_TEXT = "a record id is a non-empty string of at most limits.max_id_chars characters, without NUL"
+
+
+def test_a_record_id_with_a_nul_or_a_lone_surrogate_fails_alone_and_its_run_ends_done() -> None:
+    """Issue 32, defect 1: the chunk id was refused inside the store's write with a ConfigError, which failed the
+    whole batch and its run ('failed', nothing indexed, no failures row)."""
+    from producer import testing
+    from store.state.ledger import RunStatus
+
+    RECORDS.clear()
+    RECORDS.update({key: {"id": key, "text": f"note {n} about renewals"}
+                    for n, key in enumerate(["1", *UNSTORABLE_IDS, "2"])})
+    settings = {"collections": {"notes": {"source": {"kind": "python", "loader": f"{__name__}:load_records"}}}}
+    with testing.queue(settings) as queue:
+        run_id = queue.producer.reindex_all("notes")
+        queue.run_queue()
+        run = queue.ledger.run(run_id)
+        assert (run.status, run.done, run.failed) == (RunStatus.DONE, 2, 2)
+        failures = {f.record_id: f.error for f in queue.ledger.failures("notes")}
+        assert set(failures) == set(UNSTORABLE_IDS)
+        assert all(ID_RULE_TEXT in error for error in failures.values()), failures
+        assert queue.client.open("notes").count() == 2
+
+
+def test_a_pushed_document_with_an_unstorable_id_fails_alone() -> None:
+    indexer = make_indexer()
+    result = indexer.index_documents([Document("ok", "fine text"), *(Document(i, "text") for i in UNSTORABLE_IDS)])
+    assert result.indexed == ["ok"]
+    assert set(result.failed) == set(UNSTORABLE_IDS)
+    assert all(ID_RULE_TEXT in error for error in result.failed.values())
+    deleted = indexer.delete_documents(["ok", *UNSTORABLE_IDS])
+    assert deleted.deleted == ["ok"] and set(deleted.failed) == set(UNSTORABLE_IDS)
