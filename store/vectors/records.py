@@ -199,9 +199,9 @@ ID_RULE = ("a record id is a non-empty string of at most limits.max_id_chars cha
 
 def check_record_id(record_id: str, *, max_chars: int = DEFAULT_MAX_ID_CHARS) -> str:
     """Return ``record_id`` if every backend and the state database can store it; else a ConfigError naming it
-    (escaped, so the message itself can be stored and printed) and the rule."""
+    (repr escapes a NUL or a surrogate, so the message itself can be stored and printed) and the rule."""
     if not record_id or _UNSTORABLE.search(record_id):
-        raise ConfigError(f"record id {escape_unstorable(record_id)!r} is not allowed: {ID_RULE}")
+        raise ConfigError(f"record id {record_id!r} is not allowed: {ID_RULE}")
     return check_id_length(record_id, max_chars=max_chars)
 
 

@@ -81,7 +81,8 @@ def test_the_producer_of_a_client_given_a_ledger_creates_its_runs_there() -> Non
     ledger = MemoryLedger()
     sent: list[tuple[str, Any]] = []
     notes = {"source": {"kind": "python", "loader": "tests.unit.worker.test_hostile_input:load_records"}}
-    with Client(settings(notes=notes), ledger=ledger, send=lambda name, **kw: sent.append((name, kw["args"]))) as client:
+    send = lambda name, **kw: sent.append((name, kw["args"]))  # noqa: E731
+    with Client(settings(notes=notes), ledger=ledger, send=send) as client:
         run_id = client.producer.reindex_all("notes")  # a collection with a source: pushed ones have none to read
     assert ledger.run(run_id).collection == "notes"
     assert sent == [("vectorsync.reindex_all", ("notes", False, run_id, False))]
