@@ -95,10 +95,15 @@ def _function_body(target: Target) -> str:
     notify = f"IF changed > 0 THEN PERFORM pg_notify('{CHANNEL}', ''); END IF;" if target.notify else ""
     # A new id (inserted, or a key changed to it), a row whose read columns changed, and an id no row has any
     # more (deleted, or a key changed from it; indexing a missing id deletes its chunks).
+    table = target.qualified_table.replace("'", "''")
     return f"""
 DECLARE
   changed bigint := 0;
 BEGIN
+  IF TG_RELID <> '{table}'::regclass THEN
+    RAISE EXCEPTION USING MESSAGE = 'vectorsync: trigger ' || TG_NAME || ' runs a function that records the '
+      'changes of {table} only, not of ' || TG_RELID::regclass::text;
+  END IF;
   IF TG_OP = 'INSERT' THEN
     INSERT INTO {outbox} (collection, record_id) SELECT {name}, n.{key}::text FROM vectorsync_new n;
   ELSIF TG_OP = 'UPDATE' THEN
@@ -127,6 +132,9 @@ def install_ddl(target: Target) -> list[str]:
         # SECURITY DEFINER: any role that may write the table records its changes, without rights on the outbox.
         f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER "
         f"SET search_path = pg_catalog, pg_temp AS $vectorsync${function_source(target)}$vectorsync$",
+        # Whoever may run it may attach it to a table of their own and write the outbox as its owner: nobody but
+        # the owner (a trigger that fires needs no right to run its function; creating one does).
+        f"REVOKE EXECUTE ON FUNCTION {function}() FROM PUBLIC",
     ]
     for trigger, event in target.triggers.items():
         referencing = {"INSERT": "REFERENCING NEW TABLE AS vectorsync_new ",

@@ -219,3 +219,35 @@ def test_the_outbox_is_where_the_roles_schema_is_even_for_a_table_in_another(pg:
     finally:
         outbox.close()
         pg.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def test_nobody_but_its_owner_can_attach_the_capture_function_to_another_table(
+        pg: psycopg.Connection, postgres_url: str, table: str, installed: tuple[Outbox, Target]) -> None:
+    """Issue 32, defect 2: the SECURITY DEFINER function was executable by PUBLIC, so a role with no right on the
+    outbox could attach it to a table of its own and write forged ids, or a TRUNCATE marker, into the outbox."""
+    _, target = installed
+    function = f'"{target.schema}"."{target.function}"'
+    role, schema = unique_name("intruder"), unique_name("own")
+    pg.execute(f"CREATE ROLE {role} LOGIN")
+    pg.execute(f"CREATE SCHEMA {schema} AUTHORIZATION {role}")
+    try:
+        with psycopg.connect(postgres_url, user=role, autocommit=True) as intruder:
+            intruder.execute(f"CREATE TABLE {schema}.forged (id bigint PRIMARY KEY)")
+            for event in ("TRUNCATE", "INSERT"):
+                referencing = "REFERENCING NEW TABLE AS vectorsync_new " if event == "INSERT" else ""
+                with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied for function"):
+                    intruder.execute(f"CREATE TRIGGER forge AFTER {event} ON {schema}.forged {referencing}"
+                                     f"FOR EACH STATEMENT EXECUTE FUNCTION {function}()")
+        # Its owner could attach it elsewhere by mistake: the function refuses to record another table.
+        pg.execute(f"CREATE TABLE {schema}.other (id bigint PRIMARY KEY)")
+        pg.execute(f"CREATE TRIGGER misplaced AFTER TRUNCATE ON {schema}.other FOR EACH STATEMENT "
+                   f"EXECUTE FUNCTION {function}()")
+        with pytest.raises(psycopg.errors.RaiseException, match=f'records the changes of "public"."{table}" only'):
+            pg.execute(f"TRUNCATE {schema}.other")
+        assert recorded(pg, table) == []
+        pg.execute(f"INSERT INTO {table} (id, title, status) VALUES (1, 'its own table still records', 'ok')")
+        assert recorded(pg, table) == [("1", False)]
+    finally:
+        pg.execute(f"DROP SCHEMA {schema} CASCADE")
+        pg.execute(f"DROP OWNED BY {role}")
+        pg.execute(f"DROP ROLE {role}")
