@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.reliability.chaos.invariants import broken, figures, quiet
+from tests.reliability.chaos.invariants import broken, caught_up, ended, figures, unended
 from tests.reliability.chaos.schedule import Fault, counts, schedule
 from tests.reliability.chaos.system import System, system
 from tests.reliability.chaos.writers import Writers
@@ -107,6 +107,20 @@ def _play(made: System, faults: list[Fault], seed: int, report: Report, say: Cal
         thread.join(timeout=600)
 
 
+def _settle(made: System, writers: Writers, say: Callable[[str], None]) -> float | None:
+    """Wait for quiet: the index caught up with the sources, then (beat stopped, as the sweeps it keeps starting
+    are runs too) every run ended. When it was quiet (a monotonic time), or None."""
+    try:
+        wait_for(lambda: caught_up(made, writers.documents), timeout=SETTLE_SECONDS, every=2.0,
+                 what="the index to catch up")
+        made.terminate("beat", wait=30)
+        wait_for(lambda: ended(made), timeout=SETTLE_SECONDS, every=2.0, what="every run to end")
+    except AssertionError as exc:
+        say(f"not quiet: {exc}")
+        return None
+    return time.monotonic()
+
+
 def run(folder: Path, *, seed: int, seconds: float, say: Callable[[str], None] = print) -> Report:
     """One chaos run of ``seconds`` in ``folder`` with the faults of ``seed``."""
     faults = schedule(seed, seconds)
@@ -126,12 +140,12 @@ def run(folder: Path, *, seed: int, seconds: float, say: Callable[[str], None] =
         writers.resend()
         report.writes, report.refused = writers.done, writers.refused
         healed = time.monotonic()
-        try:
-            wait_for(lambda: quiet(made, writers.documents), timeout=SETTLE_SECONDS, every=2.0, what="quiet")
-            report.settled_in = time.monotonic() - healed
-        except AssertionError:
-            pass
+        report.settled_in = _settle(made, writers, say)
+        if report.settled_in is not None:
+            report.settled_in -= healed
         report.broken = broken(made, writers.documents)
+        if not ended(made):
+            report.broken += [f"  left running: {line}" for line in unended(made)[:20]]
         report.figures = figures(made, writers.documents)
     for line in report.lines():
         say(line)

@@ -13,7 +13,7 @@ from store.state.sql import engine_url
 from tests.reliability.chaos.system import PUSHED, SQL, System
 from tests.workers import OUTBOX, expected_chunks, stored_chunks
 
-__all__ = ["broken", "figures", "quiet"]
+__all__ = ["broken", "caught_up", "ended", "figures", "unended"]
 
 Chunks = dict[str, tuple[str, dict[str, Any]]]
 
@@ -123,11 +123,29 @@ def state(system: System, documents: dict[str, tuple[str, dict[str, Any]] | None
             _pushed_chunks(system, documents), stored_chunks(system.database, _table(system, PUSHED)))
 
 
-def quiet(system: System, documents: dict[str, tuple[str, dict[str, Any]] | None]) -> bool:
-    """Every run ended, the outbox empty and both collections equal to their sources."""
+def caught_up(system: System, documents: dict[str, tuple[str, dict[str, Any]] | None]) -> bool:
+    """The outbox empty and both collections equal to their sources (runs may still be sweeping)."""
     sql_expected, sql_stored, pushed_expected, pushed_stored = state(system, documents)
-    return (_outbox(system) == 0 and not _running(system)
-            and sql_expected == sql_stored and pushed_expected == pushed_stored)
+    return _outbox(system) == 0 and sql_expected == sql_stored and pushed_expected == pushed_stored
+
+
+def ended(system: System) -> bool:
+    """Every run has ended."""
+    return not _running(system)
+
+
+def unended(system: System) -> list[str]:
+    """What the runs left running are: kind, collection, status, processed of total, batches, age."""
+    from datetime import UTC, datetime
+
+    ledger = PostgresLedger(system.database)
+    try:
+        now = datetime.now(UTC)
+        return [f"{r.run_id[:8]} {r.kind} {r.collection} {r.status} {r.processed}/{r.total} batches {r.batches} "
+                f"started {(now - r.started_at).total_seconds():.0f}s ago"
+                for r in ledger.recent_runs(100_000) if not r.status.ended]
+    finally:
+        ledger.close()
 
 
 def broken(system: System, documents: dict[str, tuple[str, dict[str, Any]] | None]) -> list[str]:
