@@ -16,6 +16,7 @@ import logging
 import threading
 from typing import Any
 
+import redis.exceptions as redis_errors
 from kombu.transport import redis
 
 __all__ = ["Channel", "QoS", "Transport", "broker_key", "unrecorded"]
@@ -40,7 +41,30 @@ def unrecorded(host: str, port: int, db: int = 0) -> int:
 
 
 class QoS(redis.QoS):  # type: ignore[misc]
-    """kombu's QoS, keeping a message it could not record as unacknowledged (module docstring)."""
+    """kombu's QoS, keeping a message it could not record as unacknowledged (module docstring), and taking a
+    late ack or reject of a closed channel's message as the connection error it is."""
+
+    def ack(self, delivery_tag: str) -> None:
+        self._open()
+        super().ack(delivery_tag)
+
+    def reject(self, delivery_tag: str, requeue: bool = False) -> None:
+        self._open()
+        super().reject(delivery_tag, requeue=requeue)
+
+    def restore_unacked(self, client: Any = None) -> Any:
+        self._open()
+        return super().restore_unacked(client)
+
+    def _open(self) -> None:
+        """A task that ends after its channel's connection was closed (the broker went away meanwhile) is acked
+        on that channel. kombu then fails with an AttributeError (its transport no longer has a client), which
+        is no connection error: Celery does not swallow it, it escapes the worker's event loop, and the worker
+        stops consuming for good. As a connection error it is logged, and the message, still unacknowledged in
+        Redis, comes back after the visibility timeout."""
+        transport = getattr(self.channel, "connection", None)
+        if transport is None or transport.client is None:
+            raise redis_errors.ConnectionError(f"the channel of this message was closed ({self.channel.broker})")
 
     def append(self, message: Any, delivery_tag: str) -> None:
         try:

@@ -203,3 +203,32 @@ def test_a_restore_lock_left_by_a_killed_worker_holds_up_restores_for_seconds_no
         assert got == [{"batch": 7}]
         client.close()
         held.__exit__(None, None, None)  # expired long ago: nothing to release, nothing left to finalize
+
+
+@pytest.mark.parametrize("transport", ["ours", "kombu's"])
+def test_a_task_acked_after_its_connection_was_closed_is_a_logged_connection_error(transport: str) -> None:
+    """A task that ends after the broker went away is acked on its closed channel: kombu raised AttributeError
+    (its transport has no client any more), which escaped Celery's event loop and left the worker consuming
+    nothing (the AOF restart failure's second path: a run stuck, every batch after the restart unconsumed)."""
+    import logging
+
+    with redis_server() as (url, process):
+        _publish(url, {"batch": 9})
+        connection = Connection(url, transport=Transport if transport == "ours" else "redis")
+        channel = connection.default_channel
+        message = channel.basic_get(QUEUE.name)
+        assert message is not None
+        process.kill()  # the broker goes away
+        process.wait(timeout=10)
+        with contextlib.suppress(Exception):  # what Celery's consumer does to the connection that broke
+            connection.collect()
+        with contextlib.suppress(Exception):
+            connection.close()
+        # As the worker's traceback had it: the channel's pool dropped by its close, its transport's client gone.
+        channel._disconnect_pools()
+        errors = connection.connection_errors + connection.channel_errors
+        if transport == "ours":
+            message.ack_log_error(logging.getLogger(__name__), errors)  # logged, not raised
+        else:
+            with pytest.raises(AttributeError, match="'NoneType' object has no attribute 'hostname'"):
+                message.ack_log_error(logging.getLogger(__name__), errors)

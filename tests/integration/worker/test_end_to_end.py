@@ -359,9 +359,9 @@ def test_pushed_documents_are_indexed_and_deleted_through_the_worker(world: Worl
                                       {"kind": "handbook", "record_id": "doc-1", "chunk": 0})}
         producer.delete_document(pushed, "doc-1")
         wait_for(lambda: stored_chunks(postgres_url, table) == {}, timeout=60, what="the pushed document to go")
-        # Reindexing a pushed collection (now empty) is refused before its vector index is touched.
+        # Reindexing a pushed collection (now empty) is refused before anything is sent, its vector index kept.
         refused = run_cli(world.config, "reindex", pushed, "--wait", "--timeout", "60")
-        assert refused.returncode == 1 and "has no source to read records from" in refused.stdout
+        assert refused.returncode == 2 and "has its records pushed" in refused.stderr, refused.stdout + refused.stderr
         engine = sa.create_engine(engine_url(postgres_url))
         indexes = {i["name"] for i in sa.inspect(engine).get_indexes(table)}
         engine.dispose()
