@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import threading
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -22,74 +21,43 @@ from kombu import Connection, Exchange, Queue
 
 from store.broker.config import REDIS_TRANSPORT
 from store.broker.transport import Transport, unrecorded
+from tests.proxy import Proxy
 from tests.services import redis_server
 
 QUEUE = Queue("vs-handover", Exchange("vs-handover", "direct"), "vs-handover")
 
 
-class HandoverProxy:
+class HandoverProxy(Proxy):
     """TCP to ``target`` that goes down right after passing on a ``BRPOP`` reply with a message in it."""
 
     def __init__(self, target: tuple[str, int]) -> None:
-        self.target, self.down, self.armed = target, False, True
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.port = self.server.getsockname()[1]
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.sockets: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.down, self.armed = False, True
+        self.waiting: set[socket.socket] = set()  # server ends of the connections a BRPOP was sent on
+        super().__init__(target)
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.server.accept()
-            except OSError:
-                return
-            if self.down:
-                client.close()
-                continue
-            upstream = socket.create_connection(self.target)
-            self.sockets += [client, upstream]
-            waiting = threading.Event()  # a BRPOP was sent on this connection
-            threading.Thread(target=self._requests, args=(client, upstream, waiting), daemon=True).start()
-            threading.Thread(target=self._replies, args=(upstream, client, waiting), daemon=True).start()
+    def accepting(self) -> bool:
+        return not self.down
 
-    def _requests(self, source: socket.socket, sink: socket.socket, waiting: threading.Event) -> None:
-        try:
-            while data := source.recv(65536):
-                if b"BRPOP" in data:
-                    waiting.set()
-                sink.sendall(data)
-        except OSError:
-            pass
-
-    def _replies(self, source: socket.socket, sink: socket.socket, waiting: threading.Event) -> None:
-        try:
-            while data := source.recv(65536):
-                if self.armed and waiting.is_set() and data.startswith(b"*2\r\n"):
-                    # Down before the reply goes out: the consumer's next command cannot get through.
-                    self.armed, self.down = False, True
-                    for other in [s for s in self.sockets if s not in (source, sink)]:
-                        other.close()
-                    sink.sendall(data)
-                    sink.close()  # this pair only: ``down`` is the test's to lift from here on
-                    source.close()
-                    return
-                sink.sendall(data)
-        except OSError:
-            pass
-
-    def go_down(self) -> None:
-        self.down = True
-        for sock in self.sockets:
-            sock.close()
-        self.sockets.clear()
+    def forward(self, source: socket.socket, sink: socket.socket, data: bytes) -> None:
+        if b"BRPOP" in data:
+            self.waiting.add(sink)
+        elif self.armed and source in self.waiting and data.startswith(b"*2\r\n"):
+            # Down before the reply goes out: the consumer's next command cannot get through.
+            self.armed, self.down = False, True
+            for other in [s for s in self.sockets if s not in (source, sink)]:
+                other.close()
+            sink.sendall(data)
+            sink.close()  # this pair only: ``down`` is the test's to lift from here on
+            source.close()
+            return
+        sink.sendall(data)
 
     def come_back(self) -> None:
         self.down = False
 
     def close(self) -> None:
-        self.server.close()
-        self.go_down()
+        self.down = True
+        super().close()
 
 
 @pytest.fixture

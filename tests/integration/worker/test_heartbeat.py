@@ -15,43 +15,19 @@ from celery import Celery
 from celery.worker.consumer import Consumer as CeleryConsumer
 from kombu.asynchronous.timer import Timer
 
+from tests.proxy import Proxy as BaseProxy
 from worker.celery import app
 from worker.heartbeat import BoundedHeart, Consumer
 
 
-class Proxy:
+class Proxy(BaseProxy):
     """TCP to ``target``; while ``silent``, whatever comes in is read and dropped, and nothing goes out."""
 
-    def __init__(self, target: tuple[str, int]) -> None:
-        self.target, self.silent = target, False
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.port = self.server.getsockname()[1]
-        self.sockets: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
+    silent = False
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.server.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(self.target)
-            self.sockets += [client, upstream]
-            for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
-
-    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while data := source.recv(65536):
-                if not self.silent:
-                    sink.sendall(data)
-        except OSError:
-            pass
-
-    def close(self) -> None:
-        self.server.close()
-        for sock in self.sockets:
-            sock.close()
+    def forward(self, source: socket.socket, sink: socket.socket, data: bytes) -> None:
+        if not self.silent:
+            sink.sendall(data)
 
 
 @pytest.fixture
