@@ -205,8 +205,8 @@ class Producer:
 
     def _require_pushed(self, collection: str) -> CollectionSettings | None:
         """The collection's settings, if any. A collection the settings give a source reads its records there:
-        pushing to it is a mistake."""
-        config = self.settings.collections.get(collection)
+        pushing to it is a mistake; one the settings do not declare too, when they declare any (``_declared``)."""
+        config = self.settings.collections.get(self._declared(collection))
         if config is not None and config.source.kind != "push":
             raise ConfigError(
                 f"collection {collection!r} reads its records from its {config.source.kind} source; "

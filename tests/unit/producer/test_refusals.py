@@ -80,3 +80,13 @@ def test_a_producer_whose_settings_declare_no_collection_sends_to_any() -> None:
     bare.coalescer.client = None
     assert bare.index_record("anything", 7)
     assert sent == ["vectorsync.index_record"]
+
+
+def test_a_document_pushed_to_a_collection_the_settings_do_not_declare_is_refused(producer: Producer,
+                                                                                  sent: list[Any]) -> None:
+    message = r"collection 'nosuch' is not declared in the settings \(declared: docs, notes\)"
+    with pytest.raises(ConfigError, match=message):
+        producer.index_document("nosuch", "a", "text")
+    with pytest.raises(ConfigError, match=message):
+        producer.delete_document("nosuch", "a")
+    assert sent == []
