@@ -16,7 +16,8 @@ from store.settings.network import libpq_parameters, server_settings
 
 log = logging.getLogger(__name__)
 
-__all__ = ["advisory_lock", "engine_url", "make_engine", "retryable", "safe_url", "transaction", "translate"]
+__all__ = ["advisory_lock", "engine_url", "interruption", "make_engine", "retryable", "safe_url", "transaction",
+           "translate"]
 
 
 def engine_url(url: str) -> str:
@@ -52,6 +53,7 @@ def make_engine(url: str, *, setting: str, network: NetworkSettings | None = Non
         engine = sa.create_engine(parsed, **options)
         if postgres:
             _server_notices_silence(engine, {**options["connect_args"], **_single(parsed.query)})
+            sa.event.listen(engine, "handle_error", _ping_failed_is_lost)
     except (sa.exc.ArgumentError, ValueError) as exc:
         raise ConfigError(
             f"{setting} = {safe_url(url)!r} is not a usable database URL ({exc}); "
@@ -95,6 +97,16 @@ def _server_notices_silence(engine: sa.Engine, parameters: Mapping[str, Any]) ->
             cursor.close()
 
 
+def _ping_failed_is_lost(context: sa.engine.ExceptionContext) -> None:
+    """A connection whose pre-ping fails for any reason is replaced, not handed out. A signal (a task's soft
+    time limit) that interrupts a statement can leave a pooled connection mid-command; its ping then fails
+    with "can't change 'autocommit' now: connection in transaction status ACTIVE", which SQLAlchemy would
+    otherwise raise to the caller (a run failed) rather than take for a lost connection."""
+    if context.is_pre_ping and not context.is_disconnect:
+        log.warning("replacing a pooled database connection whose ping failed: %s", context.original_exception)
+        context.is_disconnect = True
+
+
 _warned: set[str] = set()
 
 
@@ -122,13 +134,35 @@ def retryable(error: BaseException) -> bool:
     return isinstance(error, psycopg.OperationalError | psycopg.InterfaceError)
 
 
-def translate(exc: BaseException, what: str) -> StoreError:
-    """The store error a driver error stands for: StoreUnavailable (retry later) or StoreError (refused)."""
+def translate(exc: BaseException, what: str) -> BaseException:
+    """The store error a driver error stands for: StoreUnavailable (retry later) or StoreError (refused); or the
+    time limit that interrupted the statement, as itself (``interruption``)."""
+    limit = interruption(exc)
+    if limit is not None:
+        return limit
     orig = getattr(exc, "orig", None) or exc
     if retryable(orig) or (isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError)
                            and not _driver_error(orig)):
         return StoreUnavailable(f"{what} failed: {orig}")
     return StoreError(f"{what} refused a statement: {orig}")
+
+
+def interruption(exc: BaseException) -> BaseException | None:
+    """The soft time limit that interrupted a statement, found where SQLAlchemy put it: inside a StatementError
+    (``orig``), or behind the error of the rollback that followed (``__context__``). Celery raises it from a
+    signal handler, in whatever driver call is running; told as a database error it would fail the records
+    or the run, where the task means to retry them before its hard limit. None when none did."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, SoftTimeLimitExceeded):
+            return current
+        seen.add(id(current))
+        orig = getattr(current, "orig", None)
+        current = orig if isinstance(orig, BaseException) else current.__cause__ or current.__context__
+    return None
 
 
 def _driver_error(error: BaseException) -> bool:
@@ -147,6 +181,6 @@ def transaction(engine: sa.Engine, what: str) -> Iterator[sa.Connection]:
     except sa.exc.DBAPIError as exc:
         raise translate(exc, what) from exc
     except Exception as exc:  # raw psycopg calls (COPY, LOCK) bypass SQLAlchemy's wrapping
-        if _driver_error(exc):
+        if _driver_error(exc) or interruption(exc) is not None:
             raise translate(exc, what) from exc
         raise

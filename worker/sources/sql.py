@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from store.errors import ConfigError, StoreUnavailable
 from store.settings import NetworkSettings
 from store.settings.templates import template_fields
-from store.state.sql import make_engine, safe_url, translate
+from store.state.sql import make_engine, safe_url, transaction
 from worker.sources.base import SourceRecord
 
 __all__ = ["SqlSource", "json_value"]
@@ -98,11 +98,9 @@ class SqlSource:
     def _run(self, query: sa.Select[Any]) -> Sequence[sa.Row[Any]]:
         """One read, as one statement outside a transaction: no BEGIN and ROLLBACK around it (a single
         statement sees one snapshot all the same)."""
-        try:
-            with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-                return conn.execute(query).all()
-        except sa.exc.DBAPIError as exc:
-            raise translate(exc, f"source database {self.safe_url}") from exc
+        with transaction(self.engine.execution_options(isolation_level="AUTOCOMMIT"),
+                         f"source database {self.safe_url}") as conn:
+            return conn.execute(query).all()
 
     def fetch(self, ids: Sequence[str]) -> dict[str, SourceRecord]:
         keys = [k for k in (self._key(i) for i in ids) if k is not None]
