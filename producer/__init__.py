@@ -38,24 +38,26 @@ def index_record(collection: str, record_id: str | int, *, session: Session | No
 
 @overload
 def index_document(collection: str, id: str | int | None, text: str,
-                   metadata: Mapping[str, Any] | None = None) -> str: ...
+                   metadata: Mapping[str, Any] | None = None, *, version: int | None = None) -> str: ...
 
 
 @overload
-def index_document(collection: str, *, text: str, metadata: Mapping[str, Any] | None = None) -> str: ...
+def index_document(collection: str, *, text: str, metadata: Mapping[str, Any] | None = None,
+                   version: int | None = None) -> str: ...
 
 
 def index_document(collection: str, id: str | int | None = None, text: str | None = None,
-                   metadata: Mapping[str, Any] | None = None) -> str:
+                   metadata: Mapping[str, Any] | None = None, *, version: int | None = None) -> str:
     """Enqueue a document pushed with its content; returns its id: ``id``, else the metadata field
-    ``collections.NAME.source.id_field`` names, else a hash of the text and metadata. A missing ``text`` is a
-    ConfigError the producer raises."""
-    return default_producer().index_document(collection, id, text, metadata)  # type: ignore[arg-type]
+    ``collections.NAME.source.id_field`` names, else a hash of the text and metadata. ``version`` orders its
+    sends (default: the clock every producer shares). A missing ``text`` is a ConfigError the producer raises."""
+    return default_producer().index_document(collection, id, text, metadata,  # type: ignore[arg-type]
+                                             version=version)
 
 
-def delete_document(collection: str, id: str | int) -> None:
-    """Enqueue the removal of a pushed document."""
-    default_producer().delete_document(collection, id)
+def delete_document(collection: str, id: str | int, *, version: int | None = None) -> None:
+    """Enqueue the removal of a pushed document; ``version`` as ``index_document``'s."""
+    default_producer().delete_document(collection, id, version=version)
 
 
 def reindex_all(collection: str, *, full: bool = False, allow_empty: bool = False) -> str:

@@ -5,7 +5,6 @@ App code reaches it as ``Client.producer`` (``store.client``) or through ``produ
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, overload
 
@@ -15,6 +14,7 @@ from store.broker.coalescing import Coalescer
 from store.broker.config import celery_config
 from store.broker.documents import document_id
 from store.broker.queues import QueueState, WorkerState, queue_states, sent_headers, worker_states
+from store.broker.versions import DocumentClock
 from store.contract import (
     BULK_QUEUE,
     INDEX_BATCH,
@@ -58,6 +58,8 @@ class Producer:
         self.send: Sender = send if send is not None else self.app.send_task
         self.coalescer = Coalescer(settings.cache_url, ttl_seconds=settings.broker.coalesce_seconds,
                                    network=settings.network)
+        self.clock = DocumentClock(settings.cache_url, network=settings.network,
+                                   shared=not settings.broker.url.startswith("memory://"))
         self._ledger: Ledger | None = ledger
         self._open_ledger = open_ledger
         #: Whether the ledger is this producer's to close (not given, nor a client's).
@@ -101,17 +103,20 @@ class Producer:
 
     @overload
     def index_document(self, collection: str, id: str | int | None, text: str,
-                       metadata: Mapping[str, Any] | None = None) -> str: ...
+                       metadata: Mapping[str, Any] | None = None, *, version: int | None = None) -> str: ...
 
     @overload
-    def index_document(self, collection: str, *, text: str, metadata: Mapping[str, Any] | None = None) -> str: ...
+    def index_document(self, collection: str, *, text: str, metadata: Mapping[str, Any] | None = None,
+                       version: int | None = None) -> str: ...
 
     def index_document(self, collection: str, id: str | int | None = None, text: str | None = None,
-                       metadata: Mapping[str, Any] | None = None) -> str:
+                       metadata: Mapping[str, Any] | None = None, *, version: int | None = None) -> str:
         """Enqueue a document with its content (for collections whose records are pushed); returns its id.
 
         The id is ``id`` when given, else the metadata field ``collections.NAME.source.id_field`` names, else
-        a hash of the text and metadata, so the same document pushed twice is one record. Raises ConfigError.
+        a hash of the text and metadata, so the same document pushed twice is one record. A send older than
+        the one indexed is dropped: ``version`` orders them (``store.broker.versions``: by default one clock
+        every producer shares). Raises ConfigError, StoreUnavailable.
         """
         collection = check_collection_name(collection)
         label = _record_id(id) if id is not None else "new document"
@@ -121,8 +126,16 @@ class Producer:
                               "text=..., or use delete_document to remove a document")
         clean = validate_metadata(metadata or {}, record_id=label)
         key = self._document_id(collection, text, clean, id, config)
-        self._send(INDEX_DOCUMENT, (collection, key, text, clean, time.time_ns()), LIVE_QUEUE)
+        self._send(INDEX_DOCUMENT, (collection, key, text, clean, self._version(version, key)), LIVE_QUEUE)
         return key
+
+    def _version(self, version: int | None, label: str) -> int:
+        if version is None:
+            return self.clock.next()
+        if isinstance(version, bool) or not isinstance(version, int) or not 0 < version < 2**63:
+            raise ConfigError(f"version {version!r} of document {label!r} is not allowed: pass a positive integer "
+                              "below 2**63 that grows with each send of the document (or leave it out)")
+        return version
 
     def document_id(self, collection: str, text: str, metadata: Mapping[str, Any] | None = None, *,
                     id: str | int | None = None) -> str:
@@ -136,10 +149,11 @@ class Producer:
         key = document_id(collection, text, clean, id=id, id_field=id_field)
         return check_record_id(key, max_chars=self.settings.limits.max_id_chars)
 
-    def delete_document(self, collection: str, id: str | int) -> None:
-        """Enqueue the removal of a pushed document."""
+    def delete_document(self, collection: str, id: str | int, *, version: int | None = None) -> None:
+        """Enqueue the removal of a pushed document; ``version`` as ``index_document``'s."""
         self._require_pushed(collection)
-        self._send(INDEX_DOCUMENT, (check_collection_name(collection), self._id(id), None, None, time.time_ns()),
+        key = self._id(id)
+        self._send(INDEX_DOCUMENT, (check_collection_name(collection), key, None, None, self._version(version, key)),
                    LIVE_QUEUE)
 
     def reindex_all(self, collection: str, *, full: bool = False, allow_empty: bool = False) -> str:
@@ -234,6 +248,7 @@ class Producer:
 
     def close(self) -> None:
         self.coalescer.close()
+        self.clock.close()
         if self._ledger is not None and self._owns_ledger:
             self._ledger.close()
         self.app.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import random
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -367,6 +368,28 @@ def test_pushed_documents_are_indexed_and_deleted_through_the_worker(world: Worl
         engine.dispose()
         assert f"{table}_embedding_idx" in indexes
     producer.close()
+
+
+@pytest.mark.parametrize("broker", ["redis"], indirect=True)  # the clock is the cache's Redis, whatever the broker
+def test_an_edit_and_a_delete_from_a_host_whose_clock_is_10s_behind_both_take_effect(
+        world: World, postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Versions were each sender's time.time_ns(): the slower host's edit and delete counted as older than the
+    first send and were dropped as superseded, the old text searchable after both (store.broker.versions)."""
+    pushed, table = f"{world.collection}_pushed", world.settings.vectors.table_prefix + f"{world.collection}_pushed"
+    ahead, behind = world.producer(), world.producer()
+    real = time.time_ns
+    with celery_worker(world.config, concurrency=1):
+        ahead.index_document(pushed, "doc-1", "The office opens at nine.")
+        wait_for(lambda: stored_chunks(postgres_url, table).get("doc-1:0", ("",))[0] == "The office opens at nine.",
+                 timeout=60, what="the first send")
+        monkeypatch.setattr(time, "time_ns", lambda: real() - 10 * 10**9)
+        behind.index_document(pushed, "doc-1", "The office opens at ten.")
+        wait_for(lambda: stored_chunks(postgres_url, table).get("doc-1:0", ("",))[0] == "The office opens at ten.",
+                 timeout=60, what="the edit sent from the host 10 s behind")
+        behind.delete_document(pushed, "doc-1")
+        wait_for(lambda: stored_chunks(postgres_url, table) == {}, timeout=60, what="the delete from that host")
+    ahead.close()
+    behind.close()
 
 
 @pytest.mark.parametrize("broker", ["redis"], indirect=True)  # the store's state, not the broker's
