@@ -21,10 +21,13 @@ if TYPE_CHECKING:
     from store.lifecycle import Collections
     from store.settings import Settings
 
-__all__ = ["confirmed", "err", "errors", "guarded", "open_collections", "open_producer", "out", "say", "short"]
+__all__ = ["confirmed", "err", "error", "errors", "guarded", "open_collections", "open_producer", "out", "say",
+           "short", "styled"]
 
-out = Console(soft_wrap=True)  # messages stay whole lines on a pipe; tables still fit the width
-err = Console(stderr=True, soft_wrap=True)
+# Soft wrap: messages stay whole lines on a pipe; tables still fit the width. No markup: ids, names, filters and
+# errors come from users, sources and the state database, and "[/b]" or "[link=...]" in them is text.
+out = Console(soft_wrap=True, markup=False)
+err = Console(stderr=True, soft_wrap=True, markup=False)
 T = TypeVar("T")
 
 
@@ -34,13 +37,13 @@ def errors() -> Iterator[None]:
     try:
         yield
     except VectorsyncError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        error(str(exc))
         raise typer.Exit(2) from None
     except Exception as exc:
         from kombu.exceptions import OperationalError
 
         if isinstance(exc, OperationalError):
-            err.print(f"[red]error:[/red] the broker cannot be reached: {exc} (broker.url)", highlight=False)
+            error(f"the broker cannot be reached: {exc} (broker.url)")
             raise typer.Exit(2) from None
         raise
 
@@ -75,12 +78,21 @@ def confirmed(question: str, *, action: str, yes: bool, flag: str = "--yes") -> 
     if yes:
         return
     if not sys.stdin.isatty():
-        err.print(f"[red]error:[/red] {action} needs confirmation and stdin is not a terminal: pass {flag}",
-                  highlight=False)
+        error(f"{action} needs confirmation and stdin is not a terminal: pass {flag}")
         raise typer.Exit(2)
     if not typer.confirm(question, default=False):
         err.print("aborted: nothing changed", highlight=False)
         raise typer.Exit(1)
+
+
+def error(message: str) -> None:
+    """``error: message`` on stderr, the message literally."""
+    err.print(styled(("error:", "red"), f" {message}"), highlight=False)
+
+
+def styled(*parts: str | tuple[str, str]) -> Text:
+    """A line of plain parts and ``(text, style)`` parts, each printed literally."""
+    return Text.assemble(*parts)
 
 
 def say(text: str, *, style: str = "") -> None:

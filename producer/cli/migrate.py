@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from producer.cli.console import err, guarded, open_producer, out, say
+from producer.cli.console import error, guarded, open_producer, out, say
 from producer.cli.progress import follow_bulk
 
 __all__ = ["migrate"]
@@ -36,8 +36,7 @@ def migrate(
         _switch(producer, collection)
         return
     if not chain:
-        err.print("[red]error:[/red] name the new chain: --chain MODEL[,MODEL...] ([models.NAME] entries)",
-                  highlight=False)
+        error("name the new chain: --chain MODEL[,MODEL...] ([models.NAME] entries)")
         raise typer.Exit(2)
     names = [name.strip() for name in chain.split(",") if name.strip()]
     generation, run_id = guarded(lambda: producer.migrate(collection, names))

@@ -9,7 +9,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
-from producer.cli.console import err, guarded, out
+from producer.cli.console import err, guarded, out, styled
 from store.broker.queues import consumers_of
 from store.contract import BULK_QUEUE, WORKER_COMMAND
 from store.state.ledger import RunProgress, RunStatus
@@ -109,8 +109,9 @@ def summary(run: RunProgress) -> None:
     """One line: how the run ended, its counts and how long it took."""
     took = (run.finished_at - run.started_at).total_seconds() if run.finished_at else 0.0
     colour = "green" if run.status == RunStatus.DONE and not run.failed else "red"
-    out.print(f"[{colour}]{run.status}[/{colour}]: {run.total} records, {run.done} indexed, {run.skipped} unchanged, "
-              f"{run.failed} failed in {took:.1f}s" + (f" — {run.error}" if run.error else ""), highlight=False)
+    out.print(styled((str(run.status), colour), f": {run.total} records, {run.done} indexed, {run.skipped} "
+                     f"unchanged, {run.failed} failed in {took:.1f}s" + (f" — {run.error}" if run.error else "")),
+              highlight=False)
     if run.failed:
         out.print("see them with `vectorsync failures`; replay with `vectorsync failures --retry`")
 

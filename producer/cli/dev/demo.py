@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.text import Text
 
-from producer.cli.console import out, say, short
+from producer.cli.console import out, say, short, styled
 from store.settings import Settings
 
 __all__ = ["ASK", "SEARCHES", "show"]
@@ -49,9 +49,9 @@ def _searches(store: Any) -> None:
     for number, (collection, query, filter) in enumerate(SEARCHES, start=1):
         start = time.monotonic()
         matches = search(collection, query, filter=filter, limit=3, store=store)
-        out.print(f"\n[bold]search {number}/{len(SEARCHES)}[/bold] {collection} {json.dumps(query)} "
-                  f"--filter '{json.dumps(filter)}': {len(matches)} matches {_elapsed(start)}", highlight=False,
-                  soft_wrap=True)
+        out.print(styled("\n", (f"search {number}/{len(SEARCHES)}", "bold"), f" {collection} {json.dumps(query)} "
+                         f"--filter '{json.dumps(filter)}': {len(matches)} matches {_elapsed(start)}"),
+                  highlight=False, soft_wrap=True)
         for match in matches:
             out.print(Text(f"  {match.score:6.3f}  {match.id:<22} {short(_metadata_text(match.metadata), 70)}"),
                       soft_wrap=True)
@@ -67,8 +67,8 @@ def _answer(retrieval: Any, settings: Settings) -> None:
     chat = settings.retrieval.answer
     which = (f"chat model {chat[0]!r} ({settings.models[chat[0]].model})" if chat else
              "the fake chat model, which quotes the best passage (run with --chat URL for a real one)")
-    out.print(f"\n[bold]ask[/bold] {collection} {json.dumps(question)} --filter '{json.dumps(filter)}' "
-              f"{_elapsed(start)}", highlight=False, soft_wrap=True)
+    out.print(styled("\n", ("ask", "bold"), f" {collection} {json.dumps(question)} --filter '{json.dumps(filter)}' "
+                     f"{_elapsed(start)}"), highlight=False, soft_wrap=True)
     say(f"  answered by {which}")
     if not grounded.answered:
         say(f"  not answered: {grounded.reason}")

@@ -33,7 +33,7 @@ from typing import Any
 
 from rich.text import Text
 
-from producer.cli.console import err, out
+from producer.cli.console import error, out, styled
 from producer.cli.dev.config import DIMENSIONS, choose_model, settings_toml
 from producer.cli.dev.corpus import CRM_TABLE, TOPICS_TABLE, load_corpus
 from producer.cli.dev.demo import show
@@ -96,7 +96,7 @@ def _elapsed(start: float) -> str:
 
 
 def _step(text: str) -> None:
-    out.print(f"[bold]•[/bold] {text}", highlight=False, soft_wrap=True)
+    out.print(styled(("•", "bold"), f" {text}"), highlight=False, soft_wrap=True)
 
 
 def _worker_root() -> Path:
@@ -217,7 +217,7 @@ def run_dev(folder: Path = DEFAULT_DIR, *, serve: bool = True, fresh: bool = Fal
             out.print(f"\n{how}: stopping everything vectorsync dev started", highlight=False)
             return 0 if serving else 130
         except (DevServiceError, VectorsyncError) as exc:
-            err.print(f"[red]error:[/red] {exc}", highlight=False)
+            error(str(exc))
             return 1
         finally:
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -229,7 +229,7 @@ def run_dev(folder: Path = DEFAULT_DIR, *, serve: bool = True, fresh: bool = Fal
 
 def _start(dev: _Dev, *, fresh: bool, workers: int, serve: bool, model: str, chat: tuple[str, str] | None) -> None:
     folder = dev.folder
-    out.print(f"[bold]vectorsync dev[/bold]: the whole system on this machine, in {folder}", highlight=False,
+    out.print(styled(("vectorsync dev", "bold"), f": the whole system on this machine, in {folder}"), highlight=False,
               soft_wrap=True)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / ".gitignore").write_text("*\n")  # keep the working folder out of git
@@ -322,8 +322,8 @@ def _wait_for_workers(dev: _Dev, producer: Any, count: int) -> list[str]:
 
 def _start_flower(dev: _Dev, env: dict[str, str], cwd: Path) -> str | None:
     if importlib.util.find_spec("flower") is None:
-        out.print("[yellow]•[/yellow] Flower is not installed, so there is no dashboard: "
-                  "pip install 'vectorsync[flower]'", highlight=False)
+        out.print(styled(("•", "yellow"), " Flower is not installed, so there is no dashboard: "
+                         "pip install 'vectorsync[flower]'"), highlight=False)
         return None
     start = time.monotonic()
     port = free_port()
@@ -381,7 +381,7 @@ def _serving_banner(*, config: Path, redis_url: str, database_url: str, flower_u
     for line in tries:
         out.print(f"  {line}", highlight=False, soft_wrap=True, markup=False)
     if serve:
-        out.print(f"\n[bold green]{SERVING}[/bold green]", highlight=False, soft_wrap=True)
+        out.print(styled("\n", (SERVING, "bold green")), highlight=False, soft_wrap=True)
 
 
 def _psql() -> str | None:
