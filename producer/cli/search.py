@@ -50,13 +50,9 @@ def parse_mode(text: str | None) -> Any:
 
 def parse_filter(text: str | None) -> dict[str, Any] | None:
     """The ``--filter`` JSON of ``search`` and ``ask``; text that is not JSON is a ConfigError with an example."""
-    from store.errors import ConfigError
+    from store.settings.jsontext import loads
 
     if text is None:
         return None
-    try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError as exc:
-        example = '{"kind": "call"}'
-        raise ConfigError(f"--filter {text!r} is not JSON ({exc.msg}); e.g. --filter '{example}'") from None
-    return parsed  # type: ignore[no-any-return]
+    shown = text if len(text) <= 200 else text[:200] + "..."
+    return loads(text, what=f"--filter {shown!r}", example="--filter '{\"kind\": \"call\"}'")  # type: ignore[no-any-return]

@@ -13,12 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from store.errors import ConfigError
+from store.settings.jsontext import loads
 from store.vectors.filters import Filter
 
 __all__ = ["MAX_REPORTED", "EvalQuery", "load_queries", "parse_queries"]
 
 #: Bad lines named in one error; the rest are counted.
 MAX_REPORTED = 20
+#: Bytes a queries file may hold.
+MAX_FILE_BYTES = 64 * 2**20
 _REQUIRED = ("query", "relevant")
 _KEYS = frozenset({"query", "relevant", "filter"})
 _EXAMPLE = '{"query": "how are refunds paid?", "relevant": ["42"], "filter": {"tenant": "acme"}}'
@@ -40,10 +43,16 @@ class EvalQuery:
 
 
 def load_queries(path: str | Path) -> list[EvalQuery]:
-    """Read and check a queries file. Raises ConfigError naming each bad line, or a file that cannot be read."""
+    """Read and check a queries file of at most ``MAX_FILE_BYTES``. Raises ConfigError naming each bad line, or
+    a file that cannot be read."""
     where = Path(path)
     try:
-        text = where.read_text(encoding="utf-8")
+        with where.open("rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)  # a bound, not the size: /dev/zero has none
+        if len(raw) > MAX_FILE_BYTES:
+            raise ConfigError(f"queries file {str(where)!r} is over {MAX_FILE_BYTES // 2**20} MiB: split it, or "
+                              "keep the queries a person judged (an eval needs hundreds, not millions)")
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"queries file {str(where)!r} cannot be read: {exc}") from exc
     return parse_queries(text.splitlines(), source=str(where))
@@ -72,10 +81,7 @@ def parse_queries(lines: Iterable[str], *, source: str = "queries") -> list[Eval
 
 
 def _parse_line(line: str, number: int) -> EvalQuery:
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"not JSON ({exc.msg} at column {exc.colno})") from None
+    data = loads(line)
     if not isinstance(data, dict):
         raise ConfigError(f"a JSON object is expected, got {type(data).__name__}")
     missing = [key for key in _REQUIRED if key not in data]

@@ -21,15 +21,15 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from store.errors import ConfigError
 from store.settings.capture import CaptureSettings
 from store.settings.collection_names import check_declared_name
+from store.settings.problems import ENV_PREFIX, describe, env_problem
 from store.settings.search import SearchSettings
 from store.settings.section import Section, redacted_repr_args
 from store.settings.source import FIELD_PATTERN, SourceSettings
-from store.settings.urls import without_credentials
 
 __all__ = [
     "DEFAULT_BROKER_URL", "DEFAULT_CONFIG_PATH", "FIELD_PATTERN", "BrokerSettings", "CacheSettings", "CaptureSettings",
@@ -43,7 +43,6 @@ __all__ = [
 DEFAULT_CONFIG_PATH = Path("vectorsync.toml")
 #: The broker when none is configured: the Redis a development machine runs.
 DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/0"
-ENV_PREFIX = "VECTORSYNC_"
 
 
 class BrokerSettings(Section):
@@ -77,8 +76,9 @@ class NetworkSettings(Section):
     #: Unanswered probes after which the connection is dropped: idle 15 + 3 probes of 5 = 30 s by default.
     keepalive_count: int = Field(default=3, gt=0)
     #: Seconds data sent may stay unacknowledged before the connection is dropped (TCP_USER_TIMEOUT), on
-    #: PostgreSQL connections (both ends) and Redis ones. 0: the system's, about 15 minutes.
-    tcp_user_timeout: float = Field(default=30, ge=0)
+    #: PostgreSQL connections (both ends) and Redis ones. 0: the system's, about 15 minutes. At most a day
+    #: (the socket option holds milliseconds in 32 bits).
+    tcp_user_timeout: float = Field(default=30, ge=0, le=86_400)
     #: Seconds a Redis connection may sit idle before it is checked with a PING before use; also how often
     #: the broker's consumer checks that its waiting connections still answer (0: off).
     health_check_interval: int = Field(default=15, ge=0)
@@ -195,7 +195,8 @@ class ModelSettings(Section):
 class EmbeddingSettings(Section):
     chain: list[str] = Field(default_factory=list)
     batch_size: int = Field(default=96, gt=0, le=2048)
-    cache_ttl_days: float = Field(default=30, ge=0)
+    #: Days a cached vector lives (0: no cache); at most ten years.
+    cache_ttl_days: float = Field(default=30, ge=0, le=3650)
     #: Concurrent provider calls per ``embed_many``.
     parallelism: int = Field(default=4, gt=0, le=64)
     #: Entries with different model names embed into different spaces: opt in explicitly.
@@ -353,6 +354,9 @@ def _read_toml(path: Path) -> dict[str, Any]:
             data = tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text (byte {exc.object[exc.start:exc.end]!r} at offset {exc.start}): "
+                          "save it as UTF-8") from None
     for section, key in _SECRET_KEYS:
         if isinstance(data.get(section), dict) and key in data[section]:
             env = f"{ENV_PREFIX}{section.upper()}__{key.upper()}"
@@ -361,32 +365,6 @@ def _read_toml(path: Path) -> dict[str, Any]:
                 f"remove it from {path} and set {env}"
             )
     return data
-
-
-def _describe(error: Any) -> str:
-    if not error["loc"]:
-        return str(error["msg"]).removeprefix("Value error, ")
-    loc = ".".join(str(part) for part in error["loc"])
-    env = ENV_PREFIX + "__".join(str(part).upper() for part in error["loc"])
-    if error["type"] == "extra_forbidden":
-        return f"unknown setting {loc!r}: remove it or check its spelling (env {env})"
-    if error["type"] == "missing":
-        return f"setting {loc!r} is required (env {env})"
-    if error["loc"][-1] == "api_key_env":  # someone pasted the key where its variable's name goes: never echo it
-        return (f"setting {loc} must name the environment variable that holds the key (letters, digits and _), "
-                f"not hold the key itself: export MY_KEY=... and set {loc} = \"MY_KEY\" (env {env})")
-    return f"setting {loc} = {_shown(error.get('input'), error['loc'])} is not allowed: {error['msg']} (env {env})"
-
-
-def _shown(value: Any, loc: tuple[Any, ...] = ()) -> str:
-    """A bad value as a message may show it: no whole sections (they hold URLs), no passwords or keys."""
-    if loc and any(part in str(loc[-1]) for part in ("key", "password", "secret", "token")):
-        return "<hidden>"
-    if isinstance(value, dict | list):
-        return f"<{type(value).__name__}>"
-    if isinstance(value, str) and "://" in value:
-        return repr(without_credentials(value))
-    return repr(value)
 
 
 def default(section: type[BaseModel], key: str) -> Any:
@@ -408,6 +386,9 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
     data = _read_toml(file) if file.is_file() else {}
     try:
         return Settings(**data)
+    except SettingsError as exc:  # a VECTORSYNC_* variable for a list or a table that is not JSON
+        raise ConfigError(f"{env_problem(str(exc))}: a variable for a list or a table takes JSON, "
+                          f"e.g. {ENV_PREFIX}EMBEDDINGS__CHAIN='[\"primary\", \"backup\"]'") from None
     except ValidationError as exc:
-        problems = "; ".join(_describe(error) for error in exc.errors())
+        problems = "; ".join(describe(error) for error in exc.errors())
         raise ConfigError(f"bad settings in {file}: {problems}") from None

@@ -18,7 +18,8 @@ def redacted_repr_args(model: BaseModel) -> Any:
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # No inf or nan: `cache_ttl_days = inf` loaded, then failed a search with OverflowError.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     def __repr__(self) -> str:
         args = ", ".join(f"{name}={value!r}" for name, value in redacted_repr_args(self))

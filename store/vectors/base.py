@@ -6,6 +6,7 @@ validates its input first, so a bad call raises ConfigError and writes nothing.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
@@ -135,8 +136,8 @@ class Collection:
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
             raise ConfigError(f"limit {limit!r} is not allowed: use a whole number from 1 to {MAX_LIMIT}")
-        if min_score is not None and not isinstance(min_score, int | float):
-            raise ConfigError(f"min_score {min_score!r} is not a number")
+        if min_score is not None and not (isinstance(min_score, int | float) and math.isfinite(min_score)):
+            raise ConfigError(f"min_score {min_score!r} is not allowed: use a finite number, or leave it out")
         chosen = self.search_settings.mode if mode is None else check_mode(mode)
         started = time.perf_counter()
         where = self._filter(filter)
