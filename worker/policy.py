@@ -16,27 +16,37 @@ from dataclasses import dataclass, field
 from store.settings import WorkerSettings
 from worker.pipeline import BatchResult
 
-__all__ = ["Decision", "RetryPolicy", "as_failed", "as_retry", "combined", "decide"]
+__all__ = ["MAX_COUNTDOWN", "Decision", "RetryPolicy", "as_failed", "as_retry", "combined", "decide"]
+
+#: The longest wait between two tries of a batch (a pushed document retried through a long outage).
+MAX_COUNTDOWN = 300.0
 
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """How often and how late a batch is retried."""
 
-    max_retries: int
+    #: None: retried for as long as retrying is what can fix it.
+    max_retries: int | None
     retry_delay: float
 
     @classmethod
     def from_settings(cls, settings: WorkerSettings) -> RetryPolicy:
         return cls(max_retries=settings.max_retries, retry_delay=settings.retry_delay)
 
+    def without_limit(self) -> RetryPolicy:
+        """This policy, retrying what an outage holds up until the outage ends: for a pushed document, whose
+        content lives only in its task, giving up loses the edit (no source to read it again from)."""
+        return RetryPolicy(max_retries=None, retry_delay=self.retry_delay)
+
     def may_retry(self, retries: int) -> bool:
         """Whether a task that has been retried ``retries`` times may be retried again."""
-        return retries < self.max_retries
+        return self.max_retries is None or retries < self.max_retries
 
     def countdown(self, retries: int, *, at_least: float = 0.0) -> float:
-        """Seconds before the next try: ``retry_delay`` doubled per retry, never below ``at_least``."""
-        return max(float(self.retry_delay * (2**retries)), at_least)
+        """Seconds before the next try: ``retry_delay`` doubled per retry up to ``MAX_COUNTDOWN``, never below
+        ``at_least``."""
+        return max(min(float(self.retry_delay * (2 ** min(retries, 32))), MAX_COUNTDOWN), at_least)
 
 
 @dataclass(frozen=True, slots=True)

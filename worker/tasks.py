@@ -10,14 +10,13 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from celery import Task
 from celery.exceptions import Retry, SoftTimeLimitExceeded
 
 from store.broker.config import soft_time_limit
-from store.broker.queues import queue_states, sent_headers, worker_states
+from store.broker.queues import sent_headers
 from store.contract import (
     BUILD_INDEX,
     BULK_QUEUE,
@@ -41,6 +40,7 @@ from worker.pipeline import BatchResult, Document, Indexer
 from worker.policy import RetryPolicy, as_failed, as_retry, combined, decide
 from worker.pooling import LeftoverPool
 from worker.process import context
+from worker.sweeps import close_lost_runs, running_runs
 
 __all__ = ["build_index", "index_batch", "index_document", "index_record", "reconcile", "reindex_all"]
 
@@ -60,8 +60,10 @@ _RETRIED: dict[str, Any] = {"max_retries": None, "autoretry_for": (StoreUnavaila
                             "retry_backoff_max": 60, "base": RedeliveredTask}
 
 
-def _policy() -> RetryPolicy:
-    return RetryPolicy.from_settings(context().settings.worker)
+def _policy(task: Task) -> RetryPolicy:
+    """``worker.max_retries``; none for a pushed document, whose content lives only in its message."""
+    policy = RetryPolicy.from_settings(context().settings.worker)
+    return policy.without_limit() if task.name == INDEX_DOCUMENT else policy
 
 
 def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None = None, batch: int | None = None,
@@ -78,7 +80,7 @@ def _process(task: Task, collection: str, ids: list[str], *, run_id: str | None 
     batch; ``before_count``: False puts the count off (the pool batch, while records wait in the pool); ``left``:
     whether the attempt left records in the pool's Redis; ``counted_elsewhere``: as ``decide``'s.
     """
-    ctx, policy, retries = context(), _policy(), task.request.retries
+    ctx, policy, retries = context(), _policy(task), task.request.retries
     outcomes: dict[str, BatchResult] = {}
     try:
         outcomes = work() if work is not None else ctx.written(collection, ids, lambda indexer: indexer.index(ids))
@@ -226,7 +228,7 @@ def _empty_pool(task: Task, collection: str, ids: list[str], pool: LeftoverPool,
     done to failed. While records reach the pool meanwhile (a copy of a batch run late), it looks again first."""
     ctx = context()
     todo = sorted({*ids, *pool.take_over(run_id, POOL_OWNER)})
-    final = not _policy().may_retry(task.request.retries)
+    final = not _policy(task).may_retry(task.request.retries)
 
     def in_pages(indexer: Indexer) -> BatchResult:
         result = BatchResult()
@@ -284,7 +286,7 @@ def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | N
         if full:
             _drop_gone(collection, found.seen, allow_empty=allow_empty)
     except (StoreUnavailable, SoftTimeLimitExceeded) as exc:  # a fan-out cut short fans out again, in full
-        policy = _policy()
+        policy = _policy(self)
         if policy.may_retry(self.request.retries):
             raise self.retry(exc=exc, countdown=policy.countdown(self.request.retries),
                              max_retries=policy.max_retries) from exc
@@ -340,7 +342,7 @@ def build_index(self: Task, collection: str, run_id: str) -> str:
     try:
         ctx.indexer(collection).collection.ensure_index()
     except StoreUnavailable as exc:
-        policy = _policy()
+        policy = _policy(self)
         if policy.may_retry(self.request.retries):
             raise self.retry(exc=exc, countdown=policy.countdown(self.request.retries),
                              max_retries=policy.max_retries) from exc
@@ -378,7 +380,12 @@ def reconcile(self: Task, collection: str, run_id: str | None = None) -> str:
     run_id = ctx.ledger.create_run(collection, run_id=run_id, kind="reconcile")
     try:
         indexer = ctx.started(collection)
-        _close_lost_runs(collection, run_id)
+        close_lost_runs(collection, run_id)
+        busy = running_runs(collection, run_id)
+        if busy:  # its batches may still wait in the queue: enqueuing them again would only grow the backlog
+            log.info("reconcile %s of %s skipped: run %s is still at work", run_id, collection, busy[0].run_id)
+            ctx.ledger.set_run_total(run_id, total=0, batches=0)
+            return run_id
         indexer.forget_if_lost()
         stale = indexer.stale(page_size=ctx.settings.worker.batch_size)
     except StoreUnavailable:  # retried with backoff (_RETRIED): the sweep goes on once the backend is back
@@ -393,28 +400,3 @@ def reconcile(self: Task, collection: str, run_id: str | None = None) -> str:
     ctx.ledger.set_run_total(run_id, total=len(stale), batches=len(pages))
     log.info("reconcile %s of %s: %d records to index", run_id, collection, len(stale))
     return run_id
-
-
-def _close_lost_runs(collection: str, current: str) -> None:
-    """End the runs of ``collection`` whose tasks were lost (a broker restarted without persistence): no
-    progress for ``worker.stall_seconds``, nothing queued, nothing running but this sweep, which brings the
-    index back in line. A run that may still be working is left alone."""
-    ctx = context()
-    now, stall = datetime.now(UTC), ctx.settings.worker.stall_seconds
-    idle = [r for r in ctx.ledger.recent_runs(100) if parse_name(r.collection)[0] == collection
-            and r.run_id != current
-            and r.status == RunStatus.RUNNING and (now - (r.moved_at or r.started_at)).total_seconds() > stall]
-    if not idle:
-        return
-    try:
-        workers = worker_states(app, timeout=1.0)
-        [bulk] = queue_states(ctx.settings.broker.url, (BULK_QUEUE,), workers)
-    except Exception as exc:  # the broker cannot be asked: close nothing
-        log.warning("could not look for lost runs of %s: %s", collection, exc)
-        return
-    if bulk.depth or sum(w.active for w in workers) > 1:  # this sweep is one of the active tasks
-        return
-    for run in idle:
-        log.warning("run %s of %s lost its tasks; reconcile %s takes over", run.run_id, collection, current)
-        ctx.ledger.fail_run(run.run_id, f"its tasks were lost (nothing queued or running, no progress for "
-                                        f"{stall}s or more); reconcile {current} brought the index back in line")

@@ -67,3 +67,13 @@ def test_a_pooled_batch_counts_its_own_records_and_what_it_left_in_the_pool_but_
     assert (theirs.indexed, theirs.deferred, theirs.skipped) == (["c1"], ["c2"], ["c3"])
     assert [*theirs.failed, *theirs.retry] == ["c4", "c5"]  # back to the pool, for the pool batch
     assert decide(own, retries=3, policy=POLICY).counts == {"done": 2, "skipped": 0, "failed": 1}
+
+
+def test_without_a_limit_an_outage_is_waited_out_at_most_five_minutes_a_try() -> None:
+    """A pushed document gave up after worker.max_retries and was lost with its only copy of the content (its
+    task): the 30-minute chaos run's overlapping provider outages outlasted 7 retries."""
+    patient = POLICY.without_limit()
+    decision = decide(BatchResult(retry={"doc-1": "TransientError: 503"}), retries=40, policy=patient)
+    assert decision.retry == ["doc-1"] and decision.failures == {}
+    assert decision.countdown == 300.0
+    assert patient.may_retry(10**6) and POLICY.countdown(30) == 300.0

@@ -4,12 +4,9 @@ run ends. Run with the worker's own task code in this process (``producer.testin
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 from celery.exceptions import SoftTimeLimitExceeded
 
 from producer import testing
@@ -19,19 +16,7 @@ from worker import tasks
 from worker.pipeline import Indexer
 
 
-@pytest.fixture
-def notes(tmp_path: Path) -> Iterator[str]:
-    """A SQLite table of three notes; its URL."""
-    url = f"sqlite:///{tmp_path / 'app.db'}"
-    engine = sa.create_engine(url)
-    with engine.begin() as conn:
-        conn.execute(sa.text("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL)"))
-        conn.execute(sa.text("INSERT INTO notes VALUES (1, 'renewal call'), (2, 'pricing email'), (3, 'pilot')"))
-    engine.dispose()
-    yield url
-
-
-def _settings(url: str, max_retries: int) -> dict[str, Any]:
+def notes_settings(url: str, max_retries: int) -> dict[str, Any]:
     return {"worker": {"max_retries": max_retries, "batch_size": 10},
             "collections": {"notes": {"source": {"kind": "sql", "url": url, "table": "notes", "text": "{body}"}}}}
 
@@ -52,7 +37,7 @@ def _slow(monkeypatch: pytest.MonkeyPatch, times: int) -> None:
 def test_a_batch_that_runs_into_its_soft_time_limit_is_retried_and_its_run_ends(
         notes: str, monkeypatch: pytest.MonkeyPatch) -> None:
     _slow(monkeypatch, times=1)
-    with testing.queue(_settings(notes, max_retries=3)) as queue:
+    with testing.queue(notes_settings(notes, max_retries=3)) as queue:
         run_id = queue.producer.reindex_all("notes")
         queue.run_queue()
         assert [t.retries for t in queue.done if t.name == INDEX_BATCH] == [0, 1]
@@ -63,7 +48,7 @@ def test_a_batch_that_runs_into_its_soft_time_limit_is_retried_and_its_run_ends(
 def test_one_that_keeps_running_into_it_is_given_up_into_failures_and_its_run_ends(
         notes: str, monkeypatch: pytest.MonkeyPatch) -> None:
     _slow(monkeypatch, times=10)
-    with testing.queue(_settings(notes, max_retries=2)) as queue:
+    with testing.queue(notes_settings(notes, max_retries=2)) as queue:
         run_id = queue.producer.reindex_all("notes")
         queue.run_queue()
         run = queue.ledger.run(run_id)
@@ -83,7 +68,7 @@ def test_a_fan_out_that_runs_into_its_soft_time_limit_is_retried_rather_than_fai
         return fan_out(*args, **kwargs)
 
     monkeypatch.setattr(tasks, "fan_out", slow)
-    with testing.queue(_settings(notes, max_retries=3)) as queue:
+    with testing.queue(notes_settings(notes, max_retries=3)) as queue:
         run_id = queue.producer.reindex_all("notes")
         queue.run_queue()
         assert [t.retries for t in queue.done if t.name == REINDEX_ALL] == [0, 1]

@@ -1,0 +1,21 @@
+"""Fixtures of the worker's unit tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Iterator[str]:
+    """A SQLite table of three notes; its URL."""
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL)"))
+        conn.execute(sa.text("INSERT INTO notes VALUES (1, 'renewal call'), (2, 'pricing email'), (3, 'pilot')"))
+    engine.dispose()
+    yield url

@@ -1,0 +1,56 @@
+"""The reconcile sweep's view of a collection's other runs: which of them lost their tasks, and whether one is
+still at work, so that sweeps never pile up.
+
+A sweep enqueues every record whose source and ledger disagree. Behind a backlog (after a TRUNCATE, say) the
+sweeps Celery beat sends every ``worker.reconcile_seconds`` waited in the queue and then ran back to back,
+each enqueuing the same thousands of records again while the batches of the one before still waited: the
+backlog grew faster than workers drained it (a 30-minute chaos run never settled). A sweep now ends at once
+while another run of its collection is at work; a run that lost its tasks is closed first, so it blocks no
+sweep for long.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+from store.broker.queues import queue_states, worker_states
+from store.contract import BULK_QUEUE
+from store.state.generations import parse_name
+from store.state.ledger import RunProgress, RunStatus
+from worker.celery import app
+from worker.process import context
+
+__all__ = ["close_lost_runs", "running_runs"]
+
+log = logging.getLogger(__name__)
+
+
+def running_runs(collection: str, current: str) -> list[RunProgress]:
+    """The runs of ``collection`` (any generation) other than ``current`` that are still ``running``."""
+    return [r for r in context().ledger.recent_runs(100) if parse_name(r.collection)[0] == collection
+            and r.run_id != current and r.status == RunStatus.RUNNING]
+
+
+def close_lost_runs(collection: str, current: str) -> None:
+    """End the runs of ``collection`` whose tasks were lost (a broker restarted without persistence): no
+    progress for ``worker.stall_seconds``, nothing queued, nothing running but this sweep, which brings the
+    index back in line. A run that may still be working is left alone."""
+    ctx = context()
+    now, stall = datetime.now(UTC), ctx.settings.worker.stall_seconds
+    idle = [r for r in running_runs(collection, current)
+            if (now - (r.moved_at or r.started_at)).total_seconds() > stall]
+    if not idle:
+        return
+    try:
+        workers = worker_states(app, timeout=1.0)
+        [bulk] = queue_states(ctx.settings.broker.url, (BULK_QUEUE,), workers)
+    except Exception as exc:  # the broker cannot be asked: close nothing
+        log.warning("could not look for lost runs of %s: %s", collection, exc)
+        return
+    if bulk.depth or sum(w.active for w in workers) > 1:  # this sweep is one of the active tasks
+        return
+    for run in idle:
+        log.warning("run %s of %s lost its tasks; reconcile %s takes over", run.run_id, collection, current)
+        ctx.ledger.fail_run(run.run_id, f"its tasks were lost (nothing queued or running, no progress for "
+                                        f"{stall}s or more); reconcile {current} brought the index back in line")
