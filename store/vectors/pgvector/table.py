@@ -215,6 +215,12 @@ class PgvectorCollection(Collection):
             segments.compact(_driver(conn), self.table)
             self._analyze(conn)
 
+    def recount_keywords(self) -> int:
+        with self._store.transaction() as conn:
+            advisory_lock(conn, f"{self.table.name}:recount")
+            _driver(conn).execute(sql.SQL("LOCK TABLE {} IN SHARE MODE").format(sql.Identifier(self.table.name)))
+            return count_rows(conn, self.table)  # writers wait for the recount, which sees every committed row
+
     def _deferred(self, conn: sa.Connection) -> bool:
         """Whether ``defer_index`` has dropped the indexes a first load builds after its rows."""
         name = f"{self.table.name}_keywords_idx"
@@ -236,15 +242,30 @@ class PgvectorCollection(Collection):
             )
         )
         self.copy_rows(raw, staging, records)
-        load = sa.table(staging, *(sa.column(c) for c in _COLUMNS))
-        delta.add(sa.select(load.c.keywords, load.c.keyword_length), 1)
-        replaced = (sa.select(self.table.c.keywords, self.table.c.keyword_length)
-                    .where(self.table.c.id.in_(sa.select(load.c.id))).with_for_update())
-        delta.add(replaced, -1)  # the rows as locked: a concurrent write of one is counted once, by its writer
-        insert = pg_insert(self.table).from_select(list(_COLUMNS), sa.select(*load.c))
-        update = {c: insert.excluded[c] for c in _COLUMNS if c != "id"} | {"updated_at": sa.func.now()}
-        conn.execute(insert.on_conflict_do_update(index_elements=["id"], set_=update))
+        self._insert_or_update(conn, sa.table(staging, *(sa.column(c) for c in _COLUMNS)), delta)
         raw.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(staging)))
+
+    def _insert_or_update(self, conn: sa.Connection, load: sa.TableClause, delta: Delta) -> None:
+        """Write the staged rows, counting the keyword statistics exactly whatever writes the same ids at once.
+
+        An INSERT ... ON CONFLICT DO UPDATE counted a row twice when two writers inserted the same new id
+        together: both saw no row to count out, and the second one's update replaced the first's row (two
+        threads of upsert_many on 5 ids, 20 rounds: 190 documents counted for 100 rows). Here new ids are
+        inserted (waiting for a concurrent insert of one to commit, then leaving it) and counted in; the rest,
+        in a statement of their own that sees what committed meanwhile, are counted out as locked and in as
+        updated."""
+        table = self.table
+        insert = pg_insert(table).from_select(list(_COLUMNS), sa.select(*load.c))
+        inserted = conn.execute(insert.on_conflict_do_nothing(index_elements=["id"]).returning(table.c.id)
+                                ).scalars().all()
+        if inserted:
+            delta.add(sa.select(table.c.keywords, table.c.keyword_length).where(table.c.id.in_(inserted)), 1)
+            conn.execute(sa.delete(load).where(load.c.id.in_(inserted)))
+        delta.add(sa.select(table.c.keywords, table.c.keyword_length)
+                  .where(table.c.id.in_(sa.select(load.c.id))).with_for_update(), -1)
+        update = (sa.update(table).where(table.c.id == load.c.id)
+                  .values({c: load.c[c] for c in _COLUMNS if c != "id"} | {"updated_at": sa.func.now()}))
+        delta.add(update.returning(table.c.keywords, table.c.keyword_length), 1)
 
     def _empty_for_bulk(self, conn: sa.Connection) -> bool:
         lock_table = sql.SQL("LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE").format(sql.Identifier(self.table.name))
