@@ -33,9 +33,11 @@ Markdown mode (``Chunker.markdown``):
 * A section's chunks start with its heading path and a blank line:
   ``"Pricing > Discounts\\n\\n" + body``. The heading line itself is not
   repeated in the body. Text before the first heading has an empty path and no
-  prefix. A section whose body is blank gives no chunk (its title still shows
-  in the paths of the sections under it). Sections never share a chunk, so a
-  short document with two headings gives two chunks.
+  prefix. A section whose body is blank gives no chunk when a section under it
+  carries its title in its path; otherwise (a heading alone, a last heading
+  with nothing after it) its chunk is its heading path, so a document of
+  headings is still searchable. Sections never share a chunk, so a short
+  document with two headings gives two chunks.
 * The prefix counts against ``max_tokens``: the body of a chunk gets
   ``4 * max_tokens - len(prefix)`` characters, but never less than half of
   ``4 * max_tokens``; only a heading path longer than half a chunk makes a
@@ -69,6 +71,7 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_OVERLAP",
     "HEADING_SEPARATOR",
+    "MARKDOWN_VERSION",
     "Chunk",
     "Chunker",
     "estimate_tokens",
@@ -82,6 +85,9 @@ DEFAULT_OVERLAP: int = default(ChunkerSettings, "overlap")
 HEADING_SEPARATOR = " > "
 #: Bumped whenever the same settings would cut a text differently; part of ``describe()``.
 CHUNKER_VERSION = 1
+#: The same for the Markdown mode, so that a change to it re-chunks Markdown collections only (2: a heading
+#: with no body and no section under it is a chunk of its own; it was dropped).
+MARKDOWN_VERSION = 2
 
 _Span = tuple[int, int]
 _Splitter = Callable[[str, int, int], Iterator[_Span]]
@@ -148,7 +154,7 @@ class Chunker:
             "max_tokens": self.max_tokens,
             "overlap": self.overlap,
             "markdown": self.is_markdown,
-            "version": CHUNKER_VERSION,
+            "version": MARKDOWN_VERSION if self.is_markdown else CHUNKER_VERSION,
         }
 
     def split(self, text: str) -> list[Chunk]:
@@ -158,10 +164,14 @@ class Chunker:
         else:
             sections, fences = [("", 0, len(text))], []
         chunks: list[Chunk] = []
-        for heading, start, end in sections:
-            for s, e in self._section_spans(text, start, end, _prefix(heading), fences):
+        for number, (heading, start, end) in enumerate(sections):
+            spans = self._section_spans(text, start, end, _prefix(heading), fences)
+            for s, e in spans:
                 chunk_text = _prefix(heading) + text[s:e]
                 chunks.append(Chunk(len(chunks), chunk_text, heading, s, e))
+            below = sections[number + 1][0] if number + 1 < len(sections) else ""
+            if heading and not spans and not below.startswith(heading + HEADING_SEPARATOR):
+                chunks.append(Chunk(len(chunks), heading, heading, start, start))  # a heading alone
         return chunks
 
     def __repr__(self) -> str:

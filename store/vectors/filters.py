@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal, TypeAlias
 
 from store.errors import ConfigError
 from store.settings import FIELD_PATTERN, LimitSettings, default
+from store.vectors.records import escape_unstorable, has_unstorable
 
 __all__ = [
     "MISSING",
@@ -59,6 +60,9 @@ def _check_value(value: object, *, field: str, comparable: bool = False) -> Scal
         raise ConfigError(f"filter value {value!r} for {field!r} cannot be ordered: use {kinds}")
     if not isinstance(value, str | int | float) or (isinstance(value, float) and not math.isfinite(value)):
         raise ConfigError(f"filter value {value!r} for {field!r} is not allowed: use {kinds}")
+    if isinstance(value, str) and has_unstorable(value):  # pgvector refused it, memory and Qdrant matched nothing
+        raise ConfigError(f"filter value {escape_unstorable(value)!r} for {field!r} holds a NUL character or a lone "
+                          "surrogate, which no stored value can hold: remove it")
     return value
 
 

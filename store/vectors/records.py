@@ -63,6 +63,11 @@ def clean_text(text: str) -> str:
     return _UNSTORABLE.sub("", text)
 
 
+def has_unstorable(text: str) -> bool:
+    """Whether ``text`` holds a NUL character or a lone surrogate."""
+    return _UNSTORABLE.search(text) is not None
+
+
 def escape_unstorable(text: str) -> str:
     """``text`` with NUL characters and lone surrogates written as escapes: storable, and still telling."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
@@ -81,7 +86,11 @@ def _clean_json(value: Any) -> Any:
     if isinstance(value, Mapping):
         if not all(isinstance(k, str) for k in value):
             raise TypeError(f"keys must be strings, got {[k for k in value if not isinstance(k, str)]!r}")
-        return {clean_text(k): _clean_json(v) for k, v in value.items()}
+        unstorable = [k for k in value if has_unstorable(k)]
+        if unstorable:  # dropping the character would merge it with another key, and which value won was luck
+            raise TypeError(f"key {escape_unstorable(unstorable[0])!r} holds a NUL character or a lone surrogate, "
+                            "which no backend can store: rename the key")
+        return {k: _clean_json(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_clean_json(v) for v in value]
     return value

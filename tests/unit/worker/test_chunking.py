@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import worker.chunking as chunking
 from store.errors import ConfigError
 from store.settings import ChunkerSettings
-from worker.chunking import CHUNKER_VERSION, Chunk, Chunker, estimate_tokens
+from worker.chunking import CHUNKER_VERSION, MARKDOWN_VERSION, Chunk, Chunker, estimate_tokens
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -181,7 +181,7 @@ def test_describe_and_from_settings() -> None:
         "max_tokens": 100,
         "overlap": 10,
         "markdown": True,
-        "version": CHUNKER_VERSION,
+        "version": MARKDOWN_VERSION,
     }
     assert repr(chunker) == "Chunker.markdown(max_tokens=100, overlap=10)"
     # Settings refuse this at load; from_settings checks again for settings built without validation.
@@ -324,3 +324,14 @@ def test_the_word_level_fast_path_cuts_as_the_generic_levels_do() -> None:
         budget = rng.choice([4, 16, 64, 256])
         generic = [p for s, e in _BY_WHITESPACE(text, start, end) for p in _fit(text, s, e, budget, ())]
         assert _words(text, start, end, budget) == generic, (text, budget)
+
+
+def test_a_heading_with_no_body_and_no_section_under_it_is_a_chunk_of_its_own() -> None:
+    """A document of headings gave no chunk at all, and a last heading with nothing after it was lost
+    (issue 32, defect 7); a heading whose subsections carry it in their paths still gives none."""
+    chunker = Chunker.markdown()
+    assert [c.text for c in chunker.split("# Refund policy")] == ["Refund policy"]
+    assert [c.text for c in chunker.split("# A\nbody a\n# B")] == ["A\n\nbody a", "B"]
+    assert [c.text for c in chunker.split("# A\n## A1\ntext")] == ["A > A1\n\ntext"]
+    assert [c.text for c in chunker.split("intro\n# A\n\n# B\nb")] == ["intro", "A", "B\n\nb"]
+    assert Chunker().split("# Refund policy")[0].text == "# Refund policy"  # plain mode: text as it is
