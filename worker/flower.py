@@ -37,8 +37,14 @@ PLACEHOLDER = "change-me"
 _Call = tuple[Future[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 
 
-def login_problem(env: Mapping[str, str]) -> str | None:
-    """Why Flower must not start with this environment, or None when its login is set."""
+def login_problem(env: Mapping[str, str], argv: Sequence[str] = ()) -> str | None:
+    """Why Flower must not start with this environment and these arguments, or None when its login is set and
+    nothing turns it off for the API."""
+    unauthenticated = env.get("FLOWER_UNAUTHENTICATED_API", "").strip().lower() not in ("", "0", "false", "no")
+    if unauthenticated or any(arg.split("=")[0] == "--unauthenticated_api" for arg in argv):
+        return ("Flower's API would answer without a login (FLOWER_UNAUTHENTICATED_API or "
+                "--unauthenticated_api): remove it. The API can enqueue any task, so it is write access to "
+                "the index")
     basic, oauth = env.get("FLOWER_BASIC_AUTH", "").strip(), env.get("FLOWER_AUTH", "").strip()
     if not basic and not oauth:
         return ("Flower has no login: set FLOWER_BASIC_AUTH=user:password (deploy/.env, or the Kubernetes "
@@ -129,7 +135,7 @@ def serve(argv: Sequence[str]) -> NoReturn:
 
 
 def main(argv: Sequence[str]) -> int:
-    problem = login_problem(os.environ)
+    problem = login_problem(os.environ, argv)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2

@@ -50,3 +50,12 @@ def test_flower_refuses_to_start_without_a_real_login() -> None:
     assert "each with a password" in (login_problem({"FLOWER_BASIC_AUTH": "admin"}) or "")
     assert login_problem({"FLOWER_BASIC_AUTH": "ops:9f2c7e1a"}) is None
     assert login_problem({"FLOWER_AUTH": ".*@example.com"}) is None
+
+
+def test_flower_refuses_an_api_without_a_login_even_with_one_set() -> None:
+    """FLOWER_UNAUTHENTICATED_API let anyone enqueue tasks through the API (issue 32, defect 7)."""
+    login = {"FLOWER_BASIC_AUTH": "ops:9f2c7e1a"}
+    assert "API would answer without a login" in (login_problem({**login, "FLOWER_UNAUTHENTICATED_API": "true"})
+                                                  or "")
+    assert "API would answer without a login" in (login_problem(login, ["--unauthenticated_api=True"]) or "")
+    assert login_problem({**login, "FLOWER_UNAUTHENTICATED_API": "false"}) is None

@@ -26,7 +26,6 @@ from tests.unit.deploy.test_deploy_files import (
     CONFIG_IN_CONTAINER,
     DEPLOY,
     DOCKERFILE,
-    ENV_EXAMPLE,
     EXAMPLE_CONFIG,
     QUEUES,
     ROOT,
@@ -74,7 +73,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("compose")
     shutil.copy(COMPOSE, folder / "docker-compose.yml")
     shutil.copytree(DEPLOY, folder / "deploy")
-    shutil.copy(ENV_EXAMPLE, folder / "deploy" / ".env")
+    for name in (".env", "postgres.env", "flower.env"):
+        shutil.copy(DEPLOY / f"{name}.example", folder / "deploy" / name)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, folder / name)
     return folder
@@ -135,7 +135,7 @@ def test_compose_redis_and_postgres_persist_and_report_health(compose: dict[str,
     assert re.fullmatch(r"pgvector/pgvector:pg1[67]", postgres["image"])
     assert any(target == "/var/lib/postgresql/data" for _, target, _ in _volumes(postgres))
     assert "pg_isready" in " ".join(postgres["healthcheck"]["test"])
-    assert _environment(postgres)["POSTGRES_PASSWORD"], "the password comes from deploy/.env"
+    assert _environment(postgres)["POSTGRES_PASSWORD"], "the password comes from deploy/postgres.env"
     assert services["qdrant"]["image"].startswith("qdrant/qdrant")
     assert services["qdrant"]["healthcheck"]["test"]
 
@@ -153,10 +153,21 @@ def test_compose_celery_services_share_the_image_config_and_secrets(compose: dic
         env = _environment(service)
         assert env["VECTORSYNC_CONFIG"] == CONFIG_IN_CONTAINER
         assert (str(project / "deploy" / "vectorsync.toml"), CONFIG_IN_CONTAINER, True) in _volumes(service)
-        assert env["PGPASSWORD"] and env["OPENAI_API_KEY"], f"{name} lacks the secrets of deploy/.env"
+        if name != "flower":
+            assert env["PGPASSWORD"] and env["OPENAI_API_KEY"], f"{name} lacks the secrets of deploy/.env"
         for needed in ("redis", "postgres"):
             assert service["depends_on"][needed]["condition"] == "service_healthy", (name, needed)
         assert env["VECTORSYNC_BROKER__URL"].startswith("redis://redis:6379/")
+
+
+def test_compose_gives_each_service_only_the_secrets_it_uses(compose: dict[str, Any]) -> None:
+    """postgres had the whole deploy/.env: the provider key and Flower's login (issue 32, defect 7)."""
+    services = {name: set(_environment(spec)) for name, spec in compose["services"].items()}
+    assert services["postgres"] & {"OPENAI_API_KEY", "PGPASSWORD", "FLOWER_BASIC_AUTH"} == set()
+    assert "FLOWER_BASIC_AUTH" in services["flower"]
+    assert services["flower"] & {"OPENAI_API_KEY", "PGPASSWORD", "POSTGRES_PASSWORD"} == set()
+    for name in ("worker", "beat"):
+        assert services[name] & {"FLOWER_BASIC_AUTH", "POSTGRES_PASSWORD"} == set(), name
 
 
 def test_compose_workers_scale_and_report_health(compose: dict[str, Any]) -> None:
@@ -182,7 +193,8 @@ def test_compose_sets_only_real_settings(compose: dict[str, Any]) -> None:
 
 def _env_example_names() -> set[str]:
     """Variables deploy/.env.example sets or shows commented out (`# NAME=`)."""
-    return set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]*)=", ENV_EXAMPLE.read_text(), flags=re.MULTILINE))
+    text = "".join((DEPLOY / f"{name}.example").read_text() for name in (".env", "postgres.env", "flower.env"))
+    return set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]*)=", text, flags=re.MULTILINE))
 
 
 @pytest.mark.usefixtures("no_vectorsync_env")
@@ -203,12 +215,13 @@ def test_compose_environment_loads_with_the_example_config(compose: dict[str, An
             assert key_env is None or key_env in env or key_env in _env_example_names(), (name, key_env)
 
 
-def test_compose_secrets_file_is_not_committed() -> None:
-    assert not (DEPLOY / ".env").exists() or "deploy/.env" in _git_ignored(), "deploy/.env holds secrets"
+def test_compose_secrets_files_are_not_committed() -> None:
+    for name in (".env", "postgres.env", "flower.env"):
+        assert f"deploy/{name}" in _git_ignored(f"deploy/{name}"), f"deploy/{name} holds secrets"
 
 
-def _git_ignored() -> str:
-    result = subprocess.run(["git", "check-ignore", "deploy/.env"], cwd=ROOT, capture_output=True, text=True)
+def _git_ignored(path: str) -> str:
+    result = subprocess.run(["git", "check-ignore", "--no-index", path], cwd=ROOT, capture_output=True, text=True)
     return result.stdout
 
 
