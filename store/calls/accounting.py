@@ -10,7 +10,8 @@ the failed ones by kind, where the failover engine makes it.
 
 Prometheus names: ``vectorsync_model_calls_total`` and ``vectorsync_model_tokens_total``
 {task, model, user}, where ``model`` is the model's name at its API (what a
-provider bills); ``vectorsync_model_call_seconds`` {task, model} and
+provider bills) and ``user`` one of the first ``MAX_USER_LABELS`` users a process
+saw, the rest counted as "other"; ``vectorsync_model_call_seconds`` {task, model} and
 ``vectorsync_model_errors_total`` {task, model, kind}, where ``model`` is the
 ``[models.NAME]`` entry (two entries may serve one model at two endpoints), as on
 the worker's ``vectorsync_provider_*`` counters.
@@ -28,8 +29,8 @@ from typing import Any
 
 from store.errors import ConfigError, InputError, PermanentError, TransientError
 
-__all__ = ["CALL_SECONDS_BUCKETS", "CallStats", "EmbeddingStats", "attributed_to", "current_user", "error_kind",
-           "observe_try", "record"]
+__all__ = ["CALL_SECONDS_BUCKETS", "MAX_USER_LABELS", "OTHER_USERS", "CallStats", "EmbeddingStats", "attributed_to",
+           "current_user", "error_kind", "observe_try", "record", "user_label"]
 
 #: Histogram buckets of one model call, in seconds: a local model's milliseconds to a slow chat's minute.
 CALL_SECONDS_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -136,10 +137,30 @@ def current_user() -> str:
     return _user.get()
 
 
+#: Distinct ``user`` label values one process counts under their own name; later users count as "other". The
+#: names come from the app, unbounded: each would be a time series for Prometheus to keep.
+MAX_USER_LABELS = 50
+OTHER_USERS = "other"
+_labelled: set[str] = set()
+_labelled_lock = threading.Lock()
+
+
+def user_label(user: str) -> str:
+    """``user`` as the counters' label: itself while this process has seen fewer than ``MAX_USER_LABELS``
+    users (the unattributed "" always), else ``OTHER_USERS``."""
+    with _labelled_lock:
+        if user in _labelled or not user:
+            return user
+        if len(_labelled) < MAX_USER_LABELS:
+            _labelled.add(user)
+            return user
+    return OTHER_USERS
+
+
 def record(task: str, model: str, *, tokens: int) -> None:
     """Count one call of ``model`` doing ``task`` (embed, rerank, chat) and its tokens."""
     calls, spent = _counters()
-    labels = (task, model, _user.get())
+    labels = (task, model, user_label(_user.get()))
     calls.labels(*labels).inc()
     if tokens:
         spent.labels(*labels).inc(tokens)

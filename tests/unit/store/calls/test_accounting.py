@@ -67,3 +67,18 @@ def test_every_search_is_timed_per_collection() -> None:
         assert [m.id for m in collection.search([1.0, 0.0], limit=1)] == ["a"]
     assert sample("vectorsync_search_seconds_count", collection=name) == 3
     assert sample("vectorsync_search_seconds_sum", collection=name) > 0
+
+
+def test_the_user_label_takes_at_most_max_user_labels_values_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any string the app passed became a label value: a Prometheus cardinality bomb (issue 32, defect 7)."""
+    from store.calls import accounting
+
+    monkeypatch.setattr(accounting, "_labelled", set())
+    labels = [accounting.user_label(f"user-{i}") for i in range(accounting.MAX_USER_LABELS + 30)]
+    assert labels[:accounting.MAX_USER_LABELS] == [f"user-{i}" for i in range(accounting.MAX_USER_LABELS)]
+    assert set(labels[accounting.MAX_USER_LABELS:]) == {accounting.OTHER_USERS}
+    assert accounting.user_label("user-3") == "user-3" and accounting.user_label("") == ""
+    with accounting.attributed_to("someone-new"):
+        accounting.record("embed", "text-embedding-test", tokens=5)
+    assert REGISTRY.get_sample_value("vectorsync_model_calls_total", {"task": "embed", "model": "text-embedding-test",
+                                                                      "user": "other"}) is not None
