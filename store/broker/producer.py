@@ -76,7 +76,7 @@ class Producer:
         """Enqueue one record; False when it was already queued and not yet started (coalesced). Change capture
         passes ``coalesce=False``: it deletes its outbox rows once sent, so it must not trust a mark that a
         crash between marking and sending left behind."""
-        collection, key = self._declared(collection), self._id(record_id)
+        collection, key = self._declared(collection, read=True), self._id(record_id)
         if coalesce and not self.coalescer.claim(collection, key):
             return False
         try:
@@ -99,7 +99,7 @@ class Producer:
         """Enqueue ids as one bulk task, outside any run: how change capture sends a flood of changes. An id
         the worker refuses (too long, say) gets its failures row there; its batch-mates are indexed."""
         ids = [self._id(i) for i in record_ids]
-        self._send(INDEX_BATCH, (self._declared(collection), ids), BULK_QUEUE)
+        self._send(INDEX_BATCH, (self._declared(collection, read=True), ids), BULK_QUEUE)
 
     @overload
     def index_document(self, collection: str, id: str | int | None, text: str,
@@ -214,7 +214,8 @@ class Producer:
                               f"{', '.join(sorted(declared))}): check the name, or add [collections.{collection}]")
         if read and collection in declared and declared[collection].source.kind == "push":
             raise ConfigError(f"collection {collection!r} has its records pushed (source.kind = 'push'): there is "
-                              "no source to read, so nothing to reindex or reconcile; push the documents again")
+                              "no source to read, so nothing to index by id, reindex or reconcile; push the "
+                              "documents again (index_document)")
         return collection
 
     def _require_pushed(self, collection: str) -> CollectionSettings | None:

@@ -16,6 +16,7 @@ import producer
 from producer import testing
 from producer.testing import TaskQueue
 from store import ConfigError
+from store.contract import INDEX_RECORD, LIVE_QUEUE
 from store.query import answer, search
 
 pytest_plugins = ["producer.pytest_plugin"]
@@ -103,7 +104,9 @@ def test_pushed_documents_are_indexed_and_deleted(vectorsync_queue: TaskQueue) -
 
 
 def test_a_task_that_fails_fails_the_test_with_the_workers_error(vectorsync_queue: TaskQueue) -> None:
-    producer.index_record("uploads", 1)  # a pushed collection has no source to read a record from
+    # A pushed collection has no source to read a record from. This producer refuses to send that; one whose
+    # settings declare no collection sends it, and the worker's error is what the test sees.
+    vectorsync_queue.producer.send(INDEX_RECORD, args=("uploads", "1"), queue=LIVE_QUEUE)
     with pytest.raises(ConfigError, match="has no source to read records from"):
         vectorsync_queue.run_queue()
 
