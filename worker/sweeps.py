@@ -26,10 +26,21 @@ __all__ = ["close_lost_runs", "running_runs"]
 log = logging.getLogger(__name__)
 
 
-def running_runs(collection: str, current: str) -> list[RunProgress]:
-    """The runs of ``collection`` (any generation) other than ``current`` that are still ``running``."""
-    return [r for r in context().ledger.recent_runs(100) if parse_name(r.collection)[0] == collection
-            and r.run_id != current and r.status == RunStatus.RUNNING]
+#: Runs still ``running`` a sweep looks at, newest first: however old (one lost long ago must be found too).
+RUNNING_LIMIT = 1000
+
+
+def running_runs(collection: str, current: str, *, older: bool = False) -> list[RunProgress]:
+    """The runs of ``collection`` (any generation) other than ``current`` that are still ``running``; ``older``:
+    only those that started before ``current``, so that of sweeps started together the first goes on (each
+    yielding to all the others, none did)."""
+    ledger = context().ledger
+    found = [r for r in ledger.recent_runs(RUNNING_LIMIT, running=True)
+             if parse_name(r.collection)[0] == collection and r.run_id != current and r.status == RunStatus.RUNNING]
+    if older:
+        mine = ledger.run(current)
+        found = [r for r in found if (r.started_at, r.run_id) < (mine.started_at, mine.run_id)]
+    return found
 
 
 def close_lost_runs(collection: str, current: str) -> None:

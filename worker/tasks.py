@@ -381,7 +381,7 @@ def reconcile(self: Task, collection: str, run_id: str | None = None) -> str:
     try:
         indexer = ctx.started(collection)
         close_lost_runs(collection, run_id)
-        busy = running_runs(collection, run_id)
+        busy = running_runs(collection, run_id, older=True)
         if busy:  # its batches may still wait in the queue: enqueuing them again would only grow the backlog
             log.info("reconcile %s of %s skipped: run %s is still at work", run_id, collection, busy[0].run_id)
             ctx.ledger.set_run_total(run_id, total=0, batches=0)

@@ -210,8 +210,8 @@ class Ledger(Protocol):
         """The full id of the one run whose id starts with ``prefix``. Raises ConfigError for none or several."""
         ...
 
-    def recent_runs(self, limit: int = 20) -> list[RunProgress]:
-        """The newest runs first."""
+    def recent_runs(self, limit: int = 20, *, running: bool = False) -> list[RunProgress]:
+        """The newest runs first; ``running``: only those still ``running``, however old."""
         ...
 
     # -- failures --------------------------------------------------------------------

@@ -160,9 +160,10 @@ class MemoryLedger:
         with self._lock:
             return one_run(prefix, [run_id for run_id in self._runs if run_id.startswith(prefix)][:2])
 
-    def recent_runs(self, limit: int = 20) -> list[RunProgress]:
+    def recent_runs(self, limit: int = 20, *, running: bool = False) -> list[RunProgress]:
         with self._lock:
-            newest = sorted(self._runs.values(), key=lambda r: r.progress.started_at, reverse=True)[:limit]
+            chosen = [r for r in self._runs.values() if not running or r.progress.status == RunStatus.RUNNING]
+            newest = sorted(chosen, key=lambda r: r.progress.started_at, reverse=True)[:limit]
             return [self.run(r.progress.run_id) for r in newest]
 
     def _get(self, run_id: str) -> _Run:

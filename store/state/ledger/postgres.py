@@ -278,9 +278,12 @@ class PostgresLedger:
             found = conn.execute(query).scalars().all()
         return one_run(prefix, found)
 
-    def recent_runs(self, limit: int = 20) -> list[RunProgress]:
+    def recent_runs(self, limit: int = 20, *, running: bool = False) -> list[RunProgress]:
+        query = sa.select(runs.c.run_id).order_by(runs.c.started_at.desc()).limit(limit)
+        if running:
+            query = query.where(runs.c.status == RunStatus.RUNNING.value)
         with self.transaction() as conn:
-            ids = conn.execute(sa.select(runs.c.run_id).order_by(runs.c.started_at.desc()).limit(limit)).scalars().all()
+            ids = conn.execute(query).scalars().all()
         return [self.run(run_id) for run_id in ids]
 
     # -- failures --------------------------------------------------------------------

@@ -24,3 +24,13 @@ def test_a_sweep_behind_a_run_at_work_enqueues_nothing(notes: str) -> None:
         again = queue.producer.reconcile("notes")  # nothing at work now: a sweep runs in full
         queue.run_queue()
         assert queue.ledger.run(again).status == RunStatus.DONE
+
+
+def test_of_two_sweeps_started_together_the_first_goes_on(notes: str) -> None:
+    """Sweeps queued behind a backlog ran at the same moment and each yielded to the other: none ran."""
+    with testing.queue(notes_settings(notes, max_retries=3)) as queue:
+        first, second = queue.producer.reconcile("notes"), queue.producer.reconcile("notes")
+        queue.run_pending()
+        assert queue.ledger.run(second).total == 0  # yielded to the first
+        queue.run_queue()
+        assert (queue.ledger.run(first).status, queue.ledger.run(first).total) == (RunStatus.DONE, 3)

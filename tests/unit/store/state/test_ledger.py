@@ -152,6 +152,17 @@ class LedgerContract:
         assert final.processed == 8 and final.full and final.finished_at is not None
         assert run_id in [r.run_id for r in ledger.recent_runs()]
 
+    def test_runs_still_running_are_found_however_many_came_after(self, ledger: Ledger) -> None:
+        """A reindex whose task was lost early stayed running behind hundreds of newer sweeps, out of the
+        window of the 100 newest runs that the sweep looked at, so no sweep ever closed it (chaos seed 7)."""
+        name = unique_name()
+        lost = ledger.create_run(name)
+        for _ in range(5):
+            ledger.set_run_total(ledger.create_run(name, kind="reconcile"), total=0, batches=0)
+        assert lost not in [r.run_id for r in ledger.recent_runs(3)]
+        assert lost in [r.run_id for r in ledger.recent_runs(3, running=True)]
+        assert all(r.status == RunStatus.RUNNING for r in ledger.recent_runs(50, running=True))
+
     def test_a_failed_run_keeps_its_error_and_unknown_runs_are_config_errors(self, ledger: Ledger) -> None:
         run_id = ledger.create_run(unique_name(), kind="reconcile")
         ledger.fail_run(run_id, "the source is gone")
