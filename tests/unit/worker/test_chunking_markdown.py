@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.unit.worker.test_chunking import PROPERTY, chunkers, prose
-from worker.chunking import Chunk, Chunker, estimate_tokens
+from worker.chunking import HEADING_SEPARATOR, Chunk, Chunker, estimate_tokens
 
 # --- properties: Markdown ------------------------------------------------------------------------
 
@@ -119,14 +119,19 @@ def test_markdown_chunks_carry_their_section_heading_path_and_cover_each_section
         path, _, _ = _section_of(doc, chunk)
         assert chunk.heading == path
         body = doc.text[chunk.start : chunk.end]
+        if not body:  # a heading alone (a section with no body and no section under it): its path
+            assert chunk.text == path != "" and chunk.body == ""
+            continue
         assert chunk.text == (f"{path}\n\n{body}" if path else body)
         assert chunk.body == body == body.strip() != ""
         assert "not a heading" not in chunk.heading and "also code" not in chunk.heading
-    for _path, start, end in doc.sections:
+    for number, (path, start, end) in enumerate(doc.sections):
         own = [c for c in chunks if start <= c.start and c.end <= end]
         text = doc.text[start:end]
         if not text.strip():
-            assert own == []
+            below = doc.sections[number + 1][0] if number + 1 < len(doc.sections) else ""
+            alone = bool(path) and not below.startswith(path + HEADING_SEPARATOR)
+            assert [c.text for c in own] == ([path] if alone else [])
             continue
         assert own[0].start == start + len(text) - len(text.lstrip())
         assert own[-1].end == start + len(text.rstrip())
