@@ -99,8 +99,13 @@ class Redis:
         self.folder, self.persistent, self.port, self.host = folder, persistent, free_port(), host
         self.url = f"redis://{host}:{self.port}/0"
         self.process: subprocess.Popen[bytes] | None = None
+        #: Set by ``close``: a restart still sleeping then starts nothing (the chaos run's ended with a
+        #: redis-server that nothing stopped).
+        self.closed = False
 
     def start(self) -> None:
+        if self.closed:
+            return
         self.folder.mkdir(parents=True, exist_ok=True)
         aof = ["--appendonly", "yes", "--appendfsync", "always"] if self.persistent else ["--appendonly", "no"]
         self.process = subprocess.Popen(
@@ -119,6 +124,13 @@ class Redis:
         self.kill()
         time.sleep(down_seconds)
         self.start()
+        if self.closed:  # closed while this started it
+            self.kill()
+
+    def close(self) -> None:
+        """Kill it for good: no restart under way starts it again."""
+        self.closed = True
+        self.kill()
 
 
 @dataclass

@@ -187,7 +187,7 @@ def system(folder: Path) -> Iterator[System]:
                                                          clients=net.subnet if net else ""))
         broker = Redis(folder / "redis", persistent=True, host=host)
         broker.start()
-        stack.callback(broker.kill)
+        stack.callback(broker.close)
         primary = stack.enter_context(FakeOpenAI(dimensions=8, host=host))
         backup = stack.enter_context(FakeOpenAI(dimensions=8, host=host))
         crm = CrmTable(database, "crm_chaos")
