@@ -17,11 +17,11 @@ from datetime import UTC, datetime
 from store.broker.queues import queue_states, worker_states
 from store.contract import BULK_QUEUE
 from store.state.generations import parse_name
-from store.state.ledger import RunProgress, RunStatus
+from store.state.ledger import RunProgress
 from worker.celery import app
 from worker.process import context
 
-__all__ = ["close_lost_runs", "running_runs"]
+__all__ = ["close_lost_runs", "older_than", "running_runs"]
 
 log = logging.getLogger(__name__)
 
@@ -30,38 +30,41 @@ log = logging.getLogger(__name__)
 RUNNING_LIMIT = 1000
 
 
-def running_runs(collection: str, current: str, *, older: bool = False) -> list[RunProgress]:
-    """The runs of ``collection`` (any generation) other than ``current`` that are still ``running``; ``older``:
-    only those that started before ``current``, so that of sweeps started together the first goes on (each
+def running_runs(collection: str, current: str) -> list[RunProgress]:
+    """The runs of ``collection`` (any generation) other than ``current`` that are still ``running``."""
+    return [r for r in context().ledger.recent_runs(RUNNING_LIMIT, running=True)
+            if parse_name(r.collection)[0] == collection and r.run_id != current]
+
+
+def older_than(runs: list[RunProgress], current: str) -> list[RunProgress]:
+    """Those of ``runs`` that started before ``current``: of sweeps started together the first goes on (each
     yielding to all the others, none did)."""
-    ledger = context().ledger
-    found = [r for r in ledger.recent_runs(RUNNING_LIMIT, running=True)
-             if parse_name(r.collection)[0] == collection and r.run_id != current and r.status == RunStatus.RUNNING]
-    if older:
-        mine = ledger.run(current)
-        found = [r for r in found if (r.started_at, r.run_id) < (mine.started_at, mine.run_id)]
-    return found
+    if not runs:
+        return []
+    mine = context().ledger.run(current)
+    return [r for r in runs if (r.started_at, r.run_id) < (mine.started_at, mine.run_id)]
 
 
-def close_lost_runs(collection: str, current: str) -> None:
+def close_lost_runs(collection: str, current: str) -> list[RunProgress]:
     """End the runs of ``collection`` whose tasks were lost (a broker restarted without persistence): no
     progress for ``worker.stall_seconds``, nothing queued, nothing running but this sweep, which brings the
-    index back in line. A run that may still be working is left alone."""
+    index back in line. A run that may still be working is left alone. Returns the runs still running."""
     ctx = context()
     now, stall = datetime.now(UTC), ctx.settings.worker.stall_seconds
-    idle = [r for r in running_runs(collection, current)
-            if (now - (r.moved_at or r.started_at)).total_seconds() > stall]
+    running = running_runs(collection, current)
+    idle = [r for r in running if (now - (r.moved_at or r.started_at)).total_seconds() > stall]
     if not idle:
-        return
+        return running
     try:
         workers = worker_states(app, timeout=1.0)
         [bulk] = queue_states(ctx.settings.broker.url, (BULK_QUEUE,), workers)
     except Exception as exc:  # the broker cannot be asked: close nothing
         log.warning("could not look for lost runs of %s: %s", collection, exc)
-        return
+        return running
     if bulk.depth or sum(w.active for w in workers) > 1:  # this sweep is one of the active tasks
-        return
+        return running
     for run in idle:
         log.warning("run %s of %s lost its tasks; reconcile %s takes over", run.run_id, collection, current)
         ctx.ledger.fail_run(run.run_id, f"its tasks were lost (nothing queued or running, no progress for "
                                         f"{stall}s or more); reconcile {current} brought the index back in line")
+    return [r for r in running if r not in idle]

@@ -40,7 +40,7 @@ from worker.pipeline import BatchResult, Document, Indexer
 from worker.policy import RetryPolicy, as_failed, as_retry, combined, decide
 from worker.pooling import LeftoverPool
 from worker.process import context
-from worker.sweeps import close_lost_runs, running_runs
+from worker.sweeps import close_lost_runs, older_than
 
 __all__ = ["build_index", "index_batch", "index_document", "index_record", "reconcile", "reindex_all"]
 
@@ -380,8 +380,7 @@ def reconcile(self: Task, collection: str, run_id: str | None = None) -> str:
     run_id = ctx.ledger.create_run(collection, run_id=run_id, kind="reconcile")
     try:
         indexer = ctx.started(collection)
-        close_lost_runs(collection, run_id)
-        busy = running_runs(collection, run_id, older=True)
+        busy = older_than(close_lost_runs(collection, run_id), run_id)
         if busy:  # its batches may still wait in the queue: enqueuing them again would only grow the backlog
             log.info("reconcile %s of %s skipped: run %s is still at work", run_id, collection, busy[0].run_id)
             ctx.ledger.set_run_total(run_id, total=0, batches=0)
