@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # The dev command starts the same services; the tests use its helpers rather than copies.
-from producer.cli.dev.services import free_port, redis_answers, redis_server_binary
+from producer.cli.dev.services import embedded_postgres_user, free_port, redis_answers, redis_server_binary
 
 __all__ = [
     "AMQP_URL", "amqp_answers", "amqp_vhost", "embedded_postgres", "free_port", "redis_answers", "redis_db",
@@ -106,6 +106,7 @@ def embedded_postgres(folder: Path, *, host: str | None = None, clients: str = "
     """
     import embedded_postgres as ep
 
+    embedded_postgres_user()
     server = ep.get_server(folder, cleanup_mode="delete")
     data = server.pgdata
     try:

