@@ -8,6 +8,11 @@ broken: fail over), vectors of the wrong size a ConfigError raised at once
 
 Built from settings, the chain checks that every entry has ``vectors.dimensions``
 and, unless ``embeddings.allow_mixed_models`` is set, the same model name.
+
+Vectors are cached and recorded under their entry's *space*, what determines them
+(``vector_space``): the model's name, with its base_url when one is set, or the
+entry's ``weights``. Entries of one chain with the first's model name are its
+replicas and share its space: a chain serves one model from several endpoints.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from store.embeddings.providers import Limits, Provider, build_provider
 from store.embeddings.providers.fake import DEFAULT_FAKE_MODEL
 from store.errors import ConfigError, PermanentError
 from store.settings import ModelSettings, Settings
+from store.settings.urls import redact_url
 
 __all__ = [
     "DEFAULT_ENTRY",
@@ -32,6 +38,7 @@ __all__ = [
     "FailoverChain",
     "check_entries",
     "resolve_entries",
+    "vector_space",
 ]
 
 log = logging.getLogger(__name__)
@@ -51,9 +58,12 @@ class FailoverChain:
         policy: ChainPolicy = DEFAULT_POLICY,
         stats: EmbeddingStats | None = None,
         limiters: Mapping[str, Limiter] | None = None,
+        spaces: Mapping[str, str] | None = None,
     ) -> None:
         self._failover = Failover(providers, policy=policy, stats=stats, limiters=limiters)
         self.providers = list(providers)
+        #: Each entry's space by provider name (``vector_space``); the model's name when not given.
+        self.spaces = {provider.name: (spaces or {}).get(provider.name, provider.model) for provider in providers}
         self.dimensions = dimensions
         self.policy = policy
         self.stats = self._failover.stats
@@ -68,18 +78,25 @@ class FailoverChain:
             allow_mixed_models=settings.embeddings.allow_mixed_models,
         )
         providers = [build_provider(name, model) for name, model in entries]
+        first = vector_space(entries[0][1], providers[0].model)
+        spaces = {
+            provider.name: first if model.weights is None and provider.model == providers[0].model
+            else vector_space(model, provider.model)
+            for (_, model), provider in zip(entries, providers, strict=True)
+        }
         policy = ChainPolicy.from_settings(settings.embeddings)
         limiters = rate_limiters(settings.cache_url, entries, max_pause=policy.max_wait_seconds,
                                  network=settings.network)
-        return cls(providers, dimensions=settings.vectors.dimensions, policy=policy, stats=stats, limiters=limiters)
+        return cls(providers, dimensions=settings.vectors.dimensions, policy=policy, stats=stats, limiters=limiters,
+                   spaces=spaces)
 
     def __repr__(self) -> str:
         return f"<FailoverChain {[provider.name for provider in self.providers]} {self.dimensions}-d>"
 
     @property
     def model(self) -> str:
-        """The first entry's model name: the one that embeds while it is healthy."""
-        return self.providers[0].model
+        """The first entry's space (``vector_space``): what the vectors it makes while healthy are under."""
+        return self.spaces[self.providers[0].name]
 
     @property
     def limits(self) -> Limits:
@@ -90,14 +107,14 @@ class FailoverChain:
         return limits
 
     def embed_batch(self, texts: list[str]) -> tuple[list[list[float]], str]:
-        """One vector per text and the model name that made them all.
+        """One vector per text and the space of the entry that made them all (``vector_space``).
 
         Raises InputError (the text was refused), ConfigError (a model's vectors
         have the wrong size), TransientError or PermanentError when every entry failed.
         """
         tokens = sum(estimate_tokens(text) for text in texts)
         vectors, provider = self._failover.run(lambda provider: self._call(provider, texts, tokens), tokens=tokens)
-        return vectors, provider.model
+        return vectors, self.spaces[provider.name]
 
     def _call(self, provider: Provider, texts: list[str], tokens: int) -> list[list[float]]:
         vectors = provider.embed_batch(texts)
@@ -119,6 +136,14 @@ class FailoverChain:
                 raise PermanentError(f"model {provider.model!r} at {provider.endpoint} returned a vector with "
                                      "NaN or infinite values")
         return vectors
+
+
+def vector_space(model: ModelSettings, name: str) -> str:
+    """What the vectors of ``model`` (whose provider calls itself ``name``) are cached and recorded under:
+    its ``weights`` when set; else ``name``, with ``@`` and the base_url (no credentials) when one is set."""
+    if model.weights:
+        return model.weights
+    return f"{name}@{redact_url(model.base_url)}" if model.base_url else name
 
 
 def resolve_entries(settings: Settings) -> list[tuple[str, ModelSettings]]:

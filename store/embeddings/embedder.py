@@ -80,7 +80,8 @@ class Embeddings:
 
     @property
     def model(self) -> str:
-        """The model that embeds while the chain's first entry is healthy."""
+        """What the vectors made while the chain's first entry is healthy are cached and recorded under: its
+        model's name, with the base_url when one is set (``store.embeddings.chain.vector_space``)."""
         return self.chain.model
 
     @property
@@ -135,7 +136,8 @@ class Embeddings:
         unique = list(dict.fromkeys(_check_texts(texts)))
         found = self._from_cache(unique)
         misses = [text for text in unique if text not in found]
-        batches = plan_batches(misses, batch_size=self.batch_size, limits=self.chain.limits, model=self.model)
+        batches = plan_batches(misses, batch_size=self.batch_size, limits=self.chain.limits,
+                               model=self.chain.providers[0].model)
         left: list[str] = []
         if batches and len(batches[-1]) < self.call_size:
             left = [misses[index] for index in batches.pop()]
@@ -168,7 +170,8 @@ class Embeddings:
 
     def _from_chain(self, texts: list[str], *, batches: list[range] | None = None) -> dict[str, Embedding]:
         if batches is None:
-            batches = plan_batches(texts, batch_size=self.batch_size, limits=self.chain.limits, model=self.model)
+            batches = plan_batches(texts, batch_size=self.batch_size, limits=self.chain.limits,
+                               model=self.chain.providers[0].model)
 
         def embed(batch: range) -> list[Embedding]:
             vectors, model = self.chain.embed_batch([texts[index] for index in batch])

@@ -179,6 +179,10 @@ class ModelSettings(Section):
     #: move a little (cosine ~0.99 to the float ones), so it counts as another model: its cache entries and
     #: ledger rows are its own, and turning it on or off re-embeds on the next reindex.
     quantize: bool = False
+    #: An embedding model: the name its vectors are cached and recorded under. None: the model's name, with
+    #: ``@`` and the base_url when one is set (another server may serve other weights under the same name).
+    #: Give endpoints that serve the same weights the same name, so that they share cached vectors.
+    weights: str | None = Field(default=None, min_length=1, max_length=200, pattern=r"^[^\x00-\x1f,]+$")
 
     @model_validator(mode="after")
     def _provider_serves_task(self) -> ModelSettings:

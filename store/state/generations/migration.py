@@ -9,6 +9,7 @@ Searches read the live generation throughout, so none finds nothing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence, Set
 
 from store.errors import ConfigError
@@ -100,16 +101,24 @@ def _cannot_hold(new: Generation, exc: ConfigError) -> ConfigError:
                        f"{', '.join(new.chain)} ({new.dimensions} dimensions): {exc}")
 
 
+def _model_of(space: str) -> str:
+    """The model name in a recorded space: without an int8 mark or an ``@`` base_url."""
+    return re.sub(r"@[a-z][a-z0-9+.-]*://.*$", "", space).split("+")[0]
+
+
 def _first(settings: Settings, collection: str, embedded: Set[str]) -> Generation:
     """Generation 1 of a collection never migrated: the chain of the models its records were embedded with
     (``embedded``, from the ledger), else the settings' chain. So migrate may run with settings whose chain
     is already the new one."""
     chain = list(settings.embeddings.chain)
-    # A record embedded by a fallback model records "primary,fallback"; an int8 local model "name+int8".
-    names = list(dict.fromkeys(name.split("+")[0] for models in sorted(embedded) for name in models.split(",")))
+    # A record embedded by a fallback model records "primary,fallback"; an int8 local model "name+int8"; a
+    # model at a base_url "name@url"; an entry with weights its weights (store.embeddings.chain.vector_space).
+    names = list(dict.fromkeys(_model_of(space) for models in sorted(embedded) for space in models.split(",")))
     first = settings.models.get(chain[0]) if chain else None
-    if names and (first is None or first.model not in names):
+    if names and (first is None or not {first.model, first.weights} & set(names)):
         by_model = {model.model: name for name, model in sorted(settings.models.items()) if model.task == "embed"}
+        by_model |= {model.weights: name for name, model in sorted(settings.models.items())
+                     if model.task == "embed" and model.weights}
         chain = [by_model[found] for found in names if found in by_model][:1]
         if not chain:
             raise ConfigError(f"collection {collection!r} was embedded by {', '.join(sorted(embedded))}, which no "

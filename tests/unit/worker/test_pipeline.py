@@ -16,6 +16,7 @@ from store.settings import Settings
 from store.state.ledger import MemoryLedger
 from store.vectors.backends import memory_store
 from tests.backends import unique_name
+from tests.fake_openai import FakeOpenAI, settings_for
 from worker.chunking import Chunker
 from worker.pipeline import Document, Indexer
 from worker.sources.push import PushSource
@@ -44,14 +45,16 @@ def ledger() -> MemoryLedger:
     return MemoryLedger()
 
 
-def make_indexer(ledger: MemoryLedger, *, source: Any = None) -> tuple[Indexer, CountingEmbeddings]:
-    """An Indexer over a fresh memory collection; without ``source`` its records are pushed."""
-    settings = Settings.model_validate({"vectors": {"store": "memory", "dimensions": 16},
-                                        "embeddings": {"cache_ttl_days": 0}})
+def make_indexer(ledger: MemoryLedger, *, source: Any = None, chain: Settings | None = None,
+                 like: Indexer | None = None) -> tuple[Indexer, CountingEmbeddings]:
+    """An Indexer over a fresh memory collection (``like``'s collection if given); without ``source`` its
+    records are pushed; ``chain``: settings whose embedding chain it embeds with (the fake model if None)."""
+    settings = chain or Settings.model_validate({"vectors": {"store": "memory", "dimensions": 16},
+                                                 "embeddings": {"cache_ttl_days": 0}})
     embeddings = CountingEmbeddings(Embeddings.from_settings(settings))
-    store = memory_store(dimensions=16)
-    name = unique_name()
-    indexer = Indexer(name=name, collection=store.collection(name), source=source or PushSource(name),
+    name = like.name if like else unique_name()
+    collection = like.collection if like else memory_store(dimensions=16).collection(name)
+    indexer = Indexer(name=name, collection=collection, source=source or PushSource(name),
                       chunker=Chunker(max_tokens=8, overlap=2), embeddings=embeddings, ledger=ledger)
     return indexer, embeddings
 
@@ -155,3 +158,18 @@ def test_pushes_and_deletes_arriving_out_of_order_leave_the_newest(ledger: Memor
     assert text_of("d") == ["delta"]
     assert indexer.delete_documents(["d"], version=45).superseded == ["d"]  # a delete older than the push
     assert text_of("d") == ["delta"]
+
+
+def test_a_record_is_embedded_again_when_another_endpoint_serves_its_model(ledger: MemoryLedger) -> None:
+    """Audit defect: the ledger's "unchanged" check compared model names only, so a chain moved to a server
+    with other weights under the same name skipped every record and kept the old server's vectors."""
+    RECORDS.clear()
+    RECORDS.update({"a": {"id": "a", "text": "alpha beta gamma", "metadata": {}}})
+    source = PythonSource(loader=f"{__name__}:load_records")
+    with FakeOpenAI(dimensions=16) as first, FakeOpenAI(dimensions=16, dense=True) as second:
+        old, _ = make_indexer(ledger, source=source, chain=settings_for(first, dimensions=16))
+        assert old.index(["a"]).indexed == ["a"]
+        new, embeddings = make_indexer(ledger, source=source, chain=settings_for(second, dimensions=16), like=old)
+        assert new.index(["a"]).indexed == ["a"] and embeddings.texts == ["alpha beta gamma"]
+        assert new.index(["a"]).skipped == ["a"]  # and once only
+        assert second.calls == 1

@@ -14,7 +14,7 @@ import redis
 from store.embeddings import Embeddings
 from store.embeddings.cache import cache_key, to_bytes
 from store.embeddings.providers.fake import hash_embed
-from tests.fake_openai import FakeOpenAI, settings_for
+from tests.fake_openai import FakeOpenAI, dense_embed, settings_for
 from tests.services import redis_server
 
 
@@ -78,9 +78,10 @@ def test_one_mget_and_one_pipeline_per_call(fake_openai: FakeOpenAI, redis_url: 
 
 def test_keys_values_and_ttl(fake_openai: FakeOpenAI, redis_url: str, model_name: str) -> None:
     cached_embeddings(fake_openai, redis_url, model_name).embed("renewal call")
-    digest = hashlib.sha256(f"{model_name}\x008\x00renewal call".encode()).hexdigest()
+    space = f"{model_name}@{fake_openai.url}"  # a model at a base_url: keyed by both (vector_space)
+    digest = hashlib.sha256(f"{space}\x008\x00renewal call".encode()).hexdigest()
     key = "vectorsync:emb:" + digest
-    assert cache_key(model_name, 8, "renewal call") == key
+    assert cache_key(space, 8, "renewal call") == key
     client = redis.Redis.from_url(redis_url)
     value = client.get(key)
     assert value == np.asarray(hash_embed("renewal call", 8), dtype="<f4").tobytes()
@@ -90,7 +91,7 @@ def test_keys_values_and_ttl(fake_openai: FakeOpenAI, redis_url: str, model_name
 
 def test_a_value_of_another_size_is_a_miss(fake_openai: FakeOpenAI, redis_url: str, model_name: str) -> None:
     client = redis.Redis.from_url(redis_url)
-    client.set(cache_key(model_name, 8, "alpha"), to_bytes([1.0, 0.0]), ex=60)
+    client.set(cache_key(f"{model_name}@{fake_openai.url}", 8, "alpha"), to_bytes([1.0, 0.0]), ex=60)
     client.close()
     embeddings = cached_embeddings(fake_openai, redis_url, model_name)
     assert embeddings.embed("alpha") == hash_embed("alpha", 8)
@@ -111,9 +112,32 @@ def test_failover_vectors_are_cached_under_their_own_model(redis_url: str, model
         )
         Embeddings.from_settings(settings).embed("alpha")
     client = redis.Redis.from_url(redis_url)
-    assert client.exists(cache_key(other, 8, "alpha")) == 1
-    assert client.exists(cache_key(model_name, 8, "alpha")) == 0
+    assert client.exists(cache_key(f"{other}@{backup.url}", 8, "alpha")) == 1
+    assert client.exists(cache_key(f"{model_name}@{primary.url}", 8, "alpha")) == 0
     client.close()
+
+
+def test_two_endpoints_serving_other_weights_under_one_model_name_share_no_cached_vector(
+    redis_url: str, model_name: str
+) -> None:
+    """Audit defect: the cache was keyed by model name and size only, so a second server's "same" model
+    answered with the first server's vectors, and was never called."""
+    with FakeOpenAI() as first, FakeOpenAI(dense=True) as second:
+        assert cached_embeddings(first, redis_url, model_name).embed("alpha") == hash_embed("alpha", 8)
+        assert cached_embeddings(second, redis_url, model_name).embed("alpha") == dense_embed("alpha", 8)
+        assert (first.calls, second.calls) == (1, 1)
+
+
+def test_endpoints_given_the_same_weights_share_cached_vectors(redis_url: str, model_name: str) -> None:
+    """``weights`` says two endpoints serve the same model: the second is never asked for what is cached."""
+    with FakeOpenAI() as first, FakeOpenAI() as second:
+        shared = {"weights": model_name}
+        made = Embeddings.from_settings(settings_for(first, models=[model_name], model=shared, cache_url=redis_url,
+                                                     cache_ttl_days=1)).embed("alpha")
+        again = Embeddings.from_settings(settings_for(second, models=[model_name], model=shared,
+                                                      cache_url=redis_url, cache_ttl_days=1)).embed("alpha")
+        assert again == made and again.model == model_name
+        assert (first.calls, second.calls) == (1, 0)
 
 
 def test_a_dead_redis_degrades_to_no_cache(

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from store.embeddings.chain import FailoverChain, check_entries, resolve_entries
+from store.embeddings.chain import FailoverChain, check_entries, resolve_entries, vector_space
 from store.embeddings.providers.fake import hash_embed
 from store.errors import ConfigError, InputError, PermanentError, TransientError
 from store.settings import ModelSettings, Settings
@@ -95,7 +95,7 @@ def test_429_then_success_waits_retry_after(primary: FakeOpenAI) -> None:
     assert time.monotonic() - started >= 0.3
     assert primary.calls == 2
     assert vectors == [hash_embed("alpha", 8), hash_embed("beta", 8)]
-    assert made_by == "text-embedding-test"
+    assert made_by == f"text-embedding-test@{primary.url}"
     assert chain.stats.retries == {"m0": 1}
     assert chain.stats.calls == {"m0": 2}
 
@@ -199,8 +199,8 @@ def test_every_entry_permanent_raises_the_last_permanent_error(primary: FakeOpen
 def test_mixed_models_say_which_model_made_the_vectors(primary: FakeOpenAI, backup: FakeOpenAI) -> None:
     primary.push(status=403)
     chain = chain_of(primary, backup, models=["model-a", "model-b"], allow_mixed_models=True)
-    assert chain.embed_batch(["alpha"])[1] == "model-b"
-    assert chain.model == "model-a"
+    assert chain.embed_batch(["alpha"])[1] == f"model-b@{backup.url}"
+    assert chain.model == f"model-a@{primary.url}"
 
 
 # -- checking answers -----------------------------------------------------------------------
@@ -223,3 +223,29 @@ def test_a_wrong_count_fails_over(primary: FakeOpenAI, backup: FakeOpenAI) -> No
     vectors, _ = chain.embed_batch(["alpha", "beta"])
     assert len(vectors) == 2
     assert (primary.calls, backup.calls) == (1, 1)
+
+
+# -- vector spaces --------------------------------------------------------------------------
+
+
+def test_a_vector_space_is_the_model_at_its_base_url_or_the_weights_named() -> None:
+    assert vector_space(model(), "text-embedding-3-small") == "text-embedding-3-small"
+    at = ModelSettings(provider="openai", model="e5", dimensions=8, base_url="https://user:pw@gpu.example/v1/")
+    assert vector_space(at, "e5") == "e5@https://gpu.example/v1"  # never the credentials
+    named = ModelSettings(provider="openai", model="e5", dimensions=8, base_url="https://gpu.example/v1",
+                          weights="e5-large-v2")
+    assert vector_space(named, "e5") == "e5-large-v2"
+
+
+def test_replicas_in_one_chain_share_the_first_entry_s_space(primary: FakeOpenAI, backup: FakeOpenAI) -> None:
+    """Entries with the first's model name serve the same model from other endpoints (the chain's rule), so a
+    failover to one writes vectors the first entry's records can keep."""
+    primary.push(status=403)
+    chain = chain_of(primary, backup)
+    assert chain.embed_batch(["alpha"])[1] == chain.model == f"text-embedding-test@{primary.url}"
+
+
+def test_weights_must_not_hold_a_comma_or_a_control_character() -> None:
+    for bad in ("a,b", "a\x00", ""):
+        with pytest.raises(ValueError, match="weights"):
+            ModelSettings(provider="openai", model="e5", dimensions=8, weights=bad)
