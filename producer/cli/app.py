@@ -24,6 +24,7 @@ from producer.cli.reconcile import reconcile
 from producer.cli.reindex import reindex
 from producer.cli.search import search
 from producer.cli.status import status
+from producer.cli.values import TypedValues
 
 __all__ = ["app", "main"]
 
@@ -43,7 +44,7 @@ NAMES: dict[object, str] = {evaluate: "eval"}
 # The order here is the order ``vectorsync --help`` lists them in (Typer lists groups after commands).
 for command in (reindex, index, reconcile, search, ask, evaluate, status, doctor, failures, init, migrate, relay,
                 dev):
-    app.command(name=NAMES.get(command))(command)
+    app.command(name=NAMES.get(command), cls=TypedValues)(command)
 app.add_typer(collections_app, name="collections")
 app.add_typer(capture_app, name="capture")
 

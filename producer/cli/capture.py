@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from producer.cli.console import guarded, out, say
+from producer.cli.values import TypedValues
 
 if TYPE_CHECKING:
     from store.capture.control import CaptureState
@@ -27,7 +28,7 @@ def _settings() -> Settings:
     return guarded(load_settings)
 
 
-@capture_app.command("enable")
+@capture_app.command("enable", cls=TypedValues)
 def enable(name: Name) -> None:
     """Install the outbox, the trigger function and the triggers on NAME's table; safe to run again."""
     from store.capture import control
@@ -37,7 +38,7 @@ def enable(name: Name) -> None:
         f"({', '.join(target.compared) or 'the id only'} compared on UPDATE)")
 
 
-@capture_app.command("disable")
+@capture_app.command("disable", cls=TypedValues)
 def disable(name: Name) -> None:
     """Remove NAME's triggers and function; changes already in the outbox stay until the relay drains them."""
     from store.capture import control
@@ -46,7 +47,7 @@ def disable(name: Name) -> None:
     say(f"capture of {name} removed from {target.qualified_table}; rows already in the outbox still drain")
 
 
-@capture_app.command("sql")
+@capture_app.command("sql", cls=TypedValues)
 def sql(name: Name,
         remove: Annotated[bool, typer.Option("--remove", help="the statements of `disable` instead")] = False) -> None:
     """Print the DDL `enable` runs, for a DBA to run where vectorsync's role may not create triggers."""
@@ -59,7 +60,7 @@ def sql(name: Name,
     print("COMMIT;")
 
 
-@capture_app.command("status")
+@capture_app.command("status", cls=TypedValues)
 def status() -> None:
     """Each captured collection: installed or not, changes waiting in the outbox, and the oldest one's age."""
     from store.capture.control import report

@@ -12,6 +12,7 @@ import typer
 from rich.table import Table
 
 from producer.cli.console import confirmed, guarded, open_collections, out, say
+from producer.cli.values import TypedValues
 
 if TYPE_CHECKING:
     from store.lifecycle import Emptied
@@ -29,7 +30,7 @@ def _default(ctx: typer.Context) -> None:
         list_collections()
 
 
-@collections_app.command("list")
+@collections_app.command("list", cls=TypedValues)
 def list_collections() -> None:
     """The declared collections and those the store holds, with their chunk counts, and the generations of
     migrated ones (``vectorsync migrate``); nothing is created."""
@@ -66,7 +67,7 @@ def list_collections() -> None:
         say("vectorsync init creates the declared collections that are missing (a worker does at its start)")
 
 
-@collections_app.command()
+@collections_app.command(cls=TypedValues)
 def create(name: str) -> None:
     """Create a collection; one that exists already is an error."""
     settings, collections = open_collections()
@@ -78,7 +79,7 @@ def create(name: str) -> None:
             f"(add [collections.{name}])")
 
 
-@collections_app.command()
+@collections_app.command(cls=TypedValues)
 def reset(name: str, yes: Yes = False) -> None:
     """Empty a collection and forget its ledger entries and failures; its schema and indexes stay."""
     settings, collections = open_collections()
@@ -94,7 +95,7 @@ def reset(name: str, yes: Yes = False) -> None:
         say(f"`vectorsync reindex {name}` indexes it again")
 
 
-@collections_app.command()
+@collections_app.command(cls=TypedValues)
 def recount(name: str) -> None:
     """Count a collection's keyword statistics (BM25's document counts) anew from its rows."""
     _, collections = open_collections()
@@ -104,7 +105,7 @@ def recount(name: str) -> None:
                                                            if off else "they were exact"))
 
 
-@collections_app.command()
+@collections_app.command(cls=TypedValues)
 def drop(name: str, yes: Yes = False) -> None:
     """Delete a collection with everything in it, and forget its ledger entries and failures."""
     settings, collections = open_collections()

@@ -49,10 +49,16 @@ def parse_mode(text: str | None) -> Any:
 
 
 def parse_filter(text: str | None) -> dict[str, Any] | None:
-    """The ``--filter`` JSON of ``search`` and ``ask``; text that is not JSON is a ConfigError with an example."""
+    """The ``--filter`` JSON object of ``search`` and ``ask``; other text is a ConfigError with an example."""
     from store.settings.jsontext import loads
 
     if text is None:
         return None
+    from store.errors import ConfigError
+
     shown = text if len(text) <= 200 else text[:200] + "..."
-    return loads(text, what=f"--filter {shown!r}", example="--filter '{\"kind\": \"call\"}'")  # type: ignore[no-any-return]
+    example = "--filter '{\"kind\": \"call\"}'"
+    parsed = loads(text, what=f"--filter {shown!r}", example=example)
+    if not isinstance(parsed, dict):  # the API's own message speaks of Filter objects, which a shell cannot type
+        raise ConfigError(f"--filter {shown!r} is not a JSON object of field conditions; e.g. {example}")
+    return parsed

@@ -1,10 +1,12 @@
 """A fuzzer on the inputs a person types: command-line arguments, settings (file and environment), eval files,
 pushed documents and their metadata. Each must end in a result or in one line that names the fault (exit 2, or
-ConfigError): never a traceback, and never the loss of what is stored.
+ConfigError): never a traceback, and never the loss of what is stored. A refusal names one of the values typed,
+as typed or quoted (a long one by its beginning).
 
 Fixed seed (derandomized) and ``VECTORSYNC_FUZZ_EXAMPLES`` examples per input (50 here, in CI); run longer with
 ``VECTORSYNC_FUZZ_EXAMPLES=2000 pytest tests/unit/test_fuzz_inputs.py``. What it found is fixed and kept as
-regression tests (tests/unit/producer/test_refusals.py: `vectorsync index` of a pushed collection).
+regression tests (tests/unit/producer/test_refusals.py: `vectorsync index` of a pushed collection;
+tests/unit/producer/cli/test_typed_values.py: an id that starts with "-", a --filter that is JSON but no object).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typer.testing import CliRunner
 
 from producer import testing
 from producer.cli.app import app
+from store.client import use_client
 from store.errors import ConfigError
 from store.evaluation.queries import parse_queries
 from store.settings import load_settings
@@ -64,7 +67,15 @@ def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def vectorsync(config: Path, *args: str) -> Any:
-    return CliRunner().invoke(app, ["--config", str(config), *args], catch_exceptions=True)
+    """``vectorsync --config CONFIG ARGS`` in this process, with a client of its own (not one an earlier test
+    of this process left as the default, over other settings), closed after."""
+    previous = use_client(None)
+    try:
+        return CliRunner().invoke(app, ["--config", str(config), *args], catch_exceptions=True)
+    finally:
+        built = use_client(previous)
+        if built is not None:
+            built.close()
 
 
 def assert_one_line_or_result(result: Any, args: tuple[str, ...]) -> None:
@@ -75,6 +86,16 @@ def assert_one_line_or_result(result: Any, args: tuple[str, ...]) -> None:
     if result.exit_code == 2 and "Usage:" not in result.output:
         errors = [line for line in result.output.splitlines() if line.startswith("error: ")]
         assert len(errors) == 1, (args, result.output)
+    if result.exit_code == 2:
+        assert any(_named(value, result.output) for value in args[1:]), (args, result.output)
+
+
+def _named(value: str, output: str) -> bool:
+    """Whether ``output`` names ``value``: as typed, or quoted as Python quotes it (escapes shown), or its
+    beginning when it is long (messages shorten a value of thousands of characters)."""
+    flat = " ".join(output.split())  # the usage box wraps lines
+    forms = {value, repr(value), repr(value)[1:-1], ascii(value)[1:-1]}
+    return any(form and (form in output or form in flat or form[:40] in flat) for form in forms)
 
 
 @FUZZ
