@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from store.capture.control import CaptureState
     from store.embeddings.chain import EmbeddingStats
     from store.state.ledger import Ledger
-    from worker.pipeline import BatchResult
+    from worker.batches import BatchResult
 
 __all__ = ["observe_batch", "prepare_environment", "serve", "stage", "watch_embeddings"]
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from store.settings import WorkerSettings
-from worker.pipeline import BatchResult
+from worker.batches import BatchResult
 
 __all__ = ["MAX_COUNTDOWN", "Decision", "RetryPolicy", "as_failed", "as_retry", "combined", "decide"]
 

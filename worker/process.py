@@ -26,9 +26,10 @@ from store.state.generations import Generation, parse_name
 from store.state.generations.routing import Router
 from store.state.ledger import Ledger, ledger_from_settings
 from store.vectors.base import VectorStore
+from worker.batches import BatchResult
 from worker.chunking import Chunker
 from worker.metrics import watch_embeddings
-from worker.pipeline import BatchResult, Indexer
+from worker.pipeline import Indexer
 from worker.policy import as_failed, as_retry
 from worker.pooling import LeftoverPool
 from worker.sources import Source, source_from_settings

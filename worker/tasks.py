@@ -32,11 +32,12 @@ from store.state.generations import parse_name
 from store.state.generations.routing import switch_when_built
 from store.state.ledger import RunProgress, RunStatus
 from store.vectors.records import check_collection_name
+from worker.batches import BatchResult, Document
 from worker.celery import app
 from worker.delivery import RedeliveredTask, delivered_again_if_unsent, send
 from worker.fanout import count_run, fan_out
 from worker.metrics import observe_batch
-from worker.pipeline import BatchResult, Document, Indexer
+from worker.pipeline import Indexer
 from worker.policy import RetryPolicy, as_failed, as_retry, combined, decide
 from worker.pooling import LeftoverPool
 from worker.process import context

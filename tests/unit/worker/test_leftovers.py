@@ -21,8 +21,9 @@ from store.settings import Settings
 from store.state.ledger import MemoryLedger
 from store.vectors.backends import memory_store
 from tests.backends import unique_name
+from worker.batches import BatchResult
 from worker.chunking import Chunker
-from worker.pipeline import BatchResult, Indexer
+from worker.pipeline import Indexer
 from worker.sources.python import PythonSource
 
 CALL = 16

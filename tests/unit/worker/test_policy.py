@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from store.errors import StoreUnavailable
-from worker.pipeline import BatchResult
+from worker.batches import BatchResult
 from worker.policy import RetryPolicy, as_failed, as_retry, decide
 
 POLICY = RetryPolicy(max_retries=3, retry_delay=10)

@@ -9,7 +9,8 @@ import pytest
 
 from producer import testing
 from store.contract import INDEX_DOCUMENT
-from worker.pipeline import BatchResult, Indexer
+from worker.batches import BatchResult
+from worker.pipeline import Indexer
 
 
 def test_a_pushed_document_outlasts_max_retries_of_provider_outage(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,7 +19,7 @@ from store.state.generations.routing import reading, switch_now, switch_when_bui
 from store.state.ledger import MemoryLedger, RunProgress, RunStatus
 from store.state.ledger.base import LedgerEntry
 from tests.backends import unique_name
-from worker.pipeline import BatchResult
+from worker.batches import BatchResult
 from worker.policy import combined
 
 MODELS = {
