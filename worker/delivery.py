@@ -22,9 +22,9 @@ from typing import Any
 from celery import Task
 from celery.exceptions import Reject
 from kombu.exceptions import OperationalError
-from redis.exceptions import RedisError
 
 from store.errors import BrokerUnavailable
+from store.settings.network import REDIS_ERRORS
 
 __all__ = ["BROKER_ERRORS", "RedeliveredTask", "delivered_again_if_unsent", "send"]
 
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 #: What a publish raises when the broker cannot be reached: kombu wraps the transport's connection errors in
 #: OperationalError; a Redis or socket error may still come through unwrapped (a declare, a health check).
-BROKER_ERRORS: tuple[type[BaseException], ...] = (OperationalError, RedisError, OSError)
+BROKER_ERRORS: tuple[type[BaseException], ...] = (OperationalError, *REDIS_ERRORS)
 _UNSENT: tuple[type[BaseException], ...] = (BrokerUnavailable, *BROKER_ERRORS)
 
 

@@ -44,7 +44,7 @@ import redis
 from store.contract import POOL_KEY_PREFIX, REDIS_SCHEMES
 from store.errors import StoreUnavailable
 from store.settings import NetworkSettings
-from store.settings.network import redis_options
+from store.settings.network import redis_client
 
 __all__ = ["DEFAULT_TTL_SECONDS", "LeftoverPool", "RunPool"]
 
@@ -144,9 +144,7 @@ class LeftoverPool:
         """The pool at a Redis ``url``; None for no URL or one that is not Redis (batches then embed alone)."""
         if not url or not url.startswith(REDIS_SCHEMES):
             return None
-        options = {**redis_options(url, network or NetworkSettings()), "socket_timeout": 5,
-                   "socket_connect_timeout": 2}
-        return cls(redis.Redis.from_url(url, **options))
+        return cls(redis_client(url, network, timeout=5, connect_timeout=2))
 
     def run(self, run_id: str, owner: str) -> RunPool:
         """The pool of ``run_id`` as the batch ``owner`` uses it."""

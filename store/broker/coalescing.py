@@ -15,7 +15,7 @@ import redis
 
 from store.contract import REDIS_SCHEMES, pending_key
 from store.settings import NetworkSettings
-from store.settings.network import redis_options
+from store.settings.network import redis_client
 
 __all__ = ["Coalescer"]
 
@@ -32,9 +32,7 @@ class Coalescer:
         self.client = None
         if usable:
             assert url is not None
-            options = {**redis_options(url, network or NetworkSettings()), "socket_timeout": 1,
-                       "socket_connect_timeout": 1}
-            self.client = redis.Redis.from_url(url, **options)
+            self.client = redis_client(url, network, timeout=1)
 
     def claim(self, collection: str, record_id: str) -> bool:
         """True when the caller should enqueue (nothing queued for this record yet)."""

@@ -80,9 +80,9 @@ def _age(headers: Mapping[str, Any] | None, now: float) -> float | None:
 
 
 def _redis(url: str, queues: Sequence[str]) -> list[tuple[int, float | None]]:
-    import redis
+    from store.settings.network import redis_client
 
-    client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+    client = redis_client(url, timeout=2)
     try:
         found = []
         for queue in queues:

@@ -21,7 +21,7 @@ import redis
 from store.contract import REDIS_SCHEMES
 from store.errors import StoreUnavailable
 from store.settings import NetworkSettings
-from store.settings.network import redis_options
+from store.settings.network import redis_client
 from store.settings.urls import redact_url
 
 __all__ = ["CLOCK_KEY", "DocumentClock"]
@@ -51,7 +51,7 @@ class DocumentClock:
         self.client: redis.Redis | None = None
         self.url = url
         if url and url.startswith(REDIS_SCHEMES):
-            self.client = redis.Redis.from_url(url, **redis_options(url, network or NetworkSettings()))
+            self.client = redis_client(url, network, timeout=None)
             self._script = self.client.register_script(_NEXT)
         elif shared:
             log.warning("pushed documents are versioned by this host's clock, as no Redis is configured: an edit "

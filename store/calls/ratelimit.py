@@ -30,11 +30,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from redis.exceptions import RedisError
-
 from store.contract import RATE_LIMIT_KEY_PREFIX, REDIS_SCHEMES
 from store.settings import ModelSettings, NetworkSettings
-from store.settings.network import redis_options
+from store.settings.network import REDIS_ERRORS, redis_client
 from store.settings.urls import without_credentials
 
 __all__ = [
@@ -64,8 +62,6 @@ SLOW_SECONDS = 60.0
 RETRY_SECONDS = 30.0
 #: Seconds Redis gets to connect or answer before the limit is skipped.
 SOCKET_TIMEOUT = 0.5
-#: What a failing Redis raises: its own errors, and socket errors from below.
-_REDIS_ERRORS = (RedisError, OSError)
 
 # KEYS[1] the bucket. ARGV: mode ("take" or "penalize"), requests and tokens a second (0: no limit),
 # burst seconds, the requests and tokens to take, pause and slow seconds (penalize). Returns the
@@ -215,7 +211,7 @@ class RateLimiter:
         try:
             return int(self._script(keys=[self.key], args=[mode, *per_second, self.burst_seconds,
                                                            requests, tokens, pause, slow]))
-        except _REDIS_ERRORS as exc:
+        except REDIS_ERRORS as exc:
             self._down_until = time.monotonic() + self.retry_seconds
             _warn_once(f"the shared rate limit is off: Redis at {self.where} failed ({type(exc).__name__}); "
                        f"model calls go without it and Redis is tried again every {self.retry_seconds:g}s")
@@ -245,11 +241,7 @@ def rate_limiters(url: str, entries: Sequence[tuple[str, ModelSettings]], *, max
 
 
 def _client(url: str, network: NetworkSettings | None) -> Any:
-    import redis
-
-    return redis.Redis.from_url(url, retry_on_timeout=False,
-                                **{**redis_options(url, network or NetworkSettings()), "socket_timeout": SOCKET_TIMEOUT,
-                                   "socket_connect_timeout": SOCKET_TIMEOUT})
+    return redis_client(url, network, timeout=SOCKET_TIMEOUT)
 
 
 _warned_in: int | None = None

@@ -17,11 +17,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from redis.exceptions import RedisError
 
 from store.contract import CACHE_KEY_PREFIX
 from store.settings import NetworkSettings
-from store.settings.network import redis_options
+from store.settings.network import REDIS_ERRORS, redis_client
 
 __all__ = [
     "DEFAULT_KEY_PREFIX",
@@ -44,8 +43,6 @@ DEFAULT_PAUSE_SECONDS = 5.0
 #: Seconds between two warnings about Redis errors.
 WARN_EVERY_SECONDS = 60.0
 _FLOAT32_LE = np.dtype("<f4")
-#: What a failing Redis raises: its own errors, and socket errors from below.
-_REDIS_ERRORS = (RedisError, OSError)
 
 
 def cache_key(model: str, dimensions: int, text: str, *, prefix: str = DEFAULT_KEY_PREFIX) -> str:
@@ -91,13 +88,7 @@ class EmbeddingCache:
     ) -> EmbeddingCache:
         """A cache on the Redis at ``url``; connects on first use, with short timeouts, and TCP keepalive and
         health checks as ``network`` says (None: the defaults)."""
-        import redis
-
-        client = redis.Redis.from_url(
-            url, retry_on_timeout=False,
-            **{**redis_options(url, network or NetworkSettings()), "socket_timeout": socket_timeout,
-               "socket_connect_timeout": socket_timeout},
-        )
+        client = redis_client(url, network, timeout=socket_timeout)
         return cls(client, ttl_seconds=ttl_seconds, **options)
 
     def __repr__(self) -> str:
@@ -110,7 +101,7 @@ class EmbeddingCache:
         keys = [cache_key(model, dimensions, text, prefix=self.prefix) for text in texts]
         try:
             values = self.client.mget(keys)
-        except _REDIS_ERRORS as exc:
+        except REDIS_ERRORS as exc:
             self._failed(exc)
             return [None] * len(texts)
         return [self._decode(value, dimensions) for value in values]
@@ -128,7 +119,7 @@ class EmbeddingCache:
                     ex=self.ttl_seconds,
                 )
             pipe.execute()
-        except _REDIS_ERRORS as exc:
+        except REDIS_ERRORS as exc:
             self._failed(exc)
 
     def close(self) -> None:
