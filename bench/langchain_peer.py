@@ -18,10 +18,10 @@ import sqlalchemy as sa
 from langchain_core.documents import Document
 
 from store.adapters.langchain import VectorsyncEmbeddings
+from store.connect.postgres import engine_url
 from store.embeddings import Embeddings
 from store.errors import ConfigError
 from store.settings import Settings
-from store.state.sql import engine_url
 from store.vectors.pgvector.table import _prepare_build
 from worker.chunking import Chunker
 

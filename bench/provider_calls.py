@@ -28,9 +28,9 @@ import sqlalchemy as sa
 
 from bench.report import Row, print_table
 from producer.client import Producer
+from store.connect.postgres import engine_url
 from store.settings import Settings, load_settings
 from store.state.ledger import RunStatus
-from store.state.sql import engine_url
 from tests.fake_openai import FakeOpenAI
 from tests.services import embedded_postgres, redis_server
 from tests.workers import CrmTable, celery_worker, expected_chunks, settings_toml

@@ -26,9 +26,9 @@ import sqlalchemy as sa
 from celery import Celery
 
 from store.broker.config import celery_config
+from store.connect.postgres import engine_url
 from store.contract import BULK_QUEUE, LIVE_QUEUE
 from store.settings import Settings, load_settings
-from store.state.sql import engine_url
 
 __all__ = [
     "METRICS_FOLDER_ENV",

@@ -23,8 +23,8 @@ from celery import Task
 from celery.exceptions import Reject
 from kombu.exceptions import OperationalError
 
+from store.connect.redis import REDIS_ERRORS
 from store.errors import BrokerUnavailable
-from store.settings.network import REDIS_ERRORS
 
 __all__ = ["BROKER_ERRORS", "RedeliveredTask", "delivered_again_if_unsent", "send"]
 

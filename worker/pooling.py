@@ -41,10 +41,10 @@ from typing import Any
 
 import redis
 
+from store.connect.redis import redis_client
 from store.contract import POOL_KEY_PREFIX, REDIS_SCHEMES
 from store.errors import StoreUnavailable
 from store.settings import NetworkSettings
-from store.settings.network import redis_client
 
 __all__ = ["DEFAULT_TTL_SECONDS", "LeftoverPool", "RunPool"]
 

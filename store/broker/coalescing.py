@@ -13,9 +13,9 @@ import logging
 
 import redis
 
+from store.connect.redis import redis_client
 from store.contract import REDIS_SCHEMES, pending_key
 from store.settings import NetworkSettings
-from store.settings.network import redis_client
 
 __all__ = ["Coalescer"]
 

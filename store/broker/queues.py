@@ -80,7 +80,7 @@ def _age(headers: Mapping[str, Any] | None, now: float) -> float | None:
 
 
 def _redis(url: str, queues: Sequence[str]) -> list[tuple[int, float | None]]:
-    from store.settings.network import redis_client
+    from store.connect.redis import redis_client
 
     client = redis_client(url, timeout=2)
     try:

@@ -18,10 +18,10 @@ import time
 
 import redis
 
+from store.connect.redis import redis_client
 from store.contract import REDIS_SCHEMES
 from store.errors import StoreUnavailable
 from store.settings import NetworkSettings
-from store.settings.network import redis_client
 from store.settings.urls import redact_url
 
 __all__ = ["CLOCK_KEY", "DocumentClock"]

@@ -30,9 +30,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from store.connect.redis import REDIS_ERRORS, redis_client
 from store.contract import RATE_LIMIT_KEY_PREFIX, REDIS_SCHEMES
 from store.settings import ModelSettings, NetworkSettings
-from store.settings.network import REDIS_ERRORS, redis_client
 from store.settings.urls import without_credentials
 
 __all__ = [

@@ -11,9 +11,9 @@ import sqlalchemy as sa
 import store.capture.sql as sql
 from store.capture.sql import Target
 from store.capture.target import outbox_schema, read_target
+from store.connect.postgres import advisory_lock, make_engine, safe_url, transaction
 from store.errors import ConfigError
 from store.settings import NetworkSettings, SourceSettings
-from store.state.sql import advisory_lock, make_engine, safe_url, transaction
 
 __all__ = ["Change", "Installation", "Outbox", "Pending"]
 
@@ -100,7 +100,7 @@ class Outbox:
                     f"{exc.orig}. Have the table's owner run what `vectorsync capture sql {target.collection}"
                     f"{'' if 'create' in action else ' --remove'}` prints, or connect as that owner"
                 ) from None
-            from store.state.sql import translate
+            from store.connect.postgres import translate
 
             raise translate(exc, f"source database {self.safe_url}") from exc
 

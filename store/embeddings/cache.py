@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from store.connect.redis import REDIS_ERRORS, redis_client
 from store.contract import CACHE_KEY_PREFIX
 from store.settings import NetworkSettings
-from store.settings.network import REDIS_ERRORS, redis_client
 
 __all__ = [
     "DEFAULT_KEY_PREFIX",

@@ -7,8 +7,7 @@ partition: packets dropped, no refusal) is noticed in seconds, not after the sys
   transaction and the advisory locks it holds, instead of keeping them until its own keepalive (two hours
   by default) while the client's retry waits on them.
 - Redis (redis-py, also under kombu): TCP keepalive with these intervals, TCP_USER_TIMEOUT, the connect
-  timeout and the health check (``redis_options``); ``redis_client`` makes every client of ours with them,
-  and ``REDIS_ERRORS`` is what such a client raises when its server is down or silent.
+  timeout and the health check (``redis_options``; ``store.connect.redis`` makes every client with them).
 - AMQP (py-amqp): the same TCP options as ``socket_settings`` (``tcp_options``).
 """
 
@@ -18,16 +17,9 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
-from redis.exceptions import RedisError
-
 from store.settings import NetworkSettings
 
-__all__ = ["REDIS_ERRORS", "SERVER_SETTINGS", "libpq_parameters", "redis_client", "redis_options",
-           "server_settings", "tcp_options"]
-
-#: What a Redis client raises when its server is down, restarting or silent: redis-py's errors, and the
-#: socket's own (OSError) where redis-py lets them through.
-REDIS_ERRORS: tuple[type[Exception], ...] = (RedisError, OSError)
+__all__ = ["SERVER_SETTINGS", "libpq_parameters", "redis_options", "server_settings", "tcp_options"]
 
 #: The server's setting for each libpq parameter of the client's end, all settable by any session.
 SERVER_SETTINGS = {"keepalives_idle": "tcp_keepalives_idle", "keepalives_interval": "tcp_keepalives_interval",
@@ -73,18 +65,3 @@ def redis_options(url: str, network: NetworkSettings) -> dict[str, Any]:
             "socket_connect_timeout": network.connect_timeout,
             "health_check_interval": network.health_check_interval}
 
-
-def redis_client(url: str, network: NetworkSettings | None = None, *, timeout: float | None,
-                 connect_timeout: float | None = None) -> Any:
-    """The redis-py client of every part of ours that keeps one (cache, rate limits, coalescing, versions,
-    leftover pool, queue depths): ``redis_options`` for ``network``, ``timeout`` seconds per command (None:
-    none, the health check and TCP_USER_TIMEOUT bound a silent peer), ``connect_timeout`` to connect (default
-    ``timeout``, else the network's), and no retry of a timed-out command: its caller decides."""
-    import redis
-
-    options = redis_options(url, network or NetworkSettings())
-    if timeout is not None:
-        options["socket_timeout"] = timeout
-    if connect_timeout is not None or timeout is not None:
-        options["socket_connect_timeout"] = connect_timeout if connect_timeout is not None else timeout
-    return redis.Redis.from_url(url, retry_on_timeout=False, **options)

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
+from store.connect.postgres import advisory_lock, make_engine, safe_url, transaction
 from store.errors import ConfigError, SchemaTooNew
 from store.state import migrations
-from store.state.sql import advisory_lock, make_engine, safe_url, transaction
 
 if TYPE_CHECKING:
     from store.settings import NetworkSettings, Settings

@@ -12,8 +12,8 @@ from typing import Any
 import sqlalchemy as sa
 from psycopg import sql
 
+from store.connect.postgres import engine_url
 from store.state.migrations import VERSION_TABLE
-from store.state.sql import engine_url
 
 __all__ = ["FIXTURES", "catalog", "fresh_database", "load_schema", "stamp"]
 

@@ -11,9 +11,9 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
+from store.connect.postgres import engine_url
 from store.state import migrations, tables
 from store.state.database import StateDatabase
-from store.state.sql import engine_url
 from tests.integration.state_db import catalog, fresh_database, load_schema
 
 

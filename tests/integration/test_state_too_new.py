@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from store.connect.postgres import safe_url
 from store.errors import ConfigError, SchemaTooNew
 from store.settings import Settings
 from store.state import migrations
 from store.state.database import StateDatabase
 from store.state.generations.postgres import PostgresGenerations
 from store.state.ledger.postgres import PostgresLedger
-from store.state.sql import safe_url
 from tests.integration.state_db import execute, fresh_database, load_schema, stamp
 from tests.workers import ROOT, process_env, run_cli, worker_sections
 from worker.celery import start_state

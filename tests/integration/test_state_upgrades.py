@@ -10,11 +10,11 @@ from datetime import UTC, datetime
 import pytest
 import sqlalchemy as sa
 
+from store.connect.postgres import advisory_lock, engine_url, safe_url
 from store.state import migrations
 from store.state.database import STATE_LOCK, StateDatabase, Upgrade
 from store.state.ledger import LedgerEntry, RunStatus
 from store.state.ledger.postgres import PostgresLedger
-from store.state.sql import advisory_lock, engine_url, safe_url
 from tests.integration.state_db import execute, fresh_database, load_schema
 
 WHEN = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)

@@ -27,9 +27,9 @@ import pytest
 import sqlalchemy as sa
 
 from producer.client import Producer
+from store.connect.postgres import engine_url
 from store.settings import Settings, load_settings
 from store.state.ledger.postgres import PostgresLedger
-from store.state.sql import engine_url
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
 from tests.services import free_port, redis_answers, redis_server_binary

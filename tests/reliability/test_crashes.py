@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from kombu.exceptions import OperationalError
 
 from producer.client import Producer
-from store.state.sql import engine_url
+from store.connect.postgres import engine_url
 from tests.reliability.conftest import Rig, kill_tree, restart_postgres
 from tests.workers import note, pool_processes, run_cli, wait_for
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from store.state.sql import engine_url
+from store.connect.postgres import engine_url
 from tests.reliability.conftest import Rig, make_rig
 from tests.reliability.network import NETWORK, Namespace, namespace
 from tests.services import embedded_postgres

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from store import ConfigError
+from store.connect.postgres import safe_url
 from store.embeddings.providers.openai import OpenAIProvider
 from store.settings import ModelSettings, Settings, load_settings
 from store.settings.urls import without_credentials
-from store.state.sql import safe_url
 from tests.fake_openai import FakeOpenAI
 from worker.flower import login_problem
 

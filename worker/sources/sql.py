@@ -14,10 +14,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from store.connect.postgres import make_engine, safe_url, transaction
 from store.errors import ConfigError, StoreUnavailable
 from store.settings import NetworkSettings
 from store.settings.templates import template_fields
-from store.state.sql import make_engine, safe_url, transaction
 from worker.sources.base import SourceRecord
 
 __all__ = ["SqlSource", "json_value"]

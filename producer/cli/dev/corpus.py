@@ -148,7 +148,7 @@ def load_corpus(url: str) -> dict[str, int]:
     """
     import sqlalchemy as sa
 
-    from store.state.sql import engine_url
+    from store.connect.postgres import engine_url
 
     metadata = sa.MetaData()
     topics = sa.Table(

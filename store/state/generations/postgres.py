@@ -15,10 +15,10 @@ from dataclasses import replace
 
 import sqlalchemy as sa
 
+from store.connect.postgres import advisory_lock
 from store.errors import ConfigError
 from store.state.database import StateDatabase
 from store.state.generations.base import Alias, Generation, building_error, live_error, now
-from store.state.sql import advisory_lock
 from store.state.tables import aliases, generations
 
 __all__ = ["PostgresGenerations"]

@@ -23,8 +23,8 @@ from pgvector.sqlalchemy import HALFVEC, VECTOR
 from psycopg import sql
 from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP
 
+from store.connect.postgres import advisory_lock
 from store.errors import ConfigError
-from store.state.sql import advisory_lock
 from store.vectors.base import Metric
 from store.vectors.keyword import Analyzer
 from store.vectors.pgvector.keywords import backfill, stats_table

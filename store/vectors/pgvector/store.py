@@ -12,8 +12,8 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 
 import store.vectors.pgvector.segments as segments
+from store.connect.postgres import advisory_lock, make_engine, safe_url, transaction
 from store.settings import NetworkSettings, Settings, VectorSettings, default
-from store.state.sql import advisory_lock, make_engine, safe_url, transaction
 from store.vectors.base import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
 from store.vectors.keyword import analyzer
 from store.vectors.pgvector.keywords import stats_table

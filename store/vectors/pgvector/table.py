@@ -18,8 +18,8 @@ from psycopg import sql
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 import store.vectors.pgvector.segments as segments
+from store.connect.postgres import advisory_lock
 from store.errors import StoreError
-from store.state.sql import advisory_lock
 from store.vectors.base import Collection
 from store.vectors.filters import Filter
 from store.vectors.indexed import IndexedFields

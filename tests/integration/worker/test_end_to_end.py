@@ -22,11 +22,11 @@ from celery import Celery
 
 from producer.client import Producer
 from store.broker.config import celery_config
+from store.connect.postgres import engine_url
 from store.contract import INDEX_RECORD, LIVE_QUEUE
 from store.settings import Settings, load_settings
 from store.state.ledger import RunStatus
 from store.state.ledger.postgres import PostgresLedger
-from store.state.sql import engine_url
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
 from tests.services import free_port

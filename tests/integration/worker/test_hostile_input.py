@@ -9,7 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from store import ConfigError, Filter, StoreError, StoreUnavailable, VectorRecord
-from store.state.sql import engine_url
+from store.connect.postgres import engine_url
 from store.vectors.backends import memory_store
 from tests.backends import unique_name
 from tests.unit.worker.test_hostile_input import make_indexer

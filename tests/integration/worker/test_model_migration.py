@@ -22,9 +22,9 @@ import sqlalchemy as sa
 from producer.client import Producer
 from store import query
 from store.client import use_client
+from store.connect.postgres import engine_url
 from store.settings import load_settings
 from store.state.generations.postgres import PostgresGenerations
-from store.state.sql import engine_url
 from tests.backends import unique_name
 from tests.workers import (
     CrmTable,

@@ -8,8 +8,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from store.connect.postgres import engine_url
 from store.state.ledger.postgres import PostgresLedger
-from store.state.sql import engine_url
 from tests.reliability.chaos.system import PUSHED, SQL, System
 from tests.workers import OUTBOX, expected_chunks, stored_chunks
 

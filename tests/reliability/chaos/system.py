@@ -22,8 +22,8 @@ from pathlib import Path
 import psutil
 import sqlalchemy as sa
 
+from store.connect.postgres import engine_url
 from store.settings import Settings, load_settings
-from store.state.sql import engine_url
 from tests.fake_openai import FakeOpenAI
 from tests.reliability.conftest import Redis, kill_tree, restart_postgres, settings_text
 from tests.reliability.network import NETWORK, Namespace, namespace, unusable

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from store.connect.postgres import engine_url
 from store.settings import load_settings
-from store.state.sql import engine_url
 from tests.backends import unique_name
 from tests.workers import pushed_collection, run_cli, store_records
 

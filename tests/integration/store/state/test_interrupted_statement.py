@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 from celery.exceptions import SoftTimeLimitExceeded
 
-from store.state.sql import make_engine, transaction
+from store.connect.postgres import make_engine, transaction
 
 
 @pytest.fixture
