@@ -28,6 +28,7 @@ from store.state.ledger.base import (
     one_run,
     unknown_run,
 )
+from store.state.ledger.rules import status_when_counted
 
 __all__ = ["MemoryLedger"]
 
@@ -173,12 +174,11 @@ class MemoryLedger:
         return run
 
     def _finish_if_complete(self, run: _Run) -> RunProgress:
-        complete = run.batches is not None and len(run.counted) >= run.batches
-        if run.progress.status == RunStatus.RUNNING and complete:
-            if run.deferred_index:
-                run.progress = replace(run.progress, status=RunStatus.INDEXING)
-            else:
-                run.progress = replace(run.progress, status=RunStatus.DONE, finished_at=now())
+        moved = status_when_counted(run.progress.status, expected=run.batches, counted=len(run.counted),
+                                    deferred=run.deferred_index)
+        if moved is not None:
+            run.progress = replace(run.progress, status=moved,
+                                   finished_at=now() if moved.ended else run.progress.finished_at)
         return self.run(run.progress.run_id)
 
     def defer_index(self, run_id: str) -> None:

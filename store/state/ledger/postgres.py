@@ -37,6 +37,7 @@ from store.state.ledger.base import (
     one_run,
     unknown_run,
 )
+from store.state.ledger.rules import status_when_counted
 from store.state.tables import failures, ledger, run_batches, runs
 from store.vectors.records import escape_unstorable
 
@@ -227,10 +228,11 @@ class PostgresLedger:
         if row is None:
             raise ConfigError(unknown_run(run_id))
         status, expected, deferred = row
-        if status == RunStatus.RUNNING and expected is not None and batches is not None and batches[0] >= expected:
-            ended = {"status": RunStatus.INDEXING.value} if deferred else \
-                {"status": RunStatus.DONE.value, "finished_at": now()}
-            conn.execute(sa.update(runs).where(runs.c.run_id == run_id).values(**ended))
+        moved = status_when_counted(RunStatus(status), expected=expected, counted=batches[0] if batches else 0,
+                                    deferred=bool(deferred))
+        if moved is not None:
+            ended = {"finished_at": now()} if moved.ended else {}
+            conn.execute(sa.update(runs).where(runs.c.run_id == run_id).values(status=moved.value, **ended))
         return self._run(conn, run_id)
 
     def defer_index(self, run_id: str) -> None:
