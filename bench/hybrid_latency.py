@@ -16,7 +16,7 @@ from collections import Counter
 import numpy as np
 
 from bench.embedding_cache import DiskEmbeddings
-from bench.labelled_sets import LabelledSet
+from bench.labelled_sets import LabelledSet, chunked
 from bench.report import Row
 from store.evaluation import percentile
 from store.vectors import SearchMode, VectorRecord, VectorStore
@@ -52,7 +52,6 @@ def latency_rows(store: VectorStore, labelled: LabelledSet, embeddings: DiskEmbe
     """Vector and hybrid p50/p95 over ``total`` chunks; the target: hybrid p95 <= 2x vector p95."""
     import time
 
-    from bench.quality import chunked
     from bench.search_settings import weighted
 
     chunks = chunked(labelled)

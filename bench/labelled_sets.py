@@ -162,3 +162,12 @@ def git_options(doc: Path) -> LabelledSet:
             relevant.setdefault(query, []).append(record)
     queries = [EvalQuery(query, tuple(ids)) for query, ids in relevant.items()]
     return LabelledSet("git options", records, queries)
+
+
+def chunked(labelled: LabelledSet, max_tokens: int = 512, overlap: int = 64) -> list[tuple[str, str, str, int]]:
+    """(chunk id, text, record id, chunk number) of every record, as the worker's chunker cuts them."""
+    from worker.chunking import Chunker
+
+    chunker = Chunker(max_tokens=max_tokens, overlap=overlap)
+    return [(f"{rid}:{n}", chunk.text, rid, n) for rid, text in labelled.records.items()
+            for n, chunk in enumerate(chunker.split(text))]

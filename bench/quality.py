@@ -49,7 +49,7 @@ from dataclasses import dataclass, replace
 
 from bench.debian_docs import unpacked, work_dir
 from bench.embedding_cache import DIMENSIONS, DiskEmbeddings
-from bench.labelled_sets import LabelledSet, debian_faq, git_faq, git_options
+from bench.labelled_sets import LabelledSet, chunked, debian_faq, git_faq, git_options
 from bench.report import Row, print_table
 from store.evaluation import ModeReport, evaluate
 from store.vectors import VectorRecord, VectorStore
@@ -89,15 +89,6 @@ def choose(reports: dict[str, dict[str, ModeReport]]) -> tuple[Variant, dict[str
                 for name, r in reports.items()}
     best = max(HYBRIDS, key=lambda v: (min(margins(v).values()), sum(margins(v).values())))
     return best, margins(best)
-
-
-def chunked(labelled: LabelledSet, max_tokens: int = 512, overlap: int = 64) -> list[tuple[str, str, str, int]]:
-    """(chunk id, text, record id, chunk number) of every record, as the worker's chunker cuts them."""
-    from worker.chunking import Chunker
-
-    chunker = Chunker(max_tokens=max_tokens, overlap=overlap)
-    return [(f"{rid}:{n}", chunk.text, rid, n) for rid, text in labelled.records.items()
-            for n, chunk in enumerate(chunker.split(text))]
 
 
 def load(store: VectorStore, name: str, chunks: list[tuple[str, str, str, int]], embeddings: DiskEmbeddings) -> int:
