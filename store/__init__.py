@@ -16,6 +16,7 @@ from store.errors import (
     VectorsyncError,
 )
 from store.settings import Settings, load_settings
+from store.vectors.backends import memory_store, open_store
 from store.vectors.base import Collection, VectorStore
 from store.vectors.filters import Filter
 from store.vectors.records import VectorMatch, VectorRecord
@@ -38,4 +39,6 @@ __all__ = [
     "VectorStore",
     "VectorsyncError",
     "load_settings",
+    "memory_store",
+    "open_store",
 ]
