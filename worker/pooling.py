@@ -41,9 +41,8 @@ from typing import Any
 
 import redis
 
-from store.connect.redis import redis_client
+from store.connect.redis import redis_client, unavailable
 from store.contract import POOL_KEY_PREFIX, REDIS_SCHEMES
-from store.errors import StoreUnavailable
 from store.settings import NetworkSettings
 
 __all__ = ["DEFAULT_TTL_SECONDS", "LeftoverPool", "RunPool"]
@@ -201,10 +200,8 @@ class LeftoverPool:
         self.client.close()
 
     def _call(self, function: Any, *args: Any) -> Any:
-        try:
+        with unavailable("the leftover pool's Redis failed"):
             return function(*args)
-        except redis.RedisError as exc:
-            raise StoreUnavailable(f"the leftover pool's Redis failed: {exc}") from exc
 
 
 def _text(value: object) -> str:

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import logging
 
-import redis
-
-from store.connect.redis import redis_client
+from store.connect.redis import REDIS_ERRORS, redis_client
 from store.contract import REDIS_SCHEMES, pending_key
 from store.settings import NetworkSettings
 
@@ -40,7 +38,7 @@ class Coalescer:
             return True
         try:
             return bool(self.client.set(pending_key(collection, record_id), 1, nx=True, ex=self.ttl))
-        except redis.RedisError as exc:
+        except REDIS_ERRORS as exc:
             log.warning("coalescing off, Redis failed: %s", exc)
             return True
 
@@ -50,7 +48,7 @@ class Coalescer:
             return
         try:
             self.client.delete(pending_key(collection, record_id))
-        except redis.RedisError as exc:
+        except REDIS_ERRORS as exc:
             log.warning("could not clear the queued mark of %s/%s: %s", collection, record_id, exc)
 
     def close(self) -> None:

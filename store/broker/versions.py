@@ -18,9 +18,8 @@ import time
 
 import redis
 
-from store.connect.redis import redis_client
+from store.connect.redis import redis_client, unavailable
 from store.contract import REDIS_SCHEMES
-from store.errors import StoreUnavailable
 from store.settings import NetworkSettings
 from store.settings.urls import redact_url
 
@@ -66,12 +65,9 @@ class DocumentClock:
             with self._lock:
                 self._last = max(time.time_ns(), self._last + 1)
                 return self._last
-        try:
+        with unavailable(f"the clock of pushed documents in Redis ({redact_url(self.url or '')}) cannot be read",
+                         "send the document again once Redis answers"):
             return int(self._script(keys=[CLOCK_KEY])) * 1000
-        except redis.RedisError as exc:
-            where = redact_url(self.url or "")
-            raise StoreUnavailable(f"the clock of pushed documents in Redis ({where}) cannot be read: {exc}; "
-                                   "send the document again once Redis answers") from exc
 
     def close(self) -> None:
         if self.client is not None:

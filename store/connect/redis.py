@@ -3,14 +3,17 @@ leftover pool and the queue-depth probe (kombu makes the broker's own, from ``st
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from redis.exceptions import RedisError
 
+from store.errors import StoreUnavailable
 from store.settings import NetworkSettings
 from store.settings.network import redis_options
 
-__all__ = ["REDIS_ERRORS", "redis_client"]
+__all__ = ["REDIS_ERRORS", "redis_client", "unavailable"]
 
 #: What a Redis client raises when its server is down, restarting or silent: redis-py's errors, and the
 #: socket's own (OSError) where redis-py lets them through.
@@ -30,3 +33,13 @@ def redis_client(url: str, network: NetworkSettings | None = None, *, timeout: f
     if connect_timeout is not None or timeout is not None:
         options["socket_connect_timeout"] = connect_timeout if connect_timeout is not None else timeout
     return redis.Redis.from_url(url, retry_on_timeout=False, **options)
+
+
+@contextmanager
+def unavailable(what: str, fix: str = "") -> Iterator[None]:
+    """Where a Redis that is down or silent must stop the caller (not degrade it, as the cache does): what it
+    raises becomes StoreUnavailable, "``what``: the error; ``fix``", which tasks retry and the CLI shows."""
+    try:
+        yield
+    except REDIS_ERRORS as exc:
+        raise StoreUnavailable(f"{what}: {exc}" + (f"; {fix}" if fix else "")) from exc
