@@ -183,12 +183,12 @@ def queue(settings: Settings | Mapping[str, Any] | None = None) -> Iterator[Task
     previous_context = use_context(tasks.context)
     previous_client = use_client(tasks.client)
     previous_send = vars(app).get("send_task")
-    app.send_task = tasks.send_task  # type: ignore[method-assign]  # what the tasks' apply_async calls
+    app.send_task = tasks.send_task  # what the tasks' apply_async calls
     try:
         yield tasks
     finally:
         if previous_send is not None:
-            app.send_task = previous_send  # type: ignore[method-assign]
+            app.send_task = previous_send
         else:
             del app.send_task
         use_client(previous_client)

@@ -83,7 +83,7 @@ class Client:
     def _part(self, name: str, build: Callable[[], T]) -> T:
         part = self._parts.get(name)
         if part is not None:
-            return part  # type: ignore[no-any-return]
+            return part
         with self._lock:
             if self._closed:
                 raise VectorsyncError(f"this Client is closed: its {name} is gone; build another client "
@@ -92,7 +92,7 @@ class Client:
         with lock:
             if self._parts.get(name) is None:
                 self._parts[name] = build()
-            return self._parts[name]  # type: ignore[no-any-return]
+            return self._parts[name]
 
     @property
     def embeddings(self) -> Embeddings:
@@ -262,7 +262,7 @@ class _Deferred:
         self._build = build
 
     def embed(self, text: str) -> Sequence[float]:
-        return self._build().embed(text)  # type: ignore[no-any-return]
+        return self._build().embed(text)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._build(), name)

@@ -45,7 +45,7 @@ def send(task: Task, *, args: tuple[Any, ...], kwargs: dict[str, Any] | None = N
         raise BrokerUnavailable(f"the broker did not take {task.name}: {type(exc).__name__}: {exc}") from exc
 
 
-class RedeliveredTask(Task):  # type: ignore[misc]
+class RedeliveredTask(Task):
     """Every vectorsync task: a retry the broker cannot take delivers the message again (module docstring)."""
 
     def retry(self, *args: Any, **kwargs: Any) -> Any:

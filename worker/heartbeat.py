@@ -29,7 +29,7 @@ HEARTBEAT_RETRY_POLICY: dict[str, Any] = {"max_retries": 1, "interval_start": 0,
                                           "interval_max": 1}
 
 
-class BoundedHeart(heartbeat.Heart):  # type: ignore[misc]
+class BoundedHeart(heartbeat.Heart):
     """Celery's heartbeat timer, its publish bounded by ``HEARTBEAT_RETRY_POLICY`` (module docstring)."""
 
     def __init__(self, timer: Any, eventer: Any, interval: float | None = None) -> None:
@@ -58,7 +58,7 @@ class BoundedHeart(heartbeat.Heart):  # type: ignore[misc]
         return sent
 
 
-class BoundedHeartStep(CeleryHeartStep):  # type: ignore[misc]
+class BoundedHeartStep(CeleryHeartStep):
     """The consumer's heartbeat step, starting a ``BoundedHeart``. The consumer restarts its steps when its
     connection comes back; whether the beats were failing carries over, so the recovery is logged once."""
 
@@ -80,10 +80,10 @@ class BoundedHeartStep(CeleryHeartStep):  # type: ignore[misc]
 _CELERY_STEP = "celery.worker.consumer.heart:Heart"
 
 
-class Consumer(CeleryConsumer):  # type: ignore[misc]
+class Consumer(CeleryConsumer):
     """Celery's consumer, with ``BoundedHeartStep`` in place of its heartbeat step."""
 
-    class Blueprint(CeleryConsumer.Blueprint):  # type: ignore[misc]
+    class Blueprint(CeleryConsumer.Blueprint):
         default_steps = [f"{__name__}:BoundedHeartStep" if step == _CELERY_STEP else step
                          for step in CeleryConsumer.Blueprint.default_steps]
 

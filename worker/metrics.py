@@ -124,11 +124,11 @@ def serve(port: int, *, app: Celery, broker_url: str, queues: tuple[str, ...],
 
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry)
-    registry.register(QueueGauges(app, broker_url, queues))  # type: ignore[arg-type]
+    registry.register(QueueGauges(app, broker_url, queues))
     if capture is not None:
-        registry.register(CaptureLag(capture))  # type: ignore[arg-type]
+        registry.register(CaptureLag(capture))
     if open_ledger is not None:
-        registry.register(LedgerGauges(open_ledger))  # type: ignore[arg-type]
+        registry.register(LedgerGauges(open_ledger))
     server, _thread = start_http_server(port, registry=registry)
     return server
 

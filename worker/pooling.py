@@ -171,7 +171,7 @@ class LeftoverPool:
         if pending:
             key = self.keys(run_id, "")[0]
             pipe = self.client.pipeline()
-            pipe.hset(key, mapping={k: int(v) for k, v in pending.items()})  # type: ignore[arg-type]
+            pipe.hset(key, mapping={k: int(v) for k, v in pending.items()})
             pipe.expire(key, self.ttl)
             self._call(pipe.execute)
 

@@ -83,7 +83,7 @@ def _follow_bar(producer: Any, run_id: str, deadline: float | None, watch: _Watc
             bar.update(task, total=run.total, completed=run.processed, rate=f"{rate:,.0f} rec/s", failed=run.failed,
                        description="building the vector index" if run.status == RunStatus.INDEXING else "indexing")
             if run.status.ended:
-                return run  # type: ignore[no-any-return]
+                return run
             _give_up(run_id, deadline)
             watch.check()
             time.sleep(POLL_SECONDS)
@@ -99,7 +99,7 @@ def _follow_plain(producer: Any, run_id: str, deadline: float | None, watch: _Wa
             print(line, flush=True)
             last_line, last_time = line, time.monotonic()
         if run.status.ended:
-            return run  # type: ignore[no-any-return]
+            return run
         _give_up(run_id, deadline)
         watch.check()
         time.sleep(POLL_SECONDS)

@@ -40,7 +40,7 @@ def unrecorded(host: str, port: int, db: int = 0) -> int:
         return len(_UNRECORDED.get(broker_key({"host": host, "port": port, "db": db}), ()))
 
 
-class QoS(redis.QoS):  # type: ignore[misc]
+class QoS(redis.QoS):
     """kombu's QoS, keeping a message it could not record as unacknowledged (module docstring), and taking a
     late ack or reject of a closed channel's message as the connection error it is."""
 
@@ -79,7 +79,7 @@ class QoS(redis.QoS):  # type: ignore[misc]
             raise
 
 
-class Channel(redis.Channel):  # type: ignore[misc]
+class Channel(redis.Channel):
     """kombu's Redis channel, pushing back what its QoS could not record before it waits for more."""
 
     QoS = QoS
@@ -110,7 +110,7 @@ class Channel(redis.Channel):  # type: ignore[misc]
         log.warning("pushed %d message(s) back to their queues that the broker took as it went away", len(waiting))
 
 
-class Transport(redis.Transport):  # type: ignore[misc]
+class Transport(redis.Transport):
     """kombu's Redis transport with ``Channel``."""
 
     Channel = Channel

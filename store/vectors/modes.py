@@ -17,6 +17,6 @@ SEARCH_MODES: tuple[SearchMode, ...] = get_args(SearchMode)
 def check_mode(mode: object) -> SearchMode:
     """``mode`` when it is one of ``SEARCH_MODES``, else a ConfigError naming it and the choices."""
     if isinstance(mode, str) and mode in SEARCH_MODES:
-        return mode  # type: ignore[return-value]
+        return mode
     raise ConfigError(f"search mode {mode!r} is not allowed: use one of {', '.join(SEARCH_MODES)} "
                       "(or None for the collection's collections.NAME.search.mode)")

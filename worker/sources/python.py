@@ -32,7 +32,7 @@ def load_callable(spec: str) -> Loader:
         raise ConfigError(f"source.loader {spec!r} cannot be loaded: {exc}") from None
     if not callable(found):
         raise ConfigError(f"source.loader {spec!r} is not a function")
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def _record(item: Mapping[str, Any], spec: str) -> SourceRecord:

@@ -315,7 +315,7 @@ def _wait_for_workers(dev: _Dev, producer: Any, count: int) -> list[str]:
 
     names = wait_until(answered, timeout=WORKER_START_SECONDS, every=0.5, alive=alive)
     if names:
-        return names  # type: ignore[no-any-return]
+        return names
     failed = next((s for s in dev.workers if not s.running()), dev.workers[0])
     raise DevServiceError(f"worker {failed.name} did not start; the end of {failed.log}:\n{tail(failed.log)}")
 

@@ -23,7 +23,7 @@ from store.state.tables import aliases, generations
 
 __all__ = ["PostgresGenerations"]
 
-def _generation(row: sa.Row) -> Generation:  # type: ignore[type-arg]
+def _generation(row: sa.Row) -> Generation:
     return Generation(row.collection, row.number, tuple(row.chain), row.models, row.dimensions, row.run_id,
                       row.created_at)
 

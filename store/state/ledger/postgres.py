@@ -44,7 +44,7 @@ from store.vectors.records import escape_unstorable
 __all__ = ["PostgresLedger"]
 
 
-def _entry(row: sa.Row) -> LedgerEntry:  # type: ignore[type-arg]
+def _entry(row: sa.Row) -> LedgerEntry:
     return LedgerEntry(row.record_id, row.content_hash, row.model, row.chunks, row.version, row.stamp)
 
 

@@ -95,7 +95,7 @@ def _eq(field: str, value: object) -> models.FieldCondition:
     """Equality, typed: a number matches ints and floats (1 == 1.0) but never a boolean."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         return models.FieldCondition(key=payload_key(field), range=models.Range(gte=value, lte=value))
-    return models.FieldCondition(key=payload_key(field), match=models.MatchValue(value=value))  # type: ignore[arg-type]
+    return models.FieldCondition(key=payload_key(field), match=models.MatchValue(value=value))
 
 
 def _as_qdrant_filter(condition: models.Condition) -> models.Filter:
