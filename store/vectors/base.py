@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Literal, Protocol
@@ -77,8 +78,7 @@ class Collection:
     def upsert_many(self, records: Iterable[VectorRecord]) -> int:
         """Insert or replace records (the last of a repeated id wins); return how many.
 
-        Every record is validated before anything is written. Raises ConfigError,
-        StoreUnavailable.
+        Every record is validated before anything is written. Raises ConfigError, StoreUnavailable.
         """
         checked = self._validate(records)
         if checked:
@@ -354,7 +354,7 @@ class VectorStore:
         collection = self._ensure(check_collection_name(name))
         collection.limits = self.limits
         collection.required_filter = self.required_filters.get(name, ())
-        collection.search_settings = self.searching(name)
+        collection.search_settings = self.search_settings_of(name)
         collection.declare_indexes(self.indexed.get(name, {}))
         self._collections[name] = collection
         return collection
@@ -375,9 +375,13 @@ class VectorStore:
         if held is not None and held.search_settings != settings:
             self.ensure_collection(name)
 
-    def searching(self, name: str) -> SearchSettings:
+    def search_settings_of(self, name: str) -> SearchSettings:
         """The search settings of collection ``name`` (the defaults unless ``configure_search`` said otherwise)."""
         return self.search_settings.get(name) or SearchSettings()
+
+    def searching(self, name: str) -> SearchSettings:  # its old name, a verb that returned settings: one release
+        warnings.warn("VectorStore.searching is deprecated: use search_settings_of", DeprecationWarning, stacklevel=2)
+        return self.search_settings_of(name)
 
     def drop_collection(self, name: str) -> None:
         """Delete the collection ``name`` and everything in it, if it exists."""

@@ -111,7 +111,7 @@ class PgvectorStore(VectorStore):
 
     def _ensure(self, name: str) -> Collection:
         with self.transaction() as conn:
-            table = self.schema.ensure(conn, name, analyzer(self.searching(name).language))
+            table = self.schema.ensure(conn, name, analyzer(self.search_settings_of(name).language))
         return PgvectorCollection(self, name, table)
 
     def _drop(self, name: str) -> None:

@@ -111,7 +111,7 @@ class QdrantStore(VectorStore):
     # -- hooks ----------------------------------------------------------------------------
 
     def _ensure(self, name: str) -> Collection:
-        terms_by = analyzer(self.searching(name).language)
+        terms_by = analyzer(self.search_settings_of(name).language)
         with translated(self.url, f"open collection {name!r}"):
             if not self._client.collection_exists(name):
                 self._create(name)
@@ -178,7 +178,7 @@ class QdrantStore(VectorStore):
         stay."""
         with translated(self.url, f"empty collection {name!r}"):
             self._client.delete(name, points_selector=models.FilterSelector(filter=models.Filter()), wait=True)
-            pin(self._client, name, analyzer(self.searching(name).language), None)  # the next terms pin anew
+            pin(self._client, name, analyzer(self.search_settings_of(name).language), None)  # the next terms pin anew
         if name in self._collections:
             self._collections[name].avgdl = None  # type: ignore[attr-defined]
 
