@@ -83,8 +83,9 @@ class WorkerContext:
         return self.client.ledger
 
     @property
-    def generations(self) -> Router:
-        """Where a read and a write of each name go, with each generation's store and embeddings."""
+    def router(self) -> Router:
+        """Where a read and a write of each name go, with each generation's store and embeddings (the Client's
+        ``generations`` is the registry; this decides with it)."""
         return self.client.router
 
     def leftovers(self) -> LeftoverPool | None:
@@ -100,14 +101,14 @@ class WorkerContext:
     def indexer(self, name: str) -> Indexer:
         """The Indexer of the generation a read of ``name`` goes to: a collection's live one, or the generation
         ``NAME__gN`` names (a run). Raises ConfigError for a collection that is not configured."""
-        return self._indexer(self.generations.reading(name))
+        return self._indexer(self.router.reading(name))
 
     def started(self, name: str) -> Indexer:
         """The Indexer of ``name`` for a run that starts on it (a reindex, a reconcile sweep). Its collection
         is created again if another process dropped it since this one opened it, as a worker's start would."""
-        generation = self.generations.reading(name)
+        generation = self.router.reading(name)
         indexer = self._indexer(generation)
-        indexer.collection = self.generations.ensure(generation)
+        indexer.collection = self.router.ensure(generation)
         return indexer
 
     def written(self, name: str, ids: Sequence[str], action: Callable[[Indexer], BatchResult], *,
@@ -119,7 +120,7 @@ class WorkerContext:
         its provider down) become its records' failures or retries, so a migration never stops the live index.
         """
         results: dict[str, BatchResult] = {}
-        targets = self.generations.writing(name)
+        targets = self.router.writing(name)
         if alone is not None and len(targets) == 1:
             action = alone
         for number, generation in enumerate(targets):
@@ -156,10 +157,10 @@ class WorkerContext:
             raise ConfigError(f"collection {collection!r} is not configured ({hint}; configured: {known})")
         if collection not in self._sources:
             self._sources[collection] = source_from_settings(collection, config.source, network=self.settings.network)
-        _, embeddings = self.generations.parts(generation)
+        _, embeddings = self.router.parts(generation)
         return Indexer(
             name=generation.physical,
-            collection=self.generations.collection(generation),
+            collection=self.router.collection(generation),
             source=self._sources[collection],
             chunker=Chunker.from_settings(config.chunker),
             embeddings=embeddings if embeddings is not None else self.embeddings,
