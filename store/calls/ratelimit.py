@@ -174,7 +174,7 @@ class RateLimiter:
     def from_url(cls, url: str, *, network: NetworkSettings | None = None, **options: Any) -> RateLimiter:
         """A limiter whose budget is in the Redis at ``url``; connects on first use, with short timeouts (and
         keepalive as ``network`` says)."""
-        return cls(_client(url, network), where=without_credentials(url), **options)
+        return cls(redis_client(url, network, timeout=SOCKET_TIMEOUT), where=without_credentials(url), **options)
 
     def __repr__(self) -> str:
         return (f"<RateLimiter {self.name!r} {self.requests_per_minute} requests/min "
@@ -233,15 +233,11 @@ def rate_limiters(url: str, entries: Sequence[tuple[str, ModelSettings]], *, max
         _warn_once(f"the shared rate limit is off: cache.url ({url.split('://')[0]}://...) is not a Redis; "
                    "set [cache] url to one")
         return {}
-    client = _client(url, network)  # one connection pool for the chain's limiters
+    client = redis_client(url, network, timeout=SOCKET_TIMEOUT)  # one connection pool for the chain's limiters
     return {name: RateLimiter(client, name=name, key=bucket_key(model), max_pause=max_pause,
                               requests_per_minute=model.requests_per_minute,
                               tokens_per_minute=model.tokens_per_minute, where=without_credentials(url))
             for name, model in limited}
-
-
-def _client(url: str, network: NetworkSettings | None) -> Any:
-    return redis_client(url, network, timeout=SOCKET_TIMEOUT)
 
 
 _warned_in: int | None = None

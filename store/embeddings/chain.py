@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Mapping, Sequence
 
 from store.calls import accounting
@@ -38,6 +39,7 @@ __all__ = [
     "FailoverChain",
     "check_entries",
     "resolve_entries",
+    "space_model",
     "vector_space",
 ]
 
@@ -144,6 +146,12 @@ def vector_space(model: ModelSettings, name: str) -> str:
     if model.weights:
         return model.weights
     return f"{name}@{redact_url(model.base_url)}" if model.base_url else name
+
+
+def space_model(space: str) -> str:
+    """The model name in a recorded space (``vector_space``, read back): without an ``@`` base_url or an int8
+    local model's ``+int8``. A space named by ``weights`` comes back as it is."""
+    return re.sub(r"@[a-z][a-z0-9+.-]*://.*$", "", space).split("+")[0]
 
 
 def resolve_entries(settings: Settings) -> list[tuple[str, ModelSettings]]:

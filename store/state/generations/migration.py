@@ -9,9 +9,9 @@ Searches read the live generation throughout, so none finds nothing.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence, Set
 
+from store.embeddings.chain import space_model
 from store.errors import ConfigError
 from store.settings import Settings
 from store.settings.collection_names import check_collection_name
@@ -101,11 +101,6 @@ def _cannot_hold(new: Generation, exc: ConfigError) -> ConfigError:
                        f"{', '.join(new.chain)} ({new.dimensions} dimensions): {exc}")
 
 
-def _model_of(space: str) -> str:
-    """The model name in a recorded space: without an int8 mark or an ``@`` base_url."""
-    return re.sub(r"@[a-z][a-z0-9+.-]*://.*$", "", space).split("+")[0]
-
-
 def _first(settings: Settings, collection: str, embedded: Set[str]) -> Generation:
     """Generation 1 of a collection never migrated: the chain of the models its records were embedded with
     (``embedded``, from the ledger), else the settings' chain. So migrate may run with settings whose chain
@@ -113,7 +108,7 @@ def _first(settings: Settings, collection: str, embedded: Set[str]) -> Generatio
     chain = list(settings.embeddings.chain)
     # A record embedded by a fallback model records "primary,fallback"; an int8 local model "name+int8"; a
     # model at a base_url "name@url"; an entry with weights its weights (store.embeddings.chain.vector_space).
-    names = list(dict.fromkeys(_model_of(space) for models in sorted(embedded) for space in models.split(",")))
+    names = list(dict.fromkeys(space_model(space) for models in sorted(embedded) for space in models.split(",")))
     first = settings.models.get(chain[0]) if chain else None
     if names and (first is None or not {first.model, first.weights} & set(names)):
         by_model = {model.model: name for name, model in sorted(settings.models.items()) if model.task == "embed"}

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from store.embeddings.chain import FailoverChain, check_entries, resolve_entries, vector_space
+from store.embeddings.chain import FailoverChain, check_entries, resolve_entries, space_model, vector_space
 from store.embeddings.providers.fake import hash_embed
 from store.errors import ConfigError, InputError, PermanentError, TransientError
 from store.settings import ModelSettings, Settings
@@ -235,6 +235,13 @@ def test_a_vector_space_is_the_model_at_its_base_url_or_the_weights_named() -> N
     named = ModelSettings(provider="openai", model="e5", dimensions=8, base_url="https://gpu.example/v1",
                           weights="e5-large-v2")
     assert vector_space(named, "e5") == "e5-large-v2"
+
+
+@pytest.mark.parametrize(("space", "model"), [
+    ("text-embedding-3-small", "text-embedding-3-small"), ("e5@https://gpu.example/v1", "e5"),
+    ("all-MiniLM-L6-v2+int8", "all-MiniLM-L6-v2"), ("e5-large-v2", "e5-large-v2")])
+def test_a_recorded_space_reads_back_as_its_model_name(space: str, model: str) -> None:
+    assert space_model(space) == model
 
 
 def test_replicas_in_one_chain_share_the_first_entry_s_space(primary: FakeOpenAI, backup: FakeOpenAI) -> None:
