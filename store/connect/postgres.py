@@ -1,4 +1,4 @@
-"""SQL connection helpers shared by the pgvector backend and the state database."""
+"""SQL connection helpers of every PostgreSQL we talk to: the state database, pgvector, capture and SQL sources."""
 
 from __future__ import annotations
 
