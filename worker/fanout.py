@@ -25,11 +25,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from store.errors import ConfigError
 from store.state.ledger import Ledger, RunProgress
 from worker.pipeline import Indexer
 
-__all__ = ["FanOut", "changed_ids", "count_run", "fan_out"]
+__all__ = ["GONE_PAGE", "FanOut", "changed_ids", "count_run", "drop_gone", "fan_out"]
 
+#: Ledger ids a full reindex re-checks per step when it drops records gone from the source.
+GONE_PAGE = 500
 #: Sends one batch: its ids and its number in the run (0, 1, ...).
 Send = Callable[[list[str], int], None]
 
@@ -114,3 +117,16 @@ def count_run(ledger: Ledger, run_id: str, found: FanOut, *, pooled: bool = Fals
     if pooled and found.batches:
         batches += 1
     return ledger.set_run_total(run_id, total=found.total, batches=batches)
+
+
+def drop_gone(collection: str, indexer: Indexer, known: set[str], seen: set[str], *, allow_empty: bool) -> None:
+    """A full reindex's last step: the records the ledger ``known`` that the fan-out has not ``seen`` are
+    re-checked against the source, then deleted. Refused when the source returned nothing at all."""
+    if not seen and not allow_empty and indexer.collection.count() > 0:
+        raise ConfigError(
+            f"the source of {collection!r} returned no records; a full reindex would empty the collection. "
+            "Check the source, or pass allow_empty (vectorsync reindex --full --allow-empty)"
+        )
+    gone = sorted(known - seen)
+    for start in range(0, len(gone), GONE_PAGE):
+        indexer.index(gone[start:start + GONE_PAGE])

@@ -1,0 +1,56 @@
+"""What a run sends once it is under way: its batches, its pool batch when due, its index build once done."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from store.broker.config import soft_time_limit
+from store.broker.queues import sent_headers
+from store.contract import BUILD_INDEX, BULK_QUEUE, INDEX_BATCH, POOL_BATCH
+from store.state.generations import parse_name
+from store.state.generations.routing import switch_when_built
+from store.state.ledger import RunProgress, RunStatus
+from worker.celery import app
+from worker.delivery import send
+from worker.process import context
+
+__all__ = ["batch_kwargs", "flush_when_due", "run_finished", "send_batch"]
+
+
+def batch_kwargs(run_id: str | None, batch: int | None, carried: dict[str, int] | None,
+                 pooled: bool) -> dict[str, Any]:
+    """The keyword arguments of an ``index_batch`` (its run, its number, what earlier attempts counted)."""
+    kwargs: dict[str, Any] = {"run_id": run_id, "batch": batch, "carried": carried}
+    return kwargs | {"pooled": True} if pooled else kwargs
+
+
+def send_batch(collection: str, ids: list[str], *, run_id: str, batch: int, pooled: bool = False,
+               fresh: bool = False) -> None:
+    """Send batch number ``batch`` of a run to the bulk queue; ``fresh``: the ledger held none of ``ids``."""
+    kwargs = batch_kwargs(run_id, batch, None, pooled) | ({"fresh": True} if fresh else {})
+    send(app.tasks[INDEX_BATCH], args=(collection, ids), kwargs=kwargs, queue=BULK_QUEUE, headers=sent_headers())
+
+
+def flush_when_due(collection: str, progress: RunProgress, *, left: bool = False) -> None:
+    """Send a pooled run's pool batch once every other batch of it is counted (each of those that sees it so
+    sends one: the pool batch takes a second one's claim for nothing, and counts once); and again when a
+    batch ``left`` records in the pool of a run that had ended meanwhile (a redelivered batch, run again
+    after the pool batch), so that they are indexed all the same."""
+    due = progress.status == RunStatus.RUNNING and progress.batches is not None \
+        and progress.counted == progress.batches - 1
+    if due or (left and progress.status != RunStatus.RUNNING):
+        send_batch(collection, [], run_id=progress.run_id, batch=POOL_BATCH, pooled=True)
+
+
+def run_finished(collection: str, progress: RunProgress) -> None:
+    """A run whose records are all in and whose index was deferred gets the index built, as a task of its own
+    with its own time limit; the run says ``indexing`` until then, so ``done`` means searchable at full speed.
+    A migration's run that is done switches its collection to the new generation."""
+    if progress.status == RunStatus.DONE:
+        if parse_name(collection)[1] is not None:  # a generation's run: never switch to one without its index
+            context().indexer(collection).collection.ensure_index()
+        switch_when_built(context().ledger.generations, progress)
+    elif progress.status == RunStatus.INDEXING:
+        limit = context().settings.worker.index_time_limit
+        send(app.tasks[BUILD_INDEX], args=(collection, progress.run_id), queue=BULK_QUEUE, headers=sent_headers(),
+             time_limit=limit, soft_time_limit=soft_time_limit(limit, context().settings))
