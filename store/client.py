@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from store.embeddings import Embeddings
     from store.lifecycle import Collections
     from store.retrieval import Allow, GroundedAnswer, Retrieval
-    from store.retrieval.twins import Matches, Pending
+    from store.retrieval.matches import Matches
+    from store.retrieval.twins import Pending
     from store.state.generations import Generations
     from store.state.generations.routing import Router
     from store.state.ledger import Ledger
@@ -193,7 +194,7 @@ class Client:
         """The ``limit`` best matches for a text or vector ``query`` in ``collection``'s live generation, in search
         ``mode`` (None: the collection's ``search.mode``). ``filter`` is a Filter or its JSON form.
         Raises ConfigError, StoreUnavailable, EmbeddingError."""
-        from store.retrieval.twins import Matches
+        from store.retrieval.matches import Matches
 
         matches = self.open(collection).search(query, filter=as_filter(filter), limit=limit, min_score=min_score,
                                                mode=mode)
@@ -212,7 +213,7 @@ class Client:
                user: str | None = None) -> Matches:
         """The ``top`` matches that best answer ``query``, best first, ``score`` the reranker's (0 to 1). With no
         rerank model configured the search order is kept and nothing is called. Raises ConfigError, ProviderError."""
-        from store.retrieval.twins import Matches
+        from store.retrieval.matches import Matches
 
         return Matches(self.retrieval.rerank(query, matches, top=top, user=user), called="rerank")
 

@@ -23,7 +23,8 @@ from typing import Any
 from store.client import as_filter, default_client
 from store.errors import ConfigError
 from store.retrieval import Allow, GroundedAnswer, Retrieval
-from store.retrieval.twins import Matches, Pending
+from store.retrieval.matches import Matches
+from store.retrieval.twins import Pending
 from store.settings import CollectionSettings, Settings
 from store.state.generations.routing import open_declared
 from store.vectors.backends import open_store

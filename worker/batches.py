@@ -4,16 +4,19 @@ batch leaves its leftovers, and the content hash that decides whether a record c
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from store.errors import ConfigError
+from store.state.ledger import Held
 from store.vectors.records import canonical_json, check_record_id, clean_text
 from worker.chunking import Chunker
 from worker.sources.base import SourceRecord
 
-__all__ = ["BatchResult", "Document", "Leftovers", "Planned", "content_hash", "failure", "storable"]
+__all__ = [
+    "BatchResult", "Document", "Judge", "Leftovers", "Planned", "WriteCheck", "content_hash", "failure", "storable",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,3 +132,16 @@ def content_hash(record: SourceRecord, *, chunker: Chunker, model: str, dimensio
     payload = {"text": clean_text(record.text), "metadata": record.metadata, "chunker": chunker.describe(),
                "model": model, "dimensions": dimensions}
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
+
+
+#: Given the ids being written and their held locks, which embedded records are still to be stored.
+Judge = Callable[[Sequence[str], Held], Callable[[Planned], bool]]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteCheck:
+    """How a write decides, under the records' locks, that what it embedded is still what it should store;
+    ``reads_ledger``: the judge reads the ledger's rows, which then come back with the locks, in one round trip."""
+
+    judge: Judge
+    reads_ledger: bool = False

@@ -20,7 +20,7 @@ from store.vectors.base import Collection
 from store.vectors.filters import Filter
 from store.vectors.indexed import check_indexed
 from store.vectors.records import VectorRecord, check_record_id, clean_text, validate_metadata
-from worker.batches import BatchResult, Document, Leftovers, Planned, content_hash, failure, storable
+from worker.batches import BatchResult, Document, Leftovers, Planned, WriteCheck, content_hash, failure, storable
 from worker.chunking import Chunker
 from worker.metrics import stage
 from worker.sources.base import Source, SourceRecord
@@ -69,7 +69,7 @@ class Indexer:
             ready = self._embed(planned, result) if leftovers is None else self._embed_whole(planned, result,
                                                                                              leftovers)
         with stage("write"):
-            self._swap(ready, result, still_current=self._unchanged_in_source)
+            self._swap(ready, result, check=WriteCheck(self._same_in_source))
         return result
 
     def _load(self, ids: list[str], result: BatchResult, *, fresh: bool = False) -> list[Planned]:
@@ -135,7 +135,7 @@ class Indexer:
                 newest[doc.id] = doc
         records = [SourceRecord(d.id, d.text, dict(d.metadata)) for d in newest.values()]
         planned = self._plan(records, result, versions={d.id: d.version for d in newest.values()})
-        self._swap(self._embed(planned, result), result, still_current=self._newest_push)
+        self._swap(self._embed(planned, result), result, check=WriteCheck(self._newest_push, reads_ledger=True))
         return result
 
     def delete_documents(self, ids: Sequence[str], *, version: int = 0) -> BatchResult:
@@ -172,12 +172,12 @@ class Indexer:
         current = self._fetch(moved, unreadable) if moved else {}
         # A record the source cannot give is stale too: its batch reads it again and records why it fails.
         stale = {i for i in moved if i in unreadable.failed or i not in current
-                 or not self._current(ledger[i], current[i])}
+                 or not self._ledger_holds_record(ledger[i], current[i])}
         return [i for i, _ in stamped if i not in ledger or i in stale]
 
     def stamp_holds(self, known: LedgerEntry, stamp: str) -> bool:
         """Whether the source's ``stamp`` is the one ``known`` was indexed at, by the chain's first model."""
-        return bool(stamp) and known.stamp == stamp and known.model == self.embeddings.model
+        return bool(stamp) and known.stamp == stamp and known.model == self.embeddings.space
 
     def forget_if_lost(self) -> bool:
         """When the collection is empty but the ledger says records are indexed (the collection was dropped,
@@ -206,9 +206,10 @@ class Indexer:
         stale.extend(sorted(self.ledger.record_ids(self.name) - seen))
         return stale
 
-    def _current(self, known: LedgerEntry, record: SourceRecord) -> bool:
+    def _ledger_holds_record(self, known: LedgerEntry, record: SourceRecord) -> bool:
+        """Whether the ledger's entry is this source record as it reads now (``_ledger_holds``)."""
         try:
-            return self._unchanged(known, self._hash(record))
+            return self._ledger_holds(known, self._content_hash(record))
         except Exception:  # a record that cannot be hashed is not current: its batch says why
             return False
 
@@ -231,13 +232,14 @@ class Indexer:
         check_indexed(metadata, self.collection.indexed, record_id=record.id, collection=self.name)
         return replace(record, text=clean_text(record.text), metadata=metadata)
 
-    def _digest(self, clean: SourceRecord) -> str:
-        return content_hash(clean, chunker=self.chunker, model=self.embeddings.model,
+    def _clean_content_hash(self, clean: SourceRecord) -> str:
+        """The content hash of a record ``_clean`` made."""
+        return content_hash(clean, chunker=self.chunker, model=self.embeddings.space,
                             dimensions=self.embeddings.dimensions)
 
-    def _hash(self, record: SourceRecord) -> str:
+    def _content_hash(self, record: SourceRecord) -> str:
         """The content hash of the record as it will be stored. Raises ConfigError."""
-        return self._digest(self._clean(record))
+        return self._clean_content_hash(self._clean(record))
 
     def _fetch(self, ids: list[str], result: BatchResult) -> dict[str, SourceRecord]:
         """The source's records among ``ids``. A read the source refuses (a value it cannot convert, an id out
@@ -276,13 +278,13 @@ class Indexer:
         for raw in records:
             try:  # one record's bad value fails that record, not its batch
                 record = self._clean(raw)
-                digest = self._digest(record)
+                digest = self._clean_content_hash(record)
             except Exception as exc:
                 result.failed[raw.id] = failure(raw.id, exc)
                 continue
             known = ledger.get(record.id)
             version = (versions or {}).get(record.id, 0)
-            if known is not None and (known.version > version or self._unchanged(known, digest)):
+            if known is not None and (known.version > version or self._ledger_holds(known, digest)):
                 result.skipped.append(record.id)
                 if known.version < version or known.stamp != record.stamp:
                     # the same content pushed again, or touched in the source: remember the newer marker
@@ -301,9 +303,10 @@ class Indexer:
                 held.record_indexed(bumps)
         return planned
 
-    def _unchanged(self, known: LedgerEntry, digest: str) -> bool:
-        # A record a fallback model embedded is not current once the chain's first model is back.
-        return known.content_hash == digest and known.model == self.embeddings.model
+    def _ledger_holds(self, known: LedgerEntry, digest: str) -> bool:
+        """Whether the ledger's entry is this content, embedded by the chain's first model (a record a fallback
+        model embedded is embedded again once that model is back)."""
+        return known.content_hash == digest and known.model == self.embeddings.space
 
     def _embed(self, planned: list[Planned], result: BatchResult) -> list[tuple[Planned, list[Embedding]]]:
         """Embed every chunk of the batch together; on failure, each record alone, so one bad record
@@ -333,13 +336,13 @@ class Indexer:
             result.retry_after = max(result.retry_after, getattr(exc, "retry_after", None) or 0.0)
 
     def _swap(self, ready: list[tuple[Planned, list[Embedding]]], result: BatchResult, *,
-              still_current: Callable[[Sequence[str], Held], Callable[[Planned], bool]]) -> None:
-        """Write what is still current, under the records' locks; ``still_current`` judges it. A write the
+              check: WriteCheck) -> None:
+        """Write what is still current, under the records' locks; ``check`` judges it. A write the
         store refuses (not one it could not reach) is tried a record at a time, so only the one at fault fails."""
         if not ready:
             return
         try:
-            self._write(ready, result, still_current)
+            self._write(ready, result, check)
         except StoreUnavailable:
             raise
         except StoreError as exc:
@@ -348,14 +351,12 @@ class Indexer:
                 result.failed[plan.record.id] = failure(plan.record.id, exc)
                 return
             for one in ready:
-                self._swap([one], result, still_current=still_current)
+                self._swap([one], result, check=check)
 
-    def _write(self, ready: list[tuple[Planned, list[Embedding]]], result: BatchResult,
-               still_current: Callable[[Sequence[str], Held], Callable[[Planned], bool]]) -> None:
+    def _write(self, ready: list[tuple[Planned, list[Embedding]]], result: BatchResult, check: WriteCheck) -> None:
         ids = [plan.record.id for plan, _ in ready]
-        # The pushed path judges by the ledger's rows: they come back with the locks, in the same round trip.
-        with self.ledger.locked(self.name, ids, read=still_current == self._newest_push) as held:
-            current = still_current(ids, held)
+        with self.ledger.locked(self.name, ids, read=check.reads_ledger) as held:
+            current = check.judge(ids, held)
             keep, records, entries = [], [], []
             for plan, embeddings in ready:
                 if not current(plan):
@@ -364,7 +365,7 @@ class Indexer:
                 keep.append(plan.record.id)
                 records.extend(self._chunk_records(plan, embeddings))
                 # A record without chunks was "embedded" by the chain's model all the same: it is current.
-                models = ",".join(sorted({e.model for e in embeddings})) or self.embeddings.model
+                models = ",".join(sorted({e.model for e in embeddings})) or self.embeddings.space
                 entries.append(LedgerEntry(plan.record.id, plan.hash, models, len(embeddings), plan.version,
                                            plan.record.stamp))
             if keep:
@@ -373,7 +374,7 @@ class Indexer:
         result.indexed.extend(keep)
         result.chunks += len(records)
 
-    def _unchanged_in_source(self, ids: Sequence[str], held: Held) -> Callable[[Planned], bool]:
+    def _same_in_source(self, ids: Sequence[str], held: Held) -> Callable[[Planned], bool]:
         """Read records: a result is current when the source, read again under the locks, hashes the same."""
         now = self._fetch(list(ids), BatchResult())
 
@@ -382,7 +383,7 @@ class Indexer:
             if fresh is not None and fresh == plan.read:  # read again as it was read: the same content
                 return True
             try:
-                return fresh is not None and self._hash(fresh) == plan.hash
+                return fresh is not None and self._content_hash(fresh) == plan.hash
             except Exception:  # changed into something that cannot be indexed: its own task says why
                 return False
 

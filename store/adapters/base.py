@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from store.client import Client, as_filter, default_client
-from store.retrieval.twins import Matches
+from store.retrieval.matches import Matches
 from store.vectors.filters import Filter
 from store.vectors.records import VectorMatch
 

@@ -9,12 +9,10 @@ when it is collected unawaited. It stays a coroutine: ``asyncio.run``, ``create_
 from __future__ import annotations
 
 import warnings
-from collections.abc import Coroutine, Generator, Iterable
+from collections.abc import Coroutine, Generator
 from typing import Any, NoReturn, TypeVar
 
-from store.vectors.records import VectorMatch
-
-__all__ = ["Matches", "Pending", "async_misuse", "sync_misuse"]
+__all__ = ["Pending", "async_misuse", "sync_misuse"]
 
 T = TypeVar("T")
 
@@ -28,19 +26,6 @@ def async_misuse(name: str) -> str:
     """What using ``name(...)``'s coroutine as its result says, for an async twin ``name``."""
     return (f"{name}() is a coroutine function: use `await {name}(...)` inside async code, or call "
             f"{name[1:]}(...) in synchronous code")
-
-
-class Matches(list[VectorMatch]):
-    """The matches ``search`` and ``rerank`` return: a list, which refuses ``await`` naming the async twin."""
-
-    __slots__ = ("_called",)
-
-    def __init__(self, matches: Iterable[VectorMatch] = (), *, called: str = "search") -> None:
-        super().__init__(matches)
-        self._called = called
-
-    def __await__(self) -> Generator[Any, None, NoReturn]:
-        raise TypeError(sync_misuse(self._called))
 
 
 class Pending(Coroutine[Any, Any, T]):

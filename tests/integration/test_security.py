@@ -29,15 +29,15 @@ def test_a_nan_answer_fails_over_and_never_reaches_the_cache(scratch_redis_url: 
         assert embeddings.embed_many(["alpha"]) == [hash_embed("alpha", 8)]
         assert (broken.calls, healthy.calls) == (1, 1)
         cache = EmbeddingCache.from_url(url, ttl_seconds=60)
-        assert cache.get_many(embeddings.model, 8, ["alpha"]) == [pytest.approx(hash_embed("alpha", 8), abs=1e-6)]
+        assert cache.get_many(embeddings.space, 8, ["alpha"]) == [pytest.approx(hash_embed("alpha", 8), abs=1e-6)]
         only_broken = Embeddings.from_settings(settings_for(broken, cache_url=url, cache_ttl_days=1))
         with pytest.raises(PermanentError, match="returned a vector with NaN or infinite values"):
             only_broken.embed_many(["beta"])
-        assert cache.get_many(embeddings.model, 8, ["beta"]) == [None]
+        assert cache.get_many(embeddings.space, 8, ["beta"]) == [None]
         poisoned = float("nan")
-        redis.Redis.from_url(url).set(cache_key(embeddings.model, 8, "gamma"),
+        redis.Redis.from_url(url).set(cache_key(embeddings.space, 8, "gamma"),
                                       b"".join(__import__("struct").pack("<f", poisoned) for _ in range(8)))
-        assert cache.get_many(embeddings.model, 8, ["gamma"]) == [None]  # an old poisoned entry is a miss
+        assert cache.get_many(embeddings.space, 8, ["gamma"]) == [None]  # an old poisoned entry is a miss
         cache.close()
         embeddings.close()
         only_broken.close()

@@ -200,7 +200,7 @@ def test_mixed_models_say_which_model_made_the_vectors(primary: FakeOpenAI, back
     primary.push(status=403)
     chain = chain_of(primary, backup, models=["model-a", "model-b"], allow_mixed_models=True)
     assert chain.embed_batch(["alpha"])[1] == f"model-b@{backup.url}"
-    assert chain.model == f"model-a@{primary.url}"
+    assert chain.space == f"model-a@{primary.url}"
 
 
 # -- checking answers -----------------------------------------------------------------------
@@ -249,7 +249,7 @@ def test_replicas_in_one_chain_share_the_first_entry_s_space(primary: FakeOpenAI
     failover to one writes vectors the first entry's records can keep."""
     primary.push(status=403)
     chain = chain_of(primary, backup)
-    assert chain.embed_batch(["alpha"])[1] == chain.model == f"text-embedding-test@{primary.url}"
+    assert chain.embed_batch(["alpha"])[1] == chain.space == f"text-embedding-test@{primary.url}"
 
 
 def test_weights_must_not_hold_a_comma_or_a_control_character() -> None:

