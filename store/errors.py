@@ -2,7 +2,7 @@
 
     VectorsyncError
     ├── ConfigError          bad settings or bad input: fix the value named in the message
-    │   └── SchemaTooNew     the state database was upgraded by a newer vectorsync: upgrade this one
+    │   └── SchemaTooNew     the state database or a collection table was upgraded by a newer vectorsync
     ├── StoreError           a backend refused an operation (not worth retrying)
     │   └── StoreUnavailable a backend (PostgreSQL, Qdrant, Redis) could not be reached: retry later
     │       └── BrokerUnavailable  the broker did not take a task
@@ -41,9 +41,11 @@ class ConfigError(VectorsyncError, ValueError):
 
 
 class SchemaTooNew(ConfigError):
-    """The state database is at a schema version this vectorsync does not know: a newer one upgraded it.
+    """The state database or a collection table is at a schema version this vectorsync does not know: a newer
+    one upgraded it.
 
-    A worker refuses to start on it: its writes would leave out what the newer schema expects.
+    A worker refuses to start on such a state database, and such a collection is not opened: its writes would
+    leave out what the newer schema expects.
     """
 
 

@@ -4,12 +4,12 @@ Table ``<prefix><name>``: ``id`` (primary key), ``record_id`` (btree),
 ``chunk``, ``embedding`` (``vector(d)``, ``halfvec(d)`` above 2000
 dimensions, HNSW for the metric), ``text``, ``metadata`` (jsonb, GIN),
 ``model``, ``updated_at``, and for keyword search ``keywords`` (jsonb ``{term: tf}``, GIN) and
-``keyword_length``, with the statistics table ``<table>_kwstats`` (``keywords.py``). Each declared indexed
-field adds a btree index on ``metadata -> 'field'`` (named ``<table>_by_<hash of the field>``).
+``keyword_length``, with the statistics table ``<table>_kwstats`` (``keywords.py``) and the segments tables
+(``segments.py``). Each declared indexed field adds a btree index on ``metadata -> 'field'`` (named
+``<table>_by_<hash of the field>``).
 
-A table made before keyword search, or whose terms another analyzer made (the column's comment names it),
-is upgraded when it is opened: the columns and the statistics table added, every row's stored text analyzed
-again (no re-embedding), the GIN index built; all in one transaction under the table's advisory lock.
+A table made here starts at the current schema version; an older one is upgraded when it is opened, by the
+numbered steps of ``upgrades.py``, in one transaction under the table's advisory lock.
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ from store.connect.postgres import advisory_lock
 from store.errors import ConfigError
 from store.vectors.base import Metric
 from store.vectors.keyword import Analyzer
-from store.vectors.pgvector.keywords import backfill, stats_table
-from store.vectors.pgvector.segments import posting_tables, rebuild
+from store.vectors.pgvector.keywords import stats_table
+from store.vectors.pgvector.segments import posting_tables
+from store.vectors.pgvector.upgrades import mark_analyzer, record_version, upgrade
 
 __all__ = [
     "MAX_HALFVEC_DIMENSIONS",
     "MAX_VECTOR_DIMENSIONS",
     "Schema",
-    "analyzed_by",
     "bulk_indexes",
     "embedding_type",
     "ensure_field_indexes",
@@ -122,8 +122,8 @@ class Schema:
         )
 
     def ensure(self, conn: sa.Connection, name: str, analyzer: Analyzer) -> sa.Table:
-        """Create the table of ``name`` if missing; one of another size or metric is a ConfigError. An existing one
-        without keyword terms by ``analyzer`` gains them (the module docstring)."""
+        """Create the table of ``name`` at the current schema version if missing, else upgrade it (``upgrades.py``),
+        its keyword terms made by ``analyzer``. Raises ConfigError (another size or metric), SchemaTooNew."""
         table = self.table(name)
         advisory_lock(conn, table.name)
         found = embedding_type(conn, table.name)
@@ -132,7 +132,8 @@ class Schema:
             stats_table(table).create(conn)
             for part in posting_tables(table):
                 part.create(conn)
-            _mark(conn, table.name, analyzer)
+            mark_analyzer(conn, table.name, analyzer)
+            record_version(conn, table.name)
         elif found != f"{self.vector_type}({self.dimensions})":
             raise ConfigError(
                 f"table {table.name!r} of collection {name!r} holds embeddings of type {found}; "
@@ -140,8 +141,7 @@ class Schema:
             )
         else:
             self._check_metric(conn, table.name, name)
-            _without_pending_list(conn, f"{table.name}_metadata_idx")
-            _segmented(conn, table, anew=_keywords_by(conn, table, analyzer))
+            upgrade(conn, table, analyzer)
         return table
 
     def _check_metric(self, conn: sa.Connection, table_name: str, name: str) -> None:
@@ -170,63 +170,6 @@ def bulk_indexes(table: sa.Table) -> list[sa.Index]:
     return [i for i in table.indexes if i.name and i.name.endswith(built_after)]
 
 
-def analyzed_by(conn: sa.Connection, table_name: str) -> str | None:
-    """Which analyzer made the table's keyword terms (the column's comment), or None without the column."""
-    query = sa.text("SELECT coalesce(col_description(attrelid, attnum), '') FROM pg_attribute "
-                    "WHERE attrelid = to_regclass(:t) AND attname = 'keywords' AND NOT attisdropped")
-    return conn.execute(query, {"t": table_name}).scalar_one_or_none()
-
-
-def _mark(conn: sa.Connection, table_name: str, analyzer: Analyzer) -> None:
-    raw = conn.connection.driver_connection
-    raw.execute(sql.SQL("COMMENT ON COLUMN {}.keywords IS {}").format(  # type: ignore[union-attr]
-        sql.Identifier(table_name), sql.Literal(f"vectorsync analyzer {analyzer.identity}")))
-
-
-def _keywords_by(conn: sa.Connection, table: sa.Table, analyzer: Analyzer) -> bool:
-    """Give a table keyword terms by ``analyzer`` if it lacks them or another analyzer made them (a backfill);
-    True when it did."""
-    if analyzed_by(conn, table.name) == f"vectorsync analyzer {analyzer.identity}":
-        return False
-    raw = conn.connection.driver_connection
-    name = sql.Identifier(table.name)
-    raw.execute(sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS keywords jsonb NOT NULL DEFAULT '{{}}'::jsonb, "  # type: ignore[union-attr]
-                        "ADD COLUMN IF NOT EXISTS keyword_length integer NOT NULL DEFAULT 0").format(name))
-    stats_table(table).create(conn, checkfirst=True)
-    backfill(conn, table, analyzer.frequencies)
-    keywords_index = next(i for i in table.indexes if i.name == f"{table.name}_keywords_idx")
-    keywords_index.create(conn, checkfirst=True)
-    _mark(conn, table.name, analyzer)
-    raw.execute(sql.SQL("ANALYZE {}").format(name))  # type: ignore[union-attr]
-    return True
-
-
-def _segmented(conn: sa.Connection, table: sa.Table, *, anew: bool) -> None:
-    """Give a table made before keyword segments its ``kwdoc`` column and one segment of every row; ``anew``
-    (its terms were just analyzed again): the segments are made again."""
-    found = conn.execute(sa.text("SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(:t) AND attname = 'kwdoc' "
-                                 "AND NOT attisdropped"), {"t": table.name}).scalar_one_or_none()
-    raw = conn.connection.driver_connection
-    if found is not None:
-        if anew:
-            _keep_writers_out(conn, table)
-            rebuild(raw, table)  # type: ignore[arg-type]
-        return
-    _keep_writers_out(conn, table)
-    raw.execute(sql.SQL("ALTER TABLE {} ADD COLUMN kwdoc bigint GENERATED BY DEFAULT AS IDENTITY").format(  # type: ignore[union-attr]
-        sql.Identifier(table.name)))
-    next(i for i in table.indexes if i.name == f"{table.name}_kwdoc_idx").create(conn)
-    for part in posting_tables(table):
-        part.create(conn, checkfirst=True)
-    rebuild(raw, table)  # type: ignore[arg-type]
-
-
-def _keep_writers_out(conn: sa.Connection, table: sa.Table) -> None:
-    """Block writes until this transaction ends: a segment written meanwhile would be counted twice."""
-    conn.connection.driver_connection.execute(  # type: ignore[union-attr]
-        sql.SQL("LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE").format(sql.Identifier(table.name)))
-
-
 def embedding_type(conn: sa.Connection, table_name: str) -> str | None:
     """The type of a table's embedding column ("vector(384)"), or None when the table does not exist."""
     query = sa.text(
@@ -234,17 +177,6 @@ def embedding_type(conn: sa.Connection, table_name: str) -> str | None:
         "WHERE attrelid = to_regclass(:t) AND attname = 'embedding' AND NOT attisdropped"
     )
     return conn.execute(query, {"t": table_name}).scalar_one_or_none()
-
-
-def _without_pending_list(conn: sa.Connection, index: str) -> None:
-    """Turn off the GIN pending list of a table made before it was off, and empty it: searches read it whole."""
-    query = sa.text("SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = to_regclass(:i)")
-    options = conn.execute(query, {"i": index}).scalar_one_or_none()
-    if options is None or "fastupdate=off" in options:
-        return
-    raw = conn.connection.driver_connection
-    raw.execute(sql.SQL("ALTER INDEX {} SET (fastupdate = off)").format(sql.Identifier(index)))  # type: ignore[union-attr]
-    conn.execute(sa.select(sa.func.gin_clean_pending_list(sa.func.to_regclass(index))))
 
 
 def field_index_name(table_name: str, field: str) -> str:

@@ -43,11 +43,14 @@ def pg(postgres_url: str) -> Iterator[PgvectorStore]:
 
 
 def _as_before_keyword_search(store: PgvectorStore, name: str) -> None:
-    """Make the table look as the release before keyword search left it: no keyword columns, no statistics."""
+    """Make the table look as the release before keyword search left it: no keyword columns, statistics or
+    segments, no schema version recorded (test_pgvector_upgrades.py opens the tables that release made)."""
     table = store.schema.table(name).name
     with store.transaction() as conn:
-        conn.execute(sa.text(f'ALTER TABLE "{table}" DROP COLUMN keywords, DROP COLUMN keyword_length'))
-        conn.execute(sa.text(f'DROP TABLE "{table}_kwstats"'))
+        conn.execute(sa.text(f'ALTER TABLE "{table}" DROP COLUMN keywords, DROP COLUMN keyword_length, '
+                             "DROP COLUMN kwdoc"))
+        conn.execute(sa.text(f'DROP TABLE "{table}_kwstats", "{table}_kwsegs", "{table}_kwpost"'))
+        conn.execute(sa.text(f'COMMENT ON TABLE "{table}" IS NULL'))
 
 
 def test_a_table_from_before_keyword_search_gains_it_from_its_text_without_embedding(postgres_url: str) -> None:

@@ -111,6 +111,7 @@ def test_a_table_from_before_segments_gains_them_from_its_rows(postgres_url: str
         for part in segments.posting_tables(first.table):
             conn.execute(sa.text(f'DROP TABLE "{part.name}"'))
         conn.execute(sa.text(f'ALTER TABLE "{first.table.name}" DROP COLUMN kwdoc'))
+        conn.execute(sa.text(f'COMMENT ON TABLE "{first.table.name}" IS NULL'))  # made before versions were recorded
     old.close()
     store = PgvectorStore(postgres_url, dimensions=DIMENSIONS, embedder=WordsEmbedder(), exact_search_rows=0)
     try:

@@ -220,20 +220,6 @@ def test_a_value_of_another_type_than_declared_is_refused_naming_it(store_kind: 
     store.close()
 
 
-def test_a_table_made_with_a_gin_pending_list_loses_it_when_opened(pg: PgvectorStore, postgres_url: str) -> None:
-    collection = pg.collection(unique_name())
-    index = f"{collection.table.name}_metadata_idx"  # type: ignore[attr-defined]
-    options = sa.text("SELECT reloptions FROM pg_class WHERE oid = to_regclass(:i)")
-    with pg.transaction() as conn:
-        assert conn.execute(options, {"i": index}).scalar_one() == ["fastupdate=off"]
-        conn.execute(sa.text(f"ALTER INDEX {index} SET (fastupdate = on)"))  # as tables made before were
-    reopened = PgvectorStore(postgres_url, dimensions=DIMENSIONS)
-    reopened.collection(collection.name)
-    with pg.transaction() as conn:
-        assert conn.execute(options, {"i": index}).scalar_one() == ["fastupdate=off"]
-    reopened.close()
-
-
 @pytest.mark.skipif(not os.environ.get("VECTORSYNC_TEST_QDRANT_URL"), reason="VECTORSYNC_TEST_QDRANT_URL is not set")
 def test_a_qdrant_server_holds_the_payload_indexes_of_the_declared_fields() -> None:
     from qdrant_client import models
