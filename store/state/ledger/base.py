@@ -16,20 +16,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
 from store.contract import RunStatus
-from store.errors import ConfigError
 
 if TYPE_CHECKING:
     from store.state.generations.base import Generations
 
-__all__ = [
-    "MAX_ERROR_CHARS", "MAX_OPEN_RUNS", "Failure", "Forgotten", "Held", "Ledger", "LedgerEntry", "Overview",
-    "RunProgress", "RunStatus", "now", "one_run", "unknown_run",
-]
-
-#: Longest error text kept per failure.
-MAX_ERROR_CHARS = 2000
-#: The most open runs an ``Overview`` lists (the newest): runs that never ended must not make a scrape slow.
-MAX_OPEN_RUNS = 100
+__all__ = ["Failure", "Forgotten", "Held", "Ledger", "LedgerEntry", "Overview", "RunProgress", "RunStatus", "now"]
 
 
 def now() -> datetime:
@@ -97,7 +88,7 @@ class Overview:
 
     #: How many runs are in each state, every state present (0 included).
     runs: dict[RunStatus, int]
-    #: The runs running or building their index, newest first, at most ``MAX_OPEN_RUNS``.
+    #: The runs running or building their index, newest first, at most ``rules.MAX_OPEN_RUNS``.
     open_runs: list[RunProgress]
     #: Records in the failures table per collection; collections with none are left out.
     failures: dict[str, int]
@@ -109,21 +100,6 @@ class Forgotten:
 
     entries: int
     failures: int
-
-
-def unknown_run(run_id: str) -> str:
-    return f"no reindex run {run_id!r}: `vectorsync status` lists the runs"
-
-
-def one_run(prefix: str, found: Sequence[str]) -> str:
-    """The one run id among ``found`` that starts with ``prefix``; ConfigError when none or several do."""
-    if prefix in found:
-        return prefix
-    if not found:
-        raise ConfigError(unknown_run(prefix))
-    if len(found) > 1:
-        raise ConfigError(f"run id {prefix!r} is ambiguous: give more of it (`vectorsync status` lists the runs)")
-    return found[0]
 
 
 class Held(Protocol):

@@ -7,28 +7,16 @@ One lock guards everything; writes made through ``Held`` are applied when the
 from __future__ import annotations
 
 import threading
-import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+import store.state.ledger.rules as rules
 from store.errors import ConfigError
 from store.state.generations.memory import MemoryGenerations
-from store.state.ledger.base import (
-    MAX_ERROR_CHARS,
-    MAX_OPEN_RUNS,
-    Failure,
-    Forgotten,
-    LedgerEntry,
-    Overview,
-    RunProgress,
-    RunStatus,
-    now,
-    one_run,
-    unknown_run,
-)
-from store.state.ledger.rules import status_when_counted
+from store.state.ledger.base import Failure, Forgotten, LedgerEntry, Overview, RunProgress, RunStatus, now
 
 __all__ = ["MemoryLedger"]
 
@@ -108,8 +96,8 @@ class MemoryLedger:
         for entry in entries:
             key = (collection, entry.record_id)
             known = self._entries.get(key)
-            version = max(entry.version, known.version) if known is not None else entry.version
-            self._entries[key] = replace(entry, version=version)  # a version never goes back
+            version = rules.kept_version(entry.version, known.version if known is not None else None)
+            self._entries[key] = replace(entry, version=version)
             self._failures.pop(key, None)
 
     def _forget(self, collection: str, record_ids: list[str]) -> None:
@@ -121,13 +109,10 @@ class MemoryLedger:
 
     def create_run(self, collection: str, *, full: bool = False, run_id: str | None = None,
                    kind: str = "reindex") -> str:
-        run_id = run_id or uuid.uuid4().hex
+        started = rules.started_run(collection, run_id=run_id, full=full, kind=kind, at=now())
         with self._lock:
-            if run_id not in self._runs:
-                self._runs[run_id] = _Run(RunProgress(
-                    run_id=run_id, collection=collection, status=RunStatus.RUNNING, total=None, done=0, skipped=0,
-                    failed=0, full=full, started_at=now(), finished_at=None, kind=kind))
-        return run_id
+            self._runs.setdefault(started.run_id, _Run(started))
+        return started.run_id
 
     def set_run_total(self, run_id: str, *, total: int, batches: int) -> RunProgress:
         with self._lock:
@@ -145,41 +130,41 @@ class MemoryLedger:
     def fail_run(self, run_id: str, error: str) -> None:
         with self._lock:
             run = self._get(run_id)
-            run.progress = replace(run.progress, status=RunStatus.FAILED, error=error[:MAX_ERROR_CHARS],
+            run.progress = replace(run.progress, status=RunStatus.FAILED, error=rules.kept_error(error),
                                    finished_at=now())
 
     def run(self, run_id: str) -> RunProgress:
         with self._lock:
             run = self._get(run_id)
-            counts = list(run.counted.values())
-            done, skipped, failed = (sum(c[i] for c in counts) for i in range(3))
-            return replace(run.progress, done=done, skipped=skipped, failed=failed,
-                           moved_at=run.moved_at or run.progress.started_at, batches=run.batches,
-                           counted=len(run.counted))
+            return rules.with_tally(run.progress, rules.Tally.of(run.counted.values(), run.moved_at),
+                                    batches=run.batches)
 
     def resolve_run(self, prefix: str) -> str:
         with self._lock:
-            return one_run(prefix, [run_id for run_id in self._runs if run_id.startswith(prefix)][:2])
+            return rules.one_run(prefix, [run_id for run_id in self._runs if run_id.startswith(prefix)][:2])
 
     def recent_runs(self, limit: int = 20, *, running: bool = False) -> list[RunProgress]:
         with self._lock:
-            chosen = [r for r in self._runs.values() if not running or r.progress.status == RunStatus.RUNNING]
-            newest = sorted(chosen, key=lambda r: r.progress.started_at, reverse=True)[:limit]
-            return [self.run(r.progress.run_id) for r in newest]
+            chosen = [r.progress for r in self._runs.values() if not running or r.progress.status == RunStatus.RUNNING]
+            return [self.run(r.run_id) for r in rules.newest_first(chosen, limit)]
 
     def _get(self, run_id: str) -> _Run:
         run = self._runs.get(run_id)
         if run is None:
-            raise ConfigError(unknown_run(run_id))
+            raise ConfigError(rules.unknown_run(run_id))
         return run
 
     def _finish_if_complete(self, run: _Run) -> RunProgress:
-        moved = status_when_counted(run.progress.status, expected=run.batches, counted=len(run.counted),
-                                    deferred=run.deferred_index)
-        if moved is not None:
-            run.progress = replace(run.progress, status=moved,
-                                   finished_at=now() if moved.ended else run.progress.finished_at)
+        self._move(run, rules.status_when_counted(run.progress.status, expected=run.batches,
+                                                  counted=len(run.counted), deferred=run.deferred_index))
         return self.run(run.progress.run_id)
+
+    @staticmethod
+    def _move(run: _Run, status: RunStatus | None) -> None:
+        """The run in ``status`` (None: as it is), finished now if that ends it."""
+        if status is not None:
+            finished_at = rules.ended_at(status, now()) or run.progress.finished_at
+            run.progress = replace(run.progress, status=status, finished_at=finished_at)
 
     def defer_index(self, run_id: str) -> None:
         with self._lock:
@@ -188,8 +173,7 @@ class MemoryLedger:
     def complete_run(self, run_id: str) -> RunProgress:
         with self._lock:
             run = self._get(run_id)
-            if run.progress.status == RunStatus.INDEXING:
-                run.progress = replace(run.progress, status=RunStatus.DONE, finished_at=now())
+            self._move(run, rules.status_when_index_built(run.progress.status))
             return self.run(run_id)
 
     # -- failures --------------------------------------------------------------------
@@ -197,8 +181,8 @@ class MemoryLedger:
     def record_failure(self, collection: str, record_id: str, error: str, *, run_id: str | None = None) -> None:
         with self._lock:
             known = self._failures.get((collection, record_id))
-            attempts = known.attempts + 1 if known is not None else 1
-            self._failures[(collection, record_id)] = Failure(collection, record_id, error[:MAX_ERROR_CHARS],
+            attempts = rules.attempts_after(known.attempts if known is not None else None)
+            self._failures[(collection, record_id)] = Failure(collection, record_id, rules.kept_error(error),
                                                               attempts, now())
 
     def failures(self, collection: str | None = None) -> list[Failure]:
@@ -211,12 +195,7 @@ class MemoryLedger:
 
     def overview(self) -> Overview:
         with self._lock:
-            newest = sorted(self._runs.values(), key=lambda r: r.progress.started_at, reverse=True)
-            counts = {status: 0 for status in RunStatus}
-            for run in newest:
-                counts[run.progress.status] += 1
-            open_ids = [r.progress.run_id for r in newest if not r.progress.status.ended][:MAX_OPEN_RUNS]
-            failed: dict[str, int] = {}
-            for collection, _ in self._failures:
-                failed[collection] = failed.get(collection, 0) + 1
-            return Overview(runs=counts, open_runs=[self.run(run_id) for run_id in open_ids], failures=failed)
+            runs = [r.progress for r in self._runs.values()]
+            open_runs = rules.newest_first((r for r in runs if not r.status.ended), rules.MAX_OPEN_RUNS)
+            return rules.overview(Counter(r.status.value for r in runs), [self.run(r.run_id) for r in open_runs],
+                                  Counter(collection for collection, _ in self._failures))

@@ -12,33 +12,19 @@ died is not counted twice.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 
+import store.state.ledger.rules as rules
+import store.state.ledger.statements as sql
 from store.errors import ConfigError
 from store.settings import NetworkSettings
 from store.state.database import StateDatabase
 from store.state.generations.postgres import PostgresGenerations
-from store.state.ledger.base import (
-    MAX_ERROR_CHARS,
-    MAX_OPEN_RUNS,
-    Failure,
-    Forgotten,
-    LedgerEntry,
-    Overview,
-    RunProgress,
-    RunStatus,
-    now,
-    one_run,
-    unknown_run,
-)
-from store.state.ledger.rules import status_when_counted
-from store.state.tables import failures, ledger, run_batches, runs
+from store.state.ledger.base import Failure, Forgotten, LedgerEntry, Overview, RunProgress, RunStatus, now
 from store.vectors.records import escape_unstorable
 
 __all__ = ["PostgresLedger"]
@@ -48,37 +34,13 @@ def _entry(row: sa.Row) -> LedgerEntry:
     return LedgerEntry(row.record_id, row.content_hash, row.model, row.chunks, row.version, row.stamp)
 
 
-#: Takes the write lock of each record id in ``ids`` (a sorted array), one statement for all of them; and the
-#: ledger rows of ``ids``, read by the statement after the locks: a statement sees what was committed when
-#: it started, so rows read by the locking statement itself could be older than the lock's last holder left
-#: them (READ COMMITTED takes its snapshot before the first lock is granted). Sent in the same round trip.
-_LOCK_SQL = ("SELECT count(pg_advisory_xact_lock(hashtextextended(%(collection)s || '/' || id, 0))) "
-             "FROM unnest(%(ids)s::text[]) AS id")
-_READ_SQL = ("SELECT record_id, content_hash, model, chunks, version, stamp FROM vectorsync_ledger "
-             "WHERE collection = %(collection)s AND record_id = ANY(%(ids)s::text[])")
-#: A run's batch counted once; the run's row locked; its batches counted (``_finish_if_complete``).
-_COUNT_BATCH = ("INSERT INTO vectorsync_run_batches (run_id, batch, done, skipped, failed) "
-                "VALUES (%(run_id)s, %(batch)s, %(done)s, %(skipped)s, %(failed)s) ON CONFLICT DO NOTHING")
-_LOCK_RUN = "SELECT status, batches, deferred_index FROM vectorsync_runs WHERE run_id = %(run_id)s FOR UPDATE"
-_COUNTED = "SELECT count(*) FROM vectorsync_run_batches WHERE run_id = %(run_id)s"
-#: Every entry of a batch in one statement over arrays: the rows upserted (a version never goes back) and the
-#: records' failures cleared, whatever the batch's size (one cached statement, not a VALUES list per size).
-_RECORD_INDEXED = sa.text("""
-WITH rows AS (
-    SELECT * FROM unnest(CAST(:ids AS text[]), CAST(:hashes AS text[]), CAST(:models AS text[]),
-                         CAST(:chunks AS integer[]), CAST(:versions AS bigint[]), CAST(:stamps AS text[]))
-        AS r(record_id, content_hash, model, chunks, version, stamp)
-), cleared AS (
-    DELETE FROM vectorsync_failures AS f USING rows
-    WHERE f.collection = :collection AND f.record_id = rows.record_id
-)
-INSERT INTO vectorsync_ledger (collection, record_id, content_hash, model, chunks, version, stamp, indexed_at)
-SELECT :collection, record_id, content_hash, model, chunks, version, stamp, :at FROM rows
-ON CONFLICT (collection, record_id) DO UPDATE SET
-    content_hash = excluded.content_hash, model = excluded.model, chunks = excluded.chunks,
-    stamp = excluded.stamp, indexed_at = excluded.indexed_at,
-    version = greatest(vectorsync_ledger.version, excluded.version)
-""")
+def _progress(row: sa.Row) -> RunProgress:
+    """A ``statements.RUN`` row as the run's progress (``rules.with_tally``)."""
+    run = RunProgress(run_id=row.run_id, collection=row.collection, status=RunStatus(row.status), total=row.total,
+                      done=0, skipped=0, failed=0, full=row.full, started_at=row.started_at,
+                      finished_at=row.finished_at, error=row.error, kind=row.kind)
+    tally = rules.Tally(int(row.done), int(row.skipped), int(row.failed), int(row.counted), row.moved_at)
+    return rules.with_tally(run, tally, batches=row.batches)
 
 
 class _Held:
@@ -100,9 +62,8 @@ class _Held:
 
     def forget(self, record_ids: Sequence[str]) -> None:
         self._read = None
-        for table in (ledger, failures):
-            self._conn.execute(sa.delete(table).where(table.c.collection == self._collection,
-                                                      table.c.record_id.in_(list(record_ids))))
+        for statement in sql.FORGET:
+            self._conn.execute(statement, {"collection": self._collection, "ids": list(record_ids)})
 
 
 class PostgresLedger:
@@ -149,9 +110,9 @@ class PostgresLedger:
         raw = conn.connection.driver_connection
         with raw.cursor() as locks, raw.cursor() as rows:  # type: ignore[union-attr]
             with raw.pipeline():  # type: ignore[union-attr]
-                locks.execute(_LOCK_SQL, params)
+                locks.execute(sql.LOCK_RECORDS, params)
                 if read:
-                    rows.execute(_READ_SQL, params)
+                    rows.execute(sql.READ_LOCKED, params)
             return {row[0]: LedgerEntry(*row) for row in rows.fetchall()} if read else None
 
     def entries(self, collection: str, record_ids: Sequence[str]) -> dict[str, LedgerEntry]:
@@ -159,17 +120,17 @@ class PostgresLedger:
             return self._entries(conn, collection, record_ids)
 
     def _entries(self, conn: sa.Connection, collection: str, record_ids: Sequence[str]) -> dict[str, LedgerEntry]:
-        query = sa.select(ledger).where(ledger.c.collection == collection, ledger.c.record_id.in_(list(record_ids)))
-        return {row.record_id: _entry(row) for row in conn.execute(query).all()}
+        rows = conn.execute(sql.ENTRIES, {"collection": collection, "ids": list(record_ids)}).all()
+        return {row.record_id: _entry(row) for row in rows}
 
     def record_ids(self, collection: str) -> set[str]:
         with self.transaction() as conn:
-            return set(conn.execute(sa.select(ledger.c.record_id).where(ledger.c.collection == collection)).scalars())
+            return set(conn.scalars(sql.RECORD_IDS, {"collection": collection}))
 
     def _indexed(self, conn: sa.Connection, collection: str, entries: Sequence[LedgerEntry]) -> None:
         if not entries:
             return
-        conn.execute(_RECORD_INDEXED, {
+        conn.execute(sql.RECORD_INDEXED, {
             "collection": collection, "at": now(), "ids": [e.record_id for e in entries],
             "hashes": [e.content_hash for e in entries], "models": [e.model for e in entries],
             "chunks": [e.chunks for e in entries], "versions": [e.version for e in entries],
@@ -177,12 +138,12 @@ class PostgresLedger:
 
     def models(self, collection: str) -> set[str]:
         with self.transaction() as conn:
-            return set(conn.scalars(sa.select(ledger.c.model).where(ledger.c.collection == collection).distinct()))
+            return set(conn.scalars(sql.MODELS, {"collection": collection}))
 
     def forget_collection(self, collection: str) -> Forgotten:
         with self.transaction() as conn:
-            counts = [conn.execute(sa.delete(table).where(table.c.collection == collection)).rowcount
-                      for table in (ledger, failures)]
+            counts = [conn.execute(statement, {"collection": collection}).rowcount
+                      for statement in sql.FORGET_COLLECTION]
         return Forgotten(*counts)
 
     # -- runs ------------------------------------------------------------------------
@@ -190,18 +151,16 @@ class PostgresLedger:
     def create_run(self, collection: str, *, full: bool = False, run_id: str | None = None,
                    kind: str = "reindex") -> str:
         """Insert a running run (idempotent for a given run_id) and return its id; kind: reindex or reconcile."""
-        run_id = run_id or uuid.uuid4().hex
-        insert = postgresql.insert(runs).values(
-            run_id=run_id, collection=collection, status=RunStatus.RUNNING.value, full=full, started_at=now(),
-            kind=kind,
-        )
+        run = rules.started_run(collection, run_id=run_id, full=full, kind=kind, at=now())
         with self.transaction() as conn:
-            conn.execute(insert.on_conflict_do_nothing(index_elements=["run_id"]))
-        return run_id
+            conn.execute(sql.CREATE_RUN, {"run_id": run.run_id, "collection": run.collection,
+                                          "status": run.status.value, "full": run.full, "started_at": run.started_at,
+                                          "kind": run.kind})
+        return run.run_id
 
     def set_run_total(self, run_id: str, *, total: int, batches: int) -> RunProgress:
         with self.transaction() as conn:
-            conn.execute(sa.update(runs).where(runs.c.run_id == run_id).values(total=total, batches=batches))
+            conn.execute(sql.SET_RUN_TOTAL, {"run": run_id, "total": total, "batches": batches})
             return self._finish_if_complete(conn, run_id)
 
     def finish_batch(self, run_id: str, batch: int, *, done: int, skipped: int, failed: int) -> RunProgress:
@@ -221,34 +180,39 @@ class PostgresLedger:
         with raw.cursor() as insert, raw.cursor() as locked, raw.cursor() as total:  # type: ignore[union-attr]
             with raw.pipeline():  # type: ignore[union-attr]
                 if counted is not None:
-                    insert.execute(_COUNT_BATCH, counted)
-                locked.execute(_LOCK_RUN, {"run_id": run_id})
-                total.execute(_COUNTED, {"run_id": run_id})
+                    insert.execute(sql.COUNT_BATCH, counted)
+                locked.execute(sql.LOCK_RUN, {"run_id": run_id})
+                total.execute(sql.COUNTED_BATCHES, {"run_id": run_id})
             row, batches = locked.fetchone(), total.fetchone()
         if row is None:
-            raise ConfigError(unknown_run(run_id))
+            raise ConfigError(rules.unknown_run(run_id))
         status, expected, deferred = row
-        moved = status_when_counted(RunStatus(status), expected=expected, counted=batches[0] if batches else 0,
-                                    deferred=bool(deferred))
-        if moved is not None:
-            ended = {"finished_at": now()} if moved.ended else {}
-            conn.execute(sa.update(runs).where(runs.c.run_id == run_id).values(status=moved.value, **ended))
+        self._move(conn, run_id, rules.status_when_counted(
+            RunStatus(status), expected=expected, counted=batches[0] if batches else 0, deferred=bool(deferred)))
         return self._run(conn, run_id)
+
+    @staticmethod
+    def _move(conn: sa.Connection, run_id: str, status: RunStatus | None) -> None:
+        """The run in ``status`` (None: as it is), finished now if that ends it."""
+        if status is not None:
+            conn.execute(sql.MOVE_RUN, {"run": run_id, "status": status.value,
+                                        "finished_at": rules.ended_at(status, now())})
 
     def defer_index(self, run_id: str) -> None:
         with self.transaction() as conn:
-            conn.execute(sa.update(runs).where(runs.c.run_id == run_id).values(deferred_index=True))
+            conn.execute(sql.DEFER_INDEX, {"run": run_id})
 
     def complete_run(self, run_id: str) -> RunProgress:
+        """An ``indexing`` run whose index is built is ``done``: its row locked while that is decided."""
         with self.transaction() as conn:
-            conn.execute(sa.update(runs).where(runs.c.run_id == run_id, runs.c.status == RunStatus.INDEXING.value)
-                         .values(status=RunStatus.DONE.value, finished_at=now()))
+            row = conn.exec_driver_sql(sql.LOCK_RUN, {"run_id": run_id}).first()
+            if row is not None:
+                self._move(conn, run_id, rules.status_when_index_built(RunStatus(row.status)))
             return self._run(conn, run_id)
 
     def fail_run(self, run_id: str, error: str) -> None:
         with self.transaction() as conn:
-            conn.execute(sa.update(runs).where(runs.c.run_id == run_id).values(
-                status=RunStatus.FAILED.value, error=error[:MAX_ERROR_CHARS], finished_at=now()))
+            conn.execute(sql.FAIL_RUN, {"run": run_id, "error": rules.kept_error(error), "finished_at": now()})
 
     def run(self, run_id: str) -> RunProgress:
         """A run's progress. Raises ConfigError for an unknown run."""
@@ -257,70 +221,41 @@ class PostgresLedger:
 
     def _run(self, conn: sa.Connection, run_id: str) -> RunProgress:
         """The run's row and its batches' sums in one statement."""
-        sums = sa.select(
-            sa.func.coalesce(sa.func.sum(run_batches.c.done), 0).label("done"),
-            sa.func.coalesce(sa.func.sum(run_batches.c.skipped), 0).label("skipped"),
-            sa.func.coalesce(sa.func.sum(run_batches.c.failed), 0).label("failed"),
-            sa.func.max(run_batches.c.counted_at).label("moved_at"),
-            sa.func.count().label("counted"),
-        ).where(run_batches.c.run_id == run_id).subquery()
-        row = conn.execute(sa.select(runs, sums).select_from(runs.join(sums, sa.true()))
-                           .where(runs.c.run_id == run_id)).one_or_none()
+        row = conn.execute(sql.RUN, {"run": run_id}).one_or_none()
         if row is None:
-            raise ConfigError(unknown_run(run_id))
-        return RunProgress(run_id=row.run_id, collection=row.collection, status=RunStatus(row.status),
-                           total=row.total, done=int(row.done), skipped=int(row.skipped), failed=int(row.failed),
-                           full=row.full, started_at=row.started_at, finished_at=row.finished_at, error=row.error,
-                           kind=row.kind, moved_at=row.moved_at or row.started_at, batches=row.batches,
-                           counted=int(row.counted))
+            raise ConfigError(rules.unknown_run(run_id))
+        return _progress(row)
 
     def resolve_run(self, prefix: str) -> str:
         with self.transaction() as conn:
-            query = sa.select(runs.c.run_id).where(runs.c.run_id.startswith(prefix, autoescape=True)).limit(2)
-            found = conn.execute(query).scalars().all()
-        return one_run(prefix, found)
+            found = conn.scalars(sql.RUNS_STARTING, {"pattern": sql.prefix_pattern(prefix)}).all()
+        return rules.one_run(prefix, found)
 
     def recent_runs(self, limit: int = 20, *, running: bool = False) -> list[RunProgress]:
-        query = sa.select(runs.c.run_id).order_by(runs.c.started_at.desc()).limit(limit)
-        if running:
-            query = query.where(runs.c.status == RunStatus.RUNNING.value)
+        query, params = (sql.RUNS_IN_STATUS, {"status": RunStatus.RUNNING.value}) if running else (sql.RECENT_RUNS, {})
         with self.transaction() as conn:
-            ids = conn.execute(query).scalars().all()
+            ids = conn.scalars(query, {**params, "limit": limit}).all()
         return [self.run(run_id) for run_id in ids]
 
     # -- failures --------------------------------------------------------------------
 
     def record_failure(self, collection: str, record_id: str, error: str, *, run_id: str | None = None) -> None:
         # An id PostgreSQL cannot store (a NUL, a lone surrogate) is kept escaped: the failure is still told.
-        record_id, error = escape_unstorable(record_id), escape_unstorable(error)
-        insert = postgresql.insert(failures).values(collection=collection, record_id=record_id,
-                                                    error=error[:MAX_ERROR_CHARS], attempts=1, run_id=run_id,
-                                                    last_seen=now())
-        upsert = insert.on_conflict_do_update(
-            index_elements=["collection", "record_id"],
-            set_={"error": insert.excluded.error, "run_id": insert.excluded.run_id,
-                  "last_seen": insert.excluded.last_seen, "attempts": failures.c.attempts + 1},
-        )
+        failure = {"collection": collection, "record_id": escape_unstorable(record_id),
+                   "error": rules.kept_error(escape_unstorable(error)), "attempts": rules.attempts_after(None),
+                   "run_id": run_id, "last_seen": now()}
         with self.transaction() as conn:
-            conn.execute(upsert)
+            conn.execute(sql.RECORD_FAILURE, failure)
 
     def failures(self, collection: str | None = None) -> list[Failure]:
-        query = sa.select(failures).order_by(failures.c.collection, failures.c.record_id)
-        if collection is not None:
-            query = query.where(failures.c.collection == collection)
+        query, params = (sql.FAILURES, {}) if collection is None else (sql.FAILURES_OF, {"collection": collection})
         with self.transaction() as conn:
-            rows = conn.execute(query).all()
+            rows = conn.execute(query, params).all()
         return [Failure(r.collection, r.record_id, r.error, r.attempts, r.last_seen) for r in rows]
 
     def overview(self) -> Overview:
-        ended = [status.value for status in RunStatus if status.ended]
         with self.transaction() as conn:
-            counts: dict[str, int] = {row[0]: row[1] for row in conn.execute(
-                sa.select(runs.c.status, sa.func.count()).group_by(runs.c.status))}
-            open_ids = conn.execute(sa.select(runs.c.run_id).where(runs.c.status.not_in(ended))
-                                    .order_by(runs.c.started_at.desc()).limit(MAX_OPEN_RUNS)).scalars().all()
-            failed: dict[str, int] = {row[0]: row[1] for row in conn.execute(
-                sa.select(failures.c.collection, sa.func.count()).group_by(failures.c.collection))}
-        return Overview(runs={status: int(counts.get(status.value, 0)) for status in RunStatus},
-                        open_runs=[self.run(run_id) for run_id in open_ids],
-                        failures={str(c): int(n) for c, n in failed.items()})
+            counts: dict[str, int] = {status: n for status, n in conn.execute(sql.RUNS_PER_STATUS)}
+            open_ids = conn.scalars(sql.OPEN_RUNS, {"limit": rules.MAX_OPEN_RUNS}).all()
+            failed: dict[str, int] = {name: n for name, n in conn.execute(sql.FAILURES_PER_COLLECTION)}
+        return rules.overview(counts, [self.run(run_id) for run_id in open_ids], failed)

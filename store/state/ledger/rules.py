@@ -1,11 +1,40 @@
 """The ledger's decisions as pure functions, so that the memory and the PostgreSQL ledger take each the same way
-and each rule is tested alone (as ``worker/policy.py`` does for the worker's)."""
+and each rule is tested alone (as ``worker/policy.py`` does for the worker's).
+
+Two rules run inside PostgreSQL's upserts, where they must be atomic: ``kept_version`` and ``attempts_after``
+(``statements.RECORD_INDEXED`` and ``statements.RECORD_FAILURE``); the ledger contract keeps both in step.
+"""
 
 from __future__ import annotations
 
-from store.contract import RunStatus
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
 
-__all__ = ["status_when_counted"]
+from store.contract import RunStatus
+from store.errors import ConfigError
+from store.state.ledger.base import Overview, RunProgress
+
+__all__ = [
+    "MAX_ERROR_CHARS", "MAX_OPEN_RUNS", "Tally", "attempts_after", "ended_at", "kept_error", "kept_version",
+    "newest_first", "one_run", "overview", "started_run", "status_when_counted", "status_when_index_built",
+    "unknown_run", "with_tally",
+]
+
+#: Longest error text kept per failure and per failed run.
+MAX_ERROR_CHARS = 2000
+#: The most open runs an ``Overview`` lists (the newest): runs that never ended must not make a scrape slow.
+MAX_OPEN_RUNS = 100
+
+
+# -- runs ----------------------------------------------------------------------------
+
+
+def started_run(collection: str, *, run_id: str | None, full: bool, kind: str, at: datetime) -> RunProgress:
+    """A new run: running, nothing counted, its id ``run_id`` or a fresh one."""
+    return RunProgress(run_id=run_id or uuid.uuid4().hex, collection=collection, status=RunStatus.RUNNING,
+                       total=None, done=0, skipped=0, failed=0, full=full, started_at=at, finished_at=None, kind=kind)
 
 
 def status_when_counted(status: RunStatus, *, expected: int | None, counted: int, deferred: bool) -> RunStatus | None:
@@ -16,3 +45,89 @@ def status_when_counted(status: RunStatus, *, expected: int | None, counted: int
     if status != RunStatus.RUNNING or expected is None or counted < expected:
         return None
     return RunStatus.INDEXING if deferred else RunStatus.DONE
+
+
+def status_when_index_built(status: RunStatus) -> RunStatus | None:
+    """An INDEXING run whose index is built is DONE; any other run stays as it is (None)."""
+    return RunStatus.DONE if status == RunStatus.INDEXING else None
+
+
+def ended_at(status: RunStatus, at: datetime) -> datetime | None:
+    """When a run that moves to ``status`` at ``at`` finished: ``at`` if the status ends it, else None (its
+    ``finished_at`` stays as it was)."""
+    return at if status.ended else None
+
+
+def unknown_run(run_id: str) -> str:
+    return f"no reindex run {run_id!r}: `vectorsync status` lists the runs"
+
+
+def one_run(prefix: str, found: Sequence[str]) -> str:
+    """The one run id among ``found`` that starts with ``prefix``; ConfigError when none or several do."""
+    if prefix in found:
+        return prefix
+    if not found:
+        raise ConfigError(unknown_run(prefix))
+    if len(found) > 1:
+        raise ConfigError(f"run id {prefix!r} is ambiguous: give more of it (`vectorsync status` lists the runs)")
+    return found[0]
+
+
+# -- progress and the overview -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """A run's counted batches: their sums, how many, and when the last was counted (None: none yet)."""
+
+    done: int = 0
+    skipped: int = 0
+    failed: int = 0
+    counted: int = 0
+    moved_at: datetime | None = None
+
+    @classmethod
+    def of(cls, batches: Iterable[tuple[int, int, int]], moved_at: datetime | None) -> Tally:
+        """The tally of batches counted as ``(done, skipped, failed)``."""
+        counts = list(batches)
+        done, skipped, failed = (sum(c[i] for c in counts) for i in range(3))
+        return cls(done, skipped, failed, len(counts), moved_at)
+
+
+def with_tally(run: RunProgress, tally: Tally, *, batches: int | None) -> RunProgress:
+    """The run's progress: the sums over its counted batches, of its ``batches``; it last moved when its last
+    batch was counted, else when it started."""
+    return replace(run, done=tally.done, skipped=tally.skipped, failed=tally.failed,
+                   moved_at=tally.moved_at or run.started_at, batches=batches, counted=tally.counted)
+
+
+def newest_first(runs: Iterable[RunProgress], limit: int) -> list[RunProgress]:
+    """At most ``limit`` of ``runs``, the most recently started first."""
+    return sorted(runs, key=lambda r: r.started_at, reverse=True)[:limit]
+
+
+def overview(run_counts: Mapping[str, int], open_runs: Sequence[RunProgress],
+             failure_counts: Mapping[str, int]) -> Overview:
+    """The overview from runs counted per status value and failures per collection: every status present
+    (0 included), at most ``MAX_OPEN_RUNS`` open runs, collections without failures left out."""
+    return Overview(runs={status: int(run_counts.get(status.value, 0)) for status in RunStatus},
+                    open_runs=list(open_runs[:MAX_OPEN_RUNS]),
+                    failures={str(c): int(n) for c, n in failure_counts.items() if n})
+
+
+# -- entries and failures ------------------------------------------------------------
+
+
+def kept_version(new: int, known: int | None) -> int:
+    """The version an entry keeps when ``new`` is written over ``known``: a version never goes back."""
+    return new if known is None else max(new, known)
+
+
+def attempts_after(known: int | None) -> int:
+    """A record's attempts once it failed again: one more than ``known``, 1 the first time."""
+    return 1 if known is None else known + 1
+
+
+def kept_error(error: str) -> str:
+    """The part of an error text the ledger keeps: its first ``MAX_ERROR_CHARS`` characters."""
+    return error[:MAX_ERROR_CHARS]
