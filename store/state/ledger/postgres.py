@@ -212,7 +212,8 @@ class PostgresLedger:
 
     def fail_run(self, run_id: str, error: str) -> None:
         with self.transaction() as conn:
-            conn.execute(sql.FAIL_RUN, {"run": run_id, "error": rules.kept_error(error), "finished_at": now()})
+            conn.execute(sql.FAIL_RUN, {"run": run_id, "error": rules.kept_error(escape_unstorable(error)),
+                                        "finished_at": now()})
 
     def run(self, run_id: str) -> RunProgress:
         """A run's progress. Raises ConfigError for an unknown run."""

@@ -171,6 +171,14 @@ class LedgerContract:
         with pytest.raises(ConfigError, match="no reindex run 'nope': `vectorsync status` lists the runs"):
             ledger.run("nope")
 
+    def test_a_run_fails_whatever_its_error_holds(self, ledger: Ledger) -> None:
+        """An error quoting a record's bytes (a NUL, a lone surrogate) must still end the run: PostgreSQL refused
+        the write, and the run stayed ``running``."""
+        run_id = ledger.create_run(unique_name())
+        ledger.fail_run(run_id, "bad row 'a\x00b\ud800'")
+        failed = ledger.run(run_id)
+        assert failed.status == RunStatus.FAILED and failed.error.startswith("bad row 'a")
+
     def test_runs_are_found_by_a_unique_prefix_and_remember_when_they_last_moved(self, ledger: Ledger) -> None:
         name = unique_name()
         first = ledger.create_run(name, run_id="feedface" + "0" * 24)
