@@ -103,9 +103,9 @@ def run(quick: bool = False) -> list[Row]:
         ledger.generations.switch("moved", 2, expected=1)
         with open_store(settings) as store:
             for name in ("plain", "moved__g2"):
-                store.collection(name).upsert_many(records)
-                store.collection(name).ensure_index()
-            table = store.collection("plain")
+                store.get_collection(name, create=True).upsert_many(records)
+                store.get_collection(name, create=True).ensure_index()
+            table = store.get_collection("plain", create=True)
             previous = use_client(None)
             try:
                 took = timed({

@@ -96,7 +96,7 @@ def _records(vectors: np.ndarray) -> Iterator[VectorRecord]:
 
 def load(store: PgvectorStore, name: str, vectors: np.ndarray) -> tuple[float, float]:
     """Binary COPY into an empty table, then the HNSW build: seconds for each."""
-    collection = store.collection(name)
+    collection = store.get_collection(name, create=True)
     assert isinstance(collection, PgvectorCollection)
     collection.defer_index()
     start = time.perf_counter()
@@ -121,7 +121,7 @@ def truth(vectors: np.ndarray, query: np.ndarray, mask: np.ndarray | None, k: in
 def measure(store: PgvectorStore, name: str, vectors: np.ndarray, queries: np.ndarray,
             label: str) -> list[Row]:
     """Recall@10 and latency of the search at every selectivity, and unfiltered."""
-    collection = store.collection(name)
+    collection = store.get_collection(name, create=True)
     size = f"{len(vectors):,}"
     index = np.arange(len(vectors))
     rows: list[Row] = []

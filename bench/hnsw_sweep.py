@@ -67,7 +67,7 @@ def neighbour_gap(vectors: np.ndarray, queries: np.ndarray) -> float:
 
 def load(store: PgvectorStore, name: str, vectors: np.ndarray) -> float:
     """Binary COPY into an empty table with no HNSW index yet: seconds."""
-    collection = store.collection(name)
+    collection = store.get_collection(name, create=True)
     assert isinstance(collection, PgvectorCollection)
     collection.defer_index()
     start = time.perf_counter()
@@ -108,7 +108,7 @@ def build(url: str, name: str, m: int, ef_construction: int) -> tuple[PgvectorSt
     notices: list[str] = []
     sa.event.listen(store.engine, "connect",
                     lambda dbapi, _record: dbapi.add_notice_handler(lambda d: notices.append(d.message_primary)))
-    collection = store.collection(name)
+    collection = store.get_collection(name, create=True)
     assert isinstance(collection, PgvectorCollection)
     with store.transaction() as conn:
         conn.execute(sa.text(f'DROP INDEX IF EXISTS "{collection.table.name}_embedding_idx"'))
@@ -120,7 +120,7 @@ def build(url: str, name: str, m: int, ef_construction: int) -> tuple[PgvectorSt
 
 def checked(store: PgvectorStore, name: str, query: np.ndarray) -> tuple[bool, int]:
     """Whether the search's plan walks the HNSW index, and the ``hnsw.ef_search`` its transaction runs with."""
-    collection = store.collection(name)
+    collection = store.get_collection(name, create=True)
     assert isinstance(collection, PgvectorCollection)
     table = collection.table.name
     with store.transaction() as conn:
@@ -135,7 +135,7 @@ def checked(store: PgvectorStore, name: str, query: np.ndarray) -> tuple[bool, i
 def searched(store: PgvectorStore, name: str, queries: np.ndarray, expected: list[set[str]],
              ef_search: int) -> tuple[float, list[float]]:
     """Mean recall@10 and the latency of each query (ms) at ``ef_search``."""
-    collection = store.collection(name)
+    collection = store.get_collection(name, create=True)
     store.ef_search = ef_search
     recalls, timings = [], []
     for query, truth in zip(queries, expected, strict=True):

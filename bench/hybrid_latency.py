@@ -59,7 +59,7 @@ def latency_rows(store: VectorStore, labelled: LabelledSet, embeddings: DiskEmbe
     name = "q_latency"
     if name in store.list_collections():
         store.drop_collection(name)
-    collection = store.collection(name)
+    collection = store.get_collection(name, create=True)
     collection.defer_index()
     collection.upsert_many([VectorRecord(cid, v, text, {"record_id": rid, "chunk": n})  # type: ignore[arg-type]
                             for (cid, text, rid, n), v in zip(chunks, vectors, strict=True)])

@@ -101,7 +101,7 @@ def run(quick: bool = False, *, rows: int | None = None, count: int | None = Non
     with database() as url:
         store = PgvectorStore(url, dimensions=DIMENSIONS, embedder=HashEmbedder(centres))
         try:
-            collection = store.collection("keyword_latency")
+            collection = store.get_collection("keyword_latency", create=True)
             started = time.perf_counter()
             collection.upsert_many(records)
             load = time.perf_counter() - started

@@ -125,7 +125,7 @@ def measure(r: Rig, records: int) -> list[Row]:
             first = timed(vectorsync(r), cpu), timed(peer(r, side, first=True), cpu)
             if not side.searchable("pricing renewal"):
                 raise AssertionError("the peer's collection answers no search after its first index")
-            chunks = side.chunks(), r.store.collection("notes").count()
+            chunks = side.chunks(), r.store.get_collection("notes", create=True).count()
             again = timed(vectorsync(r), cpu), timed(peer(r, side, first=False), cpu)
             edited = edit(r, records)
             changed = timed(vectorsync(r), cpu), timed(peer(r, side, first=False), cpu)

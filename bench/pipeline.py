@@ -111,13 +111,13 @@ class PeakMemory:
 
 def copy_limit(store: PgvectorStore) -> tuple[float, int]:
     """Seconds to COPY the indexed collection's chunks into an empty table and build HNSW: the limit."""
-    table = store.collection("notes").table  # type: ignore[attr-defined]
+    table = store.get_collection("notes", create=True).table  # type: ignore[attr-defined]
     with store.transaction() as conn:
         stored = conn.execute(sa.select(table.c.id, table.c.embedding, table.c.text, table.c.metadata,
                                         table.c.model)).all()
     records = [VectorRecord(r.id, np.asarray(r.embedding, dtype=np.float32), r.text,  # type: ignore[arg-type]
                             r.metadata, r.model) for r in stored]
-    limit = store.collection("limit_copy")
+    limit = store.get_collection("limit_copy", create=True)
     limit.defer_index()
     start = time.perf_counter()
     with store.transaction() as conn:
@@ -154,7 +154,7 @@ def live(r: Rig, backlog: int, samples: int) -> list[Row]:
         run_id = r.producer.reindex_all("notes")
         time.sleep(2)  # the fan-out is filling the bulk queue
         latencies = []
-        collection = r.store.collection("notes")
+        collection = r.store.get_collection("notes", create=True)
         for n in range(samples):
             record = rng.randint(1, 1000)  # records of the first load
             marker = f"edited{n}x"

@@ -95,7 +95,7 @@ def load(store: VectorStore, name: str, chunks: list[tuple[str, str, str, int]],
     """A fresh collection ``name`` holding ``chunks`` with their (cached) embeddings, indexed; its size."""
     if name in store.list_collections():
         store.drop_collection(name)
-    collection = store.collection(name)
+    collection = store.get_collection(name, create=True)
     collection.defer_index()
     vectors = embeddings.embed_many([text for _, text, _, _ in chunks])
     collection.upsert_many([VectorRecord(cid, vector, text, {"record_id": rid, "chunk": n})  # type: ignore[arg-type]
@@ -110,7 +110,7 @@ def measure(store: VectorStore, name: str, labelled: LabelledSet, embeddings: Di
     from bench.search_settings import weighted
 
     embeddings.remember([q.query for q in labelled.queries])
-    collection = store.collection(name)
+    collection = store.get_collection(name, create=True)
     reports = {}
     for variant in variants:
         extra = {} if variant.rrf_k is None else {"rrf_k": variant.rrf_k}

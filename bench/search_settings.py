@@ -15,7 +15,7 @@ __all__ = ["weighted"]
 def weighted(store: VectorStore, name: str, weights: tuple[float, float] | None, **settings: object) -> Iterator[None]:
     """Collection ``name`` searched with ``vector_weight, keyword_weight = weights`` (None: as configured) and any
     other ``[collections.NAME.search]`` key, then as before. Only fusion settings change: nothing is re-analyzed."""
-    collection = store.collection(name)
+    collection = store.get_collection(name, create=True)
     before = collection.search_settings
     changes = dict(settings)
     if weights is not None:

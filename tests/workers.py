@@ -301,7 +301,7 @@ def store_records(config: Path, name: str, records: Sequence[tuple[str, str, dic
     settings = load_settings(config)
     embedder = Embeddings.from_settings(settings)
     with open_store(settings, embedder=embedder) as store:
-        store.collection(name).upsert_many([
+        store.get_collection(name, create=True).upsert_many([
             VectorRecord(f"{rid}:0", embedder.embed(text), text, {"record_id": rid, **metadata})
             for rid, text, metadata in records])
 

@@ -105,7 +105,7 @@ class Retrieval:
         with accounting.attributed_to(user):
             where = Filter.from_dict(filter) if isinstance(filter, Mapping) else filter
             target = (self.opener(collection, self.declared) if self.opener is not None  # never a table for a typo
-                      else self.store.open(collection, declared=self.declared))
+                      else self.store.get_collection(collection, create=collection in self.declared))
             found = target.search(question, filter=where, limit=wanted, mode=mode)
             if allow is not None and found:
                 found = allowed(found, allow)

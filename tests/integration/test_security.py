@@ -54,7 +54,7 @@ def test_reading_never_creates_a_collection_and_stored_text_is_printed_literally
     embedder = Embeddings.from_settings(settings)
     text = "[bold red]not markup[/] [/b] [link=http://evil.test]click[/link]"
     with PgvectorStore(postgres_url, dimensions=16) as store:
-        store.collection(name).upsert(VectorRecord("a:0", embedder.embed(text), text, {"record_id": "a"}))
+        store.get_collection(name, create=True).upsert(VectorRecord("a:0", embedder.embed(text), text, {"record_id": "a"}))
         before = set(store.list_collections())
 
     found = run_cli(config, "search", name, "markup click")

@@ -174,7 +174,7 @@ def test_pushed_documents_and_their_metadata(documents: list[tuple[str, str, Any
             except ConfigError:
                 continue
         queue.run_queue()
-        stored = {m.id.rsplit(":", 1)[0] for m in queue.store.collection("docs").search("a", limit=100)}
+        stored = {m.id.rsplit(":", 1)[0] for m in queue.store.get_collection("docs", create=True).search("a", limit=100)}
         failed = {f.record_id for f in queue.ledger.failures("docs")}
         assert "kept" in stored
         assert {d for d, text in accepted.items() if clean_text(text).strip()} - failed <= stored  # blank: no chunk

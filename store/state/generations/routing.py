@@ -178,7 +178,7 @@ def open_declared(store: VectorStore, name: str, declared: Mapping[str, Collecti
         store.require_filter(name, config.required_filter)
     if config is not None and name not in store.search_settings:
         store.configure_search(name, config.search)
-    return store.open(name, declared=set(declared))
+    return store.get_collection(name, create=name in declared)
 
 
 class Router:
@@ -241,7 +241,7 @@ class Router:
         """The generation's physical collection (created if missing), with its collection's required filter and
         declared indexed fields."""
         store, physical = self._prepared(generation)
-        return store.collection(physical)
+        return store.get_collection(physical, create=True)
 
     def ensure(self, generation: Generation) -> Collection:
         """``collection``, created again if another process dropped it since this one opened it: what a run

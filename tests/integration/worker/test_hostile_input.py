@@ -48,7 +48,7 @@ def test_data_the_database_refuses_is_not_retried_as_an_outage(postgres_url: str
     from store.vectors.pgvector import PgvectorStore
 
     with PgvectorStore(postgres_url, dimensions=4) as store:
-        notes = store.collection(unique_name())
+        notes = store.get_collection(unique_name(), create=True)
         import secrets
 
         huge_id = secrets.token_hex(2000)  # incompressible: over the btree's row size
@@ -59,7 +59,7 @@ def test_data_the_database_refuses_is_not_retried_as_an_outage(postgres_url: str
         too_long = "n" * 47
         with pytest.raises(ConfigError, match=f"collection name '{too_long}' has 47 characters; with "
                                               "vectors.table_prefix 'vs_' pgvector takes at most 46"):
-            store.collection(too_long)
+            store.get_collection(too_long, create=True)
 
 
 @pytest.mark.parametrize("kind", ["memory", "pgvector"])
@@ -67,7 +67,7 @@ def test_filters_over_the_caps_are_config_errors_not_crashes(kind: str, postgres
     from store.vectors.pgvector import PgvectorStore
 
     store = memory_store(dimensions=4) if kind == "memory" else PgvectorStore(postgres_url, dimensions=4)
-    notes = store.collection(unique_name())
+    notes = store.get_collection(unique_name(), create=True)
     notes.upsert(VectorRecord("a", [1, 0, 0, 0], metadata={"kind": "x"}))
     deep: Filter = Filter.eq("kind", "x")
     for _ in range(65):

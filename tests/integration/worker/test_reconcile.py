@@ -48,7 +48,7 @@ def make_indexer(postgres_url: str, table: str, *, updated_at: str | None) -> tu
     source = CountingSource(url=postgres_url, table=table, text="{title}\n\n{body}", metadata=["kind"],
                             updated_at=updated_at)
     name = unique_name()
-    indexer = Indexer(name=name, collection=memory_store(dimensions=16).collection(name), source=source,
+    indexer = Indexer(name=name, collection=memory_store(dimensions=16).get_collection(name, create=True), source=source,
                       chunker=Chunker(), embeddings=Embeddings.from_settings(settings), ledger=MemoryLedger())
     return indexer, source
 

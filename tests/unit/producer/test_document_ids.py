@@ -50,7 +50,7 @@ def test_the_id_field_names_the_document_so_a_new_text_replaces_the_old(tasks: t
     assert producer.index_document("pages", None, "New pricing plan", {"url": url}) == url
     tasks.run_queue()
     assert records(tasks, "pages") == [url]
-    assert tasks.store.collection("pages").count(Filter.eq("record_id", url)) == 1
+    assert tasks.store.get_collection("pages", create=True).count(Filter.eq("record_id", url)) == 1
     assert search("pages", "pricing plan")[0].text == "New pricing plan"
     assert producer.index_document("nested", text="A pricing plan", metadata={"origin": {"key": 7}}) == "7"
     assert producer.index_document("pages", "given", "Pricing", {"url": url}) == "given"  # an id given wins

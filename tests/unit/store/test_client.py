@@ -37,7 +37,7 @@ def test_a_vector_search_needs_no_embedding_model() -> None:
     unreachable = unreachable.model_copy(update={"embeddings": unreachable.embeddings.model_copy(
         update={"chain": ["missing"]})})
     with Client(unreachable) as client:
-        client.store.collection("notes").upsert(VectorRecord("a", [1, 0, 0, 0], "alpha"))
+        client.store.get_collection("notes", create=True).upsert(VectorRecord("a", [1, 0, 0, 0], "alpha"))
         assert [m.id for m in client.search("notes", [1, 0, 0, 0])] == ["a"]  # the chain is never built
         with pytest.raises(ConfigError, match="missing"):
             client.search("notes", "a text needs the chain")
@@ -55,7 +55,7 @@ def test_search_reads_the_clients_store_and_the_declared_collections() -> None:
     store = memory_store(dimensions=4)
     with Client(settings(notes={}), store=store) as client:
         assert client.search("notes", [1, 0, 0, 0]) == []  # declared: created empty, not an error
-        store.collection("notes").upsert(VectorRecord("a", [1, 0, 0, 0], "alpha", {"kind": "call"}))
+        store.get_collection("notes", create=True).upsert(VectorRecord("a", [1, 0, 0, 0], "alpha", {"kind": "call"}))
         assert [m.id for m in client.search("notes", [1, 0, 0, 0], filter={"kind": "call"})] == ["a"]
         assert client.search("notes", [1, 0, 0, 0], filter={"kind": "email"}) == []
         with pytest.raises(ConfigError, match="collection 'typo' does not exist"):
@@ -90,7 +90,7 @@ def test_the_producer_of_a_client_given_a_ledger_creates_its_runs_there() -> Non
 
 def test_query_helpers_use_the_default_client_and_use_client_puts_another_in_its_place() -> None:
     store = memory_store(dimensions=4)
-    store.collection("notes").upsert(VectorRecord("a", [1, 0, 0, 0], "alpha"))
+    store.get_collection("notes", create=True).upsert(VectorRecord("a", [1, 0, 0, 0], "alpha"))
     mine = Client(settings(notes={}), store=store)
     previous = use_client(mine)
     try:

@@ -19,7 +19,7 @@ from store.vectors.backends import memory_store
 SETTINGS = Settings.model_validate({"vectors": {"store": "memory", "dimensions": 16},
                                     "embeddings": {"cache_ttl_days": 0}})
 STORE = memory_store(dimensions=16, embedder=Embeddings.from_settings(SETTINGS))
-STORE.collection("notes").upsert_many([
+STORE.get_collection("notes", create=True).upsert_many([
     VectorRecord("a:0", [1.0] + [0.0] * 15, "Dana moved the onboarding call", {"record_id": "a"}),
     VectorRecord("b:0", [0.0, 1.0] + [0.0] * 14, "The invoice was paid", {"record_id": "b"}),
 ])

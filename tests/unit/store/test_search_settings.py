@@ -27,7 +27,7 @@ def test_declared_settings_reach_the_collection(tmp_path: Path) -> None:
     from store.vectors.backends import open_store
 
     settings = load_settings(settings_file(tmp_path, 'mode = "hybrid"\nlanguage = "german"\nrrf_k = 10'))
-    collection = open_store(settings).collection("notes")
+    collection = open_store(settings).get_collection("notes", create=True)
     assert (collection.search_settings.mode, collection.analyzer.language, collection.search_settings.rrf_k) == \
         ("hybrid", "german", 10)
 
@@ -48,7 +48,7 @@ def test_bad_values_are_refused_naming_the_value_and_the_fix(tmp_path: Path, lin
 
 def test_a_language_change_analyzes_the_stored_text_again() -> None:
     store = memory_store(dimensions=2)
-    collection = store.collection("notes")
+    collection = store.get_collection("notes", create=True)
     from store import VectorRecord
 
     collection.upsert(VectorRecord("a", [1, 0], "the configured options"))

@@ -44,7 +44,7 @@ def make_indexer(source: Any = None, *, store: VectorStore | None = None,
                                         "embeddings": {"cache_ttl_days": 0}})
     name = unique_name()
     store = store or memory_store(dimensions=16)
-    return Indexer(name=name, collection=store.collection(name), source=source or PushSource(name),
+    return Indexer(name=name, collection=store.get_collection(name, create=True), source=source or PushSource(name),
                    chunker=Chunker(max_tokens=8, overlap=2), ledger=MemoryLedger(), limits=limits,
                    embeddings=StrictEmbeddings(Embeddings.from_settings(settings)))
 
@@ -99,7 +99,7 @@ def test_a_collection_emptied_behind_the_ledgers_back_is_indexed_again() -> None
     indexer = make_indexer(PythonSource(loader=f"{__name__}:load_records"), store=store)
     indexer.index(["a", "b"])
     store.drop_collection(indexer.name)
-    indexer.collection = store.collection(indexer.name)
+    indexer.collection = store.get_collection(indexer.name, create=True)
     assert sorted(indexer.index(["a", "b"]).skipped) == ["a", "b"]  # the ledger alone would skip them all
     assert indexer.forget_if_lost() is True
     assert sorted(indexer.index(["a", "b"]).indexed) == ["a", "b"] and indexer.collection.count() == 2
@@ -119,7 +119,7 @@ def test_qdrant_stops_checking_a_filter_in_python_at_the_cap() -> None:
 
     store = QdrantStore(":memory:", dimensions=4)
     store.limits = LimitSettings(max_residual_scan=50)
-    notes = store.collection(unique_name())
+    notes = store.get_collection(unique_name(), create=True)
     notes.upsert_many([VectorRecord(str(i), [1, i, 0, 0], metadata={"day": f"2026-01-{i % 28 + 1:02d}"})
                        for i in range(200)])
     with pytest.raises(ConfigError, match="needs more than 50 points checked in Python"):

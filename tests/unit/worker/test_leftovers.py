@@ -66,7 +66,7 @@ def indexer() -> Indexer:
     embeddings.cache = EmbeddingCache(fakeredis.FakeRedis(), ttl_seconds=3600)
     name = unique_name()
     store = memory_store(dimensions=16)
-    return Indexer(name=name, collection=store.collection(name), source=PythonSource(loader=f"{__name__}:load_records"),
+    return Indexer(name=name, collection=store.get_collection(name, create=True), source=PythonSource(loader=f"{__name__}:load_records"),
                    chunker=Chunker(max_tokens=8, overlap=2), embeddings=embeddings, ledger=MemoryLedger())
 
 

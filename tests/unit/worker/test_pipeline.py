@@ -53,7 +53,7 @@ def make_indexer(ledger: MemoryLedger, *, source: Any = None, chain: Settings | 
                                                  "embeddings": {"cache_ttl_days": 0}})
     embeddings = CountingEmbeddings(Embeddings.from_settings(settings))
     name = like.name if like else unique_name()
-    collection = like.collection if like else memory_store(dimensions=16).collection(name)
+    collection = like.collection if like else memory_store(dimensions=16).get_collection(name, create=True)
     indexer = Indexer(name=name, collection=collection, source=source or PushSource(name),
                       chunker=Chunker(max_tokens=8, overlap=2), embeddings=embeddings, ledger=ledger)
     return indexer, embeddings

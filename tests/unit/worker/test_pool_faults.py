@@ -116,7 +116,7 @@ def reindexed(broker: Broker) -> tuple[Any, set[str], list[testing.SentTask]]:
         run_id = tasks.producer.reindex_all("notes")
         tasks.run_queue()
         probe = [1.0] * tasks.settings.vectors.dimensions
-        found = tasks.store.collection("notes").search(probe, limit=10_000)
+        found = tasks.store.get_collection("notes", create=True).search(probe, limit=10_000)
         return tasks.ledger.run(run_id), {m.metadata["record_id"] for m in found}, tasks.done
 
 

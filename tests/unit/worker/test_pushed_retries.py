@@ -30,4 +30,4 @@ def test_a_pushed_document_outlasts_max_retries_of_provider_outage(monkeypatch: 
         queue.run_queue()
         assert [t.retries for t in queue.done if t.name == INDEX_DOCUMENT] == list(range(7))
         assert queue.ledger.failures("docs") == []
-        assert [m.id for m in queue.store.collection("docs").search("office", limit=3)] == ["doc-1:0"]
+        assert [m.id for m in queue.store.get_collection("docs", create=True).search("office", limit=3)] == ["doc-1:0"]

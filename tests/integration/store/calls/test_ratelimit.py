@@ -171,11 +171,11 @@ def test_rerank_and_chat_calls_take_from_their_budgets(redis_url: str, client: A
     embeddings = Embeddings.from_settings(settings)
     store = memory_store(dimensions=16, embedder=embeddings)
     text = "Refunds are paid within 14 days of the request, to the original card."
-    store.collection("notes").upsert_many([VectorRecord("n1:0", embeddings.embed(text), text, {"record_id": "n1"})])
+    store.get_collection("notes", create=True).upsert_many([VectorRecord("n1:0", embeddings.embed(text), text, {"record_id": "n1"})])
     retrieval = Retrieval.from_settings(settings, store=store)
     started = time.monotonic()
     assert retrieval.answer("notes", "how are refunds paid?").answered  # one rerank call, one chat call
-    retrieval.rerank("refunds", retrieval.store.collection("notes").search("refunds"))
+    retrieval.rerank("refunds", retrieval.store.get_collection("notes", create=True).search("refunds"))
     elapsed = time.monotonic() - started
     keys = [bucket_key(settings.models[name]) for name in ("r", "c")]
     requests_left = float(client.hget(keys[0], "r"))

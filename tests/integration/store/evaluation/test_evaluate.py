@@ -43,7 +43,7 @@ def store(request: pytest.FixtureRequest) -> Iterator[VectorStore]:
 def test_every_mode_over_a_real_collection(store: VectorStore) -> None:
     name = unique_name()
     embedder = Embeddings.from_settings(SETTINGS)
-    collection = store.collection(name)
+    collection = store.get_collection(name, create=True)
     collection.upsert_many([
         VectorRecord(f"{rid}:{n}", embedder.embed(text), text, {"record_id": rid, "chunk": n,
                                                                 "garden": rid == "robin"})

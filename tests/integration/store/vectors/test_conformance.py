@@ -23,7 +23,7 @@ class TestServerBackends(VectorStoreContract):
 def test_an_existing_collection_of_another_size_is_refused(request: pytest.FixtureRequest, kind: str) -> None:
     make_store = next(make_store_factory(request, kind))
     name = unique_name()
-    make_store(dimensions=4).collection(name).upsert(VectorRecord("a", [1, 0, 0, 0]))
+    make_store(dimensions=4).get_collection(name, create=True).upsert(VectorRecord("a", [1, 0, 0, 0]))
     with pytest.raises(ConfigError, match=r"4.*8.*vectors\.dimensions|8.*4.*vectors\.dimensions") as error:
-        make_store(dimensions=8).collection(name)
+        make_store(dimensions=8).get_collection(name, create=True)
     assert name in str(error.value)

@@ -56,17 +56,17 @@ def _as_before_keyword_search(store: PgvectorStore, name: str) -> None:
 def test_a_table_from_before_keyword_search_gains_it_from_its_text_without_embedding(postgres_url: str) -> None:
     name, records = unique_name(), corpus()
     old = PgvectorStore(postgres_url, dimensions=DIMENSIONS)
-    old.collection(name).upsert_many(records)
+    old.get_collection(name, create=True).upsert_many(records)
     _as_before_keyword_search(old, name)
     old.close()
     embedder = WordsEmbedder()
     store = PgvectorStore(postgres_url, dimensions=DIMENSIONS, embedder=embedder)
     try:
-        collection = store.collection(name)  # opening upgrades it
+        collection = store.get_collection(name, create=True)  # opening upgrades it
         assert embedder.calls == 0
         for query in QUERIES[:5]:
             expected = [id for id, _ in reference_bm25(records, query)[:10]]
-            found = [m.id for m in store.collection(name).search(query, mode="keyword", limit=10)]
+            found = [m.id for m in store.get_collection(name, create=True).search(query, mode="keyword", limit=10)]
             assert overlap(found, expected) >= 0.9
         assert embedder.calls == 0  # keyword search embeds nothing either
         assert collection.count() == len(records)
@@ -77,17 +77,17 @@ def test_a_table_from_before_keyword_search_gains_it_from_its_text_without_embed
 
 def test_another_language_analyzes_the_stored_text_again(pg: PgvectorStore) -> None:
     name = unique_name()
-    pg.collection(name).upsert(VectorRecord("a", [1.0] * DIMENSIONS, "the configured options"))
-    assert pg.collection(name).search("configuring", mode="keyword")  # english: both stem to "configur"
+    pg.get_collection(name, create=True).upsert(VectorRecord("a", [1.0] * DIMENSIONS, "the configured options"))
+    assert pg.get_collection(name, create=True).search("configuring", mode="keyword")  # english: both stem to "configur"
     pg.configure_search(name, SearchSettings(language="simple"))
-    assert pg.collection(name).search("configuring", mode="keyword") == []  # simple: words as they are
-    assert [m.id for m in pg.collection(name).search("configured", mode="keyword")] == ["a"]
-    assert [m.id for m in pg.collection(name).search("the", mode="keyword")] == ["a"]  # no stop words
+    assert pg.get_collection(name, create=True).search("configuring", mode="keyword") == []  # simple: words as they are
+    assert [m.id for m in pg.get_collection(name, create=True).search("configured", mode="keyword")] == ["a"]
+    assert [m.id for m in pg.get_collection(name, create=True).search("the", mode="keyword")] == ["a"]  # no stop words
 
 
 def test_statistics_stay_exact_under_concurrent_writers(pg: PgvectorStore) -> None:
     name, records = unique_name(), corpus(200)
-    collection = pg.collection(name)
+    collection = pg.get_collection(name, create=True)
     errors: list[BaseException] = []
 
     def write(part: int) -> None:
@@ -143,7 +143,7 @@ def _racing(write: Callable[[list[VectorRecord]], None], records: list[VectorRec
 def test_statistics_equal_a_recount_after_two_writers_of_the_same_new_ids(pg: PgvectorStore, path: str) -> None:
     """Both writers counted +1 for a new id and the second's update was never counted out: after 20 rounds of
     2 writers on 5 ids, 190 documents counted for 100 rows (issue 32, defect 4)."""
-    collection, records = pg.collection(unique_name()), corpus(100)
+    collection, records = pg.get_collection(unique_name(), create=True), corpus(100)
     writes: dict[str, Callable[[list[VectorRecord]], None]] = {
         "upsert_many": collection.upsert_many,
         "upsert": lambda batch: [collection.upsert(r) for r in batch],  # type: ignore[func-returns-value]
@@ -158,7 +158,7 @@ def test_statistics_equal_a_recount_after_two_writers_of_the_same_new_ids(pg: Pg
 
 
 def test_a_recount_repairs_drifted_statistics(pg: PgvectorStore) -> None:
-    collection = pg.collection(unique_name())
+    collection = pg.get_collection(unique_name(), create=True)
     collection.upsert_many(corpus(30))
     table = collection.table.name  # type: ignore[attr-defined]
     with pg.transaction() as conn:
@@ -170,7 +170,7 @@ def test_a_recount_repairs_drifted_statistics(pg: PgvectorStore) -> None:
 def test_a_selective_filter_takes_the_exact_path_in_the_keyword_leg(pg: PgvectorStore,
                                                                    caplog: pytest.LogCaptureFixture) -> None:
     name, records = unique_name(), corpus()
-    collection = pg.collection(name)
+    collection = pg.get_collection(name, create=True)
     collection.upsert_many(records)
     only = Filter.eq("team", 3)
     with caplog.at_level("DEBUG", logger="vectorsync.search"):

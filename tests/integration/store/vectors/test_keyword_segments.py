@@ -69,7 +69,7 @@ def postings(store: PgvectorStore, collection: PgvectorCollection) -> tuple[int,
 
 
 def test_segments_rank_as_sql_after_writes_replacements_and_deletes(pg: PgvectorStore, small_classes: None) -> None:
-    collection = pg.collection(unique_name())
+    collection = pg.get_collection(unique_name(), create=True)
     assert isinstance(collection, PgvectorCollection)
     records = grouped(corpus(400))
     for start in range(0, 300, 7):  # 43 small transactions: segments of every class, merged as they fill
@@ -83,7 +83,7 @@ def test_segments_rank_as_sql_after_writes_replacements_and_deletes(pg: Pgvector
 
 
 def test_a_merge_drops_the_postings_of_replaced_and_deleted_rows(pg: PgvectorStore, small_classes: None) -> None:
-    collection = pg.collection(unique_name())
+    collection = pg.get_collection(unique_name(), create=True)
     assert isinstance(collection, PgvectorCollection)
     records = grouped(corpus(64))
     for record in records:
@@ -104,7 +104,7 @@ def test_a_merge_drops_the_postings_of_replaced_and_deleted_rows(pg: PgvectorSto
 def test_a_table_from_before_segments_gains_them_from_its_rows(postgres_url: str) -> None:
     name = unique_name()
     old = PgvectorStore(postgres_url, dimensions=DIMENSIONS, embedder=WordsEmbedder(), exact_search_rows=0)
-    first = old.collection(name)
+    first = old.get_collection(name, create=True)
     assert isinstance(first, PgvectorCollection)
     first.upsert_many(grouped(corpus(300)))
     with old.transaction() as conn:
@@ -115,7 +115,7 @@ def test_a_table_from_before_segments_gains_them_from_its_rows(postgres_url: str
     old.close()
     store = PgvectorStore(postgres_url, dimensions=DIMENSIONS, embedder=WordsEmbedder(), exact_search_rows=0)
     try:
-        collection = store.collection(name)
+        collection = store.get_collection(name, create=True)
         assert isinstance(collection, PgvectorCollection)
         assert postings(store, collection)[0] == 1
         assert_ranks_as_sql(store, collection)
@@ -126,7 +126,7 @@ def test_a_table_from_before_segments_gains_them_from_its_rows(postgres_url: str
 
 def test_concurrent_writers_of_the_same_rows_leave_segments_that_rank_as_sql(pg: PgvectorStore,
                                                                              small_classes: None) -> None:
-    collection = pg.collection(unique_name())
+    collection = pg.get_collection(unique_name(), create=True)
     assert isinstance(collection, PgvectorCollection)
     versions = [grouped(corpus(120, seed=seed)) for seed in (21, 22, 23, 24)]
     errors: list[BaseException] = []
@@ -149,7 +149,7 @@ def test_concurrent_writers_of_the_same_rows_leave_segments_that_rank_as_sql(pg:
 
 def test_a_filter_keeping_few_of_the_best_rows_hands_over_to_the_sql_path(pg: PgvectorStore,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    collection = pg.collection(unique_name())
+    collection = pg.get_collection(unique_name(), create=True)
     assert isinstance(collection, PgvectorCollection)
     collection.upsert_many(grouped(corpus(400)))
     monkeypatch.setattr(segments, "MAX_CANDIDATES", 40)
@@ -162,11 +162,11 @@ def test_a_filter_keeping_few_of_the_best_rows_hands_over_to_the_sql_path(pg: Pg
 
 def test_a_collection_made_again_under_its_name_is_never_scored_from_the_old_postings(pg: PgvectorStore) -> None:
     name = unique_name()
-    first = pg.collection(name)
+    first = pg.get_collection(name, create=True)
     first.upsert_many(grouped(corpus(200, seed=31)))
     first.search("merge conflict", limit=5, mode="keyword")  # its postings decoded in this process
     pg.drop_collection(name)
-    again = pg.collection(name)
+    again = pg.get_collection(name, create=True)
     assert isinstance(again, PgvectorCollection)
     again.upsert_many(grouped(corpus(200, seed=32)))
     assert_ranks_as_sql(pg, again)
@@ -175,7 +175,7 @@ def test_a_collection_made_again_under_its_name_is_never_scored_from_the_old_pos
 def test_the_pipelines_swap_keeps_the_statistics_and_the_postings(pg: PgvectorStore) -> None:
     from store.vectors.pgvector.keywords import statistics
 
-    collection = pg.collection(unique_name())
+    collection = pg.get_collection(unique_name(), create=True)
     assert isinstance(collection, PgvectorCollection)
     records = grouped(corpus(120, seed=41))
     collection.upsert_many(records)

@@ -33,7 +33,7 @@ def clustered(count: int, *, seed: int = 7) -> np.ndarray:
 
 
 def test_schema_has_the_documented_columns_and_indexes(pg: PgvectorStore) -> None:
-    collection = pg.collection(unique_name())
+    collection = pg.get_collection(unique_name(), create=True)
     inspector = sa.inspect(pg.engine)
     table = collection.table.name  # type: ignore[attr-defined]
     columns = {c["name"] for c in inspector.get_columns(table)}
@@ -55,7 +55,7 @@ def test_the_hnsw_index_is_built_with_the_settings_parameters(postgres_url: str)
     for store in (PgvectorStore(postgres_url, dimensions=4), PgvectorStore(postgres_url, dimensions=4, hnsw_m=8,
                                                                            hnsw_ef_construction=40)):
         m, ef_construction = store.schema.hnsw_m, store.schema.hnsw_ef_construction
-        collection = store.collection(unique_name())
+        collection = store.get_collection(unique_name(), create=True)
         collection.upsert_many(VectorRecord(f"v{i}", [1.0, i, 0.0, 1.0]) for i in range(BULK_LOAD_ROWS))  # built after
         with store.transaction() as conn:
             definition = conn.execute(sa.text("SELECT indexdef FROM pg_indexes WHERE indexname = :i"),
@@ -67,7 +67,7 @@ def test_the_hnsw_index_is_built_with_the_settings_parameters(postgres_url: str)
 
 
 def test_record_id_and_chunk_metadata_fill_their_columns(pg: PgvectorStore) -> None:
-    collection = pg.collection(unique_name())
+    collection = pg.get_collection(unique_name(), create=True)
     collection.upsert(VectorRecord("r1:2", np.ones(DIMENSIONS), "t", {"record_id": "r1", "chunk": 2}, model="m1"))
     with pg.transaction() as conn:
         row = conn.execute(sa.select(collection.table.c.record_id, collection.table.c.chunk,  # type: ignore[attr-defined]
@@ -78,7 +78,7 @@ def test_record_id_and_chunk_metadata_fill_their_columns(pg: PgvectorStore) -> N
 def test_above_2000_dimensions_the_column_is_halfvec(postgres_url: str) -> None:
     store = PgvectorStore(postgres_url, dimensions=3072)
     try:
-        collection = store.collection(unique_name())
+        collection = store.get_collection(unique_name(), create=True)
         vector = np.zeros(3072)
         vector[0] = 1.0
         collection.upsert(VectorRecord("big", vector))
@@ -97,7 +97,7 @@ def test_more_dimensions_than_pgvector_can_index_is_a_config_error(postgres_url:
 
 
 def test_a_bulk_load_into_a_non_empty_table_keeps_existing_rows(pg: PgvectorStore) -> None:
-    collection = pg.collection(unique_name())
+    collection = pg.get_collection(unique_name(), create=True)
     vectors = clustered(2_500, seed=1)
     collection.upsert(VectorRecord("first", vectors[0]))
     collection.upsert_many(VectorRecord(f"v{i}", vectors[i]) for i in range(1, 2_500))
@@ -118,10 +118,10 @@ def test_unreachable_database_is_store_unavailable_without_the_password() -> Non
 def test_an_existing_table_indexed_for_another_metric_is_refused(postgres_url: str) -> None:
     name = unique_name()
     first = PgvectorStore(postgres_url, dimensions=4, metric="cosine")
-    first.collection(name)
+    first.get_collection(name, create=True)
     second = PgvectorStore(postgres_url, dimensions=4, metric="euclidean")
     with pytest.raises(ConfigError, match=f"collection '{name}' is indexed for cosine; settings say euclidean"):
-        second.collection(name)
+        second.get_collection(name, create=True)
     first.drop_collection(name)
     first.close()
     second.close()
@@ -134,7 +134,7 @@ def test_a_malformed_database_url_is_a_config_error_without_the_password() -> No
 
 
 def test_an_empty_collection_defers_its_index_for_a_bulk_load_and_builds_it_after(pg: PgvectorStore) -> None:
-    collection = pg.collection(unique_name())
+    collection = pg.get_collection(unique_name(), create=True)
     table = collection.table.name  # type: ignore[attr-defined]
 
     def has_index() -> bool:
@@ -164,7 +164,7 @@ def _rows(pg: PgvectorStore, table: str) -> dict[str, tuple[str, str]]:
 
 
 def test_the_pipelines_swap_leaves_no_stale_chunk_and_touches_no_other_record(pg: PgvectorStore) -> None:
-    collection = pg.collection(unique_name())
+    collection = pg.get_collection(unique_name(), create=True)
     table = collection.table.name  # type: ignore[attr-defined]
     collection.replace_records(["a", "b"], [*_chunks("a", ["a0", "a1", "a2"]), *_chunks("b", ["b0", "b1"])])
     collection.replace_records(["a"], _chunks("a", ["a0 again"], seed=2))  # three chunks become one
@@ -177,7 +177,7 @@ def test_the_pipelines_swap_leaves_no_stale_chunk_and_touches_no_other_record(pg
 def test_the_pipelines_swap_over_an_id_written_by_hand_for_another_record_replaces_it(pg: PgvectorStore) -> None:
     """A row whose id names another record (written by hand) makes the straight COPY fail: the swap is done
     again as replace_where, which upserts over it, as before."""
-    collection = pg.collection(unique_name())
+    collection = pg.get_collection(unique_name(), create=True)
     table = collection.table.name  # type: ignore[attr-defined]
     collection.upsert(VectorRecord("a:0", clustered(1)[0], "by hand", {"record_id": "other", "chunk": 0}))
     collection.replace_records(["a"], _chunks("a", ["a0", "a1"]))

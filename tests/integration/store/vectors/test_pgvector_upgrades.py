@@ -50,7 +50,7 @@ def load(url: str, dump: str) -> None:
 
 def open_collection(url: str) -> tuple[PgvectorStore, PgvectorCollection]:
     store = PgvectorStore(url, dimensions=DIMENSIONS)
-    collection = store.collection(COLLECTION)
+    collection = store.get_collection(COLLECTION, create=True)
     assert isinstance(collection, PgvectorCollection)
     return store, collection
 
@@ -109,7 +109,7 @@ def test_an_older_table_keeps_every_row_and_ends_as_a_table_made_now(database: s
     assert version(database) is None  # made before versions were recorded
     store, collection = open_collection(database)
     try:
-        store.collection("fresh")
+        store.get_collection("fresh", create=True)
         assert execute(database, _ROWS) == before  # ids, texts, metadata, embeddings, models, times
         assert version(database) == version(database, "vs_fresh") == CURRENT_VERSION
         assert shape(database, TABLE) == shape(database, "vs_fresh")
@@ -191,6 +191,6 @@ def test_a_table_a_newer_vectorsync_upgraded_is_refused(database: str) -> None:
     store = PgvectorStore(database, dimensions=DIMENSIONS)
     try:
         with pytest.raises(SchemaTooNew, match=re.escape(message)):
-            store.collection(COLLECTION)
+            store.get_collection(COLLECTION, create=True)
     finally:
         store.close()

@@ -46,7 +46,7 @@ def _records(vectors: np.ndarray) -> list[VectorRecord]:
 def loaded(pg: PgvectorStore) -> tuple[PgvectorCollection, np.ndarray, list[VectorRecord]]:
     vectors = clustered(ROWS + 20)
     records = _records(vectors[:ROWS])
-    collection = pg.collection(unique_name())
+    collection = pg.get_collection(unique_name(), create=True)
     collection.upsert_many(records)
     assert isinstance(collection, PgvectorCollection)
     return collection, vectors[ROWS:], records
@@ -71,7 +71,7 @@ def test_exact_and_hnsw_paths_return_the_same_ids(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     collection, queries, records = loaded
-    memory = memory_store(dimensions=DIMENSIONS).collection("truth")
+    memory = memory_store(dimensions=DIMENSIONS).get_collection("truth", create=True)
     memory.upsert_many(records)
     caplog.set_level(logging.DEBUG, logger="vectorsync.search")
     for query in queries[:5]:
@@ -110,7 +110,7 @@ def test_the_plan_follows_a_sampled_estimate_of_the_matching_rows(
 
 def test_a_table_never_analyzed_is_counted_up_to_the_bound(pg: PgvectorStore, caplog: pytest.LogCaptureFixture) -> None:
     vectors = clustered(600)
-    collection = pg.collection(unique_name())
+    collection = pg.get_collection(unique_name(), create=True)
     for start in range(0, 600, 200):  # small writes: no bulk load, no ANALYZE
         collection.upsert_many(_records(vectors)[start:start + 200])
     pg.exact_search_rows = 100
@@ -177,7 +177,7 @@ def test_equality_filters_are_served_by_the_gin_index(
 def test_declared_fields_get_btree_indexes_that_serve_ranges(pg: PgvectorStore) -> None:
     name = unique_name()
     pg.indexed[name] = {"owner_id": "integer", "created_at": "datetime", "owner.kind": "keyword"}
-    collection = pg.collection(name)
+    collection = pg.get_collection(name, create=True)
     assert isinstance(collection, PgvectorCollection)
     table = collection.table.name
     with pg.transaction() as conn:
@@ -195,7 +195,7 @@ def test_declared_fields_get_btree_indexes_that_serve_ranges(pg: PgvectorStore) 
 
 def test_a_field_declared_later_is_indexed_on_the_existing_collection(pg: PgvectorStore) -> None:
     name = unique_name()
-    collection = pg.collection(name)
+    collection = pg.get_collection(name, create=True)
     collection.upsert_many([VectorRecord("a", [1.0] * DIMENSIONS, "", {"n": 1})])
     collection.declare_indexes({"n": "integer"})
     with pg.transaction() as conn:
@@ -211,7 +211,7 @@ def test_a_value_of_another_type_than_declared_is_refused_naming_it(store_kind: 
         postgres_url, dimensions=DIMENSIONS)
     name = unique_name()
     store.indexed[name] = {"owner_id": "integer"}
-    collection = store.collection(name)
+    collection = store.get_collection(name, create=True)
     collection.upsert_many([VectorRecord("kept", [1.0] * DIMENSIONS, "", {"owner_id": 1})])
     with pytest.raises(ConfigError, match=r"record 'bad': metadata field 'owner_id' = '7' is not a single integer"):
         collection.upsert_many([VectorRecord("fine", [1.0] * DIMENSIONS, "", {"owner_id": 2}),
@@ -229,7 +229,7 @@ def test_a_qdrant_server_holds_the_payload_indexes_of_the_declared_fields() -> N
     store = QdrantStore(os.environ["VECTORSYNC_TEST_QDRANT_URL"], dimensions=DIMENSIONS)
     name = unique_name()
     store.indexed[name] = {"owner_id": "integer", "created_at": "datetime"}
-    store.collection(name)
+    store.get_collection(name, create=True)
     schema = store._client.get_collection(name).payload_schema
     assert schema["metadata.owner_id"].data_type == models.PayloadSchemaType.INTEGER
     assert schema["metadata.created_at"].data_type == models.PayloadSchemaType.DATETIME

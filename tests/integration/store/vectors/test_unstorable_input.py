@@ -21,7 +21,7 @@ def make_store(request: pytest.FixtureRequest) -> Iterator[StoreFactory]:
 def test_a_filter_value_no_row_can_hold_is_refused_by_every_backend(make_store: StoreFactory, value: str) -> None:
     """pgvector answered with PostgreSQL's multi-line "unsupported Unicode escape sequence"; memory and Qdrant
     returned nothing."""
-    collection = make_store().collection(unique_name())
+    collection = make_store().get_collection(unique_name(), create=True)
     collection.upsert(VectorRecord("a", [1.0, 0.0, 0.0, 0.0], "a call", {"kind": "call"}))
     with pytest.raises(ConfigError, match=r"filter value .* for 'kind' holds a NUL character or a lone surrogate"):
         collection.search([1.0, 0.0, 0.0, 0.0], filter=Filter.eq("kind", value))

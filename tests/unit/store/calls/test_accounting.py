@@ -61,7 +61,7 @@ def test_error_kinds() -> None:
 
 def test_every_search_is_timed_per_collection() -> None:
     name = unique_name("timed")
-    collection = MemoryStore(dimensions=2).collection(name)
+    collection = MemoryStore(dimensions=2).get_collection(name, create=True)
     collection.upsert(VectorRecord("a", [1.0, 0.0]))
     for _ in range(3):
         assert [m.id for m in collection.search([1.0, 0.0], limit=1)] == ["a"]

@@ -88,7 +88,7 @@ def test_json_paths_carry_its_numbers_never_the_object() -> None:
 
 def test_stores_and_searches_take_it_as_a_vector(embeddings: Embeddings) -> None:
     store = memory_store(dimensions=32, embedder=embeddings)
-    notes = store.collection("notes")
+    notes = store.get_collection("notes", create=True)
     notes.upsert(VectorRecord("a", embeddings.embed("pricing for the annual plan"), "pricing"))
     notes.upsert(VectorRecord("b", embeddings.embed("onboarding schedule slipped"), "onboarding"))
     assert notes.search(embeddings.embed("onboarding schedule"), limit=1)[0].id == "b"

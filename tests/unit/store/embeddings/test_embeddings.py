@@ -123,7 +123,7 @@ def test_embeddings_answer_text_queries_of_a_collection() -> None:
     embeddings = Embeddings.from_settings(settings)
     embedder: QueryEmbedder = embeddings
     store = memory_store(dimensions=64, embedder=embedder)
-    notes = store.collection("notes")
+    notes = store.get_collection("notes", create=True)
     texts = {"a": "pricing for the annual plan", "b": "onboarding schedule slipped", "c": "invoice paid"}
     vectors = embeddings.embed_many(list(texts.values()))
     notes.upsert_many(

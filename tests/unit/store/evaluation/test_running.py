@@ -28,7 +28,7 @@ class Stub:
 @pytest.fixture
 def store():  # type: ignore[no-untyped-def]
     made = memory_store(dimensions=3, embedder=Stub())
-    made.collection("notes").upsert_many([
+    made.get_collection("notes", create=True).upsert_many([
         VectorRecord("r1:0", [1, 0, 0], "one", {"record_id": "r1", "kind": "a"}),
         VectorRecord("r1:1", [0.9, 0.1, 0], "one more", {"record_id": "r1", "kind": "a"}),
         VectorRecord("r2:0", [0, 1, 0], "two", {"record_id": "r2", "kind": "b"}),
@@ -38,7 +38,7 @@ def store():  # type: ignore[no-untyped-def]
 
 
 def test_scores_by_hand(store) -> None:  # type: ignore[no-untyped-def]
-    report = evaluate(store.collection("notes"), QUERIES, modes=["vector"], k=2)
+    report = evaluate(store.get_collection("notes", create=True), QUERIES, modes=["vector"], k=2)
     alpha, mixed, gamma = report.scores
     assert (alpha.ranked, alpha.recall, alpha.reciprocal_rank, alpha.ndcg) == (("r1", "r2"), 1.0, 1.0, 1.0)
     # mixed: r2 (0.8), r1 (its best chunk, 0.685), then r3 (0): k=2 finds r2 of {r2, r3}.
@@ -57,7 +57,7 @@ def test_scores_by_hand(store) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_k_ten_reads_deeper(store) -> None:  # type: ignore[no-untyped-def]
-    mixed = evaluate(store.collection("notes"), QUERIES[1:2], modes=["vector"], k=10).scores[0]
+    mixed = evaluate(store.get_collection("notes", create=True), QUERIES[1:2], modes=["vector"], k=10).scores[0]
     assert mixed.ranked == ("r2", "r1", "r3")
     assert mixed.recall == 1.0
     assert mixed.ndcg == pytest.approx((1 + 0.5) / (1 + 1 / 1.5849625), abs=1e-6)  # r3 at rank 3: 0.91972
@@ -81,13 +81,13 @@ def test_a_name_is_read_through_the_client(store) -> None:  # type: ignore[no-un
 ])
 def test_bad_arguments_are_refused_before_any_search(store, kwargs, message) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ConfigError) as caught:
-        evaluate(store.collection("notes"), QUERIES, **{"modes": ["vector"], **kwargs})
+        evaluate(store.get_collection("notes", create=True), QUERIES, **{"modes": ["vector"], **kwargs})
     assert str(caught.value) == message
 
 
 def test_no_queries_and_a_mode_not_run_are_refused(store) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ConfigError, match="no queries to evaluate"):
-        evaluate(store.collection("notes"), [], modes=["vector"])
-    report = evaluate(store.collection("notes"), QUERIES, modes=["vector"])
+        evaluate(store.get_collection("notes", create=True), [], modes=["vector"])
+    report = evaluate(store.get_collection("notes", create=True), QUERIES, modes=["vector"])
     with pytest.raises(ConfigError, match=r"mode 'hybrid' was not evaluated \(evaluated: vector\)"):
         report.mode("hybrid")

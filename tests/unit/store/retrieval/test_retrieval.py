@@ -50,7 +50,7 @@ def build(*, rerank: list[dict[str, Any]] | None = None, chat: list[dict[str, An
         "vectors": {"store": "memory", "dimensions": 64},
     })
     store = memory_store(dimensions=64, embedder=Embeddings.from_settings(settings))
-    notes = store.collection("notes")
+    notes = store.get_collection("notes", create=True)
     embedder = Embeddings.from_settings(settings)
     notes.upsert_many([VectorRecord(f"{rid}:0", embedder.embed(text), text, {"record_id": rid, "tenant": tenant})
                        for rid, tenant, text in NOTES])

@@ -90,7 +90,7 @@ class VectorStoreContract:
 
     @pytest.fixture
     def notes(self, make_store: StoreFactory) -> Collection:
-        return make_store(dimensions=4).collection(unique_name())
+        return make_store(dimensions=4).get_collection(unique_name(), create=True)
 
     @pytest.fixture
     def people(self, notes: Collection) -> Collection:
@@ -160,7 +160,7 @@ class VectorStoreContract:
         assert name in store.list_collections()
         store.drop_collection(name)
         assert name not in store.list_collections()
-        assert store.collection(name).count() == 0
+        assert store.get_collection(name, create=True).count() == 0
 
     def test_reset_empties_a_collection_and_keeps_it_create_and_get_refuse_surprises(self,
                                                                                      make_store: StoreFactory) -> None:
@@ -212,14 +212,14 @@ class VectorStoreContract:
     )
     def test_score_for_each_metric(self, make_store: StoreFactory, metric: str, query: list[float],
                                    vector: list[float], expected: float) -> None:
-        collection = make_store(dimensions=4, metric=metric).collection(unique_name())
+        collection = make_store(dimensions=4, metric=metric).get_collection(unique_name(), create=True)
         collection.upsert(VectorRecord("v", vector))
         [match] = collection.search(query)
         assert match.score == pytest.approx(expected, abs=1e-5)
 
     @pytest.mark.parametrize("metric", ["cosine", "dot", "euclidean"])
     def test_higher_score_is_closer(self, make_store: StoreFactory, metric: str) -> None:
-        collection = make_store(dimensions=4, metric=metric).collection(unique_name())
+        collection = make_store(dimensions=4, metric=metric).get_collection(unique_name(), create=True)
         collection.upsert_many([VectorRecord("near", [1, 0.1, 0, 0]), VectorRecord("far", [0.1, 1, 0, 0])])
         near, far = collection.search([1, 0, 0, 0])
         assert (near.id, far.id) == ("near", "far")
@@ -234,7 +234,7 @@ class VectorStoreContract:
     @pytest.mark.parametrize("name", ["notes; DROP TABLE vs_x", "Notes", "a-b", "1abc", "", '"x"', "a" * 49])
     def test_collection_names_carrying_sql_are_rejected(self, make_store: StoreFactory, name: str) -> None:
         with pytest.raises(ConfigError, match=r"collection name .* is not allowed: use 1-48 lower-case letters"):
-            make_store(dimensions=4).collection(name)
+            make_store(dimensions=4).get_collection(name, create=True)
 
     def test_a_vector_of_the_wrong_size_names_both_sizes_and_writes_nothing(self, notes: Collection) -> None:
         good = VectorRecord("good", [1, 0, 0, 0])

@@ -67,7 +67,7 @@ class FilterProperties:
     def test_backend_selects_exactly_what_matches_selects(
         self, store: VectorStore, records: list[dict[str, Any]], filter: Filter
     ) -> None:
-        collection = store.collection(unique_name())
+        collection = store.get_collection(unique_name(), create=True)
         try:
             collection.upsert_many(
                 VectorRecord(str(i), [float(i), 1.0, 0.0, 0.0], "", meta) for i, meta in enumerate(records)

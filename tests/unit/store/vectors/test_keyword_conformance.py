@@ -97,7 +97,7 @@ class KeywordContract:
     def docs(self, make_store: StoreFactory, embedder: WordsEmbedder) -> Iterator[Collection]:
         store = make_store(dimensions=DIMENSIONS)
         store.embedder = embedder
-        collection = store.collection(unique_name())
+        collection = store.get_collection(unique_name(), create=True)
         collection.upsert_many(corpus())
         yield collection
 
@@ -168,7 +168,7 @@ class KeywordContract:
         store.embedder = embedder
         name = unique_name()
         store.require_filter(name, ["team"])
-        collection = store.collection(name)
+        collection = store.get_collection(name, create=True)
         collection.upsert_many(corpus(30))
         for mode in ("vector", "keyword", "hybrid"):
             calls = embedder.calls
@@ -205,12 +205,12 @@ class KeywordContract:
     def test_a_reset_collection_scores_its_new_records_alone(self, make_store: StoreFactory) -> None:
         store = make_store(dimensions=DIMENSIONS)
         name = unique_name()
-        store.collection(name).upsert_many(corpus(50))
+        store.get_collection(name, create=True).upsert_many(corpus(50))
         store.reset_collection(name)
         fresh = corpus(40, seed=3)
-        store.collection(name).upsert_many(fresh)
+        store.get_collection(name, create=True).upsert_many(fresh)
         expected = reference_bm25(fresh, "merge branch")[:5]
-        found = store.collection(name).search("merge branch", mode="keyword", limit=5)
+        found = store.get_collection(name, create=True).search("merge branch", mode="keyword", limit=5)
         assert found[0].score == pytest.approx(expected[0][1], rel=1e-3)
 
 

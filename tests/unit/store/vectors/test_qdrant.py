@@ -38,7 +38,7 @@ def opener(location: str) -> Iterator[Open]:
         store = QdrantStore(location, dimensions=dimensions, metric=metric)
         name = f"t_{uuid.uuid4().hex[:12]}"
         stores.append((store, name))
-        return store.collection(name)
+        return store.get_collection(name, create=True)
 
     yield open_
     for store, name in stores:
@@ -61,7 +61,7 @@ def test_point_id_is_uuid5_of_the_record_id() -> None:
 def test_points_are_stored_under_their_uuid5_with_the_payload_layout(tmp_path: Path) -> None:
     folder = str(tmp_path / "qdrant")
     with QdrantStore(folder, dimensions=2) as store:
-        store.collection("notes").upsert(
+        store.get_collection("notes", create=True).upsert(
             VectorRecord(id="r1", embedding=[1, 0], text="t", metadata={"kind": "call"}, model="m")
         )
     client = QdrantClient(path=folder)
@@ -78,10 +78,10 @@ def test_points_are_stored_under_their_uuid5_with_the_payload_layout(tmp_path: P
 def test_reopening_a_folder_keeps_the_data(tmp_path: Path) -> None:
     folder = str(tmp_path / "qdrant")
     with QdrantStore(folder, dimensions=2) as store:
-        store.collection("notes").upsert_many([_record("a", [1, 0], k="x"), _record("b", [0, 1], k="y")])
+        store.get_collection("notes", create=True).upsert_many([_record("a", [1, 0], k="x"), _record("b", [0, 1], k="y")])
     with QdrantStore(folder, dimensions=2) as store:
         assert store.list_collections() == ["notes"]
-        notes = store.collection("notes")
+        notes = store.get_collection("notes", create=True)
         assert notes.count() == 2
         assert [m.id for m in notes.search([0, 1], filter=Filter.eq("k", "y"))] == ["b"]
 
@@ -112,10 +112,10 @@ def test_a_collection_of_another_distance_is_a_config_error(tmp_path: Path) -> N
 
 def test_drop_collection_removes_it() -> None:
     store = QdrantStore(":memory:", dimensions=2)
-    store.collection("notes").upsert(_record("a", [1, 0]))
+    store.get_collection("notes", create=True).upsert(_record("a", [1, 0]))
     store.drop_collection("notes")
     assert store.list_collections() == []
-    assert store.collection("notes").count() == 0
+    assert store.get_collection("notes", create=True).count() == 0
 
 
 # -- scores ------------------------------------------------------------------------------
@@ -175,8 +175,8 @@ def test_from_settings_builds_a_local_store() -> None:
     settings = Settings(vectors=VectorSettings(store="qdrant", url=":memory:", dimensions=3, metric="dot"))
     store = QdrantStore.from_settings(settings)
     assert (store.dimensions, store.metric, store.index_fields) == (3, "dot", ("record_id",))
-    store.collection("notes").upsert(_record("a", [1, 2, 3]))
-    assert store.collection("notes").search([1, 0, 0])[0].score == pytest.approx(1.0)
+    store.get_collection("notes", create=True).upsert(_record("a", [1, 2, 3]))
+    assert store.get_collection("notes", create=True).search([1, 0, 0])[0].score == pytest.approx(1.0)
 
 
 def test_index_fields_are_checked() -> None:
@@ -188,7 +188,7 @@ def test_an_unreachable_server_is_store_unavailable_and_the_key_is_not_shown() -
     url = f"https://127.0.0.1:{free_port()}"
     store = QdrantStore(url, dimensions=2, api_key="s3cret-key")
     with pytest.raises(StoreUnavailable, match=rf"^Qdrant at {url} failed to open collection 'notes'") as caught:
-        store.collection("notes")
+        store.get_collection("notes", create=True)
     assert "s3cret-key" not in str(caught.value)
     assert caught.value.__cause__ is not None
     store.close()
@@ -354,7 +354,7 @@ class QdrantContract:
             )
             for i in range(40)
         ]
-        reference = MemoryStore(dimensions=4, metric="dot").collection("c")
+        reference = MemoryStore(dimensions=4, metric="dot").get_collection("c", create=True)
         collection = open_collection(metric="dot")
         reference.upsert_many(records)
         collection.upsert_many(records)

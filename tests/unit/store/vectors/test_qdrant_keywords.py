@@ -30,7 +30,7 @@ def test_a_collection_from_before_keyword_search_gains_it_without_embedding() ->
     client.upsert("old", points=[models.PointStruct(
         id=point_id(r.id), vector=list(r.embedding),
         payload={"id": r.id, "text": r.text, "model": "", "metadata": r.metadata}) for r in records], wait=True)
-    collection = store.collection("old")
+    collection = store.get_collection("old", create=True)
     assert KEYWORDS in (client.get_collection("old").config.params.sparse_vectors or {})
     assert pinned(client, "old")["analyzer"] == "english/1"
     for query in QUERIES[:6]:
@@ -43,11 +43,11 @@ def test_a_collection_from_before_keyword_search_gains_it_without_embedding() ->
 
 def test_another_language_weighs_the_stored_text_again() -> None:
     store = QdrantStore(":memory:", dimensions=DIMENSIONS)
-    collection = store.collection("notes")
+    collection = store.get_collection("notes", create=True)
     collection.upsert_many([*corpus(40), VectorRecord("x", [1.0] * DIMENSIONS, "the configured options")])
     assert [m.id for m in collection.search("configuring", mode="keyword")] == ["x"]  # english: "configur"
     store.configure_search("notes", SearchSettings(language="simple"))
     assert pinned(store._client, "notes")["analyzer"] == "simple/1"
-    assert store.collection("notes").search("configuring", mode="keyword") == []  # simple: words as they are
-    assert [m.id for m in store.collection("notes").search("the", mode="keyword")] == ["x"]  # no stop words
+    assert store.get_collection("notes", create=True).search("configuring", mode="keyword") == []  # simple: words as they are
+    assert [m.id for m in store.get_collection("notes", create=True).search("the", mode="keyword")] == ["x"]  # no stop words
     store.close()

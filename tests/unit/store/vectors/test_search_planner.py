@@ -31,10 +31,10 @@ def test_settings_declare_indexed_fields_per_collection(tmp_path: Path) -> None:
     settings = Settings(vectors={"store": "memory", "dimensions": DIMENSIONS},
                         collections={"notes": {"index": {"fields": {"owner_id": "integer"}}}})
     store = open_store(settings)
-    assert store.collection("notes").indexed == {"owner_id": "integer"}
-    assert store.collection("other").indexed == {}
+    assert store.get_collection("notes", create=True).indexed == {"owner_id": "integer"}
+    assert store.get_collection("other", create=True).indexed == {}
     with pytest.raises(ConfigError, match="'size' has type 'number'"):
-        store.collection("other").declare_indexes({"size": "number"})
+        store.get_collection("other", create=True).declare_indexes({"size": "number"})
 
 
 def test_declared_fields_become_qdrant_payload_indexes_of_their_type(tmp_path: Path) -> None:
@@ -53,7 +53,7 @@ def test_declared_fields_become_qdrant_payload_indexes_of_their_type(tmp_path: P
 
     store._client.create_payload_index = recording  # type: ignore[method-assign]
     store.indexed["notes"] = {"owner_id": "integer", "created_at": "datetime", "kind": "keyword"}
-    store.collection("notes")
+    store.get_collection("notes", create=True)
     assert calls == [("metadata.owner_id", models.PayloadSchemaType.INTEGER),
                      ("metadata.created_at", models.PayloadSchemaType.DATETIME),
                      ("metadata.kind", models.PayloadSchemaType.KEYWORD)]

@@ -57,7 +57,7 @@ def test_a_field_is_pinned_only_by_an_equality_anded_at_the_top(filter: dict | N
 def tenanted() -> tuple[VectorStore, CountingEmbedder]:
     embedder = CountingEmbedder()
     store = memory_store(dimensions=4, embedder=embedder)
-    store.collection("notes").upsert_many(NOTES)
+    store.get_collection("notes", create=True).upsert_many(NOTES)
     store.require_filter("notes", ["workspace_id"])
     return store, embedder
 
@@ -66,7 +66,7 @@ def test_a_search_without_the_required_filter_is_refused_before_anything_is_embe
     tenanted: tuple[VectorStore, CountingEmbedder],
 ) -> None:
     store, embedder = tenanted
-    notes = store.collection("notes")
+    notes = store.get_collection("notes", create=True)
     with pytest.raises(ConfigError) as refused:
         notes.search("refunds")
     message = str(refused.value)
@@ -88,9 +88,9 @@ def test_a_store_applies_the_required_filter_to_collections_it_opens_later() -> 
     store = memory_store(dimensions=4)
     store.require_filter("notes", ["workspace_id", "workspace_id", "team.id"])
     with pytest.raises(ConfigError, match="equality filter on workspace_id, team.id "):
-        store.collection("notes").search([1, 0, 0, 0])
+        store.get_collection("notes", create=True).search([1, 0, 0, 0])
     with pytest.raises(ConfigError, match=r'on team.id .* filter \{"workspace_id": \{"\$eq": 7\}\} does not pin it'):
-        store.collection("notes").search([1, 0, 0, 0], filter=Filter.eq("workspace_id", 7))
+        store.get_collection("notes", create=True).search([1, 0, 0, 0], filter=Filter.eq("workspace_id", 7))
     with pytest.raises(ConfigError, match="filter field 'bad field' is not allowed"):
         store.require_filter("notes", ["bad field"])
     with pytest.raises(ConfigError, match="a list of names"):
@@ -116,12 +116,12 @@ def test_the_settings_declare_it_and_every_door_refuses_an_unscoped_search(setti
     built = query.store_from_settings(settings)
     assert built.required_filters == {"notes": ("workspace_id",)}
     bare = memory_store(dimensions=4)  # built by hand: store.query and Retrieval still apply the settings
-    bare.collection("notes").upsert_many(NOTES)
+    bare.get_collection("notes", create=True).upsert_many(NOTES)
     with pytest.raises(ConfigError, match="collection 'notes' is searched only with an equality filter"):
         query.search("notes", [1, 0, 0, 0], store=bare)
     assert [m.id for m in query.search("notes", [1, 0, 0, 0], filter={"workspace_id": 8}, store=bare)] == ["b:0"]
     retrieval = Retrieval.from_settings(settings, store=memory_store(dimensions=4, embedder=CountingEmbedder()))
-    retrieval.store.collection("notes").upsert_many(NOTES)
+    retrieval.store.get_collection("notes", create=True).upsert_many(NOTES)
     with pytest.raises(ConfigError, match="equality filter on workspace_id"):
         query.answer("notes", "how long do refunds take?", retrieval=retrieval)
     grounded = query.answer("notes", "how long do refunds take?", filter={"workspace_id": 7}, retrieval=retrieval)
@@ -152,7 +152,7 @@ def test_allow_drops_the_hits_the_app_refuses_before_any_model_sees_them() -> No
 
     settings = load_settings_for_memory()
     retrieval = Retrieval.from_settings(settings, store=memory_store(dimensions=4, embedder=CountingEmbedder()))
-    retrieval.store.collection("notes").upsert_many(NOTES)
+    retrieval.store.get_collection("notes", create=True).upsert_many(NOTES)
     reranker, chat = retrieval.rerankers.entries[0], retrieval.chats.entries[0]
     assert isinstance(reranker, FakeReranker) and isinstance(chat, FakeChat)
     seen: list[list[str]] = []
