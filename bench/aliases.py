@@ -97,8 +97,9 @@ def run(quick: bool = False) -> list[Row]:
         os.environ["VECTORSYNC_CONFIG"] = str(config)
         settings = load_settings(config)
         ledger = PostgresLedger(url)
-        first, second = (registered(settings, "moved", [name], number) for number, name in ((1, "first"),
-                                                                                              (2, "second")))
+        first, second = (
+            registered(settings, "moved", [name], number) for number, name in ((1, "first"), (2, "second"))
+        )
         ledger.generations.begin(first, second)
         ledger.generations.switch("moved", 2, expected=1)
         with open_store(settings) as store:
@@ -108,15 +109,18 @@ def run(quick: bool = False) -> list[Row]:
             table = store.get_collection("plain", create=True)
             previous = use_client(None)
             try:
-                took = timed({
-                    "limit": lambda q: table.search(q, limit=10),
-                    # what search did before aliases: the settings read again, the collection opened
-                    "before": lambda q: query.open_collection(default_client().store, "plain",
-                                                              configured=load_settings().collections
-                                                              ).search(q, limit=10),
-                    "plain": lambda q: query.search("plain", q, limit=10),
-                    "moved": lambda q: query.search("moved", q, limit=10),
-                }, queries)
+                took = timed(
+                    {
+                        "limit": lambda q: table.search(q, limit=10),
+                        # what search did before aliases: the settings read again, the collection opened
+                        "before": lambda q: query.open_collection(
+                            default_client().store, "plain", configured=load_settings().collections
+                        ).search(q, limit=10),
+                        "plain": lambda q: query.search("plain", q, limit=10),
+                        "moved": lambda q: query.search("moved", q, limit=10),
+                    },
+                    queries,
+                )
                 limit, before, plain, moved = took["limit"], took["before"], took["plain"], took["moved"]
             finally:
                 built = use_client(previous)
@@ -124,12 +128,22 @@ def run(quick: bool = False) -> list[Row]:
                     built.close()
         ledger.close()
     base, old = statistics.median(limit), statistics.median(before)
-    rows = [Row(SECTION, f"Collection.search p50 ({count:,} vectors)", base, "ms"),
-            Row(SECTION, "search p50 before aliases", old, "ms", ratio=round(base / old, 3))]
+    rows = [
+        Row(SECTION, f"Collection.search p50 ({count:,} vectors)", base, "ms"),
+        Row(SECTION, "search p50 before aliases", old, "ms", ratio=round(base / old, 3)),
+    ]
     for name, took in (("search, never migrated", plain), ("search, migrated (live generation 2)", moved)):
         p50, p95 = statistics.median(took), float(np.percentile(took, 95))
-        rows.append(Row(SECTION, f"{name} p50", p50, "ms", ratio=round(old / p50, 3),
-                        detail=f"p95 {p95:.2f} ms; ratio: before aliases / this"))
+        rows.append(
+            Row(
+                SECTION,
+                f"{name} p50",
+                p50,
+                "ms",
+                ratio=round(old / p50, 3),
+                detail=f"p95 {p95:.2f} ms; ratio: before aliases / this",
+            )
+        )
     return rows
 
 

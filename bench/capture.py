@@ -82,11 +82,16 @@ def settings_text(broker: str, url: str, *, notify: bool) -> str:
         collection = collection.replace('capture = "trigger"', 'capture = "trigger"\ncapture_notify = true')
     sections = worker_sections(broker=broker, database=url, dimensions=DIMENSIONS, batch_size=BATCH)
     # A first index of 100,000 records builds its HNSW index in one task: room for it on a busy machine.
-    for short, long in (("time_limit = 50", "time_limit = 300"), ("index_time_limit = 55", "index_time_limit = 600"),
-                        ("visibility_timeout = 60", "visibility_timeout = 1200")):
+    for short, long in (
+        ("time_limit = 50", "time_limit = 300"),
+        ("index_time_limit = 55", "index_time_limit = 600"),
+        ("visibility_timeout = 60", "visibility_timeout = 1200"),
+    ):
         sections = sections.replace(short, long)
-    return (f'{sections}\n[models.fake]\nprovider = "fake"\nmodel = "fake"\ndimensions = {DIMENSIONS}\n\n'
-            f'[embeddings]\nchain = ["fake"]\ncache_ttl_days = 0\n{collection}\n[capture]\npoll_seconds = 0.5\n')
+    return (
+        f'{sections}\n[models.fake]\nprovider = "fake"\nmodel = "fake"\ndimensions = {DIMENSIONS}\n\n'
+        f'[embeddings]\nchain = ["fake"]\ncache_ttl_days = 0\n{collection}\n[capture]\npoll_seconds = 0.5\n'
+    )
 
 
 @contextmanager
@@ -104,8 +109,9 @@ def rig(folder: Path, records: int) -> Iterator[Rig]:
         for name, notify in (("vectorsync", False), ("notify", True)):
             configs[name] = folder / f"{name}.toml"
             configs[name].write_text(settings_text(redis_url, url, notify=notify))
-        r = Rig(url, configs["vectorsync"], load_settings(configs["vectorsync"]), load_settings(configs["notify"]),
-                records)
+        r = Rig(
+            url, configs["vectorsync"], load_settings(configs["vectorsync"]), load_settings(configs["notify"]), records
+        )
         control.enable(r.poll, COLLECTION)  # before the workers start: their relays find the outbox at once
         yield r
 
@@ -137,8 +143,9 @@ def freshness(r: Rig, samples: int, *, notify: bool) -> Row:
         for n in range(samples):
             time.sleep(max(0.0, start + n * INTERVAL - time.perf_counter()))
             marker = f"fresh{tag}{n}x"
-            writer.run(f'UPDATE "{TABLE}" SET body = %s WHERE id = %s', (f"{marker} {WORDS[n % len(WORDS)]}",
-                                                                          first + n))
+            writer.run(
+                f'UPDATE "{TABLE}" SET body = %s WHERE id = %s', (f"{marker} {WORDS[n % len(WORDS)]}", first + n)
+            )
             with lock:
                 waiting[f"{first + n}:0"] = (marker, time.perf_counter())
 
@@ -166,9 +173,16 @@ def freshness(r: Rig, samples: int, *, notify: bool) -> Row:
     writer.close()
     p50, p95 = (float(np.percentile(latencies, q)) for q in (50, 95))
     how = "NOTIFY on (capture_notify)" if notify else "NOTIFY off (default), poll every 0.5 s"
-    return Row(SECTION, f"commit-to-searchable, {how}: p95", p95, "s", target="<= 1 s", ok=p95 <= 1.0,
-               detail=f"p50 {p50:.3f} s, p95 {p95:.3f} s, max {max(latencies):.3f} s; {samples} single-row UPDATEs "
-                      f"every {INTERVAL * 1000:.0f} ms, 2 idle workers")
+    return Row(
+        SECTION,
+        f"commit-to-searchable, {how}: p95",
+        p95,
+        "s",
+        target="<= 1 s",
+        ok=p95 <= 1.0,
+        detail=f"p50 {p50:.3f} s, p95 {p95:.3f} s, max {max(latencies):.3f} s; {samples} single-row UPDATEs "
+        f"every {INTERVAL * 1000:.0f} ms, 2 idle workers",
+    )
 
 
 def drained(sql: Psql) -> bool:
@@ -219,15 +233,30 @@ def bulk(r: Rig, first: float) -> list[Row]:
     sql.close()
     n = f"{r.records:,}"
     return [
-        Row(SECTION, f"UPDATE of {n} rows, captured: until the outbox is empty and all indexed", captured, "s",
+        Row(
+            SECTION,
+            f"UPDATE of {n} rows, captured: until the outbox is empty and all indexed",
+            captured,
+            "s",
             ratio=reindexed / captured,
             detail=f"the relays emptied the outbox {sent:.1f} s after the UPDATE began; ratio: the reindex below / "
-                   f"this; fake 32-d embedder, 2 workers x 1 process; first index of the table {first:.1f} s"),
-        Row(SECTION, "the same UPDATE with capture removed, then vectorsync reindex --wait", reindexed, "s",
-            detail="until every record is indexed, from the UPDATE's start"),
-        Row(SECTION, f"the UPDATE statement of {n} rows, with the trigger", captured_statement, "s",
+            f"this; fake 32-d embedder, 2 workers x 1 process; first index of the table {first:.1f} s",
+        ),
+        Row(
+            SECTION,
+            "the same UPDATE with capture removed, then vectorsync reindex --wait",
+            reindexed,
+            "s",
+            detail="until every record is indexed, from the UPDATE's start",
+        ),
+        Row(
+            SECTION,
+            f"the UPDATE statement of {n} rows, with the trigger",
+            captured_statement,
+            "s",
             ratio=plain_statement / captured_statement,
-            detail=f"without the trigger {plain_statement:.2f} s; ratio: without / with"),
+            detail=f"without the trigger {plain_statement:.2f} s; ratio: without / with",
+        ),
     ]
 
 

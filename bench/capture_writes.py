@@ -39,8 +39,10 @@ OPERATIONS = ("INSERT", "UPDATE")
 #: Mode -> the table it writes: no trigger, the trigger (the default), the trigger with NOTIFY.
 TABLES = {"off": "writes_off", "trigger": "writes_trigger", "trigger + NOTIFY": "writes_notify"}
 #: The statements to time: one row, bound values, prepared by psycopg after a few runs.
-STATEMENTS = {"INSERT": 'INSERT INTO "{table}" (id, title, body, kind) VALUES (%s, %s, %s, %s)',
-              "UPDATE": 'UPDATE "{table}" SET body = %s WHERE id = %s'}
+STATEMENTS = {
+    "INSERT": 'INSERT INTO "{table}" (id, title, body, kind) VALUES (%s, %s, %s, %s)',
+    "UPDATE": 'UPDATE "{table}" SET body = %s WHERE id = %s',
+}
 SETTINGS = """
 [vectors]
 store = "pgvector"
@@ -66,8 +68,11 @@ def tables(url: str, source: str, folder: Path) -> None:
             conn.execute(f'VACUUM ANALYZE "{table}"')
         if mode != "off":
             collection = sql_collection(database=url, table=table, collection=table, capture=True)
-            text += collection.replace('capture = "trigger"', 'capture = "trigger"\ncapture_notify = true') \
-                if "NOTIFY" in mode else collection
+            text += (
+                collection.replace('capture = "trigger"', 'capture = "trigger"\ncapture_notify = true')
+                if "NOTIFY" in mode
+                else collection
+            )
     config = folder / "writes.toml"
     config.write_text(text)
     settings = load_settings(config)
@@ -97,15 +102,18 @@ def write_for(url: str, operation: str, records: int, first_id: int, start_at: f
     return counts
 
 
-def rates(pool: ProcessPoolExecutor, url: str, operation: str, records: int, clients: int, seconds: float,
-          first_id: int) -> dict[str, float]:
+def rates(
+    pool: ProcessPoolExecutor, url: str, operation: str, records: int, clients: int, seconds: float, first_id: int
+) -> dict[str, float]:
     """Statements per second of ``clients`` writers together, per mode, the modes taking SLOT-long turns over
     ``seconds`` (a whole number of rounds), from an empty outbox."""
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f"TRUNCATE {OUTBOX}")
     start_at = time.time() + 0.5  # every writer connected and waiting
-    futures = [pool.submit(write_for, url, operation, records, first_id + k * 10_000_000, start_at, seconds)
-               for k in range(clients)]
+    futures = [
+        pool.submit(write_for, url, operation, records, first_id + k * 10_000_000, start_at, seconds)
+        for k in range(clients)
+    ]
     counts = [sum(column) for column in zip(*(f.result() for f in futures), strict=True)]
     return {mode: count / (seconds / len(TABLES)) for mode, count in zip(TABLES, counts, strict=True)}
 
@@ -141,8 +149,11 @@ def trigger_cost(url: str, records: int, operation: str, repeats: int = 300) -> 
     wal = {"plain": 0, "captured": 0}
     with psycopg.connect(url, autocommit=True) as conn:
         for n in range(repeats):
-            params = ((900_000_000 + n, f"Note {n}", "profiled", "call") if operation == "INSERT"
-                      else (f"profiled {n}", 1 + (n * 7919) % records))
+            params = (
+                (900_000_000 + n, f"Note {n}", "profiled", "call")
+                if operation == "INSERT"
+                else (f"profiled {n}", 1 + (n * 7919) % records)
+            )
             for kind, table in (("plain", TABLES["off"]), ("captured", TABLES["trigger"])):
                 before = _lsn(conn)
                 plan = _plan(conn, STATEMENTS[operation].format(table=table), params)
@@ -151,15 +162,21 @@ def trigger_cost(url: str, records: int, operation: str, repeats: int = 300) -> 
                 if kind == "captured":
                     took["trigger"].append(sum(t["Time"] for t in plan.get("Triggers", [])) * 1000)
     middle = {kind: statistics.median(values) for kind, values in took.items()}
-    return Cost(middle["plain"], middle["captured"], middle["trigger"], wal["plain"] / repeats,
-                wal["captured"] / repeats)
+    return Cost(
+        middle["plain"], middle["captured"], middle["trigger"], wal["plain"] / repeats, wal["captured"] / repeats
+    )
 
 
 def outbox_insert_cost(url: str, repeats: int = 200) -> float:
     """Median microseconds of the trigger's outbox insert alone (one row), under ``EXPLAIN ANALYZE``."""
     with psycopg.connect(url, autocommit=True) as conn:
-        took = [_plan(conn, f"INSERT INTO {OUTBOX} (collection, record_id) VALUES ('profiled', %s)",
-                      (str(n),))["Execution Time"] * 1000 for n in range(repeats)]
+        took = [
+            _plan(conn, f"INSERT INTO {OUTBOX} (collection, record_id) VALUES ('profiled', %s)", (str(n),))[
+                "Execution Time"
+            ]
+            * 1000
+            for n in range(repeats)
+        ]
     return statistics.median(took)
 
 
@@ -177,16 +194,31 @@ def writes(url: str, source: str, records: int, folder: Path, *, quick: bool = F
             off = measured["off"]
             for mode in list(TABLES)[1:]:
                 on = measured[mode]
-                rows.append(Row(SECTION, f"single-row {operation}, {clients} writer{'s' if clients > 1 else ''}, "
-                                         f"{mode}", on, "rows/s", ratio=on / off, target=">= 0.8x",
-                                ok=on / off >= 0.8,
-                                detail=f"without the trigger {off:,.0f} rows/s; the modes took {SLOT * 1000:.0f} ms "
-                                       f"turns for {seconds:g} s"))
+                rows.append(
+                    Row(
+                        SECTION,
+                        f"single-row {operation}, {clients} writer{'s' if clients > 1 else ''}, {mode}",
+                        on,
+                        "rows/s",
+                        ratio=on / off,
+                        target=">= 0.8x",
+                        ok=on / off >= 0.8,
+                        detail=f"without the trigger {off:,.0f} rows/s; the modes took {SLOT * 1000:.0f} ms "
+                        f"turns for {seconds:g} s",
+                    )
+                )
     outbox = outbox_insert_cost(url)
     for operation in OPERATIONS:
         cost = trigger_cost(url, records, operation)
-        rows.append(Row(SECTION, f"single-row {operation}: the trigger's time (EXPLAIN ANALYZE)", cost.trigger, "us",
-                        detail=f"statement {cost.captured:.0f} us with the trigger, {cost.plain:.0f} us without; "
-                               f"the outbox insert alone {outbox:.0f} us; WAL {cost.captured_wal:.0f} bytes a "
-                               f"statement with the trigger, {cost.plain_wal:.0f} without"))
+        rows.append(
+            Row(
+                SECTION,
+                f"single-row {operation}: the trigger's time (EXPLAIN ANALYZE)",
+                cost.trigger,
+                "us",
+                detail=f"statement {cost.captured:.0f} us with the trigger, {cost.plain:.0f} us without; "
+                f"the outbox insert alone {outbox:.0f} us; WAL {cost.captured_wal:.0f} bytes a "
+                f"statement with the trigger, {cost.plain_wal:.0f} without",
+            )
+        )
     return rows

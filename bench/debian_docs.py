@@ -33,8 +33,11 @@ def unpacked(work: Path | None = None) -> Path:
     for package in PACKAGES:
         found = sorted(debs.glob(f"{package}_*.deb"))
         if not found:
-            _run(["apt-get", "download", package], cwd=debs,
-                 fix=f"check the package exists (apt-cache policy {package}); run apt-get update once")
+            _run(
+                ["apt-get", "download", package],
+                cwd=debs,
+                fix=f"check the package exists (apt-cache policy {package}); run apt-get update once",
+            )
             found = sorted(debs.glob(f"{package}_*.deb"))
         marker = root / f".{package}.unpacked"
         if not marker.exists():

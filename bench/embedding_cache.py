@@ -28,9 +28,13 @@ def local_embeddings() -> object:
     from store.embeddings import Embeddings
     from store.settings import Settings
 
-    settings = Settings.model_validate({
-        "models": {"minilm": {"provider": "local", "model": MODEL, "dimensions": DIMENSIONS}},
-        "embeddings": {"chain": ["minilm"], "cache_ttl_days": 0}, "vectors": {"dimensions": DIMENSIONS}})
+    settings = Settings.model_validate(
+        {
+            "models": {"minilm": {"provider": "local", "model": MODEL, "dimensions": DIMENSIONS}},
+            "embeddings": {"chain": ["minilm"], "cache_ttl_days": 0},
+            "vectors": {"dimensions": DIMENSIONS},
+        }
+    )
     return Embeddings.from_settings(settings)
 
 
@@ -65,17 +69,19 @@ class DiskEmbeddings:
         keys = [self._key(t) for t in texts]
         stored: dict[str, np.ndarray] = {}
         for start in range(0, len(keys), 500):
-            part = keys[start:start + 500]
-            rows = self._db.execute(f"SELECT key, vector FROM vectors WHERE key IN ({','.join('?' * len(part))})",
-                                    part).fetchall()  # placeholders only: the keys are bound
+            part = keys[start : start + 500]
+            rows = self._db.execute(
+                f"SELECT key, vector FROM vectors WHERE key IN ({','.join('?' * len(part))})", part
+            ).fetchall()  # placeholders only: the keys are bound
             stored.update((key, np.frombuffer(blob, dtype=np.float32)) for key, blob in rows)
         missing = list(dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in stored))
         if missing:
             if self._embeddings is None:
                 self._embeddings = local_embeddings()
             made = self._embeddings.embed_many(missing)  # type: ignore[attr-defined]
-            rows = [(self._key(t), np.asarray(v, dtype=np.float32).tobytes()) for t, v in zip(missing, made,
-                                                                                              strict=True)]
+            rows = [
+                (self._key(t), np.asarray(v, dtype=np.float32).tobytes()) for t, v in zip(missing, made, strict=True)
+            ]
             self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
             self._db.commit()
             stored.update((key, np.frombuffer(blob, dtype=np.float32)) for key, blob in rows)

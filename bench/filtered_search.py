@@ -28,8 +28,13 @@ from store.vectors.pgvector.table import PgvectorCollection
 
 DIMENSIONS = 384
 #: Selectivity label -> metadata field whose value splits the rows into that many equal parts.
-SELECTIVITIES = {"100%": ("tenant", 1), "10%": ("s10", 10), "1%": ("s100", 100), "0.1%": ("s1k", 1_000),
-                 "0.01%": ("s10k", 10_000)}
+SELECTIVITIES = {
+    "100%": ("tenant", 1),
+    "10%": ("s10", 10),
+    "1%": ("s100", 100),
+    "0.1%": ("s1k", 1_000),
+    "0.01%": ("s10k", 10_000),
+}
 
 
 def clustered(count: int, rng: np.random.Generator, centres: int = 500) -> np.ndarray:
@@ -41,13 +46,69 @@ def clustered(count: int, rng: np.random.Generator, centres: int = 500) -> np.nd
 
 
 #: Modules whose docstrings are the real-text set (with Python's help topics).
-TEXT_MODULES = ("os", "collections", "itertools", "functools", "typing", "asyncio", "json", "re", "pathlib",
-                "subprocess", "logging", "argparse", "datetime", "decimal", "email", "unittest", "sqlite3",
-                "socket", "threading", "multiprocessing", "inspect", "ast", "dataclasses", "enum", "statistics",
-                "random", "textwrap", "shutil", "tempfile", "zipfile", "tarfile", "csv", "configparser", "hashlib",
-                "ssl", "selectors", "struct", "codecs", "io", "pickle", "heapq", "types", "contextlib", "math",
-                "calendar", "locale", "traceback", "warnings", "pdb", "doctest", "pydoc", "numpy", "sqlalchemy",
-                "celery", "kombu", "redis", "pydantic", "psycopg", "httpx", "openai", "tenacity")
+TEXT_MODULES = (
+    "os",
+    "collections",
+    "itertools",
+    "functools",
+    "typing",
+    "asyncio",
+    "json",
+    "re",
+    "pathlib",
+    "subprocess",
+    "logging",
+    "argparse",
+    "datetime",
+    "decimal",
+    "email",
+    "unittest",
+    "sqlite3",
+    "socket",
+    "threading",
+    "multiprocessing",
+    "inspect",
+    "ast",
+    "dataclasses",
+    "enum",
+    "statistics",
+    "random",
+    "textwrap",
+    "shutil",
+    "tempfile",
+    "zipfile",
+    "tarfile",
+    "csv",
+    "configparser",
+    "hashlib",
+    "ssl",
+    "selectors",
+    "struct",
+    "codecs",
+    "io",
+    "pickle",
+    "heapq",
+    "types",
+    "contextlib",
+    "math",
+    "calendar",
+    "locale",
+    "traceback",
+    "warnings",
+    "pdb",
+    "doctest",
+    "pydoc",
+    "numpy",
+    "sqlalchemy",
+    "celery",
+    "kombu",
+    "redis",
+    "pydantic",
+    "psycopg",
+    "httpx",
+    "openai",
+    "tenacity",
+)
 
 
 def _docstrings(module: object) -> Iterator[str]:
@@ -118,8 +179,7 @@ def truth(vectors: np.ndarray, query: np.ndarray, mask: np.ndarray | None, k: in
     return {f"v{i}" for i in best if np.isfinite(scores[i])}
 
 
-def measure(store: PgvectorStore, name: str, vectors: np.ndarray, queries: np.ndarray,
-            label: str) -> list[Row]:
+def measure(store: PgvectorStore, name: str, vectors: np.ndarray, queries: np.ndarray, label: str) -> list[Row]:
     """Recall@10 and latency of the search at every selectivity, and unfiltered."""
     collection = store.get_collection(name, create=True)
     size = f"{len(vectors):,}"
@@ -144,13 +204,27 @@ def measure(store: PgvectorStore, name: str, vectors: np.ndarray, queries: np.nd
         goal = 0.95 if field is None else 0.99
         section = f"search {label} {size}"
         rows.append(Row(section, f"{what}: recall@10", recall, "", target=f">= {goal}", ok=recall >= goal))
-        rows.append(Row(section, f"{what}: p50 / p95", p95, "ms p95", target=f"<= {target_ms:g} ms",
-                        ok=p95 <= target_ms, detail=f"p50 {p50:.1f} ms"))
+        rows.append(
+            Row(
+                section,
+                f"{what}: p50 / p95",
+                p95,
+                "ms p95",
+                target=f"<= {target_ms:g} ms",
+                ok=p95 <= target_ms,
+                detail=f"p50 {p50:.1f} ms",
+            )
+        )
     return rows
 
 
-def run(quick: bool = False, sizes: tuple[int, ...] = (100_000, 1_000_000), queries: int = 100,
-        folder: Path | None = None, text_rows: int = 12_000) -> list[Row]:
+def run(
+    quick: bool = False,
+    sizes: tuple[int, ...] = (100_000, 1_000_000),
+    queries: int = 100,
+    folder: Path | None = None,
+    text_rows: int = 12_000,
+) -> list[Row]:
     """Every figure of this section, on one database."""
     if quick:
         sizes, queries, text_rows = (20_000,), 30, 2_000
@@ -163,8 +237,15 @@ def run(quick: bool = False, sizes: tuple[int, ...] = (100_000, 1_000_000), quer
             held_out, vectors = vectors[size:], vectors[:size]
             name = f"clustered_{size}"
             copied, built = load(store, name, vectors)
-            rows.append(Row(f"load {size:,}", "raw COPY, then HNSW build (the limit)", copied + built, "s",
-                            detail=f"COPY {copied:.1f} s + build {built:.1f} s"))
+            rows.append(
+                Row(
+                    f"load {size:,}",
+                    "raw COPY, then HNSW build (the limit)",
+                    copied + built,
+                    "s",
+                    detail=f"COPY {copied:.1f} s + build {built:.1f} s",
+                )
+            )
             rows += measure(store, name, vectors, held_out, "clustered")
             store.drop_collection(name)
         if text_rows:

@@ -98,7 +98,7 @@ def server_cpu(store: PgvectorStore) -> float:
 def _stat(pid: int) -> list[str]:
     """/proc/PID/stat after the command name: state, ppid, ... (utime is [11], stime [12])."""
     text = Path(f"/proc/{pid}/stat").read_text()
-    return text[text.rindex(")") + 2:].split()
+    return text[text.rindex(")") + 2 :].split()
 
 
 def build(url: str, name: str, m: int, ef_construction: int) -> tuple[PgvectorStore, float, float, list[str]]:
@@ -106,8 +106,11 @@ def build(url: str, name: str, m: int, ef_construction: int) -> tuple[PgvectorSt
     seconds, server notices."""
     store = PgvectorStore(url, dimensions=DIMENSIONS, hnsw_m=m, hnsw_ef_construction=ef_construction)
     notices: list[str] = []
-    sa.event.listen(store.engine, "connect",
-                    lambda dbapi, _record: dbapi.add_notice_handler(lambda d: notices.append(d.message_primary)))
+    sa.event.listen(
+        store.engine,
+        "connect",
+        lambda dbapi, _record: dbapi.add_notice_handler(lambda d: notices.append(d.message_primary)),
+    )
     collection = store.get_collection(name, create=True)
     assert isinstance(collection, PgvectorCollection)
     with store.transaction() as conn:
@@ -132,8 +135,9 @@ def checked(store: PgvectorStore, name: str, query: np.ndarray) -> tuple[bool, i
     return f"{table}_embedding_idx" in plan and "Seq Scan" not in plan, ef_search
 
 
-def searched(store: PgvectorStore, name: str, queries: np.ndarray, expected: list[set[str]],
-             ef_search: int) -> tuple[float, list[float]]:
+def searched(
+    store: PgvectorStore, name: str, queries: np.ndarray, expected: list[set[str]], ef_search: int
+) -> tuple[float, list[float]]:
     """Mean recall@10 and the latency of each query (ms) at ``ef_search``."""
     collection = store.get_collection(name, create=True)
     store.ef_search = ef_search
@@ -147,8 +151,16 @@ def searched(store: PgvectorStore, name: str, queries: np.ndarray, expected: lis
     return statistics.mean(recalls), timings
 
 
-def measure(url: str, name: str, size: int, m: int, ef_construction: int, queries: np.ndarray,
-            expected: list[set[str]], baseline: float | None) -> list[Row]:
+def measure(
+    url: str,
+    name: str,
+    size: int,
+    m: int,
+    ef_construction: int,
+    queries: np.ndarray,
+    expected: list[set[str]],
+    baseline: float | None,
+) -> list[Row]:
     """Build with (m, ef_construction), then the three rows of that setting."""
     store, wall, built, notices = build(url, name, m, ef_construction)
     try:
@@ -165,17 +177,32 @@ def measure(url: str, name: str, size: int, m: int, ef_construction: int, querie
     check = f"plan {'HNSW index' if in_plan else '**not the index**'}, ef_search {ef_search}"
     p50, p95 = statistics.median(timings), float(np.percentile(timings, 95))
     return [
-        Row(section, f"{what}: build", built, "CPU s", ratio=built / baseline if baseline else None,
-            detail=f"wall {wall:.1f} s; maintenance_work_mem {memory} MB, {fit}"),
-        Row(section, f"{what}: recall@10", recall, "", target=">= 0.95", ok=recall >= 0.95,
-            detail=f"ef_search {DEFAULT_EF_SEARCH}; " + ", ".join(f"{ef}: {r:.3f}" for ef, r in sorted(others.items()))
-            + f"; {check}"),
+        Row(
+            section,
+            f"{what}: build",
+            built,
+            "CPU s",
+            ratio=built / baseline if baseline else None,
+            detail=f"wall {wall:.1f} s; maintenance_work_mem {memory} MB, {fit}",
+        ),
+        Row(
+            section,
+            f"{what}: recall@10",
+            recall,
+            "",
+            target=">= 0.95",
+            ok=recall >= 0.95,
+            detail=f"ef_search {DEFAULT_EF_SEARCH}; "
+            + ", ".join(f"{ef}: {r:.3f}" for ef, r in sorted(others.items()))
+            + f"; {check}",
+        ),
         Row(section, f"{what}: p50 / p95", p95, "ms p95", detail=f"p50 {p50:.1f} ms"),
     ]
 
 
-def sweep(url: str, size: int, grid: tuple[tuple[int, int], ...], queries: int,
-          measured: Callable[[list[Row]], None]) -> list[Row]:
+def sweep(
+    url: str, size: int, grid: tuple[tuple[int, int], ...], queries: int, measured: Callable[[list[Row]], None]
+) -> list[Row]:
     """Every setting of ``grid`` at ``size`` vectors, on one loaded table; ``measured`` sees the rows so far."""
     rng = np.random.default_rng(1)
     vectors = clustered(size + queries, rng)
@@ -185,8 +212,15 @@ def sweep(url: str, size: int, grid: tuple[tuple[int, int], ...], queries: int,
     loader = PgvectorStore(url, dimensions=DIMENSIONS)
     copied = load(loader, name, vectors)
     gap = neighbour_gap(vectors, held_out)
-    rows = [Row(f"hnsw {size:,}", "data: COPY; 10th-11th neighbour gap", copied, "s",
-                detail=f"median cosine gap {gap:.5f}; {size // 500:,} rows a centre; {queries} held-out queries")]
+    rows = [
+        Row(
+            f"hnsw {size:,}",
+            "data: COPY; 10th-11th neighbour gap",
+            copied,
+            "s",
+            detail=f"median cosine gap {gap:.5f}; {size // 500:,} rows a centre; {queries} held-out queries",
+        )
+    ]
     baseline = None
     for m, ef_construction in sorted(grid, key=lambda s: s != BASELINE):  # today's default first: the ratios' base
         found = measure(url, name, size, m, ef_construction, held_out, expected, baseline)
@@ -200,9 +234,13 @@ def sweep(url: str, size: int, grid: tuple[tuple[int, int], ...], queries: int,
     return rows
 
 
-def run(quick: bool = False, sizes: tuple[int, ...] = (100_000, 1_000_000),
-        grid: tuple[tuple[int, int], ...] | None = None, queries: int = 100,
-        measured: Callable[[list[Row]], None] = lambda rows: None) -> list[Row]:
+def run(
+    quick: bool = False,
+    sizes: tuple[int, ...] = (100_000, 1_000_000),
+    grid: tuple[tuple[int, int], ...] | None = None,
+    queries: int = 100,
+    measured: Callable[[list[Row]], None] = lambda rows: None,
+) -> list[Row]:
     """Every figure of this section, on one database: the small grid at 100,000 and below, the large above."""
     if quick:
         sizes, grid, queries = (20_000,), (BASELINE, (32, 64)), 30
@@ -210,8 +248,13 @@ def run(quick: bool = False, sizes: tuple[int, ...] = (100_000, 1_000_000),
     with database() as url:
         for size in sizes:
             done = list(rows)
-            rows += sweep(url, size, grid or (SMALL_GRID if size <= 100_000 else LARGE_GRID), queries,
-                          lambda found: measured(done + found))  # noqa: B023 (called before the loop moves on)
+            rows += sweep(
+                url,
+                size,
+                grid or (SMALL_GRID if size <= 100_000 else LARGE_GRID),
+                queries,
+                lambda found: measured(done + found),  # noqa: B023 (called before the loop moves on)
+            )
     return rows
 
 
@@ -222,7 +265,8 @@ def merge(rows: list[Row], path: Path, seconds: float) -> None:
     kept = [Row(**r) for r in previous.get("rows", []) if not (r.get("part") == "hnsw" and r["section"] in sections)]
     new = [Row(**{**r.__dict__, "part": "hnsw"}) for r in rows]
     merged = [r for r in kept if r.part != "hnsw"] + sorted(
-        [r for r in kept if r.part == "hnsw"] + new, key=lambda r: int(r.section.split()[-1].replace(",", "")))
+        [r for r in kept if r.part == "hnsw"] + new, key=lambda r: int(r.section.split()[-1].replace(",", ""))
+    )
     with contextlib.redirect_stdout(io.StringIO()):
         table = print_table(merged)
     extra = {k: v for k, v in previous.items() if k not in ("machine", "rows", "table", "seconds")}
@@ -245,8 +289,13 @@ def main() -> None:
         if not args.quick:
             merge(rows, args.out, time.perf_counter() - start)
 
-    rows = run(args.quick, tuple(int(s) for s in args.sizes.split(",")), grid, args.queries,  # type: ignore[arg-type]
-               measured)
+    rows = run(
+        args.quick,
+        tuple(int(s) for s in args.sizes.split(",")),
+        grid,
+        args.queries,  # type: ignore[arg-type]
+        measured,
+    )
     print_table(rows)
 
 

@@ -29,8 +29,13 @@ BATCH = 10_000
 NOISE = 0.05  # per dimension: a filler vector's cosine to its seed is about 0.7
 
 
-def filler(labelled: LabelledSet, chunks: list[tuple[str, str, str, int]], vectors: list[np.ndarray],
-           count: int, seed: int = 20) -> list[VectorRecord]:
+def filler(
+    labelled: LabelledSet,
+    chunks: list[tuple[str, str, str, int]],
+    vectors: list[np.ndarray],
+    count: int,
+    seed: int = 20,
+) -> list[VectorRecord]:
     """``count`` synthetic chunks over the set's words and near its vectors (record ids ``fill-N``)."""
     rng = np.random.default_rng(seed)
     words = Counter(w for text in labelled.records.values() for w in re.findall(r"[A-Za-z][\w'-]*", text))
@@ -42,13 +47,20 @@ def filler(labelled: LabelledSet, chunks: list[tuple[str, str, str, int]], vecto
     base = np.stack(vectors)
     noisy = base[rng.integers(len(base), size=count)] + rng.normal(0, NOISE, (count, base.shape[1]))
     noisy = (noisy / np.linalg.norm(noisy, axis=1, keepdims=True)).astype(np.float32)
-    return [VectorRecord(f"fill-{i}:0", noisy[i], " ".join(vocabulary[w] for w in drawn[end - size:end]),  # type: ignore[arg-type]
-                         {"record_id": f"fill-{i}", "chunk": 0})
-            for i, (size, end) in enumerate(zip(lengths, ends, strict=True))]
+    return [
+        VectorRecord(
+            f"fill-{i}:0",
+            noisy[i],
+            " ".join(vocabulary[w] for w in drawn[end - size : end]),  # type: ignore[arg-type]
+            {"record_id": f"fill-{i}", "chunk": 0},
+        )
+        for i, (size, end) in enumerate(zip(lengths, ends, strict=True))
+    ]
 
 
-def latency_rows(store: VectorStore, labelled: LabelledSet, embeddings: DiskEmbeddings, *, total: int,
-                 variant: object) -> list[Row]:
+def latency_rows(
+    store: VectorStore, labelled: LabelledSet, embeddings: DiskEmbeddings, *, total: int, variant: object
+) -> list[Row]:
     """Vector and hybrid p50/p95 over ``total`` chunks; the target: hybrid p95 <= 2x vector p95."""
     import time
 
@@ -61,11 +73,15 @@ def latency_rows(store: VectorStore, labelled: LabelledSet, embeddings: DiskEmbe
         store.drop_collection(name)
     collection = store.get_collection(name, create=True)
     collection.defer_index()
-    collection.upsert_many([VectorRecord(cid, v, text, {"record_id": rid, "chunk": n})  # type: ignore[arg-type]
-                            for (cid, text, rid, n), v in zip(chunks, vectors, strict=True)])
+    collection.upsert_many(
+        [
+            VectorRecord(cid, v, text, {"record_id": rid, "chunk": n})  # type: ignore[arg-type]
+            for (cid, text, rid, n), v in zip(chunks, vectors, strict=True)
+        ]
+    )
     rest = filler(labelled, chunks, vectors, total - len(chunks))
     for start in range(0, len(rest), BATCH):
-        collection.upsert_many(rest[start:start + BATCH])
+        collection.upsert_many(rest[start : start + BATCH])
     collection.ensure_index()
     queries = [q.query for q in labelled.queries]
     embeddings.remember(queries)
@@ -84,13 +100,34 @@ def latency_rows(store: VectorStore, labelled: LabelledSet, embeddings: DiskEmbe
     vector95, keyword95, hybrid95 = (percentile(took[m], 95) for m in ("vector", "keyword", "hybrid"))
     section = f"quality latency {total:,} chunks"
     detail = f"{len(took['vector'])} searches each, pgvector, {getattr(variant, 'name', 'hybrid')}"
-    return [Row(section, "vector p95", vector95, "ms", detail=f"p50 {percentile(took['vector'], 50):.2f} ms; {detail}"),
-            Row(section, "keyword p95", keyword95, "ms", ratio=round(keyword95 / vector95, 3),
-                detail=f"p50 {percentile(took['keyword'], 50):.2f} ms; {detail}"),
-            Row(section, "rows holding a query term, p95", percentile(held, 95), "rows",
-                detail=f"p50 {percentile(held, 50):,.0f} rows of {total:,}: the keyword leg scores each"),
-            Row(section, "hybrid p95", hybrid95, "ms", ratio=round(hybrid95 / vector95, 3), target="<= 2x vector",
-                ok=hybrid95 <= 2 * vector95, detail=f"p50 {percentile(took['hybrid'], 50):.2f} ms; {detail}")]
+    return [
+        Row(section, "vector p95", vector95, "ms", detail=f"p50 {percentile(took['vector'], 50):.2f} ms; {detail}"),
+        Row(
+            section,
+            "keyword p95",
+            keyword95,
+            "ms",
+            ratio=round(keyword95 / vector95, 3),
+            detail=f"p50 {percentile(took['keyword'], 50):.2f} ms; {detail}",
+        ),
+        Row(
+            section,
+            "rows holding a query term, p95",
+            percentile(held, 95),
+            "rows",
+            detail=f"p50 {percentile(held, 50):,.0f} rows of {total:,}: the keyword leg scores each",
+        ),
+        Row(
+            section,
+            "hybrid p95",
+            hybrid95,
+            "ms",
+            ratio=round(hybrid95 / vector95, 3),
+            target="<= 2x vector",
+            ok=hybrid95 <= 2 * vector95,
+            detail=f"p50 {percentile(took['hybrid'], 50):.2f} ms; {detail}",
+        ),
+    ]
 
 
 def holding(analyzer: Analyzer, texts: list[str], queries: list[str]) -> list[float]:

@@ -38,8 +38,11 @@ def _words() -> list[str]:
     import pathlib
     import typing
 
-    text = " ".join(str(getattr(obj, "__doc__", "") or "") for module in (os, collections, json, typing, pathlib)
-                    for obj in (module, *vars(module).values()))
+    text = " ".join(
+        str(getattr(obj, "__doc__", "") or "")
+        for module in (os, collections, json, typing, pathlib)
+        for obj in (module, *vars(module).values())
+    )
     return re.findall(r"\S+", text)
 
 
@@ -60,7 +63,7 @@ def chunks(count: int, rng: np.random.Generator) -> list[str]:
     words = _words()
     starts = rng.integers(0, len(words) - 200, count)
     lengths = rng.integers(40, 160, count)
-    return [" ".join(words[s:s + n]) for s, n in zip(starts, lengths, strict=True)]
+    return [" ".join(words[s : s + n]) for s, n in zip(starts, lengths, strict=True)]
 
 
 def queries(texts: list[str], count: int, rng: np.random.Generator) -> list[str]:
@@ -94,8 +97,9 @@ def run(quick: bool = False, *, rows: int | None = None, count: int | None = Non
     centres = rng.standard_normal((CENTRES, DIMENSIONS))
     texts = chunks(rows, rng)
     vectors = centres[rng.integers(0, CENTRES, rows)] + 0.35 * rng.standard_normal((rows, DIMENSIONS))
-    records = [VectorRecord(f"c{i}", v, t, {"bucket": i % 100}) for i, (v, t) in enumerate(zip(vectors, texts,
-                                                                                             strict=True))]
+    records = [
+        VectorRecord(f"c{i}", v, t, {"bucket": i % 100}) for i, (v, t) in enumerate(zip(vectors, texts, strict=True))
+    ]
     asked = queries(texts, count, rng)
     found: list[Row] = []
     with database() as url:
@@ -111,9 +115,17 @@ def run(quick: bool = False, *, rows: int | None = None, count: int | None = Non
                 for mode in MODES:
                     value = base if mode == "vector" else p95(timed(collection, asked, mode, filter))
                     target = "<= 2x vector" if mode == "hybrid" else ""
-                    found.append(Row("keyword", f"{mode} p95{label}, {rows:,} chunks", value, "ms",
-                                     ratio=value / base, target=target,
-                                     ok=(value <= 2 * base) if mode == "hybrid" else None))
+                    found.append(
+                        Row(
+                            "keyword",
+                            f"{mode} p95{label}, {rows:,} chunks",
+                            value,
+                            "ms",
+                            ratio=value / base,
+                            target=target,
+                            ok=(value <= 2 * base) if mode == "hybrid" else None,
+                        )
+                    )
         finally:
             store.drop_collection("keyword_latency")
             store.close()

@@ -35,8 +35,10 @@ class LabelledSet:
 
     def summary(self) -> str:
         relevant = {r for q in self.queries for r in q.relevant}
-        return (f"{len(self.queries)} queries, {len(self.records)} records ({len(relevant)} relevant, "
-                f"{len(self.records) - len(relevant)} distractors)")
+        return (
+            f"{len(self.queries)} queries, {len(self.records)} records ({len(relevant)} relevant, "
+            f"{len(self.records) - len(relevant)} distractors)"
+        )
 
 
 def _paragraphs(lines: list[str]) -> str:
@@ -102,8 +104,11 @@ def git_faq(doc: Path) -> LabelledSet:
         anchor, question = lines[i][2:-2], lines[i + 1].removesuffix("::")
         i += 2
         body = []
-        while i < len(lines) and not lines[i].startswith("[[") and not (
-                i + 1 < len(lines) and _UNDERLINE.match(lines[i + 1]) and lines[i].strip()):
+        while (
+            i < len(lines)
+            and not lines[i].startswith("[[")
+            and not (i + 1 < len(lines) and _UNDERLINE.match(lines[i + 1]) and lines[i].strip())
+        ):
             body.append("" if lines[i] == "+" else lines[i])
             i += 1
         records[f"gitfaq-{anchor}"] = _paragraphs(body)
@@ -169,5 +174,8 @@ def chunked(labelled: LabelledSet, max_tokens: int = 512, overlap: int = 64) -> 
     from worker.chunking import Chunker
 
     chunker = Chunker(max_tokens=max_tokens, overlap=overlap)
-    return [(f"{rid}:{n}", chunk.text, rid, n) for rid, text in labelled.records.items()
-            for n, chunk in enumerate(chunker.split(text))]
+    return [
+        (f"{rid}:{n}", chunk.text, rid, n)
+        for rid, text in labelled.records.items()
+        for n, chunk in enumerate(chunker.split(text))
+    ]

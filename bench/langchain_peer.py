@@ -39,11 +39,18 @@ def documents(rows: Mapping[str, Mapping[str, Any]], settings: Settings, collect
     config = settings.collections[collection]
     template = config.source.text or ""
     chunker = Chunker.from_settings(config.chunker)
-    return [Document(page_content=chunk.text,
-                     metadata={**{column: row[column] for column in config.source.metadata},
-                               "record_id": record_id, "chunk": number})
-            for record_id, row in rows.items()
-            for number, chunk in enumerate(chunker.split(template.format_map(row)))]
+    return [
+        Document(
+            page_content=chunk.text,
+            metadata={
+                **{column: row[column] for column in config.source.metadata},
+                "record_id": record_id,
+                "chunk": number,
+            },
+        )
+        for record_id, row in rows.items()
+        for number, chunk in enumerate(chunker.split(template.format_map(row)))
+    ]
 
 
 def peer_embeddings(settings: Settings) -> VectorsyncEmbeddings:
@@ -69,8 +76,12 @@ class Peer:
     def __init__(self, url: str, settings: Settings, *, collection: str = "notes") -> None:
         self._index, manager, vector_store = packages()
         self.engine = sa.create_engine(engine_url(url))
-        self.store = vector_store(peer_embeddings(settings), connection=self.engine, collection_name=collection,
-                                  embedding_length=settings.vectors.dimensions)
+        self.store = vector_store(
+            peer_embeddings(settings),
+            connection=self.engine,
+            collection_name=collection,
+            embedding_length=settings.vectors.dimensions,
+        )
         self.manager = manager(f"pgvector/{collection}", engine=self.engine)
         self.manager.create_schema()
         self.dimensions = settings.vectors.dimensions
@@ -79,8 +90,9 @@ class Peer:
 
     def sync(self, docs: list[Document]) -> dict[str, int]:
         """``index()`` the documents, cleaning up the chunks of their sources that are gone; its counts."""
-        result = self._index(docs, self.manager, self.store, cleanup="incremental", source_id_key="record_id",
-                             key_encoder="sha256")
+        result = self._index(
+            docs, self.manager, self.store, cleanup="incremental", source_id_key="record_id", key_encoder="sha256"
+        )
         return dict(result)
 
     def build_index(self, *, sized: bool = True) -> None:
@@ -90,8 +102,12 @@ class Peer:
             if sized:
                 table = sa.Table(TABLE, sa.MetaData(), autoload_with=conn)
                 _prepare_build(conn, table, dimensions=self.dimensions, m=self.m, workers=self.build_workers)
-            conn.execute(sa.text(f"CREATE INDEX {TABLE}_hnsw ON {TABLE} USING hnsw (embedding vector_cosine_ops) "
-                                 f"WITH (m = {int(self.m)}, ef_construction = {int(self.ef_construction)})"))
+            conn.execute(
+                sa.text(
+                    f"CREATE INDEX {TABLE}_hnsw ON {TABLE} USING hnsw (embedding vector_cosine_ops) "
+                    f"WITH (m = {int(self.m)}, ef_construction = {int(self.ef_construction)})"
+                )
+            )
 
     def drop_index(self) -> None:
         with self.engine.begin() as conn:

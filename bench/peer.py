@@ -54,6 +54,7 @@ def timed(work: Callable[[], str], cpu: CpuMeter) -> Timed:
 
 def vectorsync(r: Rig) -> Callable[[], str]:
     """One ``reindex_all`` until done; what the run counted, and when its index build began."""
+
     def work() -> str:
         start = time.perf_counter()
         run_id = r.producer.reindex_all("notes")
@@ -65,6 +66,7 @@ def vectorsync(r: Rig) -> Callable[[], str]:
         built = time.perf_counter() - start - loaded
         phases = f"; load {loaded:.1f} s + HNSW build {built:.1f} s" if built > 0.5 else ""
         return f"run {run.status}: {run.done:,} indexed, {run.skipped:,} skipped, {run.failed:,} failed{phases}"
+
     return work
 
 
@@ -84,6 +86,7 @@ def peer(r: Rig, side: Peer, *, first: bool) -> Callable[[], str]:
         done = ", ".join(f"{counts[k]:,} {k.removeprefix('num_')}" for k in sorted(counts))
         phases = f" + HNSW build {built:.1f} s" if first else ""
         return f"{done}; read and chunk {read:.1f} s + index() {synced:.1f} s{phases}"
+
     return work
 
 
@@ -96,21 +99,45 @@ def edit(r: Rig, records: int) -> int:
     return len(chosen)
 
 
-def rows_for(case: str, what: str, records: int, ours: Timed, theirs: Timed, *, target: bool,
-             note: str = "") -> list[Row]:
+def rows_for(
+    case: str, what: str, records: int, ours: Timed, theirs: Timed, *, target: bool, note: str = ""
+) -> list[Row]:
     """Each side's seconds and records/s, vectorsync's records/s against the peer's, and the same per CPU
     second (every process: the bench's, the workers', Redis, PostgreSQL's)."""
     ratio, per_cpu = theirs.seconds / ours.seconds, theirs.cpu / ours.cpu
     return [
-        Row(case, f"vectorsync: {what}", ours.seconds, "s", detail=f"{records / ours.seconds:,.0f} records/s, "
-            f"{ours.cpu:.1f} CPU s; {ours.detail}"),
-        Row(case, f"LangChain index() + PGVector: {what}", theirs.seconds, "s",
-            detail=f"{records / theirs.seconds:,.0f} records/s, {theirs.cpu:.1f} CPU s; {theirs.detail}"),
-        Row(case, f"vectorsync / LangChain, records/s: {what}", ratio, "x", ratio=ratio,
-            target=f">= {TARGET:g}x" if target else "", ok=ratio >= TARGET if target else None,
-            detail=f"{records / ours.seconds:,.0f} against {records / theirs.seconds:,.0f} records/s{note}"),
-        Row(case, f"vectorsync / LangChain, records per CPU second: {what}", per_cpu, "x", ratio=per_cpu,
-            detail=f"{records / ours.cpu:,.0f} against {records / theirs.cpu:,.0f} records per CPU second"),
+        Row(
+            case,
+            f"vectorsync: {what}",
+            ours.seconds,
+            "s",
+            detail=f"{records / ours.seconds:,.0f} records/s, {ours.cpu:.1f} CPU s; {ours.detail}",
+        ),
+        Row(
+            case,
+            f"LangChain index() + PGVector: {what}",
+            theirs.seconds,
+            "s",
+            detail=f"{records / theirs.seconds:,.0f} records/s, {theirs.cpu:.1f} CPU s; {theirs.detail}",
+        ),
+        Row(
+            case,
+            f"vectorsync / LangChain, records/s: {what}",
+            ratio,
+            "x",
+            ratio=ratio,
+            target=f">= {TARGET:g}x" if target else "",
+            ok=ratio >= TARGET if target else None,
+            detail=f"{records / ours.seconds:,.0f} against {records / theirs.seconds:,.0f} records/s{note}",
+        ),
+        Row(
+            case,
+            f"vectorsync / LangChain, records per CPU second: {what}",
+            per_cpu,
+            "x",
+            ratio=per_cpu,
+            detail=f"{records / ours.cpu:,.0f} against {records / theirs.cpu:,.0f} records per CPU second",
+        ),
     ]
 
 
@@ -134,14 +161,28 @@ def measure(r: Rig, records: int) -> list[Row]:
         side.close()
     sizes = f"{records:,} records (chunks: {chunks[1]:,} vectorsync, {chunks[0]:,} peer)"
     shared = f"; 1-min load average {before:.1f} before, {os.getloadavg()[0]:.1f} after, {os.cpu_count()} cores"
-    return [*rows_for("first index", f"first index of {sizes}, until searchable (HNSW)", records, *first,
-                      target=True, note=shared),
-            *rows_for("unchanged", f"unchanged re-index of {records:,} records", records, *again, target=False),
-            *rows_for("1% edited", f"re-index after {edited:,} of {records:,} records were edited", records,
-                      *changed, target=False),
-            Row("peer HNSW build", "the peer's HNSW build on the server's defaults (maintenance_work_mem, "
-                "parallel workers), as langchain-postgres leaves them", builds[1], "s", ratio=builds[1] / builds[0],
-                detail=f"against {builds[0]:.1f} s sized as vectorsync sizes its own build (the figures above)")]
+    return [
+        *rows_for(
+            "first index", f"first index of {sizes}, until searchable (HNSW)", records, *first, target=True, note=shared
+        ),
+        *rows_for("unchanged", f"unchanged re-index of {records:,} records", records, *again, target=False),
+        *rows_for(
+            "1% edited",
+            f"re-index after {edited:,} of {records:,} records were edited",
+            records,
+            *changed,
+            target=False,
+        ),
+        Row(
+            "peer HNSW build",
+            "the peer's HNSW build on the server's defaults (maintenance_work_mem, "
+            "parallel workers), as langchain-postgres leaves them",
+            builds[1],
+            "s",
+            ratio=builds[1] / builds[0],
+            detail=f"against {builds[0]:.1f} s sized as vectorsync sizes its own build (the figures above)",
+        ),
+    ]
 
 
 def rebuilds(side: Peer) -> tuple[float, float]:

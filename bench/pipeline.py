@@ -36,8 +36,26 @@ from tests.services import embedded_postgres, redis_server
 from tests.workers import CrmTable, celery_worker, settings_toml
 
 DIMENSIONS = 384
-WORDS = ["onboarding", "rollout", "invoice", "renewal", "pricing", "discount", "contract", "meeting", "call",
-         "email", "churn", "support", "migration", "security", "review", "latency", "quota", "billing"]
+WORDS = [
+    "onboarding",
+    "rollout",
+    "invoice",
+    "renewal",
+    "pricing",
+    "discount",
+    "contract",
+    "meeting",
+    "call",
+    "email",
+    "churn",
+    "support",
+    "migration",
+    "security",
+    "review",
+    "latency",
+    "quota",
+    "billing",
+]
 
 
 @dataclass
@@ -48,31 +66,52 @@ class Rig:
     config: Path
 
 
-def notes(rng: random.Random, start: int, count: int, *, words: tuple[int, int] = (20, 200),
-          vocabulary: list[str] = WORDS) -> list[dict[str, object]]:
+def notes(
+    rng: random.Random, start: int, count: int, *, words: tuple[int, int] = (20, 200), vocabulary: list[str] = WORDS
+) -> list[dict[str, object]]:
     """CRM notes of ``words`` words from ``vocabulary`` (by default 20 to 200: about three 256-token chunks
     each on average)."""
-    return [{"id": i, "title": f"Note {i}", "kind": rng.choice(["call", "email"]),
-             "body": " ".join(rng.choice(vocabulary) for _ in range(rng.randint(*words)))}
-            for i in range(start, start + count)]
+    return [
+        {
+            "id": i,
+            "title": f"Note {i}",
+            "kind": rng.choice(["call", "email"]),
+            "body": " ".join(rng.choice(vocabulary) for _ in range(rng.randint(*words))),
+        }
+        for i in range(start, start + count)
+    ]
 
 
 @contextmanager
 def rig(folder: Path, records: int) -> Iterator[Rig]:
     """Redis, PostgreSQL, the embeddings server and a source table of ``records`` notes, with settings."""
     rng = random.Random(3)
-    with redis_server() as (redis_url, _), embedded_postgres(folder / "pg") as database, \
-            FakeOpenAI(dimensions=DIMENSIONS) as openai:
+    with (
+        redis_server() as (redis_url, _),
+        embedded_postgres(folder / "pg") as database,
+        FakeOpenAI(dimensions=DIMENSIONS) as openai,
+    ):
         crm = CrmTable(database, "bench_notes")
         for start in range(1, records + 1, 10_000):
             crm.insert(notes(rng, start, min(10_000, records + 1 - start)))
         config = folder / "vectorsync.toml"
-        config.write_text(settings_toml(broker=redis_url, cache=redis_url, database=database, openai_url=openai.url,
-                                        table="bench_notes", collection="notes", dimensions=DIMENSIONS,
-                                        max_tokens=256, overlap=32, batch_size=100)
-                          .replace("time_limit = 50", "time_limit = 600").replace("index_time_limit = 55",
-                                                                                   "index_time_limit = 900")
-                          .replace("visibility_timeout = 60", "visibility_timeout = 1200"))
+        config.write_text(
+            settings_toml(
+                broker=redis_url,
+                cache=redis_url,
+                database=database,
+                openai_url=openai.url,
+                table="bench_notes",
+                collection="notes",
+                dimensions=DIMENSIONS,
+                max_tokens=256,
+                overlap=32,
+                batch_size=100,
+            )
+            .replace("time_limit = 50", "time_limit = 600")
+            .replace("index_time_limit = 55", "index_time_limit = 900")
+            .replace("visibility_timeout = 60", "visibility_timeout = 1200")
+        )
         store = PgvectorStore(database, dimensions=DIMENSIONS)
         try:
             yield Rig(Producer(load_settings(config)), crm, store, config)
@@ -113,10 +152,19 @@ def copy_limit(store: PgvectorStore) -> tuple[float, int]:
     """Seconds to COPY the indexed collection's chunks into an empty table and build HNSW: the limit."""
     table = store.get_collection("notes", create=True).table  # type: ignore[attr-defined]
     with store.transaction() as conn:
-        stored = conn.execute(sa.select(table.c.id, table.c.embedding, table.c.text, table.c.metadata,
-                                        table.c.model)).all()
-    records = [VectorRecord(r.id, np.asarray(r.embedding, dtype=np.float32), r.text,  # type: ignore[arg-type]
-                            r.metadata, r.model) for r in stored]
+        stored = conn.execute(
+            sa.select(table.c.id, table.c.embedding, table.c.text, table.c.metadata, table.c.model)
+        ).all()
+    records = [
+        VectorRecord(
+            r.id,
+            np.asarray(r.embedding, dtype=np.float32),
+            r.text,  # type: ignore[arg-type]
+            r.metadata,
+            r.model,
+        )
+        for r in stored
+    ]
     limit = store.get_collection("limit_copy", create=True)
     limit.defer_index()
     start = time.perf_counter()
@@ -139,9 +187,16 @@ def bulk(r: Rig, records: int) -> list[Row]:
     limit, chunks = copy_limit(r.store)
     ratio = limit / seconds
     return [
-        Row("bulk", f"first index of {records:,} records ({chunks:,} chunks), 2 workers", seconds, "s",
-            ratio=ratio, target=">= 0.5x COPY+build", ok=ratio >= 0.5,
-            detail=f"{chunks / seconds:,.0f} chunks/s; COPY+build of the same chunks {limit:.1f} s"),
+        Row(
+            "bulk",
+            f"first index of {records:,} records ({chunks:,} chunks), 2 workers",
+            seconds,
+            "s",
+            ratio=ratio,
+            target=">= 0.5x COPY+build",
+            ok=ratio >= 0.5,
+            detail=f"{chunks / seconds:,.0f} chunks/s; COPY+build of the same chunks {limit:.1f} s",
+        ),
         Row("memory", "peak worker process RSS during the bulk index", peak / 2**20, "MiB"),
     ]
 
@@ -168,10 +223,18 @@ def live(r: Rig, backlog: int, samples: int) -> list[Row]:
             time.sleep(0.3)
         queued = r.producer.reindex_status(run_id)
     p50, p95, p99 = (float(np.percentile(latencies, q)) for q in (50, 95, 99))
-    return [Row("live", f"index_record enqueue-to-searchable under a {backlog:,}-record reindex: p95", p95, "s",
-                target="< 1 s", ok=p95 < 1.0,
-                detail=f"p50 {p50:.2f} s, p99 {p99:.2f} s, {samples} edits; the reindex had "
-                       f"{queued.processed}/{queued.total} records done at the end")]
+    return [
+        Row(
+            "live",
+            f"index_record enqueue-to-searchable under a {backlog:,}-record reindex: p95",
+            p95,
+            "s",
+            target="< 1 s",
+            ok=p95 < 1.0,
+            detail=f"p50 {p50:.2f} s, p99 {p99:.2f} s, {samples} edits; the reindex had "
+            f"{queued.processed}/{queued.total} records done at the end",
+        )
+    ]
 
 
 def run(quick: bool = False, records: int = 20_000, backlog: int = 100_000, samples: int = 40) -> list[Row]:
@@ -194,4 +257,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-

@@ -40,8 +40,26 @@ __all__ = ["run"]
 SECTION = "provider calls"
 #: Texts per provider call (``embeddings.batch_size``) and ids per index_batch task (``worker.batch_size``).
 EMBED_BATCH, WORKER_BATCH = 64, 100
-WORDS = ["onboarding", "rollout", "invoice", "renewal", "pricing", "discount", "contract", "meeting", "call",
-         "email", "churn", "support", "integration", "migration", "security", "review", "budget", "approval"]
+WORDS = [
+    "onboarding",
+    "rollout",
+    "invoice",
+    "renewal",
+    "pricing",
+    "discount",
+    "contract",
+    "meeting",
+    "call",
+    "email",
+    "churn",
+    "support",
+    "integration",
+    "migration",
+    "security",
+    "review",
+    "budget",
+    "approval",
+]
 
 
 @dataclass(frozen=True)
@@ -62,8 +80,10 @@ class Measured:
         return Row(SECTION, self.name, self.calls, "calls", ratio, "<= 1.02x", ratio <= 1.02, self._detail())
 
     def _detail(self) -> str:
-        return (f"ideal {self.ideal} (ceil({self.chunks} new chunks / {EMBED_BATCH})); {self.batches} index_batch "
-                f"tasks; {self.seconds:.1f} s")
+        return (
+            f"ideal {self.ideal} (ceil({self.chunks} new chunks / {EMBED_BATCH})); {self.batches} index_batch "
+            f"tasks; {self.seconds:.1f} s"
+        )
 
 
 def _body(rng: random.Random) -> str:
@@ -78,8 +98,10 @@ def _texts(settings: Settings, collection: str, crm: CrmTable) -> set[str]:
 def _edit_leaving_updated_at(crm: CrmTable, bodies: dict[int, str]) -> None:
     """New bodies by a plain UPDATE, as a script or another service would write them: updated_at stays."""
     with crm.engine.begin() as conn:
-        conn.execute(sa.update(crm.table).where(crm.table.c.id == sa.bindparam("key"))
-                     .values(body=sa.bindparam("body")), [{"key": i, "body": b} for i, b in bodies.items()])
+        conn.execute(
+            sa.update(crm.table).where(crm.table.c.id == sa.bindparam("key")).values(body=sa.bindparam("body")),
+            [{"key": i, "body": b} for i, b in bodies.items()],
+        )
 
 
 def _batches(database: str, run_id: str) -> int:
@@ -105,48 +127,80 @@ def _reindex(producer: Producer, collection: str, *, timeout: float = 900) -> tu
     return run_id, time.perf_counter() - start
 
 
-def _measure(name: str, new_texts: Iterable[str], openai: FakeOpenAI, producer: Producer, collection: str,
-             database: str) -> Measured:
+def _measure(
+    name: str, new_texts: Iterable[str], openai: FakeOpenAI, producer: Producer, collection: str, database: str
+) -> Measured:
     chunks = len(set(new_texts))
     before = openai.calls
     run_id, seconds = _reindex(producer, collection)
-    return Measured(name, openai.calls - before, math.ceil(chunks / EMBED_BATCH), chunks,
-                    _batches(database, run_id), seconds)
+    return Measured(
+        name, openai.calls - before, math.ceil(chunks / EMBED_BATCH), chunks, _batches(database, run_id), seconds
+    )
 
 
 def run(quick: bool = False) -> list[Row]:
     """First load, unchanged reindex and 1% edit of 20,000 records (2,000 when ``quick``)."""
     records = 2_000 if quick else 20_000
     rng = random.Random(7)
-    with tempfile.TemporaryDirectory(prefix="vsbench") as folder, redis_server() as (redis_url, _), \
-            embedded_postgres(Path(folder) / "pg") as database, FakeOpenAI(dimensions=16) as openai:
+    with (
+        tempfile.TemporaryDirectory(prefix="vsbench") as folder,
+        redis_server() as (redis_url, _),
+        embedded_postgres(Path(folder) / "pg") as database,
+        FakeOpenAI(dimensions=16) as openai,
+    ):
         crm = CrmTable(database, "bench_calls")
-        crm.insert([{"id": i, "title": f"Note {i}", "kind": rng.choice(["call", "email"]), "body": _body(rng)}
-                    for i in range(1, records + 1)])
+        crm.insert(
+            [
+                {"id": i, "title": f"Note {i}", "kind": rng.choice(["call", "email"]), "body": _body(rng)}
+                for i in range(1, records + 1)
+            ]
+        )
         config = Path(folder) / "vectorsync.toml"
-        config.write_text(settings_toml(broker=redis_url, cache=redis_url, database=database, openai_url=openai.url,
-                                        table=crm.name, collection="notes", dimensions=16, batch_size=WORKER_BATCH))
+        config.write_text(
+            settings_toml(
+                broker=redis_url,
+                cache=redis_url,
+                database=database,
+                openai_url=openai.url,
+                table=crm.name,
+                collection="notes",
+                dimensions=16,
+                batch_size=WORKER_BATCH,
+            )
+        )
         settings = load_settings(config)
         assert settings.embeddings.batch_size == EMBED_BATCH, "the ideal assumes this batch size"
         producer = Producer(settings)
         try:
             with celery_worker(config, concurrency=2, name="bench"):
                 loaded = _texts(settings, "notes", crm)
-                measured = [_measure(f"first load, {records:,} records", loaded, openai, producer, "notes",
-                                     database),
-                            _measure("reindex, nothing changed", (), openai, producer, "notes", database)]
+                measured = [
+                    _measure(f"first load, {records:,} records", loaded, openai, producer, "notes", database),
+                    _measure("reindex, nothing changed", (), openai, producer, "notes", database),
+                ]
                 edited = rng.sample(range(1, records + 1), records // 100)
                 for i in edited:
                     crm.update(i, body=_body(rng))
                 fresh = _texts(settings, "notes", crm) - loaded
-                measured.append(_measure(f"reindex after editing 1% ({len(edited)} records)", fresh, openai,
-                                         producer, "notes", database))
+                measured.append(
+                    _measure(
+                        f"reindex after editing 1% ({len(edited)} records)", fresh, openai, producer, "notes", database
+                    )
+                )
                 loaded |= fresh
                 untouched = list(range(1, records + 1, 100))
                 _edit_leaving_updated_at(crm, {i: _body(rng) for i in untouched})
                 fresh = _texts(settings, "notes", crm) - loaded
-                measured.append(_measure(f"reindex after editing 1% ({len(untouched)} records), updated_at left "
-                                         "alone", fresh, openai, producer, "notes", database))
+                measured.append(
+                    _measure(
+                        f"reindex after editing 1% ({len(untouched)} records), updated_at left alone",
+                        fresh,
+                        openai,
+                        producer,
+                        "notes",
+                        database,
+                    )
+                )
         finally:
             producer.close()
             crm.close()

@@ -84,9 +84,10 @@ def choose(reports: dict[str, dict[str, ModeReport]]) -> tuple[Variant, dict[str
     """The rule for the defaults: of the hybrid grid, the variant meeting every set's target with the largest
     smallest margin (its gain over vector minus the target); if none meets them all, the one closest to.
     The same variant for every set: no per-set tuning. Returns it and its margin per set."""
+
     def margins(variant: Variant) -> dict[str, float]:
-        return {name: round(r[variant.name].ndcg - r["vector"].ndcg - TARGETS[name], 4)
-                for name, r in reports.items()}
+        return {name: round(r[variant.name].ndcg - r["vector"].ndcg - TARGETS[name], 4) for name, r in reports.items()}
+
     best = max(HYBRIDS, key=lambda v: (min(margins(v).values()), sum(margins(v).values())))
     return best, margins(best)
 
@@ -98,14 +99,23 @@ def load(store: VectorStore, name: str, chunks: list[tuple[str, str, str, int]],
     collection = store.get_collection(name, create=True)
     collection.defer_index()
     vectors = embeddings.embed_many([text for _, text, _, _ in chunks])
-    collection.upsert_many([VectorRecord(cid, vector, text, {"record_id": rid, "chunk": n})  # type: ignore[arg-type]
-                            for (cid, text, rid, n), vector in zip(chunks, vectors, strict=True)])
+    collection.upsert_many(
+        [
+            VectorRecord(cid, vector, text, {"record_id": rid, "chunk": n})  # type: ignore[arg-type]
+            for (cid, text, rid, n), vector in zip(chunks, vectors, strict=True)
+        ]
+    )
     collection.ensure_index()
     return len(chunks)
 
 
-def measure(store: VectorStore, name: str, labelled: LabelledSet, embeddings: DiskEmbeddings,
-            variants: tuple[Variant, ...] = VARIANTS) -> dict[str, ModeReport]:
+def measure(
+    store: VectorStore,
+    name: str,
+    labelled: LabelledSet,
+    embeddings: DiskEmbeddings,
+    variants: tuple[Variant, ...] = VARIANTS,
+) -> dict[str, ModeReport]:
     """Each variant's report over the set's queries (each query embedded before any search is timed)."""
     from bench.search_settings import weighted
 
@@ -123,17 +133,31 @@ def measure(store: VectorStore, name: str, labelled: LabelledSet, embeddings: Di
 def rows_of(title: str, reports: dict[str, ModeReport], detail: str) -> list[Row]:
     """One row per variant: nDCG@10 its value, nDCG over vector's its ratio, the rest in its detail."""
     base = reports["vector"].ndcg
-    return [Row(f"{SECTION} {title}", f"{name}: nDCG@{K}", r.ndcg, "", ratio=round(r.ndcg / base, 3) if base else None,
-                detail=f"recall@{K} {r.recall:.3f}, MRR@{K} {r.mrr:.3f}, p50 {r.p50_ms:.2f} ms, p95 {r.p95_ms:.2f} ms, "
-                       f"{r.queries} queries; {detail}")
-            for name, r in reports.items()]
+    return [
+        Row(
+            f"{SECTION} {title}",
+            f"{name}: nDCG@{K}",
+            r.ndcg,
+            "",
+            ratio=round(r.ndcg / base, 3) if base else None,
+            detail=f"recall@{K} {r.recall:.3f}, MRR@{K} {r.mrr:.3f}, p50 {r.p50_ms:.2f} ms, p95 {r.p95_ms:.2f} ms, "
+            f"{r.queries} queries; {detail}",
+        )
+        for name, r in reports.items()
+    ]
 
 
 def _target(title: str, reports: dict[str, ModeReport], variant: str, target: float, margin: float) -> Row:
     gain = reports[variant].ndcg - reports["vector"].ndcg
-    return Row(f"{SECTION} {title}", f"chosen {variant} - vector nDCG@{K}", round(gain, 4), "",
-               target=f">= {target:+.2f}", ok=margin >= 0,
-               detail=f"margin {margin:+.4f} (the rule: bench.quality.choose)")
+    return Row(
+        f"{SECTION} {title}",
+        f"chosen {variant} - vector nDCG@{K}",
+        round(gain, 4),
+        "",
+        target=f">= {target:+.2f}",
+        ok=margin >= 0,
+        detail=f"margin {margin:+.4f} (the rule: bench.quality.choose)",
+    )
 
 
 @contextmanager
@@ -174,13 +198,17 @@ def run(quick: bool = False, *, store_kind: str = "pgvector") -> list[Row]:
             name = "q_" + labelled.name.replace(" ", "_")
             chunks = load(store, name, chunked(labelled), embeddings)
             measured[labelled.name] = measure(store, name, labelled, embeddings)
-            rows += rows_of(labelled.name, measured[labelled.name],
-                            f"{labelled.summary()}, {chunks} chunks of 512 tokens")
+            rows += rows_of(
+                labelled.name, measured[labelled.name], f"{labelled.summary()}, {chunks} chunks of 512 tokens"
+            )
             store.drop_collection(name)
         chosen, margins = choose(measured)
         for labelled in sets:
-            rows.append(_target(labelled.name, measured[labelled.name], chosen.name, TARGETS[labelled.name],
-                                margins[labelled.name]))
+            rows.append(
+                _target(
+                    labelled.name, measured[labelled.name], chosen.name, TARGETS[labelled.name], margins[labelled.name]
+                )
+            )
         if not quick:
             rows += chunk_sizes(store, sets[0], embeddings)
         if store_kind == "pgvector":  # the latency target is pgvector's
@@ -197,8 +225,11 @@ def chunk_sizes(store: VectorStore, labelled: LabelledSet, embeddings: DiskEmbed
         name = f"q_faq_{max_tokens}"
         chunks = load(store, name, chunked(labelled, max_tokens, overlap), embeddings)
         reports = measure(store, name, labelled, embeddings)
-        rows += rows_of(f"debian faq, chunks of {max_tokens} tokens", reports,
-                        f"{chunks} chunks of {max_tokens} tokens, overlap {overlap}")
+        rows += rows_of(
+            f"debian faq, chunks of {max_tokens} tokens",
+            reports,
+            f"{chunks} chunks of {max_tokens} tokens, overlap {overlap}",
+        )
         store.drop_collection(name)
     return rows
 

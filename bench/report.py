@@ -34,8 +34,12 @@ class Row:
 
 def machine() -> dict[str, Any]:
     """What the figures were measured on."""
-    return {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-            "processor": platform.processor() or platform.machine()}
+    return {
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+    }
 
 
 def _cell(value: float | None, digits: int = 3) -> str:

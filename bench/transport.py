@@ -28,8 +28,24 @@ __all__ = ["Measure", "main", "measure", "run"]
 SECTION = "transport"
 DIMENSIONS = 384
 BATCH = 100
-WORDS = ["onboarding", "rollout", "invoice", "renewal", "pricing", "discount", "contract", "meeting", "call",
-         "email", "churn", "support", "dana", "quarter", "seats", "migration"]
+WORDS = [
+    "onboarding",
+    "rollout",
+    "invoice",
+    "renewal",
+    "pricing",
+    "discount",
+    "contract",
+    "meeting",
+    "call",
+    "email",
+    "churn",
+    "support",
+    "dana",
+    "quarter",
+    "seats",
+    "migration",
+]
 
 
 @dataclass(frozen=True)
@@ -43,14 +59,20 @@ class Measure:
 
 def texts(count: int) -> list[str]:
     """``count`` distinct notes of about a dozen words, the same every run."""
-    return [" ".join([f"note {i}", *(WORDS[(i * 7 + k * 3) % len(WORDS)] for k in range(10))])
-            for i in range(count)]
+    return [" ".join([f"note {i}", *(WORDS[(i * 7 + k * 3) % len(WORDS)] for k in range(10))]) for i in range(count)]
 
 
 def provider_for(server: FakeOpenAI, encoding_format: EncodingFormat) -> OpenAIProvider:
     """An ``OpenAIProvider`` at ``server`` that asks for ``encoding_format``."""
-    settings = ModelSettings.model_validate({"provider": "openai", "model": "bench-embedding",
-                                             "dimensions": DIMENSIONS, "base_url": server.url, "timeout": 60.0})
+    settings = ModelSettings.model_validate(
+        {
+            "provider": "openai",
+            "model": "bench-embedding",
+            "dimensions": DIMENSIONS,
+            "base_url": server.url,
+            "timeout": 60.0,
+        }
+    )
     provider = OpenAIProvider(name="bench", settings=settings)
     provider.encoding_format = encoding_format
     return provider
@@ -65,15 +87,16 @@ def measure(encoding_format: EncodingFormat, notes: list[str], *, dense: bool) -
             sent, served, calls = server.sent_bytes, server.serve_seconds, server.calls
             started = time.perf_counter()
             for start in range(0, len(notes), BATCH):
-                provider.embed_batch(notes[start:start + BATCH])
+                provider.embed_batch(notes[start : start + BATCH])
             seconds = time.perf_counter() - started
         finally:
             provider.close()
         asked = {request.encoding_format for request in server.requests}
         if asked != {encoding_format}:
             raise RuntimeError(f"asked for {encoding_format}, but the server saw {sorted(map(str, asked))}")
-        return Measure(seconds, seconds - (server.serve_seconds - served),
-                       (server.sent_bytes - sent) / (server.calls - calls))
+        return Measure(
+            seconds, seconds - (server.serve_seconds - served), (server.sent_bytes - sent) / (server.calls - calls)
+        )
 
 
 def best(encoding_format: EncodingFormat, notes: list[str], *, dense: bool, repeats: int) -> Measure:
@@ -87,14 +110,27 @@ def rows_for(kind: str, floats: Measure, base64: Measure, count: int) -> list[Ro
     detail = f"{count:,} texts, {DIMENSIONS}-d, batches of {BATCH}"
     return [
         Row(SECTION, f"{kind}, float: wall", floats.seconds, "s", detail=detail),
-        Row(SECTION, f"{kind}, base64: wall", base64.seconds, "s", ratio=floats.seconds / base64.seconds,
-            detail=detail),
+        Row(
+            SECTION, f"{kind}, base64: wall", base64.seconds, "s", ratio=floats.seconds / base64.seconds, detail=detail
+        ),
         Row(SECTION, f"{kind}, float: client", floats.client_seconds, "s", detail=detail),
-        Row(SECTION, f"{kind}, base64: client", base64.client_seconds, "s",
-            ratio=floats.client_seconds / base64.client_seconds, detail=detail),
+        Row(
+            SECTION,
+            f"{kind}, base64: client",
+            base64.client_seconds,
+            "s",
+            ratio=floats.client_seconds / base64.client_seconds,
+            detail=detail,
+        ),
         Row(SECTION, f"{kind}, float: bytes per response", floats.bytes_per_response, "B", detail=detail),
-        Row(SECTION, f"{kind}, base64: bytes per response", base64.bytes_per_response, "B",
-            ratio=floats.bytes_per_response / base64.bytes_per_response, detail=detail),
+        Row(
+            SECTION,
+            f"{kind}, base64: bytes per response",
+            base64.bytes_per_response,
+            "B",
+            ratio=floats.bytes_per_response / base64.bytes_per_response,
+            detail=detail,
+        ),
     ]
 
 

@@ -37,22 +37,40 @@ def index_record(collection: str, record_id: str | int, *, session: Session | No
 
 
 @overload
-def index_document(collection: str, id: str | int | None, text: str,
-                   metadata: Mapping[str, Any] | None = None, *, version: int | None = None) -> str: ...
+def index_document(
+    collection: str,
+    id: str | int | None,
+    text: str,
+    metadata: Mapping[str, Any] | None = None,
+    *,
+    version: int | None = None,
+) -> str: ...
 
 
 @overload
-def index_document(collection: str, *, text: str, metadata: Mapping[str, Any] | None = None,
-                   version: int | None = None) -> str: ...
+def index_document(
+    collection: str, *, text: str, metadata: Mapping[str, Any] | None = None, version: int | None = None
+) -> str: ...
 
 
-def index_document(collection: str, id: str | int | None = None, text: str | None = None,
-                   metadata: Mapping[str, Any] | None = None, *, version: int | None = None) -> str:
+def index_document(
+    collection: str,
+    id: str | int | None = None,
+    text: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    *,
+    version: int | None = None,
+) -> str:
     """Enqueue a document pushed with its content; returns its id: ``id``, else the metadata field
     ``collections.NAME.source.id_field`` names, else a hash of the text and metadata. ``version`` orders its
     sends (default: the clock every producer shares). A missing ``text`` is a ConfigError the producer raises."""
-    return default_producer().index_document(collection, id, text, metadata,  # type: ignore[arg-type]
-                                             version=version)
+    return default_producer().index_document(
+        collection,
+        id,
+        text,  # type: ignore[arg-type]
+        metadata,
+        version=version,
+    )
 
 
 def delete_document(collection: str, id: str | int, *, version: int | None = None) -> None:

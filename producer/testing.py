@@ -62,16 +62,18 @@ def memory_settings(settings: Settings | Mapping[str, Any] | None = None) -> Set
         base = settings
     else:
         base = Settings.model_validate(dict(settings))
-    return base.model_copy(update={
-        "broker": base.broker.model_copy(update={"url": MEMORY_BROKER, "coalesce_seconds": 0}),
-        "state": StateSettings(),
-        "cache": CacheSettings(),
-        "flower": FlowerSettings(),
-        "models": {},
-        "embeddings": base.embeddings.model_copy(update={"chain": [], "cache_ttl_days": 0}),
-        "retrieval": base.retrieval.model_copy(update={"rerank": [], "answer": []}),
-        "vectors": base.vectors.model_copy(update={"store": "memory", "url": None, "key": None}),
-    })
+    return base.model_copy(
+        update={
+            "broker": base.broker.model_copy(update={"url": MEMORY_BROKER, "coalesce_seconds": 0}),
+            "state": StateSettings(),
+            "cache": CacheSettings(),
+            "flower": FlowerSettings(),
+            "models": {},
+            "embeddings": base.embeddings.model_copy(update={"chain": [], "cache_ttl_days": 0}),
+            "retrieval": base.retrieval.model_copy(update={"rerank": [], "answer": []}),
+            "vectors": base.vectors.model_copy(update={"store": "memory", "url": None, "key": None}),
+        }
+    )
 
 
 class TaskQueue:
@@ -109,15 +111,15 @@ class TaskQueue:
         """The tasks sent and not yet run, oldest first."""
         return list(self._pending)
 
-    def send_task(self, name: str, args: Any = None, kwargs: Any = None, *, queue: str | None = None,
-                  **options: Any) -> None:
+    def send_task(
+        self, name: str, args: Any = None, kwargs: Any = None, *, queue: str | None = None, **options: Any
+    ) -> None:
         """Celery's ``send_task``, into memory. The arguments go through JSON, as on a broker: what cannot be
         sent there (an object, a numpy array) fails here too, with kombu's EncodeError."""
         self._enqueue(name, args, kwargs, queue=queue)
 
     def _enqueue(self, name: str, args: Any, kwargs: Any, *, queue: str | None, retries: int = 0) -> None:
-        content_type, encoding, body = serialization.dumps([list(args or ()), dict(kwargs or {})],
-                                                           serializer="json")
+        content_type, encoding, body = serialization.dumps([list(args or ()), dict(kwargs or {})], serializer="json")
         sent_args, sent_kwargs = serialization.loads(body, content_type, encoding, accept=[content_type])
         self._pending.append(SentTask(name, sent_args, sent_kwargs, queue, retries))
 
@@ -139,7 +141,8 @@ class TaskQueue:
                 raise VectorsyncError(
                     f"the queue still holds {len(self._pending)} tasks after {ran} ran (next: "
                     f"{self._pending[0].name}): a task keeps sending tasks; pass a larger max_tasks if this is "
-                    "expected")
+                    "expected"
+                )
             self._run(self._pending.popleft())
             ran += 1
         return ran

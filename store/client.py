@@ -57,15 +57,34 @@ class Client:
     worker's own ledger); the rest are built on first use and closed by ``close()``.
     """
 
-    def __init__(self, settings: Settings, *, store: VectorStore | None = None,
-                 embeddings: Embeddings | None = None, ledger: Ledger | None = None,
-                 retrieval: Retrieval | None = None, send: Sender | None = None,
-                 on_embeddings: Callable[[Embeddings], Any] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        store: VectorStore | None = None,
+        embeddings: Embeddings | None = None,
+        ledger: Ledger | None = None,
+        retrieval: Retrieval | None = None,
+        send: Sender | None = None,
+        on_embeddings: Callable[[Embeddings], Any] | None = None,
+    ) -> None:
         self.settings = settings
-        self._given = {name for name, part in (("store", store), ("embeddings", embeddings), ("ledger", ledger),
-                                               ("retrieval", retrieval)) if part is not None}
-        self._parts: dict[str, Any] = {"store": store, "embeddings": embeddings, "ledger": ledger,
-                                       "retrieval": retrieval}
+        self._given = {
+            name
+            for name, part in (
+                ("store", store),
+                ("embeddings", embeddings),
+                ("ledger", ledger),
+                ("retrieval", retrieval),
+            )
+            if part is not None
+        }
+        self._parts: dict[str, Any] = {
+            "store": store,
+            "embeddings": embeddings,
+            "ledger": ledger,
+            "retrieval": retrieval,
+        }
         self._send = send
         self._on_embeddings = on_embeddings
         #: One lock per part, so a slow build (a local model, a state database upgrading) holds up only the
@@ -87,8 +106,9 @@ class Client:
             return part
         with self._lock:
             if self._closed:
-                raise VectorsyncError(f"this Client is closed: its {name} is gone; build another client "
-                                      "(Client.from_settings()) to go on")
+                raise VectorsyncError(
+                    f"this Client is closed: its {name} is gone; build another client (Client.from_settings()) to go on"
+                )
             lock = self._building.setdefault(name, threading.Lock())
         with lock:
             if self._parts.get(name) is None:
@@ -98,6 +118,7 @@ class Client:
     @property
     def embeddings(self) -> Embeddings:
         """The cache and failover chain that embed texts (``[embeddings]``, ``[models]``)."""
+
         def build() -> Embeddings:
             from store.embeddings import Embeddings
 
@@ -105,25 +126,30 @@ class Client:
             if self._on_embeddings is not None:
                 self._on_embeddings(built)
             return built
+
         return self._part("embeddings", build)
 
     @property
     def store(self) -> VectorStore:
         """The ``[vectors]`` store; text queries are embedded by ``embeddings``, built at the first one."""
+
         def build() -> VectorStore:
             from store.vectors.backends import open_store
 
             return open_store(self.settings, embedder=_Deferred(lambda: self.embeddings))
+
         return self._part("store", build)
 
     @property
     def ledger(self) -> Ledger:
         """Indexing state in the state database; in memory for a memory store without one (it keeps nothing
         past its process either). Raises ConfigError, StoreUnavailable."""
+
         def build() -> Ledger:
             from store.state.ledger import ledger_from_settings
 
             return ledger_from_settings(self.settings, memory_fallback=True)
+
         return self._part("ledger", build)
 
     @property
@@ -136,39 +162,46 @@ class Client:
     @property
     def router(self) -> Router:
         """Where a read and a write of each name go (``store.state.generations.routing``)."""
+
         def build() -> Router:
             from store.state.generations.routing import Router
 
             # No embeddings of its own: a vector query needs no model, and the store embeds a text query
             # through ``embeddings`` when one comes (the worker takes ``embeddings`` itself).
-            return Router(self.settings, store=self.store, registry=self.generations,
-                          on_embeddings=self._on_embeddings)
+            return Router(self.settings, store=self.store, registry=self.generations, on_embeddings=self._on_embeddings)
+
         return self._part("router", build)
 
     @property
     def retrieval(self) -> Retrieval:
         """Rerank and answer (``[retrieval]``), reading each collection's live generation as search does."""
+
         def build() -> Retrieval:
             from store.retrieval import Retrieval
 
             built = Retrieval.from_settings(self.settings, store=self.store)
             built.opener = lambda name, _declared: self.open(name)
             return built
+
         return self._part("retrieval", build)
 
     @property
     def collections(self) -> Collections:
         """The collections' lifecycle: create, reset, drop, with their ledger state."""
+
         def build() -> Collections:
             from store.lifecycle import Collections
 
-            return Collections(self.store, self.ledger, declared=sorted(self.settings.collections),
-                               settings=self.settings)
+            return Collections(
+                self.store, self.ledger, declared=sorted(self.settings.collections), settings=self.settings
+            )
+
         return self._part("collections", build)
 
     @property
     def producer(self) -> Producer:
         """Sends tasks by name through the broker (``[broker]``) and reads runs from the ledger."""
+
         def build() -> Producer:
             from store.broker.producer import Producer
             from store.state.ledger import in_process_only
@@ -177,8 +210,10 @@ class Client:
             # Runs sent to a broker need the state database workers share: a memory ledger would be this
             # process's alone, so an in-process client's producer finds none, as a Producer does.
             shared = given is None and not in_process_only(self.settings)
-            return Producer(self.settings, send=self._send, ledger=given,
-                            open_ledger=(lambda: self.ledger) if shared else None)
+            return Producer(
+                self.settings, send=self._send, ledger=given, open_ledger=(lambda: self.ledger) if shared else None
+            )
+
         return self._part("producer", build)
 
     # -- reads ---------------------------------------------------------------------------
@@ -188,42 +223,72 @@ class Client:
         collection is created empty; a name that is neither declared nor stored is a ConfigError."""
         return self.router.read(name)
 
-    def search(self, collection: str, query: str | Sequence[float], *,
-               filter: Filter | Mapping[str, Any] | None = None, limit: int = DEFAULT_LIMIT,
-               min_score: float | None = None, mode: SearchMode | None = None) -> Matches:
+    def search(
+        self,
+        collection: str,
+        query: str | Sequence[float],
+        *,
+        filter: Filter | Mapping[str, Any] | None = None,
+        limit: int = DEFAULT_LIMIT,
+        min_score: float | None = None,
+        mode: SearchMode | None = None,
+    ) -> Matches:
         """The ``limit`` best matches for a text or vector ``query`` in ``collection``'s live generation, in search
         ``mode`` (None: the collection's ``search.mode``). ``filter`` is a Filter or its JSON form.
         Raises ConfigError, StoreUnavailable, EmbeddingError."""
         from store.retrieval.matches import Matches
 
-        matches = self.open(collection).search(query, filter=as_filter(filter), limit=limit, min_score=min_score,
-                                               mode=mode)
+        matches = self.open(collection).search(
+            query, filter=as_filter(filter), limit=limit, min_score=min_score, mode=mode
+        )
         return Matches(matches, called="search")
 
-    def asearch(self, collection: str, query: str | Sequence[float], *,
-                filter: Filter | Mapping[str, Any] | None = None, limit: int = DEFAULT_LIMIT,
-                min_score: float | None = None, mode: SearchMode | None = None) -> Pending[Matches]:
+    def asearch(
+        self,
+        collection: str,
+        query: str | Sequence[float],
+        *,
+        filter: Filter | Mapping[str, Any] | None = None,
+        limit: int = DEFAULT_LIMIT,
+        min_score: float | None = None,
+        mode: SearchMode | None = None,
+    ) -> Pending[Matches]:
         """``search`` without blocking the event loop (it runs in a worker thread): ``await client.asearch()``."""
         from store.retrieval.twins import Pending
 
-        return Pending(asyncio.to_thread(self.search, collection, query, filter=filter, limit=limit,
-                                         min_score=min_score, mode=mode), "asearch")
+        return Pending(
+            asyncio.to_thread(
+                self.search, collection, query, filter=filter, limit=limit, min_score=min_score, mode=mode
+            ),
+            "asearch",
+        )
 
-    def rerank(self, query: str, matches: Sequence[VectorMatch], *, top: int | None = None,
-               user: str | None = None) -> Matches:
+    def rerank(
+        self, query: str, matches: Sequence[VectorMatch], *, top: int | None = None, user: str | None = None
+    ) -> Matches:
         """The ``top`` matches that best answer ``query``, best first, ``score`` the reranker's (0 to 1). With no
         rerank model configured the search order is kept and nothing is called. Raises ConfigError, ProviderError."""
         from store.retrieval.matches import Matches
 
         return Matches(self.retrieval.rerank(query, matches, top=top, user=user), called="rerank")
 
-    def answer(self, collection: str, question: str, *, filter: Filter | Mapping[str, Any] | None = None,
-               candidates: int | None = None, top: int | None = None, user: str | None = None,
-               allow: Allow | None = None, mode: SearchMode | None = None) -> GroundedAnswer:
+    def answer(
+        self,
+        collection: str,
+        question: str,
+        *,
+        filter: Filter | Mapping[str, Any] | None = None,
+        candidates: int | None = None,
+        top: int | None = None,
+        user: str | None = None,
+        allow: Allow | None = None,
+        mode: SearchMode | None = None,
+    ) -> GroundedAnswer:
         """Answer ``question`` from ``collection``'s passages that ``filter`` and ``allow`` let through, found in
         search ``mode``, citing them; see ``Retrieval.answer``. Raises ConfigError, StoreUnavailable, ProviderError."""
-        return self.retrieval.answer(collection, question, filter=filter, candidates=candidates, top=top,
-                                     user=user, allow=allow, mode=mode)
+        return self.retrieval.answer(
+            collection, question, filter=filter, candidates=candidates, top=top, user=user, allow=allow, mode=mode
+        )
 
     # -- closing -------------------------------------------------------------------------
 

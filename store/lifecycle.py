@@ -48,8 +48,9 @@ class Collections:
     ``vectorsync reindex`` afterwards.
     """
 
-    def __init__(self, store: VectorStore, ledger: Ledger, *, declared: Iterable[str] = (),
-                 settings: Settings | None = None) -> None:
+    def __init__(
+        self, store: VectorStore, ledger: Ledger, *, declared: Iterable[str] = (), settings: Settings | None = None
+    ) -> None:
         self.store, self.ledger = store, ledger
         #: The collections the settings declare (``create_declared`` makes them).
         self.declared = tuple(declared)
@@ -142,8 +143,10 @@ class Collections:
         self.ledger.generations.forget(plan.alias.collection, plan.number)  # first: no switch to it, no write
         dropped = [self._drop_physical(physical, missing_ok=True) for physical in plan.physical]
         counts = [d.chunks for d in dropped]
-        return Emptied(None if None in counts else sum(c or 0 for c in counts),
-                       Forgotten(sum(d.forgotten.entries for d in dropped), sum(d.forgotten.failures for d in dropped)))
+        return Emptied(
+            None if None in counts else sum(c or 0 for c in counts),
+            Forgotten(sum(d.forgotten.entries for d in dropped), sum(d.forgotten.failures for d in dropped)),
+        )
 
     def _drop_physical(self, name: str, *, missing_ok: bool = False) -> Emptied:
         if missing_ok and not self.exists(name):

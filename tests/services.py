@@ -22,8 +22,15 @@ from pathlib import Path
 from producer.cli.dev.services import embedded_postgres_user, free_port, redis_answers, redis_server_binary
 
 __all__ = [
-    "AMQP_URL", "amqp_answers", "amqp_vhost", "embedded_postgres", "free_port", "redis_answers", "redis_db",
-    "redis_server", "redis_server_binary",
+    "AMQP_URL",
+    "amqp_answers",
+    "amqp_vhost",
+    "embedded_postgres",
+    "free_port",
+    "redis_answers",
+    "redis_db",
+    "redis_server",
+    "redis_server_binary",
 ]
 
 
@@ -81,7 +88,8 @@ def redis_server(port: int | None = None) -> Iterator[tuple[str, subprocess.Pope
     port = port or free_port()
     process = subprocess.Popen(
         [redis_server_binary()[0], "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     url = f"redis://127.0.0.1:{port}/0"
     try:
@@ -118,8 +126,12 @@ def embedded_postgres(folder: Path, *, host: str | None = None, clients: str = "
         if clients:
             with (data / "pg_hba.conf").open("a") as hba:
                 hba.write(f"host all all {clients} trust\n")
-        ep.pg_ctl(["-w", "-o", f'-h {host} -p {port} -k ""', "-l", str(data / "log"), "start"], pgdata=data,
-                  user=server.system_user, timeout=60)
+        ep.pg_ctl(
+            ["-w", "-o", f'-h {host} -p {port} -k ""', "-l", str(data / "log"), "start"],
+            pgdata=data,
+            user=server.system_user,
+            timeout=60,
+        )
         yield f"postgresql://postgres@{host}:{port}/postgres"
     finally:
         if host is not None:  # the server the wheel knows has gone: stop this one before the wheel deletes its data

@@ -87,23 +87,50 @@ def process_env(config: Path) -> dict[str, str]:
 
 
 @contextmanager
-def celery_worker(config: Path, *, concurrency: int = 2, name: str = "w1",
-                  queues: tuple[str, ...] = (LIVE_QUEUE, BULK_QUEUE),
-                  prefix: Sequence[str] = ()) -> Iterator[subprocess.Popen[bytes]]:
+def celery_worker(
+    config: Path,
+    *,
+    concurrency: int = 2,
+    name: str = "w1",
+    queues: tuple[str, ...] = (LIVE_QUEUE, BULK_QUEUE),
+    prefix: Sequence[str] = (),
+) -> Iterator[subprocess.Popen[bytes]]:
     """``celery -A worker worker`` with these settings; yields once it answers a ping. ``prefix`` runs it
     through a command that execs it (``ip netns exec NAME``: the process is the worker itself)."""
     log = open(config.parent / f"{name}.log", "wb")  # noqa: SIM115 - kept open for the process's life
-    command = [*prefix, sys.executable, "-m", "celery", "-A", "worker", "worker", "--loglevel", "INFO", "-P", "prefork",
-               "-c", str(concurrency), "-n", f"{name}@%h", "-Q", ",".join(queues), "--without-gossip",
-               "--without-mingle", "-E"]
+    command = [
+        *prefix,
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "worker",
+        "worker",
+        "--loglevel",
+        "INFO",
+        "-P",
+        "prefork",
+        "-c",
+        str(concurrency),
+        "-n",
+        f"{name}@%h",
+        "-Q",
+        ",".join(queues),
+        "--without-gossip",
+        "--without-mingle",
+        "-E",
+    ]
     process = subprocess.Popen(command, cwd=ROOT, env=process_env(config), stdout=log, stderr=subprocess.STDOUT)
     app = Celery("vectorsync-test", set_as_current=False)
     app.conf.update(celery_config(load_settings(config)))
     try:
         # This worker's own answer: with another worker running, any answer to a broadcast ping came too soon.
         node = f"{name}@{socket.gethostname()}"
-        wait_for(lambda: process.poll() is not None or app.control.ping(destination=[node], timeout=0.5),
-                 timeout=60, what=f"worker {name} to answer a ping")
+        wait_for(
+            lambda: process.poll() is not None or app.control.ping(destination=[node], timeout=0.5),
+            timeout=60,
+            what=f"worker {name} to answer a ping",
+        )
         if process.poll() is not None:
             raise AssertionError(f"worker {name} exited: {(config.parent / f'{name}.log').read_text()[-3000:]}")
         yield process
@@ -133,15 +160,28 @@ def pool_processes(worker: subprocess.Popen[bytes]) -> list[psutil.Process]:
     return psutil.Process(worker.pid).children()
 
 
-def run_on_terminal(config: Path, *args: str, columns: int = 120, timeout: float = 120,
-                    answer: str | None = None, prompt: bytes = b"[y/N]") -> str:
+def run_on_terminal(
+    config: Path,
+    *args: str,
+    columns: int = 120,
+    timeout: float = 120,
+    answer: str | None = None,
+    prompt: bytes = b"[y/N]",
+) -> str:
     """Run ``vectorsync ARGS`` on a pseudo-terminal ``columns`` wide; what the screen got. ``answer`` is typed
     once ``prompt`` shows."""
     main, child = pty.openpty()
     fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
     env = process_env(config) | {"TERM": "xterm-256color", "COLUMNS": str(columns)}
-    process = subprocess.Popen([sys.executable, "-m", "producer.cli", *args], cwd=ROOT, env=env,
-                               stdin=child, stdout=child, stderr=child, close_fds=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "producer.cli", *args],
+        cwd=ROOT,
+        env=env,
+        stdin=child,
+        stdout=child,
+        stderr=child,
+        close_fds=True,
+    )
     os.close(child)
     output = b""
     deadline = time.monotonic() + timeout
@@ -167,14 +207,39 @@ def run_on_terminal(config: Path, *args: str, columns: int = 120, timeout: float
 
 def run_cli(config: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """Run ``vectorsync ARGS`` as a script would: output to a pipe, nothing on stdin."""
-    return subprocess.run([sys.executable, "-m", "producer.cli", *args], cwd=ROOT, env=process_env(config),
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "producer.cli", *args],
+        cwd=ROOT,
+        env=process_env(config),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 #: The words CRM notes are made of.
 WORDS = [
-    "onboarding", "rollout", "invoice", "renewal", "pricing", "discount", "contract", "meeting", "call", "email",
-    "churn", "support", "integration", "migration", "security", "review", "budget", "approval", "timeline", "pilot",
+    "onboarding",
+    "rollout",
+    "invoice",
+    "renewal",
+    "pricing",
+    "discount",
+    "contract",
+    "meeting",
+    "call",
+    "email",
+    "churn",
+    "support",
+    "integration",
+    "migration",
+    "security",
+    "review",
+    "budget",
+    "approval",
+    "timeline",
+    "pilot",
 ]
 
 
@@ -192,7 +257,8 @@ class CrmTable:
         self.engine = sa.create_engine(engine_url(url), pool_pre_ping=True)  # survives a database restart
         self.name = name
         self.table = sa.Table(
-            name, sa.MetaData(),
+            name,
+            sa.MetaData(),
             sa.Column("id", sa.Integer, primary_key=True),
             sa.Column("title", sa.Text, nullable=False),
             sa.Column("body", sa.Text, nullable=False),
@@ -223,14 +289,37 @@ class CrmTable:
         self.engine.dispose()
 
 
-def settings_toml(*, broker: str, cache: str, database: str, openai_url: str, table: str, collection: str,
-                  dimensions: int = 8, max_tokens: int = 64, overlap: int = 8, batch_size: int = 50,
-                  metrics_port: int = 0, extra: str = "", capture: bool = False, source_url: str | None = None) -> str:
+def settings_toml(
+    *,
+    broker: str,
+    cache: str,
+    database: str,
+    openai_url: str,
+    table: str,
+    collection: str,
+    dimensions: int = 8,
+    max_tokens: int = 64,
+    overlap: int = 8,
+    batch_size: int = 50,
+    metrics_port: int = 0,
+    extra: str = "",
+    capture: bool = False,
+    source_url: str | None = None,
+) -> str:
     """A vectorsync.toml for integration tests: SQL source (``capture``: with triggers; ``source_url``: read
     through a role of its own), fake OpenAI server, pgvector."""
     return f"""
-{worker_sections(broker=broker, database=database, dimensions=dimensions, batch_size=batch_size, max_retries=2,
-                 retry_delay=0.2, metrics_port=metrics_port)}
+{
+        worker_sections(
+            broker=broker,
+            database=database,
+            dimensions=dimensions,
+            batch_size=batch_size,
+            max_retries=2,
+            retry_delay=0.2,
+            metrics_port=metrics_port,
+        )
+    }
 [cache]
 url = "{cache}"
 
@@ -248,8 +337,16 @@ max_attempts = 2
 max_wait_seconds = 0.2
 cooldown_seconds = 1
 
-{sql_collection(database=source_url or database, table=table, collection=collection, max_tokens=max_tokens,
-                overlap=overlap, capture=capture)}
+{
+        sql_collection(
+            database=source_url or database,
+            table=table,
+            collection=collection,
+            max_tokens=max_tokens,
+            overlap=overlap,
+            capture=capture,
+        )
+    }
 {extra}
 """
 
@@ -258,19 +355,22 @@ def worker_sections(*, broker: str, database: str, dimensions: int, **worker: fl
     """The [broker], [worker] and [vectors] sections every integration test's settings share: short task time
     limits under a visibility timeout above them, pgvector at ``database``; ``worker`` adds [worker] keys."""
     added = "".join(f"{key} = {value}\n" for key, value in worker.items())
-    return (f'[broker]\nurl = "{broker}"\nvisibility_timeout = 60\n\n'
-            f"[worker]\ntime_limit = 50\nindex_time_limit = 55\n{added}\n"
-            f'[vectors]\nstore = "pgvector"\nurl = "{database}"\ndimensions = {dimensions}\n')
+    return (
+        f'[broker]\nurl = "{broker}"\nvisibility_timeout = 60\n\n'
+        f"[worker]\ntime_limit = 50\nindex_time_limit = 55\n{added}\n"
+        f'[vectors]\nstore = "pgvector"\nurl = "{database}"\ndimensions = {dimensions}\n'
+    )
 
 
-def sql_collection(*, database: str, table: str, collection: str, max_tokens: int = 64, overlap: int = 8,
-                   capture: bool = False) -> str:
+def sql_collection(
+    *, database: str, table: str, collection: str, max_tokens: int = 64, overlap: int = 8, capture: bool = False
+) -> str:
     """The settings of a collection over a CrmTable: its SQL source (with ``capture``, triggers write its
     changes to the outbox) and its chunker."""
     return f"""
 [collections.{collection}.source]
 kind = "sql"
-capture = "{'trigger' if capture else 'off'}"
+capture = "{"trigger" if capture else "off"}"
 url = "{database}"
 table = "{table}"
 text = "{{title}}\\n\\n{{body}}"
@@ -286,8 +386,10 @@ overlap = {overlap}
 def pushed_collection(folder: Path, database: str, name: str, *, dimensions: int) -> Path:
     """A settings file for a pushed collection ``name`` on pgvector (fake embeddings, no cache)."""
     config = folder / "vectorsync.toml"
-    config.write_text(f'[vectors]\nstore = "pgvector"\nurl = "{database}"\ndimensions = {dimensions}\n'
-                      f'[embeddings]\ncache_ttl_days = 0\n[collections.{name}.source]\nkind = "push"\n')
+    config.write_text(
+        f'[vectors]\nstore = "pgvector"\nurl = "{database}"\ndimensions = {dimensions}\n'
+        f'[embeddings]\ncache_ttl_days = 0\n[collections.{name}.source]\nkind = "push"\n'
+    )
     return config
 
 
@@ -301,9 +403,12 @@ def store_records(config: Path, name: str, records: Sequence[tuple[str, str, dic
     settings = load_settings(config)
     embedder = Embeddings.from_settings(settings)
     with open_store(settings, embedder=embedder) as store:
-        store.get_collection(name, create=True).upsert_many([
-            VectorRecord(f"{rid}:0", embedder.embed(text), text, {"record_id": rid, **metadata})
-            for rid, text, metadata in records])
+        store.get_collection(name, create=True).upsert_many(
+            [
+                VectorRecord(f"{rid}:0", embedder.embed(text), text, {"record_id": rid, **metadata})
+                for rid, text, metadata in records
+            ]
+        )
 
 
 class Psql:
@@ -329,10 +434,11 @@ class Psql:
 
 def insert_notes(sql: Psql, table: str, rows: list[dict[str, Any]]) -> None:
     """One INSERT statement for all ``rows`` (arrays unnested server-side, as a bulk loader sends them)."""
-    sql.run(f'INSERT INTO "{table}" (id, title, body, kind) '
-            "SELECT * FROM unnest(%s::int[], %s::text[], %s::text[], %s::text[])",
-            ([r["id"] for r in rows], [r["title"] for r in rows], [r["body"] for r in rows],
-             [r["kind"] for r in rows]))
+    sql.run(
+        f'INSERT INTO "{table}" (id, title, body, kind) '
+        "SELECT * FROM unnest(%s::int[], %s::text[], %s::text[], %s::text[])",
+        ([r["id"] for r in rows], [r["title"] for r in rows], [r["body"] for r in rows], [r["kind"] for r in rows]),
+    )
 
 
 def outbox_rows(sql: Psql, collection: str) -> int:

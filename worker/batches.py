@@ -15,7 +15,15 @@ from worker.chunking import Chunker
 from worker.sources.base import SourceRecord
 
 __all__ = [
-    "BatchResult", "Document", "Judge", "Leftovers", "Planned", "WriteCheck", "content_hash", "failure", "storable",
+    "BatchResult",
+    "Document",
+    "Judge",
+    "Leftovers",
+    "Planned",
+    "WriteCheck",
+    "content_hash",
+    "failure",
+    "storable",
 ]
 
 
@@ -129,8 +137,13 @@ def content_hash(record: SourceRecord, *, chunker: Chunker, model: str, dimensio
 
     ``record.metadata`` must be JSON-plain, as ``validate_metadata`` returns it.
     """
-    payload = {"text": clean_text(record.text), "metadata": record.metadata, "chunker": chunker.describe(),
-               "model": model, "dimensions": dimensions}
+    payload = {
+        "text": clean_text(record.text),
+        "metadata": record.metadata,
+        "chunker": chunker.describe(),
+        "model": model,
+        "dimensions": dimensions,
+    }
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
 
 

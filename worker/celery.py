@@ -96,8 +96,12 @@ def start_state(settings: Settings) -> None:
 
     upgrade = upgrade_state(settings)
     if upgrade is not None and upgrade.changed:
-        log.info("state database at %s: schema upgraded from version %s to %s", upgrade.where,
-                 upgrade.before or "none", upgrade.after)
+        log.info(
+            "state database at %s: schema upgraded from version %s to %s",
+            upgrade.where,
+            upgrade.before or "none",
+            upgrade.after,
+        )
 
 
 @worker_process_init.connect
@@ -137,8 +141,14 @@ def _serve_metrics(**_: Any) -> None:
         capture = (lambda: report(settings)) if captured(settings) else None
         # A memory store with no state database keeps its runs in each pool process: nothing to read here.
         ledger = None if in_process_only(settings) else (lambda: ledger_from_settings(settings))
-        serve(settings.worker.metrics_port, app=app, broker_url=settings.broker.url, queues=QUEUES, capture=capture,
-              open_ledger=ledger)
+        serve(
+            settings.worker.metrics_port,
+            app=app,
+            broker_url=settings.broker.url,
+            queues=QUEUES,
+            capture=capture,
+            open_ledger=ledger,
+        )
 
 
 @worker_ready.connect

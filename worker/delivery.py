@@ -52,8 +52,12 @@ class RedeliveredTask(Task):
         try:
             return super().retry(*args, **kwargs)
         except Reject as exc:  # only raised when the retry could not be sent
-            log.warning("the broker could not take a retry of %s[%s] (%s): delivering it again instead",
-                        self.name, self.request.id, exc.reason)
+            log.warning(
+                "the broker could not take a retry of %s[%s] (%s): delivering it again instead",
+                self.name,
+                self.request.id,
+                exc.reason,
+            )
             raise Reject(exc.reason, requeue=True) from exc
 
 
@@ -64,6 +68,7 @@ def delivered_again_if_unsent(task: Task) -> Iterator[None]:
     try:
         yield
     except _UNSENT as exc:
-        log.warning("the broker could not take what %s[%s] sends (%s): delivering it again", task.name,
-                    task.request.id, exc)
+        log.warning(
+            "the broker could not take what %s[%s] sends (%s): delivering it again", task.name, task.request.id, exc
+        )
         raise Reject(exc, requeue=True) from exc

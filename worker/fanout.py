@@ -66,8 +66,15 @@ def changed_ids(indexer: Indexer, stamped: Sequence[tuple[str, str]], *, new: se
     return indexer.stale_ids(stamped, known=known)
 
 
-def fan_out(indexer: Indexer, *, batch_size: int, send: Send, keep_ids: bool = False,
-            changed_only: bool = True, fresh: Send | None = None) -> FanOut:
+def fan_out(
+    indexer: Indexer,
+    *,
+    batch_size: int,
+    send: Send,
+    keep_ids: bool = False,
+    changed_only: bool = True,
+    fresh: Send | None = None,
+) -> FanOut:
     """Page through ``indexer``'s source and ``send`` what changed in batches of ``batch_size`` ids.
 
     Without ``changed_only`` every id page is sent as it is, numbered by its place in the source: a
@@ -129,4 +136,4 @@ def drop_gone(collection: str, indexer: Indexer, known: set[str], seen: set[str]
         )
     gone = sorted(known - seen)
     for start in range(0, len(gone), GONE_PAGE):
-        indexer.index(gone[start:start + GONE_PAGE])
+        indexer.index(gone[start : start + GONE_PAGE])

@@ -62,8 +62,9 @@ class Work:
 
     def __call__(self) -> dict[str, BatchResult]:
         ids, fresh = self.batch.ids, self.fresh
-        return context().written(self.batch.collection, ids,
-                                 lambda indexer: indexer.index(ids, fresh=True) if fresh else indexer.index(ids))
+        return context().written(
+            self.batch.collection, ids, lambda indexer: indexer.index(ids, fresh=True) if fresh else indexer.index(ids)
+        )
 
     def ready_to_count(self) -> bool:
         """False puts the count off (the pool batch, while records wait in the pool)."""
@@ -100,12 +101,14 @@ def process(task: Task, work: Work) -> dict[str, int]:
         log.exception("indexing %d records of %s failed", len(batch.ids), batch.collection)
         result = as_failed(batch.ids, exc)
     observe_batch(batch.collection, result)
-    decision = decide(result, retries=retries, policy=policy, carried=batch.carried,
-                      counted_elsewhere=work.counted_elsewhere)
+    decision = decide(
+        result, retries=retries, policy=policy, carried=batch.carried, counted_elsewhere=work.counted_elsewhere
+    )
     _record_failures(batch, outcomes, decision)
     if decision.retry:
-        log.info("retrying %d records of %s: %s", len(decision.retry), batch.collection,
-                 next(iter(result.retry.values())))
+        log.info(
+            "retrying %d records of %s: %s", len(decision.retry), batch.collection, next(iter(result.retry.values()))
+        )
         args, kwargs = batch.retried(decision.retry, decision.counts) if batch.number is not None else (None, None)
         raise task.retry(args=args, kwargs=kwargs, countdown=decision.countdown, max_retries=policy.max_retries)
     if batch.run_id is not None and batch.number is not None:
@@ -119,15 +122,22 @@ def _cause(batch: Batch, exc: BaseException) -> BaseException:
         log.warning("store unavailable for %s (%d records): %s", batch.collection, len(batch.ids), exc)
         return exc
     limit = context().settings.worker.time_limit
-    log.warning("%d records of %s ran into the soft time limit (worker.time_limit %ds)", len(batch.ids),
-                batch.collection, limit)
+    log.warning(
+        "%d records of %s ran into the soft time limit (worker.time_limit %ds)", len(batch.ids), batch.collection, limit
+    )
     return TimeoutError(f"the batch ran into its time limit (worker.time_limit = {limit}s)")
 
 
 def _record_failures(batch: Batch, outcomes: dict[str, BatchResult], decision: Decision) -> None:
     for record_id, error in decision.failures.items():
-        where = next((physical for physical, outcome in outcomes.items()
-                      if record_id in outcome.failed or record_id in outcome.retry), batch.collection)
+        where = next(
+            (
+                physical
+                for physical, outcome in outcomes.items()
+                if record_id in outcome.failed or record_id in outcome.retry
+            ),
+            batch.collection,
+        )
         _record_failure(where, record_id, error, run_id=batch.run_id)
 
 
@@ -151,8 +161,9 @@ def _count(task: Task, work: Work, result: BatchResult, counts: dict[str, int]) 
     try:
         progress = context().ledger.finish_batch(batch.run_id, batch.number, **counts)
     except StoreUnavailable as exc:  # the batch is done; counting it must not be lost with the database
-        raise task.retry(exc=exc, countdown=task_policy(task).countdown(task.request.retries),
-                         max_retries=None) from exc
+        raise task.retry(
+            exc=exc, countdown=task_policy(task).countdown(task.request.retries), max_retries=None
+        ) from exc
     with delivered_again_if_unsent(task):
         work.counted(progress, result)
         run_finished(batch.collection, progress)

@@ -42,13 +42,17 @@ def login_problem(env: Mapping[str, str], argv: Sequence[str] = ()) -> str | Non
     nothing turns it off for the API."""
     unauthenticated = env.get("FLOWER_UNAUTHENTICATED_API", "").strip().lower() not in ("", "0", "false", "no")
     if unauthenticated or any(arg.split("=")[0] == "--unauthenticated_api" for arg in argv):
-        return ("Flower's API would answer without a login (FLOWER_UNAUTHENTICATED_API or "
-                "--unauthenticated_api): remove it. The API can enqueue any task, so it is write access to "
-                "the index")
+        return (
+            "Flower's API would answer without a login (FLOWER_UNAUTHENTICATED_API or "
+            "--unauthenticated_api): remove it. The API can enqueue any task, so it is write access to "
+            "the index"
+        )
     basic, oauth = env.get("FLOWER_BASIC_AUTH", "").strip(), env.get("FLOWER_AUTH", "").strip()
     if not basic and not oauth:
-        return ("Flower has no login: set FLOWER_BASIC_AUTH=user:password (deploy/.env, or the Kubernetes "
-                "Secret). Its API can enqueue any task, so access to it is write access to the index")
+        return (
+            "Flower has no login: set FLOWER_BASIC_AUTH=user:password (deploy/.env, or the Kubernetes "
+            "Secret). Its API can enqueue any task, so access to it is write access to the index"
+        )
     pairs = [pair for pair in basic.split(",") if pair]
     if any(":" not in pair or not pair.split(":", 1)[1] for pair in pairs):
         return "FLOWER_BASIC_AUTH must be user:password pairs, comma-separated, each with a password"

@@ -56,8 +56,11 @@ class QueueGauges:
         from store.broker.queues import queue_states, worker_states
 
         depth = GaugeMetricFamily("vectorsync_queue_depth", "Tasks waiting in each queue", labels=["queue"])
-        oldest = GaugeMetricFamily("vectorsync_queue_oldest_seconds", "Age of the oldest task waiting in each "
-                                   "queue (0 when empty)", labels=["queue"])
+        oldest = GaugeMetricFamily(
+            "vectorsync_queue_oldest_seconds",
+            "Age of the oldest task waiting in each queue (0 when empty)",
+            labels=["queue"],
+        )
         consumers = GaugeMetricFamily("vectorsync_queue_consumers", "Workers consuming each queue", labels=["queue"])
         try:
             workers = worker_states(self.app, timeout=CONSUMERS_TIMEOUT, active=False)
@@ -85,10 +88,14 @@ class CaptureLag:
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import GaugeMetricFamily
 
-        pending = GaugeMetricFamily("vectorsync_capture_pending", "Captured changes waiting in the outbox",
-                                    labels=["collection"])
-        lag = GaugeMetricFamily("vectorsync_capture_lag_seconds", "Age of the oldest captured change waiting in "
-                                "the outbox (0 when none waits)", labels=["collection"])
+        pending = GaugeMetricFamily(
+            "vectorsync_capture_pending", "Captured changes waiting in the outbox", labels=["collection"]
+        )
+        lag = GaugeMetricFamily(
+            "vectorsync_capture_lag_seconds",
+            "Age of the oldest captured change waiting in the outbox (0 when none waits)",
+            labels=["collection"],
+        )
         try:
             states = self.report()
         except Exception as exc:  # a scrape must not fail because a source database is down
@@ -123,8 +130,10 @@ def run_gauges(overview: Overview, *, now: datetime) -> dict[str, dict[str, floa
 #: (help, label) of each run and failure gauge.
 _RUN_GAUGES = {
     "vectorsync_runs": ("Runs in each state", "status"),
-    "vectorsync_run_idle_seconds": ("Seconds since the progress of a collection's running run last moved (the "
-                                    "longest, when several run)", "collection"),
+    "vectorsync_run_idle_seconds": (
+        "Seconds since the progress of a collection's running run last moved (the longest, when several run)",
+        "collection",
+    ),
     "vectorsync_run_progress": ("Records processed over the total of a collection's newest running run", "collection"),
     "vectorsync_failed_records": ("Records of each collection in the failures table", "collection"),
 }

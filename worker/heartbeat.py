@@ -25,8 +25,7 @@ log = logging.getLogger(__name__)
 
 #: One reconnect, at once, then the beat is dropped until the next one (every 2 s): a beat waits at most two
 #: connection attempts (``network.connect_timeout``) and a write (``broker.socket_timeout``).
-HEARTBEAT_RETRY_POLICY: dict[str, Any] = {"max_retries": 1, "interval_start": 0, "interval_step": 1,
-                                          "interval_max": 1}
+HEARTBEAT_RETRY_POLICY: dict[str, Any] = {"max_retries": 1, "interval_start": 0, "interval_step": 1, "interval_max": 1}
 
 
 class BoundedHeart(heartbeat.Heart):
@@ -44,14 +43,22 @@ class BoundedHeart(heartbeat.Heart):
         errors: list[BaseException] = []
         policy = {**HEARTBEAT_RETRY_POLICY, "errback": lambda exc, _interval: errors.append(exc)}
         buffered = len(getattr(self.eventer, "_outbound_buffer", ()))
-        sent = self.eventer.send(event, freq=self.interval, active=len(active_requests),
-                                 processed=all_total_count[0], loadavg=load_average(), retry=retry,
-                                 retry_policy=policy, **SOFTWARE_INFO)
+        sent = self.eventer.send(
+            event,
+            freq=self.interval,
+            active=len(active_requests),
+            processed=all_total_count[0],
+            loadavg=load_average(),
+            retry=retry,
+            retry_policy=policy,
+            **SOFTWARE_INFO,
+        )
         failed = len(getattr(self.eventer, "_outbound_buffer", ())) > buffered
         if failed and not self.failing:
             error = f"{type(errors[-1]).__name__}: {errors[-1]}" if errors else "no reply"
-            log.warning("the broker did not take the worker's heartbeat (%s); trying again every %.0f s", error,
-                        self.interval)
+            log.warning(
+                "the broker did not take the worker's heartbeat (%s); trying again every %.0f s", error, self.interval
+            )
         elif not failed and self.failing:
             log.info("the broker takes the worker's heartbeat again")
         self.failing = failed
@@ -84,6 +91,7 @@ class Consumer(CeleryConsumer):
     """Celery's consumer, with ``BoundedHeartStep`` in place of its heartbeat step."""
 
     class Blueprint(CeleryConsumer.Blueprint):
-        default_steps = [f"{__name__}:BoundedHeartStep" if step == _CELERY_STEP else step
-                         for step in CeleryConsumer.Blueprint.default_steps]
-
+        default_steps = [
+            f"{__name__}:BoundedHeartStep" if step == _CELERY_STEP else step
+            for step in CeleryConsumer.Blueprint.default_steps
+        ]

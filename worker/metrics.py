@@ -73,15 +73,24 @@ def _metrics() -> _Metrics:
             "failovers": Counter("vectorsync_provider_failovers", "Failovers away from a model", ["model"]),
         },
         cache=Counter("vectorsync_embedding_cache", "Embedding cache lookups", ["result"]),
-        stages=Histogram("vectorsync_stage_seconds", "Time per pipeline stage", ["stage"],
-                         buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)),
+        stages=Histogram(
+            "vectorsync_stage_seconds",
+            "Time per pipeline stage",
+            ["stage"],
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+        ),
     )
 
 
 def observe_batch(collection: str, result: BatchResult) -> None:
     """Count a batch's outcomes."""
-    outcomes = {"indexed": len(result.indexed), "skipped": len(result.skipped), "deleted": len(result.deleted),
-                "superseded": len(result.superseded), "failed": len(result.failed) + len(result.retry)}
+    outcomes = {
+        "indexed": len(result.indexed),
+        "skipped": len(result.skipped),
+        "deleted": len(result.deleted),
+        "superseded": len(result.superseded),
+        "failed": len(result.failed) + len(result.retry),
+    }
     for outcome, count in outcomes.items():
         if count:
             _metrics().records.labels(collection, outcome).inc(count)
@@ -112,9 +121,15 @@ def stage(name: str) -> Iterator[None]:
         _metrics().stages.labels(name).observe(time.perf_counter() - start)
 
 
-def serve(port: int, *, app: Celery, broker_url: str, queues: tuple[str, ...],
-          capture: Callable[[], list[CaptureState]] | None = None,
-          open_ledger: Callable[[], Ledger] | None = None) -> Any:
+def serve(
+    port: int,
+    *,
+    app: Celery,
+    broker_url: str,
+    queues: tuple[str, ...],
+    capture: Callable[[], list[CaptureState]] | None = None,
+    open_ledger: Callable[[], Ledger] | None = None,
+) -> Any:
     """Serve every pool process's metrics, plus what is read at each scrape (``worker.gauges``): the queues,
     with ``capture`` the outbox of each captured collection, with ``open_ledger`` the runs and failures; on
     ``port`` (0.0.0.0)."""
@@ -138,4 +153,3 @@ def process_exited(pid: int) -> None:
     from prometheus_client import multiprocess
 
     multiprocess.mark_process_dead(pid)
-

@@ -34,8 +34,17 @@ log = logging.getLogger(__name__)
 class Indexer:
     """Keeps one collection's chunks equal to its source, a batch of record ids at a time."""
 
-    def __init__(self, *, name: str, collection: Collection, source: Source, chunker: Chunker,
-                 embeddings: Embeddings, ledger: Ledger, limits: LimitSettings | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        name: str,
+        collection: Collection,
+        source: Source,
+        chunker: Chunker,
+        embeddings: Embeddings,
+        ledger: Ledger,
+        limits: LimitSettings | None = None,
+    ) -> None:
         self.limits = limits if limits is not None else LimitSettings()
         self.name = name
         self.collection = collection
@@ -66,8 +75,7 @@ class Indexer:
             if leftovers is not None and planned:
                 planned += self._fill_up(planned, leftovers, set(ids), result)
         with stage("embed"):
-            ready = self._embed(planned, result) if leftovers is None else self._embed_whole(planned, result,
-                                                                                             leftovers)
+            ready = self._embed(planned, result) if leftovers is None else self._embed_whole(planned, result, leftovers)
         with stage("write"):
             self._swap(ready, result, check=WriteCheck(self._same_in_source))
         return result
@@ -79,8 +87,9 @@ class Indexer:
         self._delete_gone([i for i in ids if i not in current and i not in result.failed], result)
         return self._plan(list(current.values()), result, entries={} if fresh else None)
 
-    def _fill_up(self, planned: list[Planned], leftovers: Leftovers, own: set[str],
-                 result: BatchResult) -> list[Planned]:
+    def _fill_up(
+        self, planned: list[Planned], leftovers: Leftovers, own: set[str], result: BatchResult
+    ) -> list[Planned]:
         """More records, from ``leftovers``, whose texts fill the batch's last provider call up (in
         ``result.claimed``: their own batches count them)."""
         texts = len(self.embeddings.uncached([t for p in planned for t in p.texts]))
@@ -95,8 +104,9 @@ class Indexer:
         result.claimed.extend(claimed)
         return self._load(claimed, result) if claimed else []
 
-    def _embed_whole(self, planned: list[Planned], result: BatchResult,
-                     leftovers: Leftovers) -> list[tuple[Planned, list[Embedding]]]:
+    def _embed_whole(
+        self, planned: list[Planned], result: BatchResult, leftovers: Leftovers
+    ) -> list[tuple[Planned, list[Embedding]]]:
         """Embed in whole provider calls; the records of the partly filled last one go to ``leftovers``. On a
         failure, as ``_embed`` (each record alone); when ``leftovers`` cannot take them, they are embedded now."""
         try:
@@ -117,8 +127,9 @@ class Indexer:
                 leftovers.defer(later)
                 result.deferred.extend(later)
             except StoreUnavailable as exc:
-                log.warning("could not leave %d records for a fuller provider call (%s): embedding them now",
-                            len(later), exc)
+                log.warning(
+                    "could not leave %d records for a fuller provider call (%s): embedding them now", len(later), exc
+                )
                 ready += self._embed(waiting, result)
         return ready
 
@@ -157,8 +168,9 @@ class Indexer:
         result.superseded.extend(i for i in ids if i not in gone)
         return result
 
-    def stale_ids(self, stamped: Sequence[tuple[str, str]], *,
-                  known: Mapping[str, LedgerEntry] | None = None) -> list[str]:
+    def stale_ids(
+        self, stamped: Sequence[tuple[str, str]], *, known: Mapping[str, LedgerEntry] | None = None
+    ) -> list[str]:
         """Which of these (id, stamp) pairs the index does not follow: new, changed or gone, in their order.
 
         For reconcile sweeps and reindexes. An id the ledger does not hold is new: stale without a read. A
@@ -171,8 +183,11 @@ class Indexer:
         unreadable = BatchResult()
         current = self._fetch(moved, unreadable) if moved else {}
         # A record the source cannot give is stale too: its batch reads it again and records why it fails.
-        stale = {i for i in moved if i in unreadable.failed or i not in current
-                 or not self._ledger_holds_record(ledger[i], current[i])}
+        stale = {
+            i
+            for i in moved
+            if i in unreadable.failed or i not in current or not self._ledger_holds_record(ledger[i], current[i])
+        }
         return [i for i, _ in stamped if i not in ledger or i in stale]
 
     def stamp_holds(self, known: LedgerEntry, stamp: str) -> bool:
@@ -184,8 +199,10 @@ class Indexer:
         or its store lost its data), forget the ledger so that every record is indexed again. True if so."""
         if not self.collection.is_empty() or not self.ledger.record_ids(self.name):
             return False
-        log.warning("collection %s is empty but its ledger is not: forgetting the ledger, so everything is "
-                    "indexed again", self.name)
+        log.warning(
+            "collection %s is empty but its ledger is not: forgetting the ledger, so everything is indexed again",
+            self.name,
+        )
         self.ledger.forget_collection(self.name)
         return True
 
@@ -234,8 +251,9 @@ class Indexer:
 
     def _clean_content_hash(self, clean: SourceRecord) -> str:
         """The content hash of a record ``_clean`` made."""
-        return content_hash(clean, chunker=self.chunker, model=self.embeddings.space,
-                            dimensions=self.embeddings.dimensions)
+        return content_hash(
+            clean, chunker=self.chunker, model=self.embeddings.space, dimensions=self.embeddings.dimensions
+        )
 
     def _content_hash(self, record: SourceRecord) -> str:
         """The content hash of the record as it will be stored. Raises ConfigError."""
@@ -251,8 +269,9 @@ class Indexer:
             raise
         except (StoreError, ValueError, ArithmeticError) as exc:
             if len(ids) == 1:
-                result.failed[ids[0]] = failure(ids[0], exc, fix="fix the row in the source, or leave the "
-                                                 "column out of source.metadata")
+                result.failed[ids[0]] = failure(
+                    ids[0], exc, fix="fix the row in the source, or leave the column out of source.metadata"
+                )
                 return {}
         found: dict[str, SourceRecord] = {}
         for record_id in ids:
@@ -270,8 +289,13 @@ class Indexer:
         result.deleted.extend(still_gone)
         result.superseded.extend(i for i in gone if i not in still_gone)
 
-    def _plan(self, records: list[SourceRecord], result: BatchResult, versions: Mapping[str, int] | None = None,
-              entries: Mapping[str, LedgerEntry] | None = None) -> list[Planned]:
+    def _plan(
+        self,
+        records: list[SourceRecord],
+        result: BatchResult,
+        versions: Mapping[str, int] | None = None,
+        entries: Mapping[str, LedgerEntry] | None = None,
+    ) -> list[Planned]:
         ledger = entries if entries is not None else self.ledger.entries(self.name, [r.id for r in records])
         planned: list[Planned] = []
         bumps: list[LedgerEntry] = []
@@ -295,7 +319,8 @@ class Indexer:
                 result.failed[record.id] = (
                     f"ConfigError: record {record.id!r} makes {len(texts)} chunks ({len(record.text)} characters), "
                     f"over limits.max_chunks_per_record ({self.limits.max_chunks_per_record}): split the record, "
-                    "or raise the limit")
+                    "or raise the limit"
+                )
                 continue
             planned.append(Planned(record, digest, texts, version, raw))
         if bumps:
@@ -323,20 +348,22 @@ class Indexer:
             return [pair for p in planned for pair in self._embed([p], result)]
         ready, start = [], 0
         for plan in planned:
-            ready.append((plan, vectors[start:start + len(plan.texts)]))
+            ready.append((plan, vectors[start : start + len(plan.texts)]))
             start += len(plan.texts)
         return ready
 
     def _record_error(self, plan: Planned, exc: EmbeddingError, result: BatchResult) -> None:
         if isinstance(exc, InputError):
-            result.failed[plan.record.id] = failure(plan.record.id, exc, fix="the provider refused this record's "
-                                                     "text: fix it in the source, then `vectorsync failures --retry`")
+            result.failed[plan.record.id] = failure(
+                plan.record.id,
+                exc,
+                fix="the provider refused this record's text: fix it in the source, then `vectorsync failures --retry`",
+            )
         else:
             result.retry[plan.record.id] = f"{type(exc).__name__}: {exc}"
             result.retry_after = max(result.retry_after, getattr(exc, "retry_after", None) or 0.0)
 
-    def _swap(self, ready: list[tuple[Planned, list[Embedding]]], result: BatchResult, *,
-              check: WriteCheck) -> None:
+    def _swap(self, ready: list[tuple[Planned, list[Embedding]]], result: BatchResult, *, check: WriteCheck) -> None:
         """Write what is still current, under the records' locks; ``check`` judges it. A write the
         store refuses (not one it could not reach) is tried a record at a time, so only the one at fault fails."""
         if not ready:
@@ -366,8 +393,9 @@ class Indexer:
                 records.extend(self._chunk_records(plan, embeddings))
                 # A record without chunks was "embedded" by the chain's model all the same: it is current.
                 models = ",".join(sorted({e.model for e in embeddings})) or self.embeddings.space
-                entries.append(LedgerEntry(plan.record.id, plan.hash, models, len(embeddings), plan.version,
-                                           plan.record.stamp))
+                entries.append(
+                    LedgerEntry(plan.record.id, plan.hash, models, len(embeddings), plan.version, plan.record.stamp)
+                )
             if keep:
                 self.collection.replace_records(keep, records)
                 held.record_indexed(entries)

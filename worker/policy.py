@@ -73,8 +73,14 @@ def as_failed(ids: Iterable[str], error: BaseException) -> BatchResult:
     return BatchResult(failed={i: f"{type(error).__name__}: {error}" for i in ids})
 
 
-def decide(result: BatchResult, *, retries: int, policy: RetryPolicy, carried: Mapping[str, int] | None = None,
-           counted_elsewhere: bool = False) -> Decision:
+def decide(
+    result: BatchResult,
+    *,
+    retries: int,
+    policy: RetryPolicy,
+    carried: Mapping[str, int] | None = None,
+    counted_elsewhere: bool = False,
+) -> Decision:
     """The decision after an attempt that produced ``result``, the task having been retried ``retries`` times.
 
     ``counted_elsewhere``: other batches counted these records as done already (the pool batch's records,
@@ -90,8 +96,12 @@ def decide(result: BatchResult, *, retries: int, policy: RetryPolicy, carried: M
         "failed": carried.get("failed", 0) + len(failures),
     }
     if retrying:
-        return Decision(failures=failures, retry=sorted(result.retry),
-                        countdown=policy.countdown(retries, at_least=result.retry_after), counts=counts)
+        return Decision(
+            failures=failures,
+            retry=sorted(result.retry),
+            countdown=policy.countdown(retries, at_least=result.retry_after),
+            counts=counts,
+        )
     return Decision(failures=failures, counts=counts)
 
 

@@ -56,15 +56,22 @@ class WorkerContext:
     def from_settings(cls, settings: Settings, *, ledger: Ledger | None = None) -> WorkerContext:
         """Everything the settings name, built as a ``store.Client`` builds it; ``ledger`` replaces the state
         database's (an in-memory one)."""
-        return cls.of(Client(settings, ledger=ledger if ledger is not None else ledger_from_settings(settings),
-                             on_embeddings=lambda built: watch_embeddings(built.stats)))
+        return cls.of(
+            Client(
+                settings,
+                ledger=ledger if ledger is not None else ledger_from_settings(settings),
+                on_embeddings=lambda built: watch_embeddings(built.stats),
+            )
+        )
 
     @classmethod
     def of(cls, client: Client) -> WorkerContext:
         """The context over ``client`` (its ledger given, as a worker's must be: runs and locks are shared)."""
         settings = client.settings
-        return cls(client, Coalescer(settings.cache_url, ttl_seconds=settings.broker.coalesce_seconds,
-                                     network=settings.network))
+        return cls(
+            client,
+            Coalescer(settings.cache_url, ttl_seconds=settings.broker.coalesce_seconds, network=settings.network),
+        )
 
     @property
     def settings(self) -> Settings:
@@ -94,8 +101,9 @@ class WorkerContext:
         with self._lock:
             if not self._pool:
                 usable = self.settings.embeddings.cache_ttl_days > 0
-                self._pool.append(LeftoverPool.from_url(self.settings.cache_url, network=self.settings.network)
-                                  if usable else None)
+                self._pool.append(
+                    LeftoverPool.from_url(self.settings.cache_url, network=self.settings.network) if usable else None
+                )
             return self._pool[0]
 
     def indexer(self, name: str) -> Indexer:
@@ -111,8 +119,14 @@ class WorkerContext:
         indexer.collection = self.router.ensure(generation)
         return indexer
 
-    def written(self, name: str, ids: Sequence[str], action: Callable[[Indexer], BatchResult], *,
-                alone: Callable[[Indexer], BatchResult] | None = None) -> dict[str, BatchResult]:
+    def written(
+        self,
+        name: str,
+        ids: Sequence[str],
+        action: Callable[[Indexer], BatchResult],
+        *,
+        alone: Callable[[Indexer], BatchResult] | None = None,
+    ) -> dict[str, BatchResult]:
         """``action`` on each generation a write of ``name`` goes to, by physical collection; ``alone`` instead,
         when given and the write goes to one generation only (a batch pools its leftovers only then).
 
@@ -152,8 +166,11 @@ class WorkerContext:
         if config is None:
             known = ", ".join(sorted(self.settings.collections)) or "none"
             base, number = parse_name(collection)
-            hint = (f"{collection!r} names generation {number} of {base!r}, which has none: check the name"
-                    if number is not None else f"add [collections.{collection}]")
+            hint = (
+                f"{collection!r} names generation {number} of {base!r}, which has none: check the name"
+                if number is not None
+                else f"add [collections.{collection}]"
+            )
             raise ConfigError(f"collection {collection!r} is not configured ({hint}; configured: {known})")
         if collection not in self._sources:
             self._sources[collection] = source_from_settings(collection, config.source, network=self.settings.network)

@@ -21,14 +21,16 @@ def task_policy(task: Task) -> RetryPolicy:
     return policy.without_limit() if task.name == INDEX_DOCUMENT else policy
 
 
-def retry_or_give_up(task: Task, exc: BaseException, *, args: tuple[Any, ...] | None = None,
-                     kwargs: dict[str, Any] | None = None) -> None:
+def retry_or_give_up(
+    task: Task, exc: BaseException, *, args: tuple[Any, ...] | None = None, kwargs: dict[str, Any] | None = None
+) -> None:
     """Retry ``task`` with backoff (raises Retry) while its policy allows; return once it gives up. ``args``
     and ``kwargs``: the retry's, when not the task's own."""
     policy, retries = task_policy(task), task.request.retries
     if policy.may_retry(retries):
-        raise task.retry(args=args, kwargs=kwargs, exc=exc, countdown=policy.countdown(retries),
-                         max_retries=policy.max_retries) from exc
+        raise task.retry(
+            args=args, kwargs=kwargs, exc=exc, countdown=policy.countdown(retries), max_retries=policy.max_retries
+        ) from exc
 
 
 def again(task: Task) -> bool:

@@ -17,15 +17,15 @@ from worker.process import context
 __all__ = ["batch_kwargs", "flush_when_due", "run_finished", "send_batch"]
 
 
-def batch_kwargs(run_id: str | None, batch: int | None, carried: dict[str, int] | None,
-                 pooled: bool) -> dict[str, Any]:
+def batch_kwargs(run_id: str | None, batch: int | None, carried: dict[str, int] | None, pooled: bool) -> dict[str, Any]:
     """The keyword arguments of an ``index_batch`` (its run, its number, what earlier attempts counted)."""
     kwargs: dict[str, Any] = {"run_id": run_id, "batch": batch, "carried": carried}
     return kwargs | {"pooled": True} if pooled else kwargs
 
 
-def send_batch(collection: str, ids: list[str], *, run_id: str, batch: int, pooled: bool = False,
-               fresh: bool = False) -> None:
+def send_batch(
+    collection: str, ids: list[str], *, run_id: str, batch: int, pooled: bool = False, fresh: bool = False
+) -> None:
     """Send batch number ``batch`` of a run to the bulk queue; ``fresh``: the ledger held none of ``ids``."""
     kwargs = batch_kwargs(run_id, batch, None, pooled) | ({"fresh": True} if fresh else {})
     send(app.tasks[INDEX_BATCH], args=(collection, ids), kwargs=kwargs, queue=BULK_QUEUE, headers=sent_headers())
@@ -36,8 +36,11 @@ def flush_when_due(collection: str, progress: RunProgress, *, left: bool = False
     sends one: the pool batch takes a second one's claim for nothing, and counts once); and again when a
     batch ``left`` records in the pool of a run that had ended meanwhile (a redelivered batch, run again
     after the pool batch), so that they are indexed all the same."""
-    due = progress.status == RunStatus.RUNNING and progress.batches is not None \
+    due = (
+        progress.status == RunStatus.RUNNING
+        and progress.batches is not None
         and progress.counted == progress.batches - 1
+    )
     if due or (left and progress.status != RunStatus.RUNNING):
         send_batch(collection, [], run_id=progress.run_id, batch=POOL_BATCH, pooled=True)
 
@@ -52,5 +55,11 @@ def run_finished(collection: str, progress: RunProgress) -> None:
         switch_when_built(context().ledger.generations, progress)
     elif progress.status == RunStatus.INDEXING:
         limit = context().settings.worker.index_time_limit
-        send(app.tasks[BUILD_INDEX], args=(collection, progress.run_id), queue=BULK_QUEUE, headers=sent_headers(),
-             time_limit=limit, soft_time_limit=soft_time_limit(limit, context().settings))
+        send(
+            app.tasks[BUILD_INDEX],
+            args=(collection, progress.run_id),
+            queue=BULK_QUEUE,
+            headers=sent_headers(),
+            time_limit=limit,
+            soft_time_limit=soft_time_limit(limit, context().settings),
+        )

@@ -32,8 +32,11 @@ RUNNING_LIMIT = 1000
 
 def running_runs(collection: str, current: str) -> list[RunProgress]:
     """The runs of ``collection`` (any generation) other than ``current`` that are still ``running``."""
-    return [r for r in context().ledger.recent_runs(RUNNING_LIMIT, running=True)
-            if parse_name(r.collection)[0] == collection and r.run_id != current]
+    return [
+        r
+        for r in context().ledger.recent_runs(RUNNING_LIMIT, running=True)
+        if parse_name(r.collection)[0] == collection and r.run_id != current
+    ]
 
 
 def older_than(runs: list[RunProgress], current: str) -> list[RunProgress]:
@@ -65,6 +68,9 @@ def close_lost_runs(collection: str, current: str) -> list[RunProgress]:
         return running
     for run in idle:
         log.warning("run %s of %s lost its tasks; reconcile %s takes over", run.run_id, collection, current)
-        ctx.ledger.fail_run(run.run_id, f"its tasks were lost (nothing queued or running, no progress for "
-                                        f"{stall}s or more); reconcile {current} brought the index back in line")
+        ctx.ledger.fail_run(
+            run.run_id,
+            f"its tasks were lost (nothing queued or running, no progress for "
+            f"{stall}s or more); reconcile {current} brought the index back in line",
+        )
     return [r for r in running if r not in idle]

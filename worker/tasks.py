@@ -34,8 +34,13 @@ log = logging.getLogger(__name__)
 
 #: Every task: a backend that cannot be reached where no finer rule applies (building this process's context,
 #: opening a run) retries the task with backoff, never loses it.
-_RETRIED: dict[str, Any] = {"max_retries": None, "autoretry_for": (StoreUnavailable,), "retry_backoff": True,
-                            "retry_backoff_max": 60, "base": RedeliveredTask}
+_RETRIED: dict[str, Any] = {
+    "max_retries": None,
+    "autoretry_for": (StoreUnavailable,),
+    "retry_backoff": True,
+    "retry_backoff_max": 60,
+    "base": RedeliveredTask,
+}
 
 
 @app.task(bind=True, name=INDEX_RECORD, **_RETRIED)
@@ -47,8 +52,16 @@ def index_record(self: Task, collection: str, record_id: str) -> dict[str, int]:
 
 
 @app.task(bind=True, name=INDEX_BATCH, **_RETRIED)
-def index_batch(self: Task, collection: str, ids: list[str], run_id: str | None = None, batch: int | None = None,
-                carried: dict[str, int] | None = None, pooled: bool = False, fresh: bool = False) -> dict[str, int]:
+def index_batch(
+    self: Task,
+    collection: str,
+    ids: list[str],
+    run_id: str | None = None,
+    batch: int | None = None,
+    carried: dict[str, int] | None = None,
+    pooled: bool = False,
+    fresh: bool = False,
+) -> dict[str, int]:
     """Index a batch of record ids (bulk queue); counted once in its run. ``pooled``: the run has a leftover
     pool (``worker.pooling``), so the batch makes only full provider calls; batch ``POOL_BATCH`` empties it.
     ``fresh``: the ledger held none of the ids when the fan-out looked, so a first attempt does not read it
@@ -73,22 +86,25 @@ class _Pushed(Work):
     def __call__(self) -> dict[str, BatchResult]:
         collection, document = self.batch.collection, self.document
         if self.deleted:
-            return context().written(collection, [document.id],
-                                     lambda i: i.delete_documents([document.id], version=document.version))
+            return context().written(
+                collection, [document.id], lambda i: i.delete_documents([document.id], version=document.version)
+            )
         return context().written(collection, [document.id], lambda i: i.index_documents([document]))
 
 
 @app.task(bind=True, name=INDEX_DOCUMENT, **_RETRIED)
-def index_document(self: Task, collection: str, id: str, text: str | None, metadata: dict[str, Any] | None = None,
-                   version: int = 0) -> dict[str, int]:
+def index_document(
+    self: Task, collection: str, id: str, text: str | None, metadata: dict[str, Any] | None = None, version: int = 0
+) -> dict[str, int]:
     """Index a document pushed with its content; ``text=None`` deletes it."""
     document = Document(str(id), text or "", metadata or {}, version)
     return process(self, _Pushed(collection, document, deleted=text is None))
 
 
 @app.task(bind=True, name=REINDEX_ALL, **_RETRIED)
-def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | None = None,
-                allow_empty: bool = False) -> str:
+def reindex_all(
+    self: Task, collection: str, full: bool = False, run_id: str | None = None, allow_empty: bool = False
+) -> str:
     """Fan what changed in a collection out as batch tasks on the bulk queue (``worker.fanout``: a first
     load sends every id); with ``full``, drop records gone from the source. A retry goes on with the same run
     (the message's id when its sender named none), fanning out again in full."""
@@ -105,17 +121,25 @@ def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | N
         pooled = ctx.leftovers() is not None
 
         def sender(fresh: bool) -> Any:
-            return lambda ids, batch: send_batch(collection, ids, run_id=run_id, batch=batch, pooled=pooled,
-                                                 fresh=fresh)
+            return lambda ids, batch: send_batch(
+                collection, ids, run_id=run_id, batch=batch, pooled=pooled, fresh=fresh
+            )
 
-        found = fan_out(indexer, batch_size=ctx.settings.worker.batch_size, keep_ids=full,
-                        changed_only=not again(self), send=sender(False), fresh=sender(True))
+        found = fan_out(
+            indexer,
+            batch_size=ctx.settings.worker.batch_size,
+            keep_ids=full,
+            changed_only=not again(self),
+            send=sender(False),
+            fresh=sender(True),
+        )
         if full:
             drop_gone(collection, indexer, ctx.ledger.record_ids(indexer.name), found.seen, allow_empty=allow_empty)
         progress = count_run(ctx.ledger, run_id, found, pooled=pooled)
     except (StoreUnavailable, SoftTimeLimitExceeded) as exc:  # a fan-out cut short fans out again, in full
-        retry_or_give_up(self, exc, args=(collection,),
-                         kwargs={"full": full, "run_id": run_id, "allow_empty": allow_empty})
+        retry_or_give_up(
+            self, exc, args=(collection,), kwargs={"full": full, "run_id": run_id, "allow_empty": allow_empty}
+        )
         ctx.ledger.fail_run(run_id, str(exc) or type(exc).__name__)
         log.error("reindex %s of %s failed: %s", run_id, collection, exc)
         return run_id
@@ -129,8 +153,14 @@ def reindex_all(self: Task, collection: str, full: bool = False, run_id: str | N
         if pooled:
             flush_when_due(collection, progress)
         run_finished(collection, progress)
-    log.info("reindex %s of %s: %d records, %d unchanged, the rest in %d batches", run_id, collection, found.total,
-             found.unchanged, found.batches)
+    log.info(
+        "reindex %s of %s: %d records, %d unchanged, the rest in %d batches",
+        run_id,
+        collection,
+        found.total,
+        found.unchanged,
+        found.batches,
+    )
     return run_id
 
 
@@ -166,8 +196,9 @@ def reconcile(self: Task, collection: str, run_id: str | None = None) -> str:
     begun = ctx.ledger.run(run_id)
     if begun.status.ended or begun.total is not None:  # delivered again after an attempt that sent batches
         if not begun.status.ended:
-            ctx.ledger.fail_run(run_id, "its worker stopped while it sent its batches; the next sweep sends "
-                                        "what is still stale")
+            ctx.ledger.fail_run(
+                run_id, "its worker stopped while it sent its batches; the next sweep sends what is still stale"
+            )
         return run_id
     try:
         pages = _stale_pages(collection, run_id)
@@ -201,7 +232,7 @@ def _stale_pages(collection: str, run_id: str) -> list[list[str]]:
         return []
     indexer.forget_if_lost()
     stale = indexer.stale(page_size=size)
-    pages = [stale[start:start + size] for start in range(0, len(stale), size)]
+    pages = [stale[start : start + size] for start in range(0, len(stale), size)]
     ctx.ledger.set_run_total(run_id, total=len(stale), batches=len(pages))
     log.info("reconcile %s of %s: %d records to index", run_id, collection, len(stale))
     return pages

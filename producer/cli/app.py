@@ -28,13 +28,18 @@ from producer.cli.values import TypedValues
 
 __all__ = ["app", "main"]
 
-app = typer.Typer(help="Keep vector indexes in sync with your records.", no_args_is_help=True,
-                  pretty_exceptions_enable=False, add_completion=False)
+app = typer.Typer(
+    help="Keep vector indexes in sync with your records.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
 
 
 @app.callback()
-def _options(config: Annotated[str | None, typer.Option("--config", "-c", help="settings file (VECTORSYNC_CONFIG)")]
-             = None) -> None:
+def _options(
+    config: Annotated[str | None, typer.Option("--config", "-c", help="settings file (VECTORSYNC_CONFIG)")] = None,
+) -> None:
     if config:
         os.environ["VECTORSYNC_CONFIG"] = config
 
@@ -42,8 +47,7 @@ def _options(config: Annotated[str | None, typer.Option("--config", "-c", help="
 #: Commands named otherwise than their function (``eval`` is a builtin's name).
 NAMES: dict[object, str] = {evaluate: "eval"}
 # The order here is the order ``vectorsync --help`` lists them in (Typer lists groups after commands).
-for command in (reindex, index, reconcile, search, ask, evaluate, status, doctor, failures, init, migrate, relay,
-                dev):
+for command in (reindex, index, reconcile, search, ask, evaluate, status, doctor, failures, init, migrate, relay, dev):
     app.command(name=NAMES.get(command), cls=TypedValues)(command)
 app.add_typer(collections_app, name="collections")
 app.add_typer(capture_app, name="capture")

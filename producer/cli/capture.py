@@ -34,8 +34,10 @@ def enable(name: Name) -> None:
     from store.capture import control
 
     target = guarded(lambda: control.enable(_settings(), name))
-    say(f"capture of {name} installed on {target.qualified_table} "
-        f"({', '.join(target.compared) or 'the id only'} compared on UPDATE)")
+    say(
+        f"capture of {name} installed on {target.qualified_table} "
+        f"({', '.join(target.compared) or 'the id only'} compared on UPDATE)"
+    )
 
 
 @capture_app.command("disable", cls=TypedValues)
@@ -48,8 +50,9 @@ def disable(name: Name) -> None:
 
 
 @capture_app.command("sql", cls=TypedValues)
-def sql(name: Name,
-        remove: Annotated[bool, typer.Option("--remove", help="the statements of `disable` instead")] = False) -> None:
+def sql(
+    name: Name, remove: Annotated[bool, typer.Option("--remove", help="the statements of `disable` instead")] = False
+) -> None:
     """Print the DDL `enable` runs, for a DBA to run where vectorsync's role may not create triggers."""
     from store.capture import control
 
@@ -82,8 +85,13 @@ def capture_rows(states: list[CaptureState]) -> list[tuple[str, str, str, str, s
         if state.installation is None:
             installed = "unknown" if state.error else "off"
         else:
-            installed = "installed" if state.installation.complete else "partly" if not state.installation.absent \
+            installed = (
+                "installed"
+                if state.installation.complete
+                else "partly"
+                if not state.installation.absent
                 else "not installed"
+            )
         lag = "-" if state.lag_seconds is None else f"{state.lag_seconds:.1f}s"
         rows.append((state.collection, installed, str(state.pending), lag, state.problem or ""))
     return rows

@@ -56,9 +56,14 @@ def list_collections() -> None:
             rows.append((name, kind, f"reads g{alias.live}", ""))
             for generation in alias.generations:
                 count = guarded(lambda g=generation: collections.generation_chunks(g))  # type: ignore[misc]
-                rows.append((f"  {generation.name}", ", ".join(generation.chain),
-                             f"{alias.status(generation)}, {generation.dimensions}-d",
-                             "not created" if count is None else f"{count:,}"))
+                rows.append(
+                    (
+                        f"  {generation.name}",
+                        ", ".join(generation.chain),
+                        f"{alias.status(generation)}, {generation.dimensions}-d",
+                        "not created" if count is None else f"{count:,}",
+                    )
+                )
     table = Table("collection", "source / chain", "generation", "chunks")
     for row in rows:
         table.add_row(*row)
@@ -75,8 +80,10 @@ def create(name: str) -> None:
         guarded(lambda: collections.create(name))
     say(f"created collection {name}")
     if name not in settings.collections:
-        say(f"note: {name} is not declared in the settings; workers index declared collections only "
-            f"(add [collections.{name}])")
+        say(
+            f"note: {name} is not declared in the settings; workers index declared collections only "
+            f"(add [collections.{name}])"
+        )
 
 
 @collections_app.command(cls=TypedValues)
@@ -85,9 +92,11 @@ def reset(name: str, yes: Yes = False) -> None:
     settings, collections = open_collections()
     with collections:
         chunks = guarded(lambda: collections.chunks(name))
-        confirmed(f"Empty collection {name!r} ({_chunks(chunks)}) and forget what the ledger "
-                  "holds of it?",
-                  action=f"emptying collection {name!r}", yes=yes)
+        confirmed(
+            f"Empty collection {name!r} ({_chunks(chunks)}) and forget what the ledger holds of it?",
+            action=f"emptying collection {name!r}",
+            yes=yes,
+        )
         emptied = guarded(lambda: collections.reset(name))
     say(f"emptied {name}: {_removed(emptied)}; its schema and indexes are kept")
     source = settings.collections.get(name)
@@ -101,8 +110,10 @@ def recount(name: str) -> None:
     _, collections = open_collections()
     with collections:
         off = guarded(lambda: collections.recount(name))
-    say(f"recounted the keyword statistics of {name}: " + (f"{_many(off, 'term was', 'terms were')} off, now exact"
-                                                           if off else "they were exact"))
+    say(
+        f"recounted the keyword statistics of {name}: "
+        + (f"{_many(off, 'term was', 'terms were')} off, now exact" if off else "they were exact")
+    )
 
 
 @collections_app.command(cls=TypedValues)
@@ -111,21 +122,27 @@ def drop(name: str, yes: Yes = False) -> None:
     settings, collections = open_collections()
     with collections:
         chunks = guarded(lambda: collections.chunks(name))  # a missing one: the error naming the others
-        confirmed(f"Drop collection {name!r} ({_chunks(chunks)}) and forget what the ledger "
-                  "holds of it?",
-                  action=f"dropping collection {name!r}", yes=yes)
+        confirmed(
+            f"Drop collection {name!r} ({_chunks(chunks)}) and forget what the ledger holds of it?",
+            action=f"dropping collection {name!r}",
+            yes=yes,
+        )
         emptied = guarded(lambda: collections.drop(name))
     say(f"dropped {name}: {_removed(emptied)}")
     if name in settings.collections:
-        say(f"note: {name} is still declared in the settings, so a worker's start or vectorsync init creates it "
-            f"again, empty: remove [collections.{name}] to keep it gone (`reset` empties it and keeps it)")
+        say(
+            f"note: {name} is still declared in the settings, so a worker's start or vectorsync init creates it "
+            f"again, empty: remove [collections.{name}] to keep it gone (`reset` empties it and keeps it)"
+        )
 
 
 def _removed(emptied: Emptied) -> str:
     forgotten = emptied.forgotten
-    return (f"{_chunks(emptied.chunks)} deleted, "
-            f"{_many(forgotten.entries, 'ledger entry', 'ledger entries')} and "
-            f"{_many(forgotten.failures, 'failure', 'failures')} forgotten")
+    return (
+        f"{_chunks(emptied.chunks)} deleted, "
+        f"{_many(forgotten.entries, 'ledger entry', 'ledger entries')} and "
+        f"{_many(forgotten.failures, 'failure', 'failures')} forgotten"
+    )
 
 
 def _many(count: int, one: str, many: str) -> str:

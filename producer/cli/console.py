@@ -21,8 +21,19 @@ if TYPE_CHECKING:
     from store.lifecycle import Collections
     from store.settings import Settings
 
-__all__ = ["confirmed", "err", "error", "errors", "guarded", "open_collections", "open_producer", "out", "say",
-           "short", "styled"]
+__all__ = [
+    "confirmed",
+    "err",
+    "error",
+    "errors",
+    "guarded",
+    "open_collections",
+    "open_producer",
+    "out",
+    "say",
+    "short",
+    "styled",
+]
 
 # Soft wrap: messages stay whole lines on a pipe; tables still fit the width. No markup: ids, names, filters and
 # errors come from users, sources and the state database, and "[/b]" or "[link=...]" in them is text.

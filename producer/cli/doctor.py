@@ -91,13 +91,20 @@ def _ms(start: float) -> float:
 def checks(settings: Settings, producer: Any) -> Iterator[Check]:
     """Every check, in order; each one runs when the previous has been reported."""
     os.environ.setdefault("PGCONNECT_TIMEOUT", CONNECT_SECONDS)  # libpq: a dead host fails fast
-    broker = _timed("broker", lambda: _broker(settings), fix="start the broker, or fix broker.url "
-                    "(VECTORSYNC_BROKER__URL)")
+    broker = _timed(
+        "broker", lambda: _broker(settings), fix="start the broker, or fix broker.url (VECTORSYNC_BROKER__URL)"
+    )
     yield broker
-    yield _timed("state database", lambda: _state(producer), fix="start PostgreSQL, or fix state.url "
-                 "(VECTORSYNC_STATE__URL; default: vectors.url)")
-    yield _timed(f"vector store ({settings.vectors.store})", lambda: _store(settings),
-                 fix="start it, or fix vectors.url (VECTORSYNC_VECTORS__URL)")
+    yield _timed(
+        "state database",
+        lambda: _state(producer),
+        fix="start PostgreSQL, or fix state.url (VECTORSYNC_STATE__URL; default: vectors.url)",
+    )
+    yield _timed(
+        f"vector store ({settings.vectors.store})",
+        lambda: _store(settings),
+        fix="start it, or fix vectors.url (VECTORSYNC_VECTORS__URL)",
+    )
     cache = _cache(settings)
     if cache is not None:
         yield cache
@@ -110,8 +117,12 @@ def checks(settings: Settings, producer: Any) -> Iterator[Check]:
         yield Check("workers", "fail", 0.0, "not asked: the broker is down", "fix the broker first")
     if settings.flower.url:
         url = settings.flower.url
-        yield _timed("flower", lambda: _flower(url), status="warn",
-                     fix="start Flower (python -m worker.flower), or fix flower.url (VECTORSYNC_FLOWER__URL)")
+        yield _timed(
+            "flower",
+            lambda: _flower(url),
+            status="warn",
+            fix="start Flower (python -m worker.flower), or fix flower.url (VECTORSYNC_FLOWER__URL)",
+        )
 
 
 def _capture(settings: Settings) -> Iterator[Check]:
@@ -126,8 +137,13 @@ def _capture(settings: Settings) -> Iterator[Check]:
     try:
         states = report(settings)
     except Exception as exc:
-        yield Check("capture", "fail", _ms(start), f"{type(exc).__name__}: {exc}".splitlines()[0][:300],
-                    "start the source database, or fix collections.NAME.source.url")
+        yield Check(
+            "capture",
+            "fail",
+            _ms(start),
+            f"{type(exc).__name__}: {exc}".splitlines()[0][:300],
+            "start the source database, or fix collections.NAME.source.url",
+        )
         return
     for state in states:
         lag = "" if state.lag_seconds is None else f", oldest {state.lag_seconds:.1f} s"
@@ -136,8 +152,9 @@ def _capture(settings: Settings) -> Iterator[Check]:
         if problem is None:
             yield Check(f"capture {state.collection}", "ok", _ms(start), f"installed, {detail}")
         else:
-            yield Check(f"capture {state.collection}", "warn" if not state.declared else "fail", _ms(start),
-                        detail, problem)
+            yield Check(
+                f"capture {state.collection}", "warn" if not state.declared else "fail", _ms(start), detail, problem
+            )
 
 
 def _broker(settings: Settings) -> str:
@@ -166,8 +183,10 @@ def _store(settings: Settings) -> str:
         if settings.vectors.store == "pgvector":
             version = _pgvector_version(store)
             if tuple(int(part) for part in version.split(".")[:2]) < MIN_PGVECTOR:
-                raise _Broken(f"pgvector {version}: filtered search needs iterative index scans (0.8)",
-                              "upgrade the extension: ALTER EXTENSION vector UPDATE (pgvector 0.8 or later)")
+                raise _Broken(
+                    f"pgvector {version}: filtered search needs iterative index scans (0.8)",
+                    "upgrade the extension: ALTER EXTENSION vector UPDATE (pgvector 0.8 or later)",
+                )
             detail = f"pgvector {version}, {detail}"
     return f"{detail} at {without_credentials(settings.vectors.url or 'memory')}"
 
@@ -185,8 +204,13 @@ def _cache(settings: Settings) -> Check | None:
         return None
     url = settings.cache_url
     if not url.startswith(REDIS_SCHEMES):
-        return Check("cache", "warn", 0.0, f"{without_credentials(url)} is not a Redis: no embedding cache",
-                     "set [cache] url to a Redis, or embeddings.cache_ttl_days = 0")
+        return Check(
+            "cache",
+            "warn",
+            0.0,
+            f"{without_credentials(url)} is not a Redis: no embedding cache",
+            "set [cache] url to a Redis, or embeddings.cache_ttl_days = 0",
+        )
 
     def ping() -> str:
         import redis
@@ -198,8 +222,12 @@ def _cache(settings: Settings) -> Check | None:
             client.close()
         return without_credentials(url)
 
-    return _timed("cache", ping, status="warn", fix="start Redis or fix cache.url; indexing goes on without a "
-                  "cache, paying for every text again")
+    return _timed(
+        "cache",
+        ping,
+        status="warn",
+        fix="start Redis or fix cache.url; indexing goes on without a cache, paying for every text again",
+    )
 
 
 def _models(settings: Settings) -> Iterator[Check]:
@@ -207,6 +235,7 @@ def _models(settings: Settings) -> Iterator[Check]:
     from store.embeddings.providers import build_provider
 
     for position, (name, model) in enumerate(resolve_entries(settings)):
+
         def probe(name: str = name, model: Any = model) -> str:
             provider = build_provider(name, model)
             try:
@@ -216,14 +245,20 @@ def _models(settings: Settings) -> Iterator[Check]:
                 if close is not None:
                     close()
             if len(vector) != settings.vectors.dimensions:
-                raise _Broken(f"{model.model} returned {len(vector)} dimensions; vectors.dimensions is "
-                              f"{settings.vectors.dimensions}", f"set models.{name}.dimensions and vectors.dimensions "
-                              "to the model's size")
+                raise _Broken(
+                    f"{model.model} returned {len(vector)} dimensions; vectors.dimensions is "
+                    f"{settings.vectors.dimensions}",
+                    f"set models.{name}.dimensions and vectors.dimensions to the model's size",
+                )
             return f"{model.provider} {model.model}, {len(vector)} dimensions, at {provider.endpoint}"
 
         required: Status = "fail" if position == 0 else "warn"
-        yield _timed(f"model {name}", probe, status=required,
-                     fix=f"check models.{name} (base_url, api_key_env, model) and that the endpoint is up")
+        yield _timed(
+            f"model {name}",
+            probe,
+            status=required,
+            fix=f"check models.{name} (base_url, api_key_env, model) and that the endpoint is up",
+        )
 
 
 def retrieval_checks(settings: Settings) -> Iterator[Check]:
@@ -237,22 +272,34 @@ def retrieval_checks(settings: Settings) -> Iterator[Check]:
         return f"{model.provider} {model.model}, rerank"
 
     def chat(name: str, model: Any) -> str:
-        schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
-                  "additionalProperties": False}
-        build_chat(name, model).complete([{"role": "user", "content": 'Reply with the JSON object {"ok": true}.'}],
-                                         schema=schema, schema_name="doctor")
+        schema = {
+            "type": "object",
+            "properties": {"ok": {"type": "boolean"}},
+            "required": ["ok"],
+            "additionalProperties": False,
+        }
+        build_chat(name, model).complete(
+            [{"role": "user", "content": 'Reply with the JSON object {"ok": true}.'}],
+            schema=schema,
+            schema_name="doctor",
+        )
         return f"{model.provider} {model.model}, chat"
 
     probes: list[tuple[str, list[str], Callable[[str, Any], str]]] = [
-        ("rerank", settings.retrieval.rerank, rerank), ("chat", settings.retrieval.answer, chat)]
+        ("rerank", settings.retrieval.rerank, rerank),
+        ("chat", settings.retrieval.answer, chat),
+    ]
     for task, names, probe in probes:
         for position, name in enumerate(names):
             if name not in settings.models:
                 continue
             status: Status = "fail" if position == 0 else "warn"
-            yield _timed(f"{task} model {name}", functools.partial(probe, name, settings.models[name]),
-                         status=status,
-                         fix=f"check models.{name} (base_url, api_key_env, model) and that the endpoint is up")
+            yield _timed(
+                f"{task} model {name}",
+                functools.partial(probe, name, settings.models[name]),
+                status=status,
+                fix=f"check models.{name} (base_url, api_key_env, model) and that the endpoint is up",
+            )
 
 
 def _workers(producer: Any) -> str:
@@ -262,8 +309,10 @@ def _workers(producer: Any) -> str:
     missing = [queue for queue in QUEUES if not consumers_of(queue, workers)]
     listing = "; ".join(f"{w.name}: {','.join(w.queues) or '-'}" for w in workers)
     if missing:
-        raise _Broken(f"{len(workers)} answer ({listing}) but none consumes {', '.join(missing)}",
-                      f"start one that does: {WORKER_COMMAND}")
+        raise _Broken(
+            f"{len(workers)} answer ({listing}) but none consumes {', '.join(missing)}",
+            f"start one that does: {WORKER_COMMAND}",
+        )
     return f"{len(workers)} answer ({listing})"
 
 
@@ -272,8 +321,7 @@ def _flower(url: str) -> str:
 
     with urllib.request.urlopen(f"{url.rstrip('/')}/healthcheck", timeout=3) as response:
         if response.status != 200:
-            raise _Broken(f"{without_credentials(url)} answered {response.status}", "check Flower's log",
-                          status="warn")
+            raise _Broken(f"{without_credentials(url)} answered {response.status}", "check Flower's log", status="warn")
     return without_credentials(url)
 
 
@@ -292,5 +340,6 @@ def render(check: Check) -> None:
 
 def to_json(found: list[Check]) -> str:
     """Every check and whether none failed, as JSON."""
-    return json.dumps({"ok": not any(c.status == "fail" for c in found), "checks": [asdict(c) for c in found]},
-                      indent=2)
+    return json.dumps(
+        {"ok": not any(c.status == "fail" for c in found), "checks": [asdict(c) for c in found]}, indent=2
+    )

@@ -24,11 +24,11 @@ __all__ = ["evaluate"]
 def evaluate(
     collection: str,
     queries: Annotated[Path, typer.Option("--queries", "-q", help="JSON Lines: {query, relevant, filter}")],
-    modes: Annotated[str, typer.Option("--modes", "-m", help="search modes, comma-separated")]
-    = "vector,keyword,hybrid",
+    modes: Annotated[
+        str, typer.Option("--modes", "-m", help="search modes, comma-separated")
+    ] = "vector,keyword,hybrid",
     k: Annotated[int, typer.Option("--k", "-k", help="records each metric reads")] = 10,
-    as_json: Annotated[bool, typer.Option("--json", help="the report, every query's scores included, as JSON")]
-    = False,
+    as_json: Annotated[bool, typer.Option("--json", help="the report, every query's scores included, as JSON")] = False,
 ) -> None:
     """Score a collection's search against labelled queries: recall@k, MRR@k, nDCG@k, p50/p95 per mode."""
     from store.evaluation import evaluate as run
@@ -40,11 +40,28 @@ def evaluate(
     if as_json:
         print(json.dumps(report.as_dict(), indent=2))
         return
-    table = Table("mode", "queries", f"recall@{k}", f"MRR@{k}", f"nDCG@{k}", "p50 ms", "p95 ms",
-                  title=f"{collection}: {len(labelled)} queries from {queries.name}")
+    table = Table(
+        "mode",
+        "queries",
+        f"recall@{k}",
+        f"MRR@{k}",
+        f"nDCG@{k}",
+        "p50 ms",
+        "p95 ms",
+        title=f"{collection}: {len(labelled)} queries from {queries.name}",
+    )
     for row in report.modes:
-        table.add_row(row.mode, str(row.queries), f"{row.recall:.3f}", f"{row.mrr:.3f}", f"{row.ndcg:.3f}",
-                      f"{row.p50_ms:.1f}", f"{row.p95_ms:.1f}")
+        table.add_row(
+            row.mode,
+            str(row.queries),
+            f"{row.recall:.3f}",
+            f"{row.mrr:.3f}",
+            f"{row.ndcg:.3f}",
+            f"{row.p50_ms:.1f}",
+            f"{row.p95_ms:.1f}",
+        )
     out.print(table)
-    say("recall: share of the relevant records in the first k; MRR: 1/rank of the first; nDCG: rank-discounted "
-        "gain over the ideal (docs/evaluation.md)")
+    say(
+        "recall: share of the relevant records in the first k; MRR: 1/rank of the first; nDCG: rank-discounted "
+        "gain over the ideal (docs/evaluation.md)"
+    )

@@ -24,8 +24,9 @@ def failures(
     found = guarded(lambda: producer.ledger.failures(collection))
     table = Table("collection", "record", "attempts", "last seen", "error")
     for f in found:
-        table.add_row(f.collection, f.record_id, str(f.attempts), f.last_seen.strftime("%Y-%m-%d %H:%M:%S"),
-                      short(f.error, 100))
+        table.add_row(
+            f.collection, f.record_id, str(f.attempts), f.last_seen.strftime("%Y-%m-%d %H:%M:%S"), short(f.error, 100)
+        )
     out.print(table)
     if retry:
         sent = pushed = 0

@@ -27,8 +27,11 @@ def init() -> None:
     settings, collections = open_collections(settings)
     with collections:
         created = set(guarded(collections.create_declared))
-    say(f"state tables ready in {upgrade.where} ({_version(upgrade)})" if upgrade
-        else "state kept in memory (vectors.store = memory)")
+    say(
+        f"state tables ready in {upgrade.where} ({_version(upgrade)})"
+        if upgrade
+        else "state kept in memory (vectors.store = memory)"
+    )
     for name in sorted(settings.collections):
         say(f"{'created' if name in created else 'exists '}  {name}")
     if not settings.collections:

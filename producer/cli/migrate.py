@@ -22,10 +22,13 @@ SWITCH_GRACE = 10.0
 
 def migrate(
     collection: str,
-    chain: Annotated[str | None, typer.Option(help="the new chain: [models.NAME] names, comma-separated, in "
-                                                   "failover order")] = None,
-    switch: Annotated[bool, typer.Option("--switch", help="switch to the generation built now, even though some "
-                                                          "of its records failed")] = False,
+    chain: Annotated[
+        str | None, typer.Option(help="the new chain: [models.NAME] names, comma-separated, in failover order")
+    ] = None,
+    switch: Annotated[
+        bool,
+        typer.Option("--switch", help="switch to the generation built now, even though some of its records failed"),
+    ] = False,
     wait: Annotated[bool, typer.Option(help="follow the run until it ends and the collection switches")] = False,
     timeout: Annotated[float | None, typer.Option(help="with --wait, stop following after this many seconds")] = None,
 ) -> None:
@@ -42,24 +45,32 @@ def migrate(
     generation, run_id = guarded(lambda: producer.migrate(collection, names))
     alias = guarded(lambda: registry.alias(collection))
     live = alias.reads.name if alias is not None else f"{collection}__g1"
-    out.print(f"run {run_id} builds {generation.name} ({', '.join(generation.chain)}, {generation.dimensions} "
-              f"dimensions) for {collection}; searches read {live} until it is done, updates go to both",
-              highlight=False)
+    out.print(
+        f"run {run_id} builds {generation.name} ({', '.join(generation.chain)}, {generation.dimensions} "
+        f"dimensions) for {collection}; searches read {live} until it is done, updates go to both",
+        highlight=False,
+    )
     if not wait:
         return
     if not follow_bulk(producer, run_id, timeout):
-        say(f"{collection} still reads {live}: fix the failures (vectorsync failures --retry) and run this again, "
-            f"or switch anyway (vectorsync migrate {collection} --switch)")
+        say(
+            f"{collection} still reads {live}: fix the failures (vectorsync failures --retry) and run this again, "
+            f"or switch anyway (vectorsync migrate {collection} --switch)"
+        )
         raise typer.Exit(1)
     deadline = time.monotonic() + SWITCH_GRACE
     while (now := guarded(lambda: registry.alias(collection))) is not None and now.live != generation.number:
         if time.monotonic() > deadline:
-            say(f"the run is done but {collection} still reads {now.reads.name}: `vectorsync migrate {collection} "
-                "--switch` switches it")
+            say(
+                f"the run is done but {collection} still reads {now.reads.name}: `vectorsync migrate {collection} "
+                "--switch` switches it"
+            )
             raise typer.Exit(1)
         time.sleep(0.2)
-    say(f"{collection} now reads {generation.name}; {live} is kept, no longer written, until "
-        f"`vectorsync collections drop {live}`")
+    say(
+        f"{collection} now reads {generation.name}; {live} is kept, no longer written, until "
+        f"`vectorsync collections drop {live}`"
+    )
 
 
 def _switch(producer: Any, collection: str) -> None:

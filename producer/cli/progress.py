@@ -34,8 +34,12 @@ def warn_if_no_consumer(producer: Any, queue: str) -> bool:
         return False
     if consumers_of(queue, workers):
         return False
-    err.print(Text(f"warning: no worker consumes {queue}: the work waits there until one does. "
-                   f"Start one with `{WORKER_COMMAND}`"))
+    err.print(
+        Text(
+            f"warning: no worker consumes {queue}: the work waits there until one does. "
+            f"Start one with `{WORKER_COMMAND}`"
+        )
+    )
     return True
 
 
@@ -71,17 +75,29 @@ def _give_up(run_id: str, deadline: float | None) -> None:
 
 
 def _follow_bar(producer: Any, run_id: str, deadline: float | None, watch: _Watch) -> RunProgress:
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(),
-               TextColumn("{task.fields[rate]}"), TimeRemainingColumn(),
-               TextColumn("[red]{task.fields[failed]} failed"))
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TaskProgressColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeRemainingColumn(),
+        TextColumn("[red]{task.fields[failed]} failed"),
+    )
     with Progress(*columns, console=out, transient=False) as bar:
         task = bar.add_task("indexing", total=None, rate="", failed=0)
         start = time.monotonic()
         while True:
             run = producer.reindex_status(run_id)
             rate = run.processed / max(time.monotonic() - start, 1e-6)
-            bar.update(task, total=run.total, completed=run.processed, rate=f"{rate:,.0f} rec/s", failed=run.failed,
-                       description="building the vector index" if run.status == RunStatus.INDEXING else "indexing")
+            bar.update(
+                task,
+                total=run.total,
+                completed=run.processed,
+                rate=f"{rate:,.0f} rec/s",
+                failed=run.failed,
+                description="building the vector index" if run.status == RunStatus.INDEXING else "indexing",
+            )
             if run.status.ended:
                 return run
             _give_up(run_id, deadline)
@@ -93,8 +109,10 @@ def _follow_plain(producer: Any, run_id: str, deadline: float | None, watch: _Wa
     last_line, last_time = "", 0.0
     while True:
         run = producer.reindex_status(run_id)
-        line = (f"run {run_id}: {run.processed}/{run.total if run.total is not None else '?'} "
-                f"(done {run.done}, skipped {run.skipped}, failed {run.failed}) {run.status}")
+        line = (
+            f"run {run_id}: {run.processed}/{run.total if run.total is not None else '?'} "
+            f"(done {run.done}, skipped {run.skipped}, failed {run.failed}) {run.status}"
+        )
         if line != last_line and (time.monotonic() - last_time >= PLAIN_EVERY_SECONDS or run.status.ended):
             print(line, flush=True)
             last_line, last_time = line, time.monotonic()
@@ -109,9 +127,14 @@ def summary(run: RunProgress) -> None:
     """One line: how the run ended, its counts and how long it took."""
     took = (run.finished_at - run.started_at).total_seconds() if run.finished_at else 0.0
     colour = "green" if run.status == RunStatus.DONE and not run.failed else "red"
-    out.print(styled((str(run.status), colour), f": {run.total} records, {run.done} indexed, {run.skipped} "
-                     f"unchanged, {run.failed} failed in {took:.1f}s" + (f" — {run.error}" if run.error else "")),
-              highlight=False)
+    out.print(
+        styled(
+            (str(run.status), colour),
+            f": {run.total} records, {run.done} indexed, {run.skipped} "
+            f"unchanged, {run.failed} failed in {took:.1f}s" + (f" — {run.error}" if run.error else ""),
+        ),
+        highlight=False,
+    )
     if run.failed:
         out.print("see them with `vectorsync failures`; replay with `vectorsync failures --retry`")
 

@@ -30,8 +30,7 @@ def search(
 
     def go() -> list[Any]:
         parsed = parse_filter(filter)
-        return run_search(collection, query, filter=parsed, limit=limit, min_score=min_score,
-                          mode=parse_mode(mode))
+        return run_search(collection, query, filter=parsed, limit=limit, min_score=min_score, mode=parse_mode(mode))
 
     matches = guarded(go)
     table = Table("score", "id", "text", "metadata")
@@ -57,7 +56,7 @@ def parse_filter(text: str | None) -> dict[str, Any] | None:
     from store.errors import ConfigError
 
     shown = text if len(text) <= 200 else text[:200] + "..."
-    example = "--filter '{\"kind\": \"call\"}'"
+    example = '--filter \'{"kind": "call"}\''
     parsed = loads(text, what=f"--filter {shown!r}", example=example)
     if not isinstance(parsed, dict):  # the API's own message speaks of Filter objects, which a shell cannot type
         raise ConfigError(f"--filter {shown!r} is not a JSON object of field conditions; e.g. {example}")

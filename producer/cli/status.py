@@ -38,8 +38,9 @@ MIN_ID_CHARS = 8
 
 
 def status(
-    run: Annotated[str | None, typer.Argument(help="a run id, or its first characters; recent runs when omitted")]
-    = None,
+    run: Annotated[
+        str | None, typer.Argument(help="a run id, or its first characters; recent runs when omitted")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="everything, in full, as JSON")] = False,
 ) -> None:
     """Show the workers, the queues (depth, oldest message) and the runs; name stalled runs and why."""
@@ -50,8 +51,10 @@ def status(
         return
     render(view)
     for progress, _ in view.runs if run else []:
-        say(f"done {progress.done}, unchanged {progress.skipped}, failed {progress.failed}"
-            + (f"; {progress.error}" if progress.error else ""))
+        say(
+            f"done {progress.done}, unchanged {progress.skipped}, failed {progress.failed}"
+            + (f"; {progress.error}" if progress.error else "")
+        )
 
 
 @dataclass(frozen=True)
@@ -66,8 +69,14 @@ class Snapshot:
     capture: list[CaptureState] = field(default_factory=list)
 
 
-def stall_reason(run: RunProgress, queue: QueueState | None, workers: Sequence[WorkerState] | None, *,
-                 stall_seconds: float, now: datetime) -> str | None:
+def stall_reason(
+    run: RunProgress,
+    queue: QueueState | None,
+    workers: Sequence[WorkerState] | None,
+    *,
+    stall_seconds: float,
+    now: datetime,
+) -> str | None:
     """Why ``run`` is stalled, or None when it is not (or the broker could not be asked)."""
     if run.status != RunStatus.RUNNING or queue is None or workers is None:
         return None
@@ -77,18 +86,23 @@ def stall_reason(run: RunProgress, queue: QueueState | None, workers: Sequence[W
     if idle < stall_seconds:
         return None
     if queue.depth:
-        return (f"{queue.name} holds {queue.depth} tasks but nothing moved for {idle:.0f}s: "
-                f"check the workers' logs ({', '.join(queue.consumers)})")
+        return (
+            f"{queue.name} holds {queue.depth} tasks but nothing moved for {idle:.0f}s: "
+            f"check the workers' logs ({', '.join(queue.consumers)})"
+        )
     if not any(w.active for w in workers if w.name in queue.consumers):
-        return (f"nothing is queued or running and nothing moved for {idle:.0f}s: its tasks were lost "
-                f"(a broker restart?); `vectorsync reconcile {run.collection}` brings the index back in line")
+        return (
+            f"nothing is queued or running and nothing moved for {idle:.0f}s: its tasks were lost "
+            f"(a broker restart?); `vectorsync reconcile {run.collection}` brings the index back in line"
+        )
     return None
 
 
 def snapshot(producer: Any, *, limit: int = 20, run_id: str | None = None) -> Snapshot:
     """Ask the workers, the broker and the ledger."""
-    runs = [producer.reindex_status(producer.ledger.resolve_run(run_id))] if run_id else \
-        producer.ledger.recent_runs(limit)
+    runs = (
+        [producer.reindex_status(producer.ledger.resolve_run(run_id))] if run_id else producer.ledger.recent_runs(limit)
+    )
     workers: list[WorkerState] | None = None
     queues: list[QueueState] | None = None
     broker_error = ""
@@ -100,8 +114,13 @@ def snapshot(producer: Any, *, limit: int = 20, run_id: str | None = None) -> Sn
     bulk = next((q for q in queues or [] if q.name == BULK_QUEUE), None)
     now = datetime.now(UTC)
     stall = producer.settings.worker.stall_seconds
-    return Snapshot(workers, queues, [(r, stall_reason(r, bulk, workers, stall_seconds=stall, now=now)) for r in runs],
-                    broker_error, _capture(producer.settings))
+    return Snapshot(
+        workers,
+        queues,
+        [(r, stall_reason(r, bulk, workers, stall_seconds=stall, now=now)) for r in runs],
+        broker_error,
+        _capture(producer.settings),
+    )
 
 
 def _capture(settings: Any) -> list[CaptureState]:
@@ -161,8 +180,15 @@ def render(view: Snapshot) -> None:
     for run, stalled in view.runs:
         progress = f"{run.processed}/{run.total if run.total is not None else '?'}"
         status = Text("stalled", style="red") if stalled else Text(str(run.status))
-        runs.add_row(Text(ids[run.run_id]), Text(run.collection), run.kind, status, progress, str(run.failed),
-                     run.started_at.strftime("%m-%d %H:%M"))
+        runs.add_row(
+            Text(ids[run.run_id]),
+            Text(run.collection),
+            run.kind,
+            status,
+            progress,
+            str(run.failed),
+            run.started_at.strftime("%m-%d %H:%M"),
+        )
     out.print(runs)
     for run, stalled in view.runs:
         if stalled:
@@ -176,6 +202,7 @@ def render(view: Snapshot) -> None:
 
 def to_json(view: Snapshot) -> str:
     """The snapshot in full, as JSON."""
+
     def run(progress: RunProgress, stalled: str | None) -> dict[str, Any]:
         data = asdict(progress)
         data.update(processed=progress.processed, stalled=stalled)

@@ -26,6 +26,11 @@ class TypedValues(TyperCommand):
             if value.startswith("--"):  # a long option, named whole (and "did you mean" it): a typo, likely
                 raise
             command = ctx.command_path.partition(" ")[2] or ctx.info_name  # without the program's name
-            raise refused.__class__(value, ctx=ctx, message=(
-                f"no such option: {value!r}; a value that starts with '-' goes after '--', "
-                f"e.g. vectorsync {command} ... -- {value}")) from None
+            raise refused.__class__(
+                value,
+                ctx=ctx,
+                message=(
+                    f"no such option: {value!r}; a value that starts with '-' goes after '--', "
+                    f"e.g. vectorsync {command} ... -- {value}"
+                ),
+            ) from None

@@ -34,17 +34,27 @@ def check_indexed_models(app_configs: Any = None, **kwargs: Any) -> list[checks.
     try:
         settings = load_settings()
     except ConfigError as exc:
-        return [checks.Error(f"vectorsync's settings cannot be read: {exc}", id="vectorsync.E001",
-                             hint="fix the file VECTORSYNC['CONFIG'] (or VECTORSYNC_CONFIG) names")]
+        return [
+            checks.Error(
+                f"vectorsync's settings cannot be read: {exc}",
+                id="vectorsync.E001",
+                hint="fix the file VECTORSYNC['CONFIG'] (or VECTORSYNC_CONFIG) names",
+            )
+        ]
     found: list[checks.CheckMessage] = []
     for model, collections in watched().items():
         for name in collections:
             problem = _problem(model, name, settings.collections.get(name))
             if problem is not None:
                 message, code = problem
-                found.append(checks.Error(f"{model._meta.label} is indexed into {name!r}, but {message}",
-                                          hint=f"declare it as\n{source_toml(model, name)}", obj=model,
-                                          id=f"vectorsync.{code}"))
+                found.append(
+                    checks.Error(
+                        f"{model._meta.label} is indexed into {name!r}, but {message}",
+                        hint=f"declare it as\n{source_toml(model, name)}",
+                        obj=model,
+                        id=f"vectorsync.{code}",
+                    )
+                )
     return found
 
 
@@ -78,9 +88,14 @@ def source_toml(model: type[models.Model], name: str) -> str:
     texts = [f.column for f in meta.concrete_fields if isinstance(f, models.CharField | models.TextField)]
     text = "\n\n".join("{" + column + "}" for column in texts)
     stamps = [f.column for f in meta.concrete_fields if isinstance(f, models.DateTimeField) and f.auto_now]
-    lines = [f"[collections.{name}.source]", 'kind = "sql"', 'url = "postgresql://USER@HOST/DATABASE"',
-             f"table = {json.dumps(meta.db_table)}", f"id = {json.dumps(meta.pk.column)}",
-             f"text = {json.dumps(text)}"]
+    lines = [
+        f"[collections.{name}.source]",
+        'kind = "sql"',
+        'url = "postgresql://USER@HOST/DATABASE"',
+        f"table = {json.dumps(meta.db_table)}",
+        f"id = {json.dumps(meta.pk.column)}",
+        f"text = {json.dumps(text)}",
+    ]
     if stamps:
         lines.append(f"updated_at = {json.dumps(stamps[0])}")
     return "\n".join(lines)

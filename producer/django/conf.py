@@ -47,6 +47,7 @@ def declared_models() -> dict[str, tuple[str, ...]]:
     """``VECTORSYNC["MODELS"]``: each model label and its collections."""
     models = setting().get("MODELS", {})
     if not isinstance(models, Mapping):
-        raise ImproperlyConfigured(f"VECTORSYNC['MODELS'] maps model labels to collections, such as "
-                                   f"{{'notes.Note': 'notes'}}, got {models!r}")
+        raise ImproperlyConfigured(
+            f"VECTORSYNC['MODELS'] maps model labels to collections, such as {{'notes.Note': 'notes'}}, got {models!r}"
+        )
     return {label: (names,) if isinstance(names, str) else tuple(names) for label, names in models.items()}

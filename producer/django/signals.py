@@ -34,9 +34,11 @@ _watched: dict[type[models.Model], tuple[str, ...]] = {}
 
 def indexed(*collections: str) -> Callable[[M], M]:
     """Class decorator: index this model into ``collections`` (``watch``)."""
+
     def mark(model: M) -> M:
         watch(model, collections)
         return model
+
     return mark
 
 
@@ -46,8 +48,9 @@ def watch(model: type[models.Model], collections: Iterable[str]) -> None:
     names = (collections,) if isinstance(collections, str) else tuple(collections)
     label = model._meta.label
     if model._meta.abstract:
-        raise ImproperlyConfigured(f"{label} is abstract, so it sends no signals: index the models that inherit "
-                                   "from it")
+        raise ImproperlyConfigured(
+            f"{label} is abstract, so it sends no signals: index the models that inherit from it"
+        )
     if not names:
         raise ImproperlyConfigured(f"{label} is indexed into no collection: name one, e.g. indexed('notes')")
     try:
@@ -82,5 +85,6 @@ def _send(collection: str, record_id: str | int) -> None:
     try:
         default_producer().index_record(collection, record_id)
     except Exception:
-        log.exception("enqueue of %s %s after commit failed; the reconcile sweep will pick the record up",
-                      collection, record_id)
+        log.exception(
+            "enqueue of %s %s after commit failed; the reconcile sweep will pick the record up", collection, record_id
+        )

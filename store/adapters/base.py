@@ -30,17 +30,34 @@ def merged(fixed: FilterLike | None, call: FilterLike | None) -> Filter | None:
     return first & second
 
 
-def search(client: Client | None, collection: str, query: str | Sequence[float], *, fixed: FilterLike | None,
-           filter: FilterLike | None = None, limit: int, options: Mapping[str, Any] | None = None) -> Matches:
+def search(
+    client: Client | None,
+    collection: str,
+    query: str | Sequence[float],
+    *,
+    fixed: FilterLike | None,
+    filter: FilterLike | None = None,
+    limit: int,
+    options: Mapping[str, Any] | None = None,
+) -> Matches:
     """``Client.search`` of ``collection`` (None: the default client) under ``fixed`` AND ``filter``.
     Raises ConfigError (a bad filter or option, a required filter not pinned), StoreUnavailable, EmbeddingError."""
-    return (client or default_client()).search(collection, query, filter=merged(fixed, filter), limit=limit,
-                                               **dict(options or {}))
+    return (client or default_client()).search(
+        collection, query, filter=merged(fixed, filter), limit=limit, **dict(options or {})
+    )
 
 
-async def asearch(client: Client | None, collection: str, query: str | Sequence[float], *,
-                  fixed: FilterLike | None, filter: FilterLike | None = None, limit: int,
-                  options: Mapping[str, Any] | None = None) -> list[VectorMatch]:
+async def asearch(
+    client: Client | None,
+    collection: str,
+    query: str | Sequence[float],
+    *,
+    fixed: FilterLike | None,
+    filter: FilterLike | None = None,
+    limit: int,
+    options: Mapping[str, Any] | None = None,
+) -> list[VectorMatch]:
     """``search`` without blocking the event loop (``Client.asearch``, in a worker thread)."""
-    return await (client or default_client()).asearch(collection, query, filter=merged(fixed, filter),
-                                                      limit=limit, **dict(options or {}))
+    return await (client or default_client()).asearch(
+        collection, query, filter=merged(fixed, filter), limit=limit, **dict(options or {})
+    )

@@ -79,18 +79,22 @@ class VectorsyncRetriever(BaseRetriever):
         chosen = {"mode": self.mode} if self.mode is not None else {}
         return kwargs.pop("k", self.k), kwargs.pop("filter", None), {**chosen, **self.search_kwargs, **kwargs}
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
-                                **kwargs: Any) -> list[Document]:
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
         k, call_filter, options = self._options(kwargs)
-        matches = search(self.client, self.collection, query, fixed=self.filter, filter=call_filter, limit=k,
-                         options=options)
+        matches = search(
+            self.client, self.collection, query, fixed=self.filter, filter=call_filter, limit=k, options=options
+        )
         return [document(m) for m in matches]
 
-    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
-                                       **kwargs: Any) -> list[Document]:
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
         k, call_filter, options = self._options(kwargs)
-        matches = await asearch(self.client, self.collection, query, fixed=self.filter, filter=call_filter,
-                                limit=k, options=options)
+        matches = await asearch(
+            self.client, self.collection, query, fixed=self.filter, filter=call_filter, limit=k, options=options
+        )
         return [document(m) for m in matches]
 
 
@@ -130,8 +134,14 @@ class VectorsyncVectorStore(VectorStore):
     ``delete``. The async methods run the sync ones in a worker thread, as ``store.query``'s twins do.
     """
 
-    def __init__(self, collection: str, *, client: Client | None = None, embedding: Embeddings | None = None,
-                 filter: FilterLike | None = None) -> None:
+    def __init__(
+        self,
+        collection: str,
+        *,
+        client: Client | None = None,
+        embedding: Embeddings | None = None,
+        filter: FilterLike | None = None,
+    ) -> None:
         self.collection = collection
         self.filter = filter
         self._client = client
@@ -159,19 +169,28 @@ class VectorsyncVectorStore(VectorStore):
         target = self._open()
         texts = [doc.page_content for doc in documents]
         vectors = self._embed(target, texts)
-        target.upsert_many([
-            VectorRecord(id=id, embedding=vector, text=doc.page_content, metadata=_stored(doc.metadata, id),
-                         model=getattr(vector, "model", ""))
-            for id, doc, vector in zip(ids, documents, vectors, strict=True)
-        ])
+        target.upsert_many(
+            [
+                VectorRecord(
+                    id=id,
+                    embedding=vector,
+                    text=doc.page_content,
+                    metadata=_stored(doc.metadata, id),
+                    model=getattr(vector, "model", ""),
+                )
+                for id, doc, vector in zip(ids, documents, vectors, strict=True)
+            ]
+        )
         return ids
 
     def _embed(self, target: Collection, texts: list[str]) -> Sequence[Sequence[float]]:
         if self._embedding is not None:
             return self._embedding.embed_documents(texts)
         if target.embedder is None:
-            raise ConfigError(f"collection {target.name!r} has no embeddings to embed documents with: pass "
-                              "embedding= (LangChain Embeddings), or build the store from settings")
+            raise ConfigError(
+                f"collection {target.name!r} has no embeddings to embed documents with: pass "
+                "embedding= (LangChain Embeddings), or build the store from settings"
+            )
         return embed_many(target.embedder, texts)
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool:
@@ -179,9 +198,11 @@ class VectorsyncVectorStore(VectorStore):
         ``"42"``); ids not stored are no error. ``ids=None`` is refused rather than emptying the collection.
         Raises ConfigError, StoreUnavailable."""
         if ids is None:
-            raise ConfigError(f"delete() needs the ids to delete; to empty collection {self.collection!r} use "
-                              f"Client.collections.reset({self.collection!r}) (vectorsync collections reset "
-                              f"{self.collection})")
+            raise ConfigError(
+                f"delete() needs the ids to delete; to empty collection {self.collection!r} use "
+                f"Client.collections.reset({self.collection!r}) (vectorsync collections reset "
+                f"{self.collection})"
+            )
         target = self._open()
         for batch in _batches(ids, target):
             target.delete_where(self._records(batch))
@@ -227,8 +248,9 @@ class VectorsyncVectorStore(VectorStore):
 
     def _search(self, query: str | Sequence[float], k: int, kwargs: dict[str, Any]) -> list[tuple[Document, float]]:
         call_filter = kwargs.pop("filter", None)
-        matches = search(self.client, self.collection, query, fixed=self.filter, filter=call_filter, limit=k,
-                         options=kwargs)
+        matches = search(
+            self.client, self.collection, query, fixed=self.filter, filter=call_filter, limit=k, options=kwargs
+        )
         return [(document(m), m.score) for m in matches]
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
@@ -237,10 +259,17 @@ class VectorsyncVectorStore(VectorStore):
         return lambda score: score
 
     @classmethod
-    def from_texts(cls, texts: list[str], embedding: Embeddings | None = None,
-                   metadatas: list[dict[str, Any]] | None = None, *, ids: list[str] | None = None,
-                   collection: str | None = None, client: Client | None = None,
-                   **kwargs: Any) -> VectorsyncVectorStore:
+    def from_texts(
+        cls,
+        texts: list[str],
+        embedding: Embeddings | None = None,
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        collection: str | None = None,
+        client: Client | None = None,
+        **kwargs: Any,
+    ) -> VectorsyncVectorStore:
         """A store over ``collection`` with ``texts`` added. Raises ConfigError without ``collection``."""
         if collection is None:
             raise ConfigError("from_texts() needs collection=: the name of a declared or existing collection")
@@ -260,9 +289,11 @@ def _stored(metadata: Mapping[str, Any], id: str) -> dict[str, Any]:
     """The metadata a Document is stored with: its own, and the ``record_id`` and ``chunk`` every record of
     a collection carries (what ``delete`` and ``get_by_ids`` find it by)."""
     if metadata.get("record_id", id) != id or metadata.get("chunk", 0) != 0:
-        raise ConfigError(f"document {id!r} has metadata record_id={metadata.get('record_id')!r}, "
-                          f"chunk={metadata.get('chunk')!r}: those keys are vectorsync's (the record and chunk a "
-                          "stored chunk belongs to); rename them, or drop them when adding a search's Documents")
+        raise ConfigError(
+            f"document {id!r} has metadata record_id={metadata.get('record_id')!r}, "
+            f"chunk={metadata.get('chunk')!r}: those keys are vectorsync's (the record and chunk a "
+            "stored chunk belongs to); rename them, or drop them when adding a search's Documents"
+        )
     return {**metadata, "record_id": id, "chunk": 0}
 
 
@@ -271,7 +302,7 @@ def _batches(ids: Sequence[str], target: Collection) -> Iterable[list[str]]:
     unique = list(dict.fromkeys(str(id) for id in ids))
     size = max(1, target.limits.max_filter_terms // 2)
     for start in range(0, len(unique), size):
-        yield unique[start:start + size]
+        yield unique[start : start + size]
 
 
 def _chunk(match: VectorMatch) -> int:

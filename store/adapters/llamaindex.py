@@ -40,9 +40,14 @@ def node(match: VectorMatch) -> NodeWithScore:
     """A match as a scored TextNode: the chunk's id, text and metadata, its record as the source node."""
     metadata = dict(match.metadata)
     record_id = str(metadata.setdefault("record_id", match.id))
-    text = TextNode(id_=match.id, text=match.text, metadata=metadata,
-                    relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=record_id)},
-                    excluded_llm_metadata_keys=list(_BOOKKEEPING), excluded_embed_metadata_keys=list(_BOOKKEEPING))
+    text = TextNode(
+        id_=match.id,
+        text=match.text,
+        metadata=metadata,
+        relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=record_id)},
+        excluded_llm_metadata_keys=list(_BOOKKEEPING),
+        excluded_embed_metadata_keys=list(_BOOKKEEPING),
+    )
     return NodeWithScore(node=text, score=match.score)
 
 
@@ -55,10 +60,18 @@ class VectorsyncRetriever(BaseRetriever):
     filter, or one that does not pin the collection's ``required_filter``), StoreUnavailable, EmbeddingError.
     """
 
-    def __init__(self, collection: str, *, similarity_top_k: int = DEFAULT_LIMIT, filter: FilterLike | None = None,
-                 search_kwargs: Mapping[str, Any] | None = None, client: Client | None = None,
-                 callback_manager: CallbackManager | None = None, verbose: bool = False,
-                 mode: SearchMode | None = None) -> None:
+    def __init__(
+        self,
+        collection: str,
+        *,
+        similarity_top_k: int = DEFAULT_LIMIT,
+        filter: FilterLike | None = None,
+        search_kwargs: Mapping[str, Any] | None = None,
+        client: Client | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+        mode: SearchMode | None = None,
+    ) -> None:
         super().__init__(callback_manager=callback_manager, verbose=verbose)
         self.collection = collection
         self.similarity_top_k = similarity_top_k
@@ -68,11 +81,23 @@ class VectorsyncRetriever(BaseRetriever):
         self.client = client
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        matches = search(self.client, self.collection, query_bundle.query_str, fixed=self.filter,
-                         limit=self.similarity_top_k, options=self.search_kwargs)
+        matches = search(
+            self.client,
+            self.collection,
+            query_bundle.query_str,
+            fixed=self.filter,
+            limit=self.similarity_top_k,
+            options=self.search_kwargs,
+        )
         return [node(m) for m in matches]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        matches = await asearch(self.client, self.collection, query_bundle.query_str, fixed=self.filter,
-                                limit=self.similarity_top_k, options=self.search_kwargs)
+        matches = await asearch(
+            self.client,
+            self.collection,
+            query_bundle.query_str,
+            fixed=self.filter,
+            limit=self.similarity_top_k,
+            options=self.search_kwargs,
+        )
         return [node(m) for m in matches]

@@ -13,16 +13,26 @@ from store.contract import BULK_QUEUE, LIVE_QUEUE, RECONCILE, REDIS_SCHEMES, ROU
 from store.settings import Settings
 from store.settings.network import redis_options, tcp_options
 
-__all__ = ["PUBLISH_RETRY_POLICY", "REDIS_TRANSPORT", "beat_schedule", "celery_config", "publish_seconds",
-           "soft_time_limit"]
+__all__ = [
+    "PUBLISH_RETRY_POLICY",
+    "REDIS_TRANSPORT",
+    "beat_schedule",
+    "celery_config",
+    "publish_seconds",
+    "soft_time_limit",
+]
 
 #: The transport of a ``redis://`` broker, by name (loaded when a connection is made, not at import).
 REDIS_TRANSPORT = "store.broker.transport:Transport"
 #: How every publish retries (a task sent by a producer or by a task, a retry, the task-sent event): once, at
 #: once, on a fresh connection, then the caller gets the error. Celery's default (3 retries, each reconnecting)
 #: held a task 10.9 s in a publish to a silent Redis with 3 s socket and 2 s connect timeouts, measured.
-PUBLISH_RETRY_POLICY: dict[str, Any] = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5,
-                                        "interval_max": 0.5}
+PUBLISH_RETRY_POLICY: dict[str, Any] = {
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0.5,
+    "interval_max": 0.5,
+}
 #: Seconds the soft limit leaves a task, besides one publish, to record its retry and hand its result in.
 HAND_IN_SECONDS = 2
 #: The least warning a long task (a hard limit over twice this) gets before its hard limit.
@@ -111,8 +121,12 @@ def _transport_options(settings: Settings) -> dict[str, Any]:
     # broker restart) by its expiry: kombu's 300 s kept every other worker from restoring for 5 minutes.
     # Restoring a tag is a WATCHed transaction, so two restorers after a short expiry still restore it once.
     options: dict[str, Any] = {
-        "visibility_timeout": visibility, "unacked_restore_interval": every, "unacked_mutex_expire": every,
-        "unacked_restore_throttle": 1, "queue_order_strategy": "priority"}
+        "visibility_timeout": visibility,
+        "unacked_restore_interval": every,
+        "unacked_mutex_expire": every,
+        "unacked_restore_throttle": 1,
+        "queue_order_strategy": "priority",
+    }
     if url.startswith(REDIS_SCHEMES):
         options |= {"socket_timeout": settings.broker.socket_timeout, **redis_options(url, settings.network)}
     elif url.startswith(("amqp://", "amqps://", "pyamqp://")):
@@ -131,6 +145,10 @@ def beat_schedule(settings: Settings) -> dict[str, Any]:
         captured = collection.source.capture == "trigger"
         every = settings.capture.reconcile_seconds if captured else settings.worker.reconcile_seconds
         if every:
-            schedule[f"reconcile-{name}"] = {"task": RECONCILE, "schedule": float(every), "args": (name,),
-                                             "options": {"queue": BULK_QUEUE}}
+            schedule[f"reconcile-{name}"] = {
+                "task": RECONCILE,
+                "schedule": float(every),
+                "args": (name,),
+                "options": {"queue": BULK_QUEUE},
+            }
     return schedule

@@ -19,8 +19,9 @@ __all__ = ["HASH_CHARS", "content_id", "document_id", "field_id"]
 HASH_CHARS = 32
 
 
-def document_id(collection: str, text: str, metadata: Mapping[str, Any], *, id: object = None,
-                id_field: str | None = None) -> str:
+def document_id(
+    collection: str, text: str, metadata: Mapping[str, Any], *, id: object = None, id_field: str | None = None
+) -> str:
     """The id ``index_document`` uses: ``id`` when given, else ``metadata[id_field]`` when the collection's
     ``source.id_field`` names one, else ``content_id``. ``metadata`` is clean (``validate_metadata``).
     Raises ConfigError naming the value and the fix."""
@@ -38,10 +39,14 @@ def field_id(collection: str, metadata: Mapping[str, Any], id_field: str) -> str
         if not isinstance(value, Mapping) or part not in value:
             raise ConfigError(
                 f"the document's metadata has no {id_field!r}, which collections.{collection}.source.id_field "
-                f"names as its id (metadata keys: {sorted(metadata)}): add it to the metadata, or pass id=")
+                f"names as its id (metadata keys: {sorted(metadata)}): add it to the metadata, or pass id="
+            )
         value = value[part]
-    return _checked(value, what=f"metadata {id_field!r} (collections.{collection}.source.id_field)",
-                    fix="fix the metadata, or pass id=")
+    return _checked(
+        value,
+        what=f"metadata {id_field!r} (collections.{collection}.source.id_field)",
+        fix="fix the metadata, or pass id=",
+    )
 
 
 def content_id(text: str, metadata: Mapping[str, Any]) -> str:

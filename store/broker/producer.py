@@ -50,16 +50,24 @@ class Producer:
     are read and created (default: the state database's, connected on first use).
     """
 
-    def __init__(self, settings: Settings, *, send: Sender | None = None, ledger: Ledger | None = None,
-                 open_ledger: Callable[[], Ledger] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        send: Sender | None = None,
+        ledger: Ledger | None = None,
+        open_ledger: Callable[[], Ledger] | None = None,
+    ) -> None:
         self.settings = settings
         self.app = Celery("vectorsync-producer", set_as_current=False)
         self.app.conf.update(celery_config(settings))
         self.send: Sender = send if send is not None else self.app.send_task
-        self.coalescer = Coalescer(settings.cache_url, ttl_seconds=settings.broker.coalesce_seconds,
-                                   network=settings.network)
-        self.clock = DocumentClock(settings.cache_url, network=settings.network,
-                                   shared=not settings.broker.url.startswith("memory://"))
+        self.coalescer = Coalescer(
+            settings.cache_url, ttl_seconds=settings.broker.coalesce_seconds, network=settings.network
+        )
+        self.clock = DocumentClock(
+            settings.cache_url, network=settings.network, shared=not settings.broker.url.startswith("memory://")
+        )
         self._ledger: Ledger | None = ledger
         self._open_ledger = open_ledger
         #: Whether the ledger is this producer's to close (not given, nor a client's).
@@ -102,15 +110,30 @@ class Producer:
         self._send(INDEX_BATCH, (self._declared(collection, read=True), ids), BULK_QUEUE)
 
     @overload
-    def index_document(self, collection: str, id: str | int | None, text: str,
-                       metadata: Mapping[str, Any] | None = None, *, version: int | None = None) -> str: ...
+    def index_document(
+        self,
+        collection: str,
+        id: str | int | None,
+        text: str,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        version: int | None = None,
+    ) -> str: ...
 
     @overload
-    def index_document(self, collection: str, *, text: str, metadata: Mapping[str, Any] | None = None,
-                       version: int | None = None) -> str: ...
+    def index_document(
+        self, collection: str, *, text: str, metadata: Mapping[str, Any] | None = None, version: int | None = None
+    ) -> str: ...
 
-    def index_document(self, collection: str, id: str | int | None = None, text: str | None = None,
-                       metadata: Mapping[str, Any] | None = None, *, version: int | None = None) -> str:
+    def index_document(
+        self,
+        collection: str,
+        id: str | int | None = None,
+        text: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        version: int | None = None,
+    ) -> str:
         """Enqueue a document with its content (for collections whose records are pushed); returns its id.
 
         The id is ``id`` when given, else the metadata field ``collections.NAME.source.id_field`` names, else
@@ -122,8 +145,10 @@ class Producer:
         label = _record_id(id) if id is not None else "new document"
         config = self._require_pushed(collection)
         if not isinstance(text, str):
-            raise ConfigError(f"text of document {label!r} must be a string, got {type(text).__name__}: pass "
-                              "text=..., or use delete_document to remove a document")
+            raise ConfigError(
+                f"text of document {label!r} must be a string, got {type(text).__name__}: pass "
+                "text=..., or use delete_document to remove a document"
+            )
         clean = validate_metadata(metadata or {}, record_id=label)
         key = self._document_id(collection, text, clean, id, config)
         self._send(INDEX_DOCUMENT, (collection, key, text, clean, self._version(version, key)), LIVE_QUEUE)
@@ -133,18 +158,22 @@ class Producer:
         if version is None:
             return self.clock.next()
         if isinstance(version, bool) or not isinstance(version, int) or not 0 < version < 2**63:
-            raise ConfigError(f"version {version!r} of document {label!r} is not allowed: pass a positive integer "
-                              "below 2**63 that grows with each send of the document (or leave it out)")
+            raise ConfigError(
+                f"version {version!r} of document {label!r} is not allowed: pass a positive integer "
+                "below 2**63 that grows with each send of the document (or leave it out)"
+            )
         return version
 
-    def document_id(self, collection: str, text: str, metadata: Mapping[str, Any] | None = None, *,
-                    id: str | int | None = None) -> str:
+    def document_id(
+        self, collection: str, text: str, metadata: Mapping[str, Any] | None = None, *, id: str | int | None = None
+    ) -> str:
         """The id ``index_document`` gives this document (to delete it later, say). Raises ConfigError."""
         clean = validate_metadata(metadata or {}, record_id=_record_id(id) if id is not None else "new document")
         return self._document_id(collection, text, clean, id, self.settings.collections.get(collection))
 
-    def _document_id(self, collection: str, text: str, clean: Mapping[str, Any], id: object,
-                     config: CollectionSettings | None) -> str:
+    def _document_id(
+        self, collection: str, text: str, clean: Mapping[str, Any], id: object, config: CollectionSettings | None
+    ) -> str:
         id_field = config.source.id_field if config is not None else None
         key = document_id(collection, text, clean, id=id, id_field=id_field)
         return check_record_id(key, max_chars=self.settings.limits.max_id_chars)
@@ -153,8 +182,11 @@ class Producer:
         """Enqueue the removal of a pushed document; ``version`` as ``index_document``'s."""
         self._require_pushed(collection)
         key = self._id(id)
-        self._send(INDEX_DOCUMENT, (check_collection_name(collection), key, None, None, self._version(version, key)),
-                   LIVE_QUEUE)
+        self._send(
+            INDEX_DOCUMENT,
+            (check_collection_name(collection), key, None, None, self._version(version, key)),
+            LIVE_QUEUE,
+        )
 
     def reindex_all(self, collection: str, *, full: bool = False, allow_empty: bool = False) -> str:
         """Start a reindex of the whole collection and return its run id at once. Raises ConfigError for a
@@ -174,8 +206,9 @@ class Producer:
         from store.state.generations.migration import begin
 
         collection = check_collection_name(collection)
-        generation = begin(self.settings, self.ledger.generations, collection, list(chain),
-                           embedded_by=self.ledger.models)
+        generation = begin(
+            self.settings, self.ledger.generations, collection, list(chain), embedded_by=self.ledger.models
+        )
         run_id = self.ledger.create_run(generation.physical, kind="migrate")
         self.ledger.generations.set_run(collection, generation.number, run_id)
         self._send(REINDEX_ALL, (generation.physical, False, run_id, False), BULK_QUEUE)
@@ -210,12 +243,16 @@ class Producer:
         collection = check_collection_name(collection)
         declared = self.settings.collections
         if declared and collection not in declared:
-            raise ConfigError(f"collection {collection!r} is not declared in the settings (declared: "
-                              f"{', '.join(sorted(declared))}): check the name, or add [collections.{collection}]")
+            raise ConfigError(
+                f"collection {collection!r} is not declared in the settings (declared: "
+                f"{', '.join(sorted(declared))}): check the name, or add [collections.{collection}]"
+            )
         if read and collection in declared and declared[collection].source.kind == "push":
-            raise ConfigError(f"collection {collection!r} has its records pushed (source.kind = 'push'): there is "
-                              "no source to read, so nothing to index by id, reindex or reconcile; push the "
-                              "documents again (index_document)")
+            raise ConfigError(
+                f"collection {collection!r} has its records pushed (source.kind = 'push'): there is "
+                "no source to read, so nothing to index by id, reindex or reconcile; push the "
+                "documents again (index_document)"
+            )
         return collection
 
     def _require_pushed(self, collection: str) -> CollectionSettings | None:

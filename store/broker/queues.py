@@ -57,8 +57,10 @@ def worker_states(app: Any, *, timeout: float = 1.0, active: bool = True) -> lis
     queues: Mapping[str, list[dict[str, Any]]] = inspect.active_queues() or {}
     running: Mapping[str, list[Any]] = (inspect.active() or {}) if active else {}
     names = sorted(set(queues) | set(running))
-    return [WorkerState(name, tuple(sorted(q["name"] for q in queues.get(name) or [])), len(running.get(name) or []))
-            for name in names]
+    return [
+        WorkerState(name, tuple(sorted(q["name"] for q in queues.get(name) or [])), len(running.get(name) or []))
+        for name in names
+    ]
 
 
 def consumers_of(queue: str, workers: Iterable[WorkerState]) -> tuple[str, ...]:
@@ -70,8 +72,10 @@ def queue_states(broker_url: str, queues: Sequence[str], workers: Sequence[Worke
     """Depth and oldest age of each queue, with its consumers among ``workers``. Raises on a dead broker."""
     read = _redis if broker_url.startswith(REDIS_SCHEMES) else _amqp
     found = read(broker_url, queues)
-    return [QueueState(name, depth, age, consumers_of(name, workers))
-            for name, (depth, age) in zip(queues, found, strict=True)]
+    return [
+        QueueState(name, depth, age, consumers_of(name, workers))
+        for name, (depth, age) in zip(queues, found, strict=True)
+    ]
 
 
 def _age(headers: Mapping[str, Any] | None, now: float) -> float | None:

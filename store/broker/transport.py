@@ -73,9 +73,12 @@ class QoS(redis.QoS):
             delivery = message.delivery_info
             with _LOCK:
                 _UNRECORDED.setdefault(self.channel.broker, []).append(
-                    (message._raw, delivery["exchange"], delivery["routing_key"]))
-            log.warning("the broker went away as it handed over message %s; it goes back to its queue once the "
-                        "broker answers", delivery_tag)
+                    (message._raw, delivery["exchange"], delivery["routing_key"])
+                )
+            log.warning(
+                "the broker went away as it handed over message %s; it goes back to its queue once the broker answers",
+                delivery_tag,
+            )
             raise
 
 

@@ -53,9 +53,11 @@ class DocumentClock:
             self.client = redis_client(url, network, timeout=None)
             self._script = self.client.register_script(_NEXT)
         elif shared:
-            log.warning("pushed documents are versioned by this host's clock, as no Redis is configured: an edit "
-                        "sent from a host whose clock is behind the previous sender's is dropped. Set [cache] url "
-                        "to a Redis every producer reaches, or pass version= to index_document")
+            log.warning(
+                "pushed documents are versioned by this host's clock, as no Redis is configured: an edit "
+                "sent from a host whose clock is behind the previous sender's is dropped. Set [cache] url "
+                "to a Redis every producer reaches, or pass version= to index_document"
+            )
         self._lock = threading.Lock()
         self._last = 0
 
@@ -65,8 +67,10 @@ class DocumentClock:
             with self._lock:
                 self._last = max(time.time_ns(), self._last + 1)
                 return self._last
-        with unavailable(f"the clock of pushed documents in Redis ({redact_url(self.url or '')}) cannot be read",
-                         "send the document again once Redis answers"):
+        with unavailable(
+            f"the clock of pushed documents in Redis ({redact_url(self.url or '')}) cannot be read",
+            "send the document again once Redis answers",
+        ):
             return int(self._script(keys=[CLOCK_KEY])) * 1000
 
     def close(self) -> None:

@@ -29,8 +29,19 @@ from typing import Any
 
 from store.errors import ConfigError, InputError, PermanentError, TransientError
 
-__all__ = ["CALL_SECONDS_BUCKETS", "MAX_USER_LABELS", "OTHER_USERS", "CallStats", "EmbeddingStats", "attributed_to",
-           "current_user", "error_kind", "observe_try", "record", "user_label"]
+__all__ = [
+    "CALL_SECONDS_BUCKETS",
+    "MAX_USER_LABELS",
+    "OTHER_USERS",
+    "CallStats",
+    "EmbeddingStats",
+    "attributed_to",
+    "current_user",
+    "error_kind",
+    "observe_try",
+    "record",
+    "user_label",
+]
 
 #: Histogram buckets of one model call, in seconds: a local model's milliseconds to a slow chat's minute.
 CALL_SECONDS_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -86,8 +97,10 @@ def _counters() -> tuple[Any, Any]:
             from prometheus_client import Counter as PromCounter
 
             labels = ["task", "model", "user"]
-            _made = (PromCounter("vectorsync_model_calls", "Model provider calls", labels),
-                     PromCounter("vectorsync_model_tokens", "Tokens sent to and received from model providers", labels))
+            _made = (
+                PromCounter("vectorsync_model_calls", "Model provider calls", labels),
+                PromCounter("vectorsync_model_tokens", "Tokens sent to and received from model providers", labels),
+            )
         return _made
 
 
@@ -98,10 +111,19 @@ def _try_metrics() -> tuple[Any, Any]:
             from prometheus_client import Counter as PromCounter
             from prometheus_client import Histogram
 
-            _tries = (Histogram("vectorsync_model_call_seconds", "Seconds of each try of a model entry, failed "
-                                "ones included", ["task", "model"], buckets=CALL_SECONDS_BUCKETS),
-                      PromCounter("vectorsync_model_errors", "Failed tries of a model entry, by kind of error",
-                                  ["task", "model", "kind"]))
+            _tries = (
+                Histogram(
+                    "vectorsync_model_call_seconds",
+                    "Seconds of each try of a model entry, failed ones included",
+                    ["task", "model"],
+                    buckets=CALL_SECONDS_BUCKETS,
+                ),
+                PromCounter(
+                    "vectorsync_model_errors",
+                    "Failed tries of a model entry, by kind of error",
+                    ["task", "model", "kind"],
+                ),
+            )
         return _tries
 
 

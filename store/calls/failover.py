@@ -100,8 +100,9 @@ def _wait_for(policy: ChainPolicy) -> Callable[[RetryCallState], float]:
     return wait
 
 
-def named_entries(settings: Settings, names: Sequence[str], *, task: str,
-                  setting: str) -> list[tuple[str, ModelSettings]]:
+def named_entries(
+    settings: Settings, names: Sequence[str], *, task: str, setting: str
+) -> list[tuple[str, ModelSettings]]:
     """The ``[models.NAME]`` sections ``names`` lists, in order; each must exist once and serve ``task``."""
     unknown = [name for name in names if name not in settings.models]
     if unknown:
@@ -134,9 +135,16 @@ class _AsksTooLongAWait(stop_base):
 class Failover(Generic[E]):
     """Runs a call with the first entry that works; see the module docstring. Thread-safe."""
 
-    def __init__(self, entries: Sequence[E], *, policy: ChainPolicy = DEFAULT_POLICY,
-                 stats: EmbeddingStats | None = None, what: str = "embedding", setting: str = "embeddings.chain",
-                 limiters: Mapping[str, Limiter] | None = None):
+    def __init__(
+        self,
+        entries: Sequence[E],
+        *,
+        policy: ChainPolicy = DEFAULT_POLICY,
+        stats: EmbeddingStats | None = None,
+        what: str = "embedding",
+        setting: str = "embeddings.chain",
+        limiters: Mapping[str, Limiter] | None = None,
+    ):
         if not entries:
             raise ConfigError(f"the {what} chain is empty: name at least one [models.NAME] in {setting}")
         self.entries = list(entries)
@@ -220,7 +228,6 @@ class Failover(Generic[E]):
             wait = max(min(self._cool_until.values()) - time.monotonic(), 0.0)
         names = ", ".join(repr(entry.name) for entry in self.entries)
         return TransientError(
-            f"every {self.what} model ({names}) is cooling down after failures; "
-            f"the next is tried again in {wait:.1f}s",
+            f"every {self.what} model ({names}) is cooling down after failures; the next is tried again in {wait:.1f}s",
             retry_after=wait,
         )

@@ -152,10 +152,19 @@ def bucket_key(model: ModelSettings, *, prefix: str = RATE_LIMIT_KEY_PREFIX) -> 
 class RateLimiter:
     """One model's shared budget; see the module docstring. Thread-safe."""
 
-    def __init__(self, client: Any, *, name: str, key: str, requests_per_minute: int | None,
-                 tokens_per_minute: int | None, max_pause: float = float("inf"),
-                 burst_seconds: float = BURST_SECONDS, retry_seconds: float = RETRY_SECONDS,
-                 where: str = "Redis") -> None:
+    def __init__(
+        self,
+        client: Any,
+        *,
+        name: str,
+        key: str,
+        requests_per_minute: int | None,
+        tokens_per_minute: int | None,
+        max_pause: float = float("inf"),
+        burst_seconds: float = BURST_SECONDS,
+        retry_seconds: float = RETRY_SECONDS,
+        where: str = "Redis",
+    ) -> None:
         self.client = client
         #: The ``[models.NAME]`` entry, for metrics and messages.
         self.name = name
@@ -177,8 +186,9 @@ class RateLimiter:
         return cls(redis_client(url, network, timeout=SOCKET_TIMEOUT), where=without_credentials(url), **options)
 
     def __repr__(self) -> str:
-        return (f"<RateLimiter {self.name!r} {self.requests_per_minute} requests/min "
-                f"{self.tokens_per_minute} tokens/min>")
+        return (
+            f"<RateLimiter {self.name!r} {self.requests_per_minute} requests/min {self.tokens_per_minute} tokens/min>"
+        )
 
     def take(self, *, tokens: int = 0) -> float:
         """Take one request of ``tokens`` now and return 0, or return the seconds until it would fit.
@@ -195,8 +205,7 @@ class RateLimiter:
             step = min(wait, MAX_SLEEP_SECONDS) * random.uniform(1.0, 1.05)  # waiters woken together spread out
             time.sleep(step)
             waited += step
-        if waited:
-            _wait_histogram().labels(self.name).observe(waited)
+        _wait_histogram().labels(self.name).observe(waited)  # 0 too: the share of calls that waited shows
         return waited
 
     def penalize(self, retry_after: float | None) -> None:
@@ -209,35 +218,58 @@ class RateLimiter:
             return 0
         per_second = [(limit or 0) / 60 for limit in (self.requests_per_minute, self.tokens_per_minute)]
         try:
-            return int(self._script(keys=[self.key], args=[mode, *per_second, self.burst_seconds,
-                                                           requests, tokens, pause, slow]))
+            return int(
+                self._script(
+                    keys=[self.key], args=[mode, *per_second, self.burst_seconds, requests, tokens, pause, slow]
+                )
+            )
         except REDIS_ERRORS as exc:
             self._down_until = time.monotonic() + self.retry_seconds
-            _warn_once(f"the shared rate limit is off: Redis at {self.where} failed ({type(exc).__name__}); "
-                       f"model calls go without it and Redis is tried again every {self.retry_seconds:g}s")
+            _warn_once(
+                f"the shared rate limit is off: Redis at {self.where} failed ({type(exc).__name__}); "
+                f"model calls go without it and Redis is tried again every {self.retry_seconds:g}s"
+            )
             return 0
 
 
-def rate_limiters(url: str, entries: Sequence[tuple[str, ModelSettings]], *, max_pause: float = float("inf"),
-                  network: NetworkSettings | None = None) -> Mapping[str, Limiter]:
+def rate_limiters(
+    url: str,
+    entries: Sequence[tuple[str, ModelSettings]],
+    *,
+    max_pause: float = float("inf"),
+    network: NetworkSettings | None = None,
+) -> Mapping[str, Limiter]:
     """A limiter for each entry that sets ``requests_per_minute`` or ``tokens_per_minute``, by entry name.
 
     ``url`` is the Redis of ``[cache] url``; one that is not a Redis leaves every entry unlimited (said once).
     ``network``: keepalive and health checks of its connections (None: the defaults).
     """
-    limited = [(name, model) for name, model in entries
-               if model.requests_per_minute is not None or model.tokens_per_minute is not None]
+    limited = [
+        (name, model)
+        for name, model in entries
+        if model.requests_per_minute is not None or model.tokens_per_minute is not None
+    ]
     if not limited:
         return {}
     if not url.startswith(REDIS_SCHEMES):
-        _warn_once(f"the shared rate limit is off: cache.url ({url.split('://')[0]}://...) is not a Redis; "
-                   "set [cache] url to one")
+        _warn_once(
+            f"the shared rate limit is off: cache.url ({url.split('://')[0]}://...) is not a Redis; "
+            "set [cache] url to one"
+        )
         return {}
     client = redis_client(url, network, timeout=SOCKET_TIMEOUT)  # one connection pool for the chain's limiters
-    return {name: RateLimiter(client, name=name, key=bucket_key(model), max_pause=max_pause,
-                              requests_per_minute=model.requests_per_minute,
-                              tokens_per_minute=model.tokens_per_minute, where=without_credentials(url))
-            for name, model in limited}
+    return {
+        name: RateLimiter(
+            client,
+            name=name,
+            key=bucket_key(model),
+            max_pause=max_pause,
+            requests_per_minute=model.requests_per_minute,
+            tokens_per_minute=model.tokens_per_minute,
+            where=without_credentials(url),
+        )
+        for name, model in limited
+    }
 
 
 _warned_in: int | None = None
@@ -262,7 +294,10 @@ def _wait_histogram() -> Any:
         if _histogram is None:
             from prometheus_client import Histogram
 
-            _histogram = Histogram("vectorsync_rate_limit_wait_seconds", "Seconds model calls waited for the "
-                                   "shared rate limit", ["model"],
-                                   buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300))
+            _histogram = Histogram(
+                "vectorsync_rate_limit_wait_seconds",
+                "Seconds model calls waited for the shared rate limit",
+                ["model"],
+                buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300),
+            )
         return _histogram

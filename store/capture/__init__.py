@@ -11,5 +11,15 @@ from store.capture.running import RelayThreads
 from store.capture.sql import Target
 from store.capture.target import captured, sql_sources
 
-__all__ = ["Change", "Installation", "Outbox", "Pending", "Relay", "RelayThreads", "Target", "captured",
-           "relays_from_settings", "sql_sources"]
+__all__ = [
+    "Change",
+    "Installation",
+    "Outbox",
+    "Pending",
+    "Relay",
+    "RelayThreads",
+    "Target",
+    "captured",
+    "relays_from_settings",
+    "sql_sources",
+]

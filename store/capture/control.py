@@ -22,8 +22,10 @@ def _opened(settings: Settings, name: str) -> Iterator[tuple[Outbox, Target]]:
     source = sql_sources(settings).get(name)
     if source is None:
         known = ", ".join(sorted(sql_sources(settings))) or "none"
-        raise ConfigError(f"collection {name!r} is not a declared SQL collection on PostgreSQL, so nothing can "
-                          f"capture its changes (SQL collections on PostgreSQL: {known})")
+        raise ConfigError(
+            f"collection {name!r} is not a declared SQL collection on PostgreSQL, so nothing can "
+            f"capture its changes (SQL collections on PostgreSQL: {known})"
+        )
     assert source.url is not None
     outbox = Outbox(source.url)
     try:
@@ -84,9 +86,11 @@ class CaptureState:
         if self.error:
             return self.error
         if not self.declared:
-            return (f"{self.pending} outbox rows of collection {self.collection!r}, which the settings do not "
-                    f"declare on this source: declare it again and the relay drains them, or delete them yourself "
-                    f"(DELETE FROM {sql.OUTBOX} WHERE collection = '{self.collection}')")
+            return (
+                f"{self.pending} outbox rows of collection {self.collection!r}, which the settings do not "
+                f"declare on this source: declare it again and the relay drains them, or delete them yourself "
+                f"(DELETE FROM {sql.OUTBOX} WHERE collection = '{self.collection}')"
+            )
         if self.wanted and (self.installation is None or not self.installation.complete):
             return f"capture of {self.collection} is not installed: run `vectorsync capture enable {self.collection}`"
         return None
@@ -112,11 +116,19 @@ def report(settings: Settings) -> list[CaptureState]:
                 if name not in wanted and waiting is None:
                     continue
                 installation = outbox.installed(outbox.target(name, settings.collections[name].source))
-                states.append(CaptureState(name, name in wanted, installation=installation,
-                                           pending=waiting.rows if waiting else 0,
-                                           lag_seconds=waiting.lag_seconds if waiting else None))
-            states += [CaptureState(p.collection, False, declared=False, pending=p.rows, lag_seconds=p.lag_seconds)
-                       for p in pending.values()]
+                states.append(
+                    CaptureState(
+                        name,
+                        name in wanted,
+                        installation=installation,
+                        pending=waiting.rows if waiting else 0,
+                        lag_seconds=waiting.lag_seconds if waiting else None,
+                    )
+                )
+            states += [
+                CaptureState(p.collection, False, declared=False, pending=p.rows, lag_seconds=p.lag_seconds)
+                for p in pending.values()
+            ]
         except (StoreError, ConfigError) as exc:
             states += [CaptureState(name, name in wanted, error=str(exc)) for name in sorted(names) if name in wanted]
         finally:

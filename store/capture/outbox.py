@@ -107,11 +107,19 @@ class Outbox:
     def installed(self, target: Target) -> Installation:
         """What of ``target``'s capture the catalog holds (``pg_trigger``, ``pg_proc``)."""
         with transaction(self.engine, f"source database {self.safe_url}") as conn:
-            rows = conn.execute(sql.INSTALLED, {"table": target.qualified_table, "triggers": list(target.triggers),
-                                                "schema": target.schema, "function": target.function}).all()
+            rows = conn.execute(
+                sql.INSTALLED,
+                {
+                    "table": target.qualified_table,
+                    "triggers": list(target.triggers),
+                    "schema": target.schema,
+                    "function": target.function,
+                },
+            ).all()
         triggers = {str(name): bool(enabled) for name, enabled in rows if name != target.function}
-        return Installation(triggers=triggers, function=any(name == target.function for name, _ in rows),
-                            expected=len(target.triggers))
+        return Installation(
+            triggers=triggers, function=any(name == target.function for name, _ in rows), expected=len(target.triggers)
+        )
 
     def current(self, target: Target) -> bool:
         """Whether ``target``'s capture is in place as ``enable`` would install it (triggers, function body),
@@ -119,9 +127,18 @@ class Outbox:
         if not self.installed(target).complete:
             return False
         with transaction(self.engine, f"source database {self.safe_url}") as conn:
-            return conn.execute(sql.CURRENT, {"source": sql.function_source(target), "schema": target.schema,
-                                              "function": target.function,
-                                              "outbox": _qualified(target.outbox_schema)}).scalar() is True
+            return (
+                conn.execute(
+                    sql.CURRENT,
+                    {
+                        "source": sql.function_source(target),
+                        "schema": target.schema,
+                        "function": target.function,
+                        "outbox": _qualified(target.outbox_schema),
+                    },
+                ).scalar()
+                is True
+            )
 
     def _exists(self, conn: sa.Connection) -> bool:
         return conn.execute(sql.OUTBOX_EXISTS, {"outbox": _qualified(self._outbox_schema(conn))}).scalar() is not None

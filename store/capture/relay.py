@@ -74,8 +74,16 @@ def plan(changes: Sequence[Change]) -> Plan:
 class Relay:
     """Moves the outbox rows of the collections ``names`` out of one source database."""
 
-    def __init__(self, outbox: Outbox, names: Sequence[str], sends: Sends, *, claim_rows: int = 5000,
-                 batch_size: int = 100, poll_seconds: float = 0.5) -> None:
+    def __init__(
+        self,
+        outbox: Outbox,
+        names: Sequence[str],
+        sends: Sends,
+        *,
+        claim_rows: int = 5000,
+        batch_size: int = 100,
+        poll_seconds: float = 0.5,
+    ) -> None:
         self.outbox, self.names, self.sends = outbox, sorted(names), sends
         self.claim_rows, self.batch_size, self.poll_seconds = claim_rows, batch_size, poll_seconds
         self._has_outbox = False
@@ -117,7 +125,7 @@ class Relay:
             self.sends.index_records(name, ids, coalesce=False)
             return
         for start in range(0, len(ids), self.batch_size):
-            self.sends.index_batch(name, ids[start:start + self.batch_size])
+            self.sends.index_batch(name, ids[start : start + self.batch_size])
 
     def run(self, stop: threading.Event) -> None:
         """Drain, then wait for a NOTIFY or the next poll, until ``stop`` is set. Failures are logged and
@@ -179,6 +187,14 @@ def relays_from_settings(settings: Settings, sends: Sends) -> list[Relay]:
     for name, source in sql_sources(settings).items():
         assert source.url is not None
         by_url.setdefault(source.url, []).append(name)
-    return [Relay(Outbox(url, network=settings.network), names, sends, claim_rows=settings.capture.claim_rows,
-                  batch_size=settings.worker.batch_size, poll_seconds=settings.capture.poll_seconds)
-            for url, names in by_url.items()]
+    return [
+        Relay(
+            Outbox(url, network=settings.network),
+            names,
+            sends,
+            claim_rows=settings.capture.claim_rows,
+            batch_size=settings.worker.batch_size,
+            poll_seconds=settings.capture.poll_seconds,
+        )
+        for url, names in by_url.items()
+    ]

@@ -23,8 +23,10 @@ class RelayThreads:
         self.relays = list(relays)
         self.closing = list(closing)
         self.stop_event = threading.Event()
-        self.threads = [threading.Thread(target=relay.run, args=(self.stop_event,), daemon=True,
-                                         name=f"vectorsync-relay-{i}") for i, relay in enumerate(self.relays)]
+        self.threads = [
+            threading.Thread(target=relay.run, args=(self.stop_event,), daemon=True, name=f"vectorsync-relay-{i}")
+            for i, relay in enumerate(self.relays)
+        ]
 
     def start(self) -> RelayThreads:
         for thread in self.threads:

@@ -14,8 +14,21 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 __all__ = [
-    "CHANNEL", "CURRENT", "INSTALLED", "OUTBOX", "OUTBOX_EXISTS", "OUTBOX_SCHEMA", "Target", "claim", "delete",
-    "function_source", "install_ddl", "outbox_ddl", "quote", "remove_ddl", "stats",
+    "CHANNEL",
+    "CURRENT",
+    "INSTALLED",
+    "OUTBOX",
+    "OUTBOX_EXISTS",
+    "OUTBOX_SCHEMA",
+    "Target",
+    "claim",
+    "delete",
+    "function_source",
+    "install_ddl",
+    "outbox_ddl",
+    "quote",
+    "remove_ddl",
+    "stats",
 ]
 
 #: The outbox table, in the schema the source URL's role creates tables in (``current_schema()``, read once
@@ -56,8 +69,10 @@ class Target:
     @property
     def triggers(self) -> dict[str, str]:
         """Trigger name to the event it fires on."""
-        return {f"vs_{self.collection}_{short}": event for short, event in
-                (("ins", "INSERT"), ("upd", "UPDATE"), ("del", "DELETE"), ("trn", "TRUNCATE"))}
+        return {
+            f"vs_{self.collection}_{short}": event
+            for short, event in (("ins", "INSERT"), ("upd", "UPDATE"), ("del", "DELETE"), ("trn", "TRUNCATE"))
+        }
 
     @property
     def qualified_table(self) -> str:
@@ -137,9 +152,12 @@ def install_ddl(target: Target) -> list[str]:
         f"REVOKE EXECUTE ON FUNCTION {function}() FROM PUBLIC",
     ]
     for trigger, event in target.triggers.items():
-        referencing = {"INSERT": "REFERENCING NEW TABLE AS vectorsync_new ",
-                       "UPDATE": "REFERENCING OLD TABLE AS vectorsync_old NEW TABLE AS vectorsync_new ",
-                       "DELETE": "REFERENCING OLD TABLE AS vectorsync_old ", "TRUNCATE": ""}[event]
+        referencing = {
+            "INSERT": "REFERENCING NEW TABLE AS vectorsync_new ",
+            "UPDATE": "REFERENCING OLD TABLE AS vectorsync_old NEW TABLE AS vectorsync_new ",
+            "DELETE": "REFERENCING OLD TABLE AS vectorsync_old ",
+            "TRUNCATE": "",
+        }[event]
         statements += [
             f"DROP TRIGGER IF EXISTS {quote(trigger)} ON {target.qualified_table}",
             f"CREATE TRIGGER {quote(trigger)} AFTER {event} ON {target.qualified_table} {referencing}"
@@ -163,8 +181,10 @@ OUTBOX_EXISTS = sa.text("SELECT to_regclass(:outbox)::text")
 
 def claim(schema: str) -> sa.TextClause:
     """Up to ``limit`` rows of ``names``, oldest first, that no other relay holds."""
-    return sa.text(f"SELECT seq, collection, record_id, truncated FROM {quote(schema)}.{OUTBOX} "
-                   "WHERE collection = ANY(:names) ORDER BY seq LIMIT :limit FOR UPDATE SKIP LOCKED")
+    return sa.text(
+        f"SELECT seq, collection, record_id, truncated FROM {quote(schema)}.{OUTBOX} "
+        "WHERE collection = ANY(:names) ORDER BY seq LIMIT :limit FOR UPDATE SKIP LOCKED"
+    )
 
 
 def delete(schema: str) -> sa.TextClause:
@@ -173,8 +193,10 @@ def delete(schema: str) -> sa.TextClause:
 
 def stats(schema: str) -> sa.TextClause:
     """Pending rows per collection and the age of the oldest, in seconds."""
-    return sa.text(f"SELECT collection, count(*), extract(epoch FROM clock_timestamp() - min(created_at)) "
-                   f"FROM {quote(schema)}.{OUTBOX} GROUP BY collection ORDER BY collection")
+    return sa.text(
+        f"SELECT collection, count(*), extract(epoch FROM clock_timestamp() - min(created_at)) "
+        f"FROM {quote(schema)}.{OUTBOX} GROUP BY collection ORDER BY collection"
+    )
 
 
 #: Which of a table's triggers and which functions exist, and whether each trigger fires in ordinary sessions

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+import psycopg
 import sqlalchemy as sa
 
 from store.errors import ConfigError, StoreError, StoreUnavailable
@@ -16,8 +17,17 @@ from store.settings.network import libpq_parameters, server_settings
 
 log = logging.getLogger(__name__)
 
-__all__ = ["advisory_lock", "engine_url", "interruption", "make_engine", "retryable", "safe_url", "transaction",
-           "translate"]
+__all__ = [
+    "advisory_lock",
+    "driver",
+    "engine_url",
+    "interruption",
+    "make_engine",
+    "retryable",
+    "safe_url",
+    "transaction",
+    "translate",
+]
 
 
 def engine_url(url: str) -> str:
@@ -33,6 +43,10 @@ def safe_url(url: str) -> str:
         return "<unparseable URL>"
     hidden = {k: "***" for k in parsed.query if any(s in k.lower() for s in ("password", "key", "token", "secret"))}
     return parsed.update_query_dict(hidden).render_as_string(hide_password=True)
+
+
+#: How often a running statement's backend checks that its client is still there (PostgreSQL 14 and later).
+CLIENT_CHECK, CLIENT_CHECK_INTERVAL = "client_connection_check_interval", "2s"
 
 
 def make_engine(url: str, *, setting: str, network: NetworkSettings | None = None, **options: Any) -> sa.Engine:
@@ -73,28 +87,36 @@ def _server_notices_silence(engine: sa.Engine, parameters: Mapping[str, Any]) ->
     """Give the server's end of each new connection the same keepalive and TCP_USER_TIMEOUT: a server whose
     client went silent then ends the session, its transaction and its advisory locks with it, within about
     the same time, instead of after the system's two hours (while the client's retry waits on those locks).
+    And ``CLIENT_CHECK``: a statement whose client died (a worker killed with kill -9) ends within
+    ``CLIENT_CHECK_INTERVAL``, rather than run on (an index build, a wait on a lock) holding its locks.
     One statement per new connection; a server that refuses a setting (older than PostgreSQL 12) is left as
     it is, said once."""
-    values = server_settings(parameters)
-    if not values:
-        return
-    statement = "SELECT " + ", ".join(f"set_config('{name}', %s, false)" for name in values)
+    keepalive = server_settings(parameters)
+    statements = [_set_config(keepalive | {CLIENT_CHECK: CLIENT_CHECK_INTERVAL}), _set_config(keepalive)]
 
     @sa.event.listens_for(engine, "connect")
     def _configure(dbapi_connection: Any, _record: Any) -> None:
         import psycopg
 
-        cursor = dbapi_connection.cursor()
-        try:
-            cursor.execute(statement, list(values.values()))
-            dbapi_connection.commit()
-        except psycopg.Error as exc:
-            dbapi_connection.rollback()
-            _warn_once(f"PostgreSQL at {engine.url.render_as_string(hide_password=True)} refused the keepalive "
-                       f"settings of the server's end ({exc}); a client gone silent keeps its locks until the "
-                       "server's own keepalive (tcp_keepalives_idle in postgresql.conf)")
-        finally:
-            cursor.close()
+        for statement, values in statements:  # a server older than 14 refuses CLIENT_CHECK: without it
+            try:
+                with dbapi_connection.cursor() as cursor:
+                    cursor.execute(statement, values)
+                dbapi_connection.commit()
+                return
+            except psycopg.Error as exc:
+                dbapi_connection.rollback()
+                refused = exc
+        _warn_once(
+            f"PostgreSQL at {engine.url.render_as_string(hide_password=True)} refused the keepalive "
+            f"settings of the server's end ({refused}); a client gone silent keeps its locks until the "
+            "server's own keepalive (tcp_keepalives_idle in postgresql.conf)"
+        )
+
+
+def _set_config(values: Mapping[str, str]) -> tuple[str, list[str]]:
+    """One statement that sets ``values`` for the session, and its parameters."""
+    return "SELECT " + ", ".join(f"set_config('{name}', %s, false)" for name in values), list(values.values())
 
 
 def _ping_failed_is_lost(context: sa.engine.ExceptionContext) -> None:
@@ -114,6 +136,14 @@ def _warn_once(message: str) -> None:
     if message not in _warned:
         _warned.add(message)
         log.warning("%s", message)
+
+
+def driver(conn: sa.Connection) -> psycopg.Connection[Any]:
+    """The psycopg connection under ``conn``: for pipelines, COPY and ``psycopg.sql`` statements."""
+    raw = conn.connection.driver_connection
+    if raw is None:
+        raise StoreError("the database connection is closed")
+    return raw
 
 
 def advisory_lock(conn: sa.Connection, key: str) -> None:
@@ -141,8 +171,9 @@ def translate(exc: BaseException, what: str) -> BaseException:
     if limit is not None:
         return limit
     orig = getattr(exc, "orig", None) or exc
-    if retryable(orig) or (isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError)
-                           and not _driver_error(orig)):
+    if retryable(orig) or (
+        isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError) and not _driver_error(orig)
+    ):
         return StoreUnavailable(f"{what} failed: {orig}")
     return StoreError(f"{what} refused a statement: {orig}")
 

@@ -20,8 +20,9 @@ __all__ = ["REDIS_ERRORS", "redis_client", "unavailable"]
 REDIS_ERRORS: tuple[type[Exception], ...] = (RedisError, OSError)
 
 
-def redis_client(url: str, network: NetworkSettings | None = None, *, timeout: float | None,
-                 connect_timeout: float | None = None) -> Any:
+def redis_client(
+    url: str, network: NetworkSettings | None = None, *, timeout: float | None, connect_timeout: float | None = None
+) -> Any:
     """A redis-py client for ``url``: ``redis_options`` for ``network``, ``timeout`` seconds per command (None:
     none; the health check and TCP_USER_TIMEOUT bound a silent peer), ``connect_timeout`` to connect (default
     ``timeout``, else the network's), and no retry of a timed-out command: its caller decides."""

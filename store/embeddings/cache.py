@@ -83,8 +83,13 @@ class EmbeddingCache:
 
     @classmethod
     def from_url(
-        cls, url: str, *, ttl_seconds: float, socket_timeout: float = DEFAULT_SOCKET_TIMEOUT,
-        network: NetworkSettings | None = None, **options: Any
+        cls,
+        url: str,
+        *,
+        ttl_seconds: float,
+        socket_timeout: float = DEFAULT_SOCKET_TIMEOUT,
+        network: NetworkSettings | None = None,
+        **options: Any,
     ) -> EmbeddingCache:
         """A cache on the Redis at ``url``; connects on first use, with short timeouts, and TCP keepalive and
         health checks as ``network`` says (None: the defaults)."""
@@ -146,6 +151,4 @@ class EmbeddingCache:
             if now - self._warned_at < WARN_EVERY_SECONDS:
                 return
             self._warned_at = now
-        log.warning(
-            "embedding cache unavailable (%s: %s); embedding without it for now", type(exc).__name__, exc
-        )
+        log.warning("embedding cache unavailable (%s: %s); embedding without it for now", type(exc).__name__, exc)

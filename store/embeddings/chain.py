@@ -83,15 +83,23 @@ class FailoverChain:
         providers = [build_provider(name, model) for name, model in entries]
         first = vector_space(entries[0][1], providers[0].model)
         spaces = {
-            provider.name: first if model.weights is None and provider.model == providers[0].model
+            provider.name: first
+            if model.weights is None and provider.model == providers[0].model
             else vector_space(model, provider.model)
             for (_, model), provider in zip(entries, providers, strict=True)
         }
         policy = ChainPolicy.from_settings(settings.embeddings)
-        limiters = rate_limiters(settings.cache_url, entries, max_pause=policy.max_wait_seconds,
-                                 network=settings.network)
-        return cls(providers, dimensions=settings.vectors.dimensions, policy=policy, stats=stats, limiters=limiters,
-                   spaces=spaces)
+        limiters = rate_limiters(
+            settings.cache_url, entries, max_pause=policy.max_wait_seconds, network=settings.network
+        )
+        return cls(
+            providers,
+            dimensions=settings.vectors.dimensions,
+            policy=policy,
+            stats=stats,
+            limiters=limiters,
+            spaces=spaces,
+        )
 
     def __repr__(self) -> str:
         return f"<FailoverChain {[provider.name for provider in self.providers]} {self.dimensions}-d>"
@@ -142,8 +150,9 @@ class FailoverChain:
                 )
             if not all(math.isfinite(x) for x in vector):
                 # The endpoint is broken, not the text: fail over, and never let it reach the cache.
-                raise PermanentError(f"model {provider.model!r} at {provider.endpoint} returned a vector with "
-                                     "NaN or infinite values")
+                raise PermanentError(
+                    f"model {provider.model!r} at {provider.endpoint} returned a vector with NaN or infinite values"
+                )
         return vectors
 
 
@@ -171,9 +180,7 @@ def resolve_entries(settings: Settings) -> list[tuple[str, ModelSettings]]:
     names = settings.embeddings.chain
     embedders = [name for name, model in settings.models.items() if model.task == "embed"]
     if not names and not embedders:
-        default = ModelSettings(
-            provider="fake", model=DEFAULT_FAKE_MODEL, dimensions=settings.vectors.dimensions
-        )
+        default = ModelSettings(provider="fake", model=DEFAULT_FAKE_MODEL, dimensions=settings.vectors.dimensions)
         return [(DEFAULT_ENTRY, default)]
     if not names:
         raise ConfigError(
@@ -183,9 +190,7 @@ def resolve_entries(settings: Settings) -> list[tuple[str, ModelSettings]]:
     return named_entries(settings, names, task="embed", setting="embeddings.chain")
 
 
-def check_entries(
-    entries: Sequence[tuple[str, ModelSettings]], *, dimensions: int, allow_mixed_models: bool
-) -> None:
+def check_entries(entries: Sequence[tuple[str, ModelSettings]], *, dimensions: int, allow_mixed_models: bool) -> None:
     """Raise ConfigError unless every entry makes vectors of one space of ``dimensions``."""
     if not entries:
         raise ConfigError("the embedding chain is empty: name at least one [models.NAME] in embeddings.chain")

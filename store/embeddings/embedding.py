@@ -59,8 +59,10 @@ class Embedding(Sequence[float]):
         zeros. Raises ConfigError when the sizes differ."""
         theirs = np.asarray(other, dtype=np.float64)
         if theirs.shape != self._array.shape:
-            raise ConfigError(f"cannot compare an embedding of {self.dimensions} dimensions with one of shape "
-                              f"{theirs.shape}: both must come from the same model")
+            raise ConfigError(
+                f"cannot compare an embedding of {self.dimensions} dimensions with one of shape "
+                f"{theirs.shape}: both must come from the same model"
+            )
         mine = self._array.astype(np.float64)
         norms = float(np.linalg.norm(mine) * np.linalg.norm(theirs))
         return float(mine @ theirs) / norms if norms else 0.0

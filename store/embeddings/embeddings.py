@@ -64,11 +64,14 @@ class Embeddings:
         ttl_days = settings.embeddings.cache_ttl_days
         cache = None
         if ttl_days > 0 and settings.cache_url.startswith(REDIS_SCHEMES):
-            cache = EmbeddingCache.from_url(settings.cache_url, ttl_seconds=ttl_days * SECONDS_PER_DAY,
-                                            network=settings.network)
+            cache = EmbeddingCache.from_url(
+                settings.cache_url, ttl_seconds=ttl_days * SECONDS_PER_DAY, network=settings.network
+            )
         elif ttl_days > 0:
-            log.warning("embedding cache off: cache.url %r is not a Redis URL (set [cache] url to a Redis)",
-                        settings.cache_url.split("://")[0] + "://...")
+            log.warning(
+                "embedding cache off: cache.url %r is not a Redis URL (set [cache] url to a Redis)",
+                settings.cache_url.split("://")[0] + "://...",
+            )
         return cls(
             chain,
             cache=cache,
@@ -143,13 +146,14 @@ class Embeddings:
         unique = list(dict.fromkeys(_check_texts(texts)))
         found = self._from_cache(unique)
         misses = [text for text in unique if text not in found]
-        batches = plan_batches(misses, batch_size=self.batch_size, limits=self.chain.limits,
-                               model=self.chain.providers[0].model)
+        batches = plan_batches(
+            misses, batch_size=self.batch_size, limits=self.chain.limits, model=self.chain.providers[0].model
+        )
         left: list[str] = []
         if batches and len(batches[-1]) < self.call_size:
             left = [misses[index] for index in batches.pop()]
         if batches:
-            made = self._from_chain(misses[:batches[-1].stop], batches=batches)
+            made = self._from_chain(misses[: batches[-1].stop], batches=batches)
             self._to_cache(made)
             found.update(made)
         return found, left
@@ -167,9 +171,7 @@ class Embeddings:
         if self.cache is None:
             return {}
         vectors = self.cache.get_many(self.space, self.dimensions, texts)
-        found = {
-            text: Embedding(vector, self.space) for text, vector in zip(texts, vectors, strict=True) if vector
-        }
+        found = {text: Embedding(vector, self.space) for text, vector in zip(texts, vectors, strict=True) if vector}
         if count:
             self.stats.add("cache_hits", amount=len(found))
             self.stats.add("cache_misses", amount=len(texts) - len(found))
@@ -177,8 +179,9 @@ class Embeddings:
 
     def _from_chain(self, texts: list[str], *, batches: list[range] | None = None) -> dict[str, Embedding]:
         if batches is None:
-            batches = plan_batches(texts, batch_size=self.batch_size, limits=self.chain.limits,
-                               model=self.chain.providers[0].model)
+            batches = plan_batches(
+                texts, batch_size=self.batch_size, limits=self.chain.limits, model=self.chain.providers[0].model
+            )
 
         def embed(batch: range) -> list[Embedding]:
             vectors, model = self.chain.embed_batch([texts[index] for index in batch])

@@ -50,8 +50,10 @@ def load_queries(path: str | Path) -> list[EvalQuery]:
         with where.open("rb") as handle:
             raw = handle.read(MAX_FILE_BYTES + 1)  # a bound, not the size: /dev/zero has none
         if len(raw) > MAX_FILE_BYTES:
-            raise ConfigError(f"queries file {str(where)!r} is over {MAX_FILE_BYTES // 2**20} MiB: split it, or "
-                              "keep the queries a person judged (an eval needs hundreds, not millions)")
+            raise ConfigError(
+                f"queries file {str(where)!r} is over {MAX_FILE_BYTES // 2**20} MiB: split it, or "
+                "keep the queries a person judged (an eval needs hundreds, not millions)"
+            )
         text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"queries file {str(where)!r} cannot be read: {exc}") from exc
@@ -73,8 +75,10 @@ def parse_queries(lines: Iterable[str], *, source: str = "queries") -> list[Eval
         shown = problems[:MAX_REPORTED]
         more = len(problems) - len(shown)
         tail = f"\n  ... and {more} more" if more else ""
-        raise ConfigError(f"queries file {source!r} has {len(problems)} bad line(s), nothing was run; each line "
-                          f"is one JSON object like {_EXAMPLE}:\n  " + "\n  ".join(shown) + tail)
+        raise ConfigError(
+            f"queries file {source!r} has {len(problems)} bad line(s), nothing was run; each line "
+            f"is one JSON object like {_EXAMPLE}:\n  " + "\n  ".join(shown) + tail
+        )
     if not queries:
         raise ConfigError(f"queries file {source!r} holds no query: add lines like {_EXAMPLE}")
     return queries
@@ -119,7 +123,7 @@ def _filter(value: object) -> dict[str, Any] | None:
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise ConfigError(f"'filter' must be a JSON object like {{\"kind\": \"call\"}}, got {_shown(value)}")
+        raise ConfigError(f'\'filter\' must be a JSON object like {{"kind": "call"}}, got {_shown(value)}')
     try:
         Filter.from_dict(value)
     except ConfigError as exc:

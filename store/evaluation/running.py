@@ -85,9 +85,15 @@ class EvalReport:
         return asdict(self)
 
 
-def evaluate(collection: str | Collection, queries: Sequence[EvalQuery], *,
-             modes: Sequence[SearchMode] = DEFAULT_MODES, k: int = DEFAULT_K, client: Client | None = None,
-             chunks: int | None = None) -> EvalReport:
+def evaluate(
+    collection: str | Collection,
+    queries: Sequence[EvalQuery],
+    *,
+    modes: Sequence[SearchMode] = DEFAULT_MODES,
+    k: int = DEFAULT_K,
+    client: Client | None = None,
+    chunks: int | None = None,
+) -> EvalReport:
     """Search each query in each mode and score the first ``k`` records against its relevant ones.
 
     ``collection`` is a name, read through ``client`` (default: this process's default client) in its live
@@ -102,15 +108,17 @@ def evaluate(collection: str | Collection, queries: Sequence[EvalQuery], *,
     for mode in checked:
         search(queries[0], mode, depth)  # warm-up: connections, the model, caches
     scores = [_score(query, mode, search, depth, k) for query in queries for mode in checked]
-    return EvalReport(name, k, tuple(_summary(mode, [s for s in scores if s.mode == mode]) for mode in checked),
-                      tuple(scores))
+    return EvalReport(
+        name, k, tuple(_summary(mode, [s for s in scores if s.mode == mode]) for mode in checked), tuple(scores)
+    )
 
 
 def _searcher(collection: str | Collection, client: Client | None) -> tuple[str, Search]:
     if isinstance(collection, Collection):
         target = collection
-        return target.name, lambda q, mode, limit: target.search(q.query, filter=q.search_filter(), limit=limit,
-                                                                 mode=mode)
+        return target.name, lambda q, mode, limit: target.search(
+            q.query, filter=q.search_filter(), limit=limit, mode=mode
+        )
     if not isinstance(collection, str):
         raise ConfigError(f"collection must be a name or a Collection, got {collection!r}")
     if client is None:
@@ -118,8 +126,9 @@ def _searcher(collection: str | Collection, client: Client | None) -> tuple[str,
 
         client = default_client()
     chosen = client
-    return collection, lambda q, mode, limit: list(chosen.search(collection, q.query, filter=q.search_filter(),
-                                                                 limit=limit, mode=mode))
+    return collection, lambda q, mode, limit: list(
+        chosen.search(collection, q.query, filter=q.search_filter(), limit=limit, mode=mode)
+    )
 
 
 def _score(query: EvalQuery, mode: SearchMode, search: Search, depth: int, k: int) -> QueryScore:
@@ -128,16 +137,30 @@ def _score(query: EvalQuery, mode: SearchMode, search: Search, depth: int, k: in
     ms = (time.perf_counter() - started) * 1000
     ranked = ranked_records(matches)[:k]
     relevant = frozenset(query.relevant)
-    return QueryScore(query.line, query.query, mode, recall_at_k(ranked, relevant, k),
-                      reciprocal_rank_at_k(ranked, relevant, k), ndcg_at_k(ranked, relevant, k), ms, tuple(ranked))
+    return QueryScore(
+        query.line,
+        query.query,
+        mode,
+        recall_at_k(ranked, relevant, k),
+        reciprocal_rank_at_k(ranked, relevant, k),
+        ndcg_at_k(ranked, relevant, k),
+        ms,
+        tuple(ranked),
+    )
 
 
 def _summary(mode: SearchMode, scores: list[QueryScore]) -> ModeReport:
     count = len(scores)
     times = [s.ms for s in scores]
-    return ModeReport(mode, count, sum(s.recall for s in scores) / count,
-                      sum(s.reciprocal_rank for s in scores) / count, sum(s.ndcg for s in scores) / count,
-                      percentile(times, 50), percentile(times, 95))
+    return ModeReport(
+        mode,
+        count,
+        sum(s.recall for s in scores) / count,
+        sum(s.reciprocal_rank for s in scores) / count,
+        sum(s.ndcg for s in scores) / count,
+        percentile(times, 50),
+        percentile(times, 95),
+    )
 
 
 def _check_modes(modes: Sequence[str]) -> tuple[SearchMode, ...]:

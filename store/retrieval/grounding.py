@@ -86,27 +86,41 @@ def messages(question: str, passages: Sequence[VectorMatch], *, chars: int) -> l
     ]
 
 
-def check_answer(reply: Mapping[str, Any], passages: Sequence[VectorMatch], *, chars: int,
-                 model: str) -> GroundedAnswer:
+def check_answer(
+    reply: Mapping[str, Any], passages: Sequence[VectorMatch], *, chars: int, model: str
+) -> GroundedAnswer:
     """The reply with its citations checked; see the module docstring."""
     answer = reply.get("answer")
     answered = reply.get("answered")
     cited = reply.get("sources")
     if not isinstance(answer, str) or not isinstance(answered, bool) or not isinstance(cited, list):
         return GroundedAnswer("", False, [], reason=f"model {model!r} answered in the wrong shape", model=model)
-    numbers = list(dict.fromkeys(n for n in cited if isinstance(n, int) and not isinstance(n, bool)
-                                 and 1 <= n <= len(passages)))
+    numbers = list(
+        dict.fromkeys(n for n in cited if isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= len(passages))
+    )
     sources = [_citation(number, passages[number - 1], chars) for number in numbers]
     if not answered:
-        return GroundedAnswer(answer, False, sources, reason=answer or "the passages do not contain the answer",
-                              model=model)
+        return GroundedAnswer(
+            answer, False, sources, reason=answer or "the passages do not contain the answer", model=model
+        )
     if not sources:
-        return GroundedAnswer(answer, False, [], model=model,
-                              reason=f"model {model!r} cited no passage it was shown ({cited!r}): not grounded")
+        return GroundedAnswer(
+            answer,
+            False,
+            [],
+            model=model,
+            reason=f"model {model!r} cited no passage it was shown ({cited!r}): not grounded",
+        )
     return GroundedAnswer(answer, True, sources, model=model)
 
 
 def _citation(number: int, match: VectorMatch, chars: int) -> Citation:
     record_id = match.metadata.get("record_id")
-    return Citation(number=number, chunk_id=match.id, record_id=str(record_id if record_id is not None else match.id),
-                    excerpt=excerpt(match, chars), score=match.score, metadata=dict(match.metadata))
+    return Citation(
+        number=number,
+        chunk_id=match.id,
+        record_id=str(record_id if record_id is not None else match.id),
+        excerpt=excerpt(match, chars),
+        score=match.score,
+        metadata=dict(match.metadata),
+    )

@@ -34,8 +34,15 @@ Allow = Callable[[list[VectorMatch]], Iterable[VectorMatch]]
 class Retrieval:
     """Rerank and grounded answers over one store; see the module docstring."""
 
-    def __init__(self, store: VectorStore, *, rerankers: Failover[Reranker], chats: Failover[Chat],
-                 settings: RetrievalSettings | None = None, declared: AbstractSet[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        store: VectorStore,
+        *,
+        rerankers: Failover[Reranker],
+        chats: Failover[Chat],
+        settings: RetrievalSettings | None = None,
+        declared: AbstractSet[str] = frozenset(),
+    ) -> None:
         self.store, self.rerankers, self.chats = store, rerankers, chats
         #: Opens the collection an answer reads (None: ``store.open``); a ``store.Client`` reads live generations.
         self.opener: Callable[[str, AbstractSet[str]], Collection] | None = None
@@ -56,20 +63,34 @@ class Retrieval:
         answer = named_entries(settings, section.answer, task="chat", setting="retrieval.answer")
         rerankers: list[Reranker] = [build_reranker(name, model) for name, model in rerank]
         chats: list[Chat] = [build_chat(name, model) for name, model in answer]
-        limiters = rate_limiters(settings.cache_url, [*rerank, *answer], max_pause=policy.max_wait_seconds,
-                                 network=settings.network)
+        limiters = rate_limiters(
+            settings.cache_url, [*rerank, *answer], max_pause=policy.max_wait_seconds, network=settings.network
+        )
         return cls(
             store,
-            rerankers=Failover(rerankers or [FakeReranker()], policy=policy, stats=stats, what="rerank",
-                               setting="retrieval.rerank", limiters=limiters),
-            chats=Failover(chats or [FakeChat()], policy=policy, stats=stats, what="chat", setting="retrieval.answer",
-                           limiters=limiters),
+            rerankers=Failover(
+                rerankers or [FakeReranker()],
+                policy=policy,
+                stats=stats,
+                what="rerank",
+                setting="retrieval.rerank",
+                limiters=limiters,
+            ),
+            chats=Failover(
+                chats or [FakeChat()],
+                policy=policy,
+                stats=stats,
+                what="chat",
+                setting="retrieval.answer",
+                limiters=limiters,
+            ),
             settings=section,
             declared=frozenset(settings.collections),
         )
 
-    def rerank(self, query: str, matches: Sequence[VectorMatch], *, top: int | None = None,
-               user: str | None = None) -> list[VectorMatch]:
+    def rerank(
+        self, query: str, matches: Sequence[VectorMatch], *, top: int | None = None, user: str | None = None
+    ) -> list[VectorMatch]:
         """The ``top`` matches (all when None) that best answer ``query``, best first, scored 0 to 1 by the
         reranker, which reads at most ``passage_chars`` of each. ``user`` names the caller in the cost
         metrics. Raises ConfigError, ProviderError."""
@@ -83,14 +104,24 @@ class Retrieval:
             return []
         passages = [excerpt(match, self.settings.passage_chars) for match in matches]
         tokens = estimate_tokens(query) * len(passages) + sum(estimate_tokens(passage) for passage in passages)
-        scores, _ = self.rerankers.run(lambda reranker: _checked(reranker, reranker.scores(query, passages),
-                                                                 len(passages)), tokens=tokens)
+        scores, _ = self.rerankers.run(
+            lambda reranker: _checked(reranker, reranker.scores(query, passages), len(passages)), tokens=tokens
+        )
         order = sorted(range(len(matches)), key=lambda index: -scores[index])  # stable: ties keep search order
         return [_rescored(matches[index], scores[index]) for index in order[:top]]
 
-    def answer(self, collection: str, question: str, *, filter: Filter | Mapping[str, Any] | None = None,
-               candidates: int | None = None, top: int | None = None, user: str | None = None,
-               allow: Allow | None = None, mode: SearchMode | None = None) -> GroundedAnswer:
+    def answer(
+        self,
+        collection: str,
+        question: str,
+        *,
+        filter: Filter | Mapping[str, Any] | None = None,
+        candidates: int | None = None,
+        top: int | None = None,
+        user: str | None = None,
+        allow: Allow | None = None,
+        mode: SearchMode | None = None,
+    ) -> GroundedAnswer:
         """Search ``collection`` with the caller's ``filter`` (in search ``mode``; None: the collection's), rerank,
         and ask the chat chain for an answer that cites the passages. ``answered`` is False, with a reason, when
         they do not hold one.
@@ -104,19 +135,27 @@ class Retrieval:
         shown = top or self.settings.top
         with accounting.attributed_to(user):
             where = Filter.from_dict(filter) if isinstance(filter, Mapping) else filter
-            target = (self.opener(collection, self.declared) if self.opener is not None  # never a table for a typo
-                      else self.store.get_collection(collection, create=collection in self.declared))
+            target = (
+                self.opener(collection, self.declared)
+                if self.opener is not None  # never a table for a typo
+                else self.store.get_collection(collection, create=collection in self.declared)
+            )
             found = target.search(question, filter=where, limit=wanted, mode=mode)
             if allow is not None and found:
                 found = allowed(found, allow)
             if not found:  # the same reason when allow dropped them all: it never tells that hidden passages exist
-                return GroundedAnswer("", False, [], reason=f"no passage in {collection!r} matches the question"
-                                      + (" and the filter" if filter else ""))
+                return GroundedAnswer(
+                    "",
+                    False,
+                    [],
+                    reason=f"no passage in {collection!r} matches the question" + (" and the filter" if filter else ""),
+                )
             passages = self.rerank(question, found, top=shown)
             prompt = messages(question, passages, chars=self.settings.passage_chars)
-            reply, chat = self.chats.run(lambda model: model.complete(prompt, schema=ANSWER_SCHEMA,
-                                                                       schema_name="grounded_answer"),
-                                         tokens=sum(estimate_tokens(message["content"]) for message in prompt))
+            reply, chat = self.chats.run(
+                lambda model: model.complete(prompt, schema=ANSWER_SCHEMA, schema_name="grounded_answer"),
+                tokens=sum(estimate_tokens(message["content"]) for message in prompt),
+            )
         return check_answer(reply, passages, chars=self.settings.passage_chars, model=chat.model)
 
 
@@ -137,8 +176,9 @@ def _check_text(text: object, what: str) -> None:
 def _checked(reranker: Reranker, scores: Sequence[float], count: int) -> list[float]:
     """A reranker that answers more or fewer scores than passages has failed: the chain moves on."""
     if len(scores) != count:
-        raise PermanentError(f"rerank model {reranker.model!r} at {reranker.endpoint} returned {len(scores)} "
-                             f"scores for {count} passages")
+        raise PermanentError(
+            f"rerank model {reranker.model!r} at {reranker.endpoint} returned {len(scores)} scores for {count} passages"
+        )
     return list(scores)
 
 

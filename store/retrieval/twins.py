@@ -24,8 +24,10 @@ def sync_misuse(name: str) -> str:
 
 def async_misuse(name: str) -> str:
     """What using ``name(...)``'s coroutine as its result says, for an async twin ``name``."""
-    return (f"{name}() is a coroutine function: use `await {name}(...)` inside async code, or call "
-            f"{name[1:]}(...) in synchronous code")
+    return (
+        f"{name}() is a coroutine function: use `await {name}(...)` inside async code, or call "
+        f"{name[1:]}(...) in synchronous code"
+    )
 
 
 class Pending(Coroutine[Any, Any, T]):
@@ -75,5 +77,6 @@ class Pending(Coroutine[Any, Any, T]):
         coro = getattr(self, "_coro", None)
         if coro is not None and not getattr(self, "_taken", True):
             coro.close()  # never started: instead of Python's warning, one that names the fix
-            warnings.warn(f"{self._name}(...) was never awaited: {async_misuse(self._name)}", RuntimeWarning,
-                          stacklevel=2)
+            warnings.warn(
+                f"{self._name}(...) was never awaited: {async_misuse(self._name)}", RuntimeWarning, stacklevel=2
+            )

@@ -32,11 +32,30 @@ from store.settings.section import Section, redacted_repr_args
 from store.settings.source import FIELD_PATTERN, SourceSettings
 
 __all__ = [
-    "DEFAULT_BROKER_URL", "DEFAULT_CONFIG_PATH", "FIELD_PATTERN", "BrokerSettings", "CacheSettings", "CaptureSettings",
-    "ChunkerSettings", "CollectionSettings", "EmbeddingSettings", "FieldType", "FlowerSettings", "IndexSettings",
-    "LimitSettings", "ModelSettings", "NetworkSettings", "RetrievalSettings", "SearchSettings", "Settings",
+    "DEFAULT_BROKER_URL",
+    "DEFAULT_CONFIG_PATH",
+    "FIELD_PATTERN",
+    "BrokerSettings",
+    "CacheSettings",
+    "CaptureSettings",
+    "ChunkerSettings",
+    "CollectionSettings",
+    "EmbeddingSettings",
+    "FieldType",
+    "FlowerSettings",
+    "IndexSettings",
+    "LimitSettings",
+    "ModelSettings",
+    "NetworkSettings",
+    "RetrievalSettings",
+    "SearchSettings",
+    "Settings",
     "SourceSettings",
-    "StateSettings", "VectorSettings", "WorkerSettings", "default", "load_settings"
+    "StateSettings",
+    "VectorSettings",
+    "WorkerSettings",
+    "default",
+    "load_settings",
 ]
 
 #: Where settings are read from when neither an argument nor VECTORSYNC_CONFIG names a file.
@@ -187,8 +206,10 @@ class ModelSettings(Section):
     @model_validator(mode="after")
     def _provider_serves_task(self) -> ModelSettings:
         if self.provider not in PROVIDERS[self.task]:
-            raise ValueError(f"provider {self.provider!r} cannot serve task {self.task!r}: use one of "
-                             f"{', '.join(PROVIDERS[self.task])}")
+            raise ValueError(
+                f"provider {self.provider!r} cannot serve task {self.task!r}: use one of "
+                f"{', '.join(PROVIDERS[self.task])}"
+            )
         if self.quantize and (self.provider != "local" or self.backend != "onnx"):
             raise ValueError("quantize applies only to provider 'local' with backend 'onnx'")
         if self.task == "embed" and not self.dimensions:
@@ -289,9 +310,7 @@ class CollectionSettings(Section):
 class Settings(BaseSettings):
     """All of vectorsync's settings; build with ``load_settings``."""
 
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", frozen=True
-    )
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", frozen=True)
 
     broker: BrokerSettings = Field(default_factory=BrokerSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
@@ -359,8 +378,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path} is not UTF-8 text (byte {exc.object[exc.start:exc.end]!r} at offset {exc.start}): "
-                          "save it as UTF-8") from None
+        raise ConfigError(
+            f"{path} is not UTF-8 text (byte {exc.object[exc.start : exc.end]!r} at offset {exc.start}): "
+            "save it as UTF-8"
+        ) from None
     for section, key in _SECRET_KEYS:
         if isinstance(data.get(section), dict) and key in data[section]:
             env = f"{ENV_PREFIX}{section.upper()}__{key.upper()}"
@@ -391,8 +412,10 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
     try:
         return Settings(**data)
     except SettingsError as exc:  # a VECTORSYNC_* variable for a list or a table that is not JSON
-        raise ConfigError(f"{env_problem(str(exc))}: a variable for a list or a table takes JSON, "
-                          f"e.g. {ENV_PREFIX}EMBEDDINGS__CHAIN='[\"primary\", \"backup\"]'") from None
+        raise ConfigError(
+            f"{env_problem(str(exc))}: a variable for a list or a table takes JSON, "
+            f'e.g. {ENV_PREFIX}EMBEDDINGS__CHAIN=\'["primary", "backup"]\''
+        ) from None
     except ValidationError as exc:
         problems = "; ".join(describe(error) for error in exc.errors())
         raise ConfigError(f"bad settings in {file}: {problems}") from None

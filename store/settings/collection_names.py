@@ -27,6 +27,8 @@ def check_declared_name(name: object) -> str:
     """``check_collection_name``, and not a generation's name, which ``vectorsync migrate`` makes."""
     checked = check_collection_name(name)
     if GENERATION_NAME.fullmatch(checked):
-        raise ConfigError(f"collection name {checked!r} ends like a generation of a migrated collection (__gN): "
-                          f"pick another name, e.g. {checked.replace('__g', '_g')!r}")
+        raise ConfigError(
+            f"collection name {checked!r} ends like a generation of a migrated collection (__gN): "
+            f"pick another name, e.g. {checked.replace('__g', '_g')!r}"
+        )
     return checked

@@ -23,5 +23,6 @@ def loads(text: str, *, what: str = "", example: str = "") -> Any:
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{subject}not JSON ({exc.msg} at column {exc.colno}){fix}") from None
     except RecursionError:
-        raise ConfigError(f"{subject}nested too deep to read (hundreds of levels of lists or objects): flatten it"
-                          f"{fix}") from None
+        raise ConfigError(
+            f"{subject}nested too deep to read (hundreds of levels of lists or objects): flatten it{fix}"
+        ) from None

@@ -22,8 +22,12 @@ from store.settings import NetworkSettings
 __all__ = ["SERVER_SETTINGS", "libpq_parameters", "redis_options", "server_settings", "tcp_options"]
 
 #: The server's setting for each libpq parameter of the client's end, all settable by any session.
-SERVER_SETTINGS = {"keepalives_idle": "tcp_keepalives_idle", "keepalives_interval": "tcp_keepalives_interval",
-                   "keepalives_count": "tcp_keepalives_count", "tcp_user_timeout": "tcp_user_timeout"}
+SERVER_SETTINGS = {
+    "keepalives_idle": "tcp_keepalives_idle",
+    "keepalives_interval": "tcp_keepalives_interval",
+    "keepalives_count": "tcp_keepalives_count",
+    "tcp_user_timeout": "tcp_user_timeout",
+}
 #: TCP_USER_TIMEOUT where the socket module lacks the name (Linux's number).
 _TCP_USER_TIMEOUT = getattr(socket, "TCP_USER_TIMEOUT", 18)
 
@@ -34,9 +38,14 @@ def _milliseconds(seconds: float) -> int:
 
 def libpq_parameters(network: NetworkSettings) -> dict[str, int]:
     """libpq connection parameters for the client's end of a PostgreSQL connection."""
-    return {"connect_timeout": network.connect_timeout, "keepalives": 1, "keepalives_idle": network.keepalive_idle,
-            "keepalives_interval": network.keepalive_interval, "keepalives_count": network.keepalive_count,
-            "tcp_user_timeout": _milliseconds(network.tcp_user_timeout)}
+    return {
+        "connect_timeout": network.connect_timeout,
+        "keepalives": 1,
+        "keepalives_idle": network.keepalive_idle,
+        "keepalives_interval": network.keepalive_interval,
+        "keepalives_count": network.keepalive_count,
+        "tcp_user_timeout": _milliseconds(network.tcp_user_timeout),
+    }
 
 
 def server_settings(parameters: Mapping[str, object]) -> dict[str, str]:
@@ -49,8 +58,11 @@ def server_settings(parameters: Mapping[str, object]) -> dict[str, str]:
 def tcp_options(network: NetworkSettings) -> dict[int, int]:
     """TCP socket options (``IPPROTO_TCP`` level) by number: keepalive intervals and TCP_USER_TIMEOUT."""
     options = {_TCP_USER_TIMEOUT: _milliseconds(network.tcp_user_timeout)}
-    for name, value in (("TCP_KEEPIDLE", network.keepalive_idle), ("TCP_KEEPINTVL", network.keepalive_interval),
-                        ("TCP_KEEPCNT", network.keepalive_count)):
+    for name, value in (
+        ("TCP_KEEPIDLE", network.keepalive_idle),
+        ("TCP_KEEPINTVL", network.keepalive_interval),
+        ("TCP_KEEPCNT", network.keepalive_count),
+    ):
         if hasattr(socket, name):  # Linux has all three; macOS lacks TCP_KEEPIDLE (it has TCP_KEEPALIVE)
             options[getattr(socket, name)] = value
     return options
@@ -61,7 +73,9 @@ def redis_options(url: str, network: NetworkSettings) -> dict[str, Any]:
     timeout on TCP (``redis://``, ``rediss://``); the health check alone on a Unix socket."""
     if not url.startswith(("redis://", "rediss://")):
         return {"health_check_interval": network.health_check_interval}
-    return {"socket_keepalive": True, "socket_keepalive_options": tcp_options(network),
-            "socket_connect_timeout": network.connect_timeout,
-            "health_check_interval": network.health_check_interval}
-
+    return {
+        "socket_keepalive": True,
+        "socket_keepalive_options": tcp_options(network),
+        "socket_connect_timeout": network.connect_timeout,
+        "health_check_interval": network.health_check_interval,
+    }

@@ -24,8 +24,10 @@ def describe(error: Any) -> str:
     if error["type"] == "missing":
         return f"setting {loc!r} is required (env {env})"
     if error["loc"][-1] == "api_key_env":  # someone pasted the key where its variable's name goes: never echo it
-        return (f"setting {loc} must name the environment variable that holds the key (letters, digits and _), "
-                f"not hold the key itself: export MY_KEY=... and set {loc} = \"MY_KEY\" (env {env})")
+        return (
+            f"setting {loc} must name the environment variable that holds the key (letters, digits and _), "
+            f'not hold the key itself: export MY_KEY=... and set {loc} = "MY_KEY" (env {env})'
+        )
     return f"setting {loc} = {_shown(error.get('input'), error['loc'])} is not allowed: {error['msg']} (env {env})"
 
 

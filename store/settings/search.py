@@ -12,8 +12,24 @@ __all__ = ["LANGUAGES", "Language", "SearchSettings"]
 
 #: The analyzer's languages: PostgreSQL's text search configurations that have a Snowball stemmer and stop
 #: words, and ``simple`` (lower-case words only: no stop words, no stemming).
-Language = Literal["simple", "danish", "dutch", "english", "finnish", "french", "german", "hungarian", "italian",
-                   "nepali", "norwegian", "portuguese", "russian", "spanish", "swedish", "turkish"]
+Language = Literal[
+    "simple",
+    "danish",
+    "dutch",
+    "english",
+    "finnish",
+    "french",
+    "german",
+    "hungarian",
+    "italian",
+    "nepali",
+    "norwegian",
+    "portuguese",
+    "russian",
+    "spanish",
+    "swedish",
+    "turkish",
+]
 LANGUAGES: tuple[str, ...] = Language.__args__  # type: ignore[attr-defined]
 
 
@@ -33,6 +49,8 @@ class SearchSettings(Section):
     @model_validator(mode="after")
     def _some_weight(self) -> SearchSettings:
         if self.vector_weight == 0 and self.keyword_weight == 0:
-            raise ValueError("search.vector_weight and search.keyword_weight are both 0: hybrid search would rank "
-                             "nothing; give at least one a positive weight (e.g. vector_weight = 1)")
+            raise ValueError(
+                "search.vector_weight and search.keyword_weight are both 0: hybrid search would rank "
+                "nothing; give at least one a positive weight (e.g. vector_weight = 1)"
+            )
         return self

@@ -40,9 +40,11 @@ class SourceSettings(Section):
     @model_validator(mode="after")
     def _id_field_is_for_pushed_documents(self) -> SourceSettings:
         if self.id_field is not None and self.kind != "push":
-            raise ValueError(f"source.id_field ({self.id_field!r}) names the metadata field that holds a pushed "
-                             f"document's id, so it is for kind = 'push'; a {self.kind} source's ids come from "
-                             f"{'source.id' if self.kind == 'sql' else 'its loader'}: remove id_field")
+            raise ValueError(
+                f"source.id_field ({self.id_field!r}) names the metadata field that holds a pushed "
+                f"document's id, so it is for kind = 'push'; a {self.kind} source's ids come from "
+                f"{'source.id' if self.kind == 'sql' else 'its loader'}: remove id_field"
+            )
         return self
 
     @model_validator(mode="after")
@@ -52,7 +54,9 @@ class SourceSettings(Section):
         scheme = (self.url or "").split("://", 1)[0].split("+", 1)[0]
         if self.kind != "sql" or scheme not in ("postgres", "postgresql"):
             where = f"a {self.kind} source" if self.kind != "sql" else f"a {scheme or 'URL-less'} database"
-            raise ValueError(f"source.capture = 'trigger' needs a SQL source on PostgreSQL, not {where}: set "
-                             "capture = 'off' and source.updated_at to a column every write changes, so reconcile "
-                             "sweeps find the changes (worker.reconcile_seconds)")
+            raise ValueError(
+                f"source.capture = 'trigger' needs a SQL source on PostgreSQL, not {where}: set "
+                "capture = 'off' and source.updated_at to a column every write changes, so reconcile "
+                "sweeps find the changes (worker.reconcile_seconds)"
+            )
         return self

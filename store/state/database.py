@@ -68,8 +68,9 @@ class StateDatabase:
         """
         if not url:
             raise ConfigError(NO_STATE_DATABASE)
-        database = cls(make_engine(url, setting="state.url", network=network, pool_size=pool_size,
-                                   pool_pre_ping=True), url)
+        database = cls(
+            make_engine(url, setting="state.url", network=network, pool_size=pool_size, pool_pre_ping=True), url
+        )
         if database.engine.dialect.name != "postgresql":
             database.close()
             raise ConfigError(f"state.url {database.safe_url!r} is not PostgreSQL; the state needs PostgreSQL locks")
@@ -100,8 +101,9 @@ class StateDatabase:
     def reading(self) -> Iterator[sa.Connection]:
         """A connection outside a transaction, for one statement that reads (it sees one snapshot all the
         same): no BEGIN and COMMIT round trips around it. Driver errors as ``transaction``."""
-        with transaction(self.engine.execution_options(isolation_level="AUTOCOMMIT"),
-                         f"state database {self.safe_url}") as conn:
+        with transaction(
+            self.engine.execution_options(isolation_level="AUTOCOMMIT"), f"state database {self.safe_url}"
+        ) as conn:
             yield conn
 
     def version(self) -> str | None:

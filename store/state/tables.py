@@ -21,7 +21,8 @@ __all__ = ["aliases", "failures", "generations", "ledger", "metadata", "run_batc
 metadata = sa.MetaData()
 
 ledger = sa.Table(
-    "vectorsync_ledger", metadata,
+    "vectorsync_ledger",
+    metadata,
     sa.Column("collection", sa.Text, primary_key=True),
     sa.Column("record_id", sa.Text, primary_key=True),
     sa.Column("content_hash", sa.Text, nullable=False),
@@ -32,7 +33,8 @@ ledger = sa.Table(
     sa.Column("indexed_at", sa.DateTime(timezone=True), nullable=False),
 )
 runs = sa.Table(
-    "vectorsync_runs", metadata,
+    "vectorsync_runs",
+    metadata,
     sa.Column("run_id", sa.Text, primary_key=True),
     sa.Column("collection", sa.Text, nullable=False, index=True),
     sa.Column("status", sa.Text, nullable=False),
@@ -46,7 +48,8 @@ runs = sa.Table(
     sa.Column("finished_at", sa.DateTime(timezone=True)),
 )
 run_batches = sa.Table(
-    "vectorsync_run_batches", metadata,
+    "vectorsync_run_batches",
+    metadata,
     sa.Column("run_id", sa.Text, primary_key=True),
     sa.Column("batch", sa.Integer, primary_key=True),
     sa.Column("done", sa.Integer, nullable=False),
@@ -55,7 +58,8 @@ run_batches = sa.Table(
     sa.Column("counted_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
 )
 failures = sa.Table(
-    "vectorsync_failures", metadata,
+    "vectorsync_failures",
+    metadata,
     sa.Column("collection", sa.Text, primary_key=True),
     sa.Column("record_id", sa.Text, primary_key=True),
     sa.Column("error", sa.Text, nullable=False),
@@ -64,13 +68,15 @@ failures = sa.Table(
     sa.Column("last_seen", sa.DateTime(timezone=True), nullable=False),
 )
 aliases = sa.Table(
-    "vectorsync_aliases", metadata,
+    "vectorsync_aliases",
+    metadata,
     sa.Column("collection", sa.Text, primary_key=True),
     sa.Column("live", sa.Integer, nullable=False),
     sa.Column("switched_at", sa.DateTime(timezone=True)),
 )
 generations = sa.Table(
-    "vectorsync_generations", metadata,
+    "vectorsync_generations",
+    metadata,
     sa.Column("collection", sa.Text, primary_key=True),
     sa.Column("number", sa.Integer, primary_key=True),
     sa.Column("chain", postgresql.JSONB, nullable=False),

@@ -10,5 +10,12 @@ from store.vectors.modes import SearchMode
 from store.vectors.records import VectorMatch, VectorRecord
 
 __all__ = [
-    "Collection", "Filter", "Metric", "QueryEmbedder", "SearchMode", "VectorMatch", "VectorRecord", "VectorStore",
+    "Collection",
+    "Filter",
+    "Metric",
+    "QueryEmbedder",
+    "SearchMode",
+    "VectorMatch",
+    "VectorRecord",
+    "VectorStore",
 ]

@@ -13,8 +13,9 @@ from store.vectors.base import DEFAULT_METRIC, Metric, QueryEmbedder, VectorStor
 __all__ = ["memory_store", "open_store"]
 
 
-def memory_store(*, dimensions: int, metric: Metric = DEFAULT_METRIC,
-                 embedder: QueryEmbedder | None = None) -> VectorStore:
+def memory_store(
+    *, dimensions: int, metric: Metric = DEFAULT_METRIC, embedder: QueryEmbedder | None = None
+) -> VectorStore:
     """An in-process store with exact search: for tests and one-process use."""
     from store.vectors.memory import MemoryStore
 

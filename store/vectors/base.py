@@ -114,8 +114,15 @@ class Collection:
         if ids:
             self._replace_records(ids, self._validate(records))
 
-    def search(self, query: str | Sequence[float], *, filter: Filter | None = None, limit: int = DEFAULT_LIMIT,
-               min_score: float | None = None, mode: SearchMode | None = None) -> list[VectorMatch]:
+    def search(
+        self,
+        query: str | Sequence[float],
+        *,
+        filter: Filter | None = None,
+        limit: int = DEFAULT_LIMIT,
+        min_score: float | None = None,
+        mode: SearchMode | None = None,
+    ) -> list[VectorMatch]:
         """The ``limit`` records that best match ``query`` among those matching ``filter``, best first.
 
         ``mode`` (None: ``search_settings.mode``): ``vector`` ranks by embedding similarity (``query`` a text,
@@ -217,9 +224,13 @@ class Collection:
         return self._keyword_search(terms, where, limit) if terms else []  # only stop words: nothing to rank
 
     def _hybrid(self, text: str, where: Filter | None, limit: int) -> list[VectorMatch]:
-        return hybrid(self.search_settings, limit=limit, parallel=self.parallel_legs,
-                      vectors=lambda depth: self._search(self._query_vector(text), where, depth),
-                      keywords=lambda depth: self._keyword(text, where, depth))
+        return hybrid(
+            self.search_settings,
+            limit=limit,
+            parallel=self.parallel_legs,
+            vectors=lambda depth: self._search(self._query_vector(text), where, depth),
+            keywords=lambda depth: self._keyword(text, where, depth),
+        )
 
     def recount_keywords(self) -> int:
         """Count the stored keyword statistics anew from the rows; how many terms were off (0: none stored)."""
@@ -270,9 +281,11 @@ def _check_filter(filter: object, *, required: bool = False) -> Filter | None:
 def missing(name: str, existing: Iterable[str]) -> str:
     """The message for a collection ``name`` that does not exist: the existing ones, and the fix."""
     known = ", ".join(sorted(existing)) or "none yet"
-    return (f"collection {name!r} does not exist (existing: {known}): check the name, or declare "
-            f"[collections.{name}] and index it (vectorsync reindex {name}), or create it empty (vectorsync "
-            f"collections create {name})")
+    return (
+        f"collection {name!r} does not exist (existing: {known}): check the name, or declare "
+        f"[collections.{name}] and index it (vectorsync reindex {name}), or create it empty (vectorsync "
+        f"collections create {name})"
+    )
 
 
 class VectorStore:
@@ -309,14 +322,18 @@ class VectorStore:
 
     def collection(self, name: str) -> Collection:
         """``get_collection(name, create=True)``, by its older name (one release)."""
-        warnings.warn("VectorStore.collection(name) is get_collection(name, create=True)", DeprecationWarning,
-                      stacklevel=2)
+        warnings.warn(
+            "VectorStore.collection(name) is get_collection(name, create=True)", DeprecationWarning, stacklevel=2
+        )
         return self.get_collection(name, create=True)
 
     def open(self, name: str, *, declared: AbstractSet[str] = frozenset()) -> Collection:
         """``get_collection(name, create=name in declared)``, by its older name (one release)."""
-        warnings.warn("VectorStore.open(name, declared=...) is get_collection(name, create=name in declared)",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "VectorStore.open(name, declared=...) is get_collection(name, create=name in declared)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self.get_collection(name, create=name in declared)
 
     def has_collection(self, name: str) -> bool:
@@ -329,8 +346,10 @@ class VectorStore:
         The check and the creation are two steps: two creators racing both succeed, with one collection.
         """
         if self.has_collection(name):
-            raise ConfigError(f"collection {name!r} already exists: open it (get, or get_or_create), or drop it "
-                              f"first (vectorsync collections drop {name})")
+            raise ConfigError(
+                f"collection {name!r} already exists: open it (get, or get_or_create), or drop it "
+                f"first (vectorsync collections drop {name})"
+            )
         return self.ensure_collection(name)
 
     def reset_collection(self, name: str) -> None:

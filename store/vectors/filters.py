@@ -61,8 +61,10 @@ def _check_value(value: object, *, field: str, comparable: bool = False) -> Scal
     if not isinstance(value, str | int | float) or (isinstance(value, float) and not math.isfinite(value)):
         raise ConfigError(f"filter value {value!r} for {field!r} is not allowed: use {kinds}")
     if isinstance(value, str) and has_unstorable(value):  # pgvector refused it, memory and Qdrant matched nothing
-        raise ConfigError(f"filter value {escape_unstorable(value)!r} for {field!r} holds a NUL character or a lone "
-                          "surrogate, which no stored value can hold: remove it")
+        raise ConfigError(
+            f"filter value {escape_unstorable(value)!r} for {field!r} holds a NUL character or a lone "
+            "surrogate, which no stored value can hold: remove it"
+        )
     return value
 
 
@@ -294,8 +296,10 @@ def check_size(filter: Filter, *, max_depth: int, max_terms: int) -> Filter:
         else:
             terms += len(node.values) if isinstance(node, AnyOf) else 1
         if terms > max_terms:
-            raise ConfigError(f"the filter holds more than {max_terms} conditions and values: narrow it, or match "
-                              "on a field that groups them (limits.max_filter_terms)")
+            raise ConfigError(
+                f"the filter holds more than {max_terms} conditions and values: narrow it, or match "
+                "on a field that groups them (limits.max_filter_terms)"
+            )
     return filter
 
 
@@ -307,17 +311,17 @@ def _from_field(field: str, spec: object) -> list[Filter]:
     parts = []
     for op, value in spec.items():
         if op not in _FIELD_OPS:
-            raise ConfigError(
-                f"unknown filter operator {op!r} for {field!r}: use one of {', '.join(_FIELD_OPS)}"
-            )
+            raise ConfigError(f"unknown filter operator {op!r} for {field!r}: use one of {', '.join(_FIELD_OPS)}")
         parts.append(_FIELD_OPS[op](field, value))
     return parts
 
 
 def _from_dict(data: object, depth: int = 1) -> Filter:
     if depth > DEFAULT_MAX_DEPTH:
-        raise ConfigError(f"the filter nests more than {DEFAULT_MAX_DEPTH} levels of $and/$or/$not: flatten it "
-                          "(limits.max_filter_depth)")
+        raise ConfigError(
+            f"the filter nests more than {DEFAULT_MAX_DEPTH} levels of $and/$or/$not: flatten it "
+            "(limits.max_filter_depth)"
+        )
     if not isinstance(data, Mapping) or not data:
         raise ConfigError(f"a filter is a non-empty JSON object, got {_brief(data)}")
     parts: list[Filter] = []

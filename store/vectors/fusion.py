@@ -71,8 +71,14 @@ def fuse(legs: Sequence[tuple[float, Sequence[VectorMatch]]], *, rrf_k: int, lim
     return [VectorMatch(id=id, score=scores[id], text=first[id].text, metadata=first[id].metadata) for id in best]
 
 
-def hybrid(settings: SearchSettings, *, limit: int, parallel: bool, vectors: Callable[[int], list[VectorMatch]],
-           keywords: Callable[[int], list[VectorMatch]]) -> list[VectorMatch]:
+def hybrid(
+    settings: SearchSettings,
+    *,
+    limit: int,
+    parallel: bool,
+    vectors: Callable[[int], list[VectorMatch]],
+    keywords: Callable[[int], list[VectorMatch]],
+) -> list[VectorMatch]:
     """The fused top ``limit`` of the two legs, each asked for ``window`` matches; a leg of weight 0 is not run.
     ``parallel``: the vector leg runs in ``legs_pool`` beside the keyword leg (a backend of server round trips)."""
     s = settings

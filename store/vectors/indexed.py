@@ -52,7 +52,10 @@ def _fits(value: object, kind: FieldType) -> bool:
 
 
 _EXAMPLES: dict[FieldType, str] = {
-    "integer": "42", "float": "0.5", "keyword": '"support"', "bool": "true",
+    "integer": "42",
+    "float": "0.5",
+    "keyword": '"support"',
+    "bool": "true",
     "datetime": '"2026-11-30T06:00:00+00:00" (ISO 8601, one offset for every record: compared as text)',
 }
 

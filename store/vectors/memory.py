@@ -84,8 +84,12 @@ class MemoryCollection(Collection):
         found = scores(matrix, np.asarray(vector, dtype=np.float64), self.metric)
         best = np.argsort(-found, kind="stable")[:limit]
         return [
-            VectorMatch(id=candidates[i].id, score=float(found[i]), text=candidates[i].text,
-                        metadata=dict(candidates[i].metadata))
+            VectorMatch(
+                id=candidates[i].id,
+                score=float(found[i]),
+                text=candidates[i].text,
+                metadata=dict(candidates[i].metadata),
+            )
             for i in best
         ]
 
@@ -100,11 +104,14 @@ class MemoryCollection(Collection):
         df = np.count_nonzero(tf, axis=0)
         idf = np.asarray([bm25.idf(int(d), len(held)) for d in df])
         found = bm25.term_weights(tf, lengths, float(lengths.mean())) @ idf
-        scored = [i for i in np.flatnonzero(tf.any(axis=1))
-                  if filter is None or filter.matches(held[i][0].metadata)]
+        scored = [i for i in np.flatnonzero(tf.any(axis=1)) if filter is None or filter.matches(held[i][0].metadata)]
         best = sorted(scored, key=lambda i: (-found[i], held[i][0].id))[:limit]
-        return [VectorMatch(id=held[i][0].id, score=float(found[i]), text=held[i][0].text,
-                            metadata=dict(held[i][0].metadata)) for i in best]
+        return [
+            VectorMatch(
+                id=held[i][0].id, score=float(found[i]), text=held[i][0].text, metadata=dict(held[i][0].metadata)
+            )
+            for i in best
+        ]
 
     def _count(self, filter: Filter | None) -> int:
         return len(self._matching(filter))

@@ -18,5 +18,7 @@ def check_mode(mode: object) -> SearchMode:
     """``mode`` when it is one of ``SEARCH_MODES``, else a ConfigError naming it and the choices."""
     if isinstance(mode, str) and mode in SEARCH_MODES:
         return mode
-    raise ConfigError(f"search mode {mode!r} is not allowed: use one of {', '.join(SEARCH_MODES)} "
-                      "(or None for the collection's collections.NAME.search.mode)")
+    raise ConfigError(
+        f"search mode {mode!r} is not allowed: use one of {', '.join(SEARCH_MODES)} "
+        "(or None for the collection's collections.NAME.search.mode)"
+    )

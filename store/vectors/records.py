@@ -88,8 +88,10 @@ def _clean_json(value: Any) -> Any:
             raise TypeError(f"keys must be strings, got {[k for k in value if not isinstance(k, str)]!r}")
         unstorable = [k for k in value if has_unstorable(k)]
         if unstorable:  # dropping the character would merge it with another key, and which value won was luck
-            raise TypeError(f"key {escape_unstorable(unstorable[0])!r} holds a NUL character or a lone surrogate, "
-                            "which no backend can store: rename the key")
+            raise TypeError(
+                f"key {escape_unstorable(unstorable[0])!r} holds a NUL character or a lone surrogate, "
+                "which no backend can store: rename the key"
+            )
         return {k: _clean_json(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_clean_json(v) for v in value]
@@ -99,8 +101,9 @@ def _clean_json(value: Any) -> Any:
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no spaces: the same value always gives the same text. An ``Embedding`` or a
     numpy value is written as the list or number it holds."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False,
-                      default=_json_default)
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=_json_default
+    )
 
 
 def _json_default(value: Any) -> Any:
@@ -161,22 +164,27 @@ def validate_vector(vector: object, *, dimensions: int, collection: str, what: s
     if array is not None:  # an Embedding or a float array: checked whole, ~10x faster than number by number
         import numpy
 
-        return _checked(array.tolist(), finite=bool(numpy.isfinite(array).all()), dimensions=dimensions,
-                        collection=collection, what=what)
+        return _checked(
+            array.tolist(),
+            finite=bool(numpy.isfinite(array).all()),
+            dimensions=dimensions,
+            collection=collection,
+            what=what,
+        )
     items: Sequence[Any] = vector  # type: ignore[assignment]
     try:
         values = [float(x) for x in items]
     except (TypeError, ValueError):
         raise ConfigError(f"{what} must contain only numbers, got {list(items)[:5]!r}...") from None
-    return _checked(values, finite=all(math.isfinite(x) for x in values), dimensions=dimensions,
-                    collection=collection, what=what)
+    return _checked(
+        values, finite=all(math.isfinite(x) for x in values), dimensions=dimensions, collection=collection, what=what
+    )
 
 
 def _checked(values: list[float], *, finite: bool, dimensions: int, collection: str, what: str) -> list[float]:
     if len(values) != dimensions:
         raise ConfigError(
-            f"{what} has {len(values)} dimensions; collection {collection!r} expects "
-            f"{dimensions} (vectors.dimensions)"
+            f"{what} has {len(values)} dimensions; collection {collection!r} expects {dimensions} (vectors.dimensions)"
         )
     if not finite:
         raise ConfigError(f"{what} for collection {collection!r} contains NaN or infinity")
@@ -202,8 +210,10 @@ def _array_types() -> tuple[type, ...]:
 
 
 #: What a record id must be, said in every refusal of one.
-ID_RULE = ("a record id is a non-empty string of at most limits.max_id_chars characters, without NUL characters "
-           "or lone surrogates")
+ID_RULE = (
+    "a record id is a non-empty string of at most limits.max_id_chars characters, without NUL characters "
+    "or lone surrogates"
+)
 
 
 def check_record_id(record_id: str, *, max_chars: int = DEFAULT_MAX_ID_CHARS) -> str:
@@ -229,13 +239,13 @@ def validate_record(record: object, *, dimensions: int, collection: str) -> Vect
     if not isinstance(record, VectorRecord):
         raise ConfigError(f"expected a VectorRecord, got {type(record).__name__}")
     if not isinstance(record.id, str) or not record.id or _UNSTORABLE.search(record.id):
-        raise ConfigError(
-            f"record id {record.id!r} is not allowed: use a non-empty string without NUL characters"
-        )
+        raise ConfigError(f"record id {record.id!r} is not allowed: use a non-empty string without NUL characters")
     return VectorRecord(
         id=record.id,
         embedding=validate_vector(
-            record.embedding, dimensions=dimensions, collection=collection,
+            record.embedding,
+            dimensions=dimensions,
+            collection=collection,
             what=f"embedding of record {record.id!r}",
         ),
         text=clean_text(str(record.text)),

@@ -52,8 +52,11 @@ def check_scoped(collection: str, required: Iterable[str], filter: Filter | None
         return
     example = "{" + ", ".join(f"{json.dumps(f)}: <value>" for f in missing) + "}"
     pronoun = "it" if len(missing) == 1 else "them"
-    given = "the search has no filter" if filter is None else \
-        f"the filter {json.dumps(filter.to_dict())} does not pin {pronoun}"
+    given = (
+        "the search has no filter"
+        if filter is None
+        else f"the filter {json.dumps(filter.to_dict())} does not pin {pronoun}"
+    )
     raise ConfigError(
         f"collection {collection!r} is searched only with an equality filter on {', '.join(missing)} "
         f"(collections.{collection}.required_filter), but {given}: pass e.g. filter={example} "

@@ -26,8 +26,12 @@ def _made() -> Any:
         if _histogram is None:
             from prometheus_client import Histogram
 
-            _histogram = Histogram("vectorsync_search_seconds", "Seconds of each search of a collection, its "
-                                   "query's embedding included", ["collection"], buckets=SEARCH_SECONDS_BUCKETS)
+            _histogram = Histogram(
+                "vectorsync_search_seconds",
+                "Seconds of each search of a collection, its query's embedding included",
+                ["collection"],
+                buckets=SEARCH_SECONDS_BUCKETS,
+            )
         return _histogram
 
 

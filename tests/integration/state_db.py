@@ -27,13 +27,15 @@ def fresh_database(server_url: str) -> Iterator[str]:
     admin = sa.create_engine(engine_url(server_url), isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
     with admin.connect() as conn:
         conn.connection.driver_connection.execute(  # type: ignore[union-attr]
-            sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+            sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+        )
     try:
         yield sa.engine.make_url(server_url).set(database=name).render_as_string(hide_password=False)
     finally:
         with admin.connect() as conn:
             conn.connection.driver_connection.execute(  # type: ignore[union-attr]
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
         admin.dispose()
 
 
@@ -54,7 +56,8 @@ def load_schema(url: str, name: str) -> None:
     try:
         with engine.begin() as conn:  # a script of many statements, sent as one (no parameters)
             conn.connection.driver_connection.execute(  # type: ignore[union-attr]
-                (FIXTURES / f"state_schema_{name}.sql").read_text())
+                (FIXTURES / f"state_schema_{name}.sql").read_text()
+            )
     finally:
         engine.dispose()
 
@@ -85,5 +88,7 @@ WHERE schemaname = current_schema() AND starts_with(tablename, 'vectorsync_')
 def catalog(url: str) -> dict[str, set[tuple[Any, ...]]]:
     """The state tables as the catalog tells them: columns (type, not null, default), constraints, indexes.
     Sets: the order columns were added in is left out (a column added later comes last)."""
-    return {what: {tuple(row) for row in execute(url, query)}
-            for what, query in (("columns", _COLUMNS), ("constraints", _CONSTRAINTS), ("indexes", _INDEXES))}
+    return {
+        what: {tuple(row) for row in execute(url, query)}
+        for what, query in (("columns", _COLUMNS), ("constraints", _CONSTRAINTS), ("indexes", _INDEXES))
+    }

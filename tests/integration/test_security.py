@@ -35,8 +35,10 @@ def test_a_nan_answer_fails_over_and_never_reaches_the_cache(scratch_redis_url: 
             only_broken.embed_many(["beta"])
         assert cache.get_many(embeddings.space, 8, ["beta"]) == [None]
         poisoned = float("nan")
-        redis.Redis.from_url(url).set(cache_key(embeddings.space, 8, "gamma"),
-                                      b"".join(__import__("struct").pack("<f", poisoned) for _ in range(8)))
+        redis.Redis.from_url(url).set(
+            cache_key(embeddings.space, 8, "gamma"),
+            b"".join(__import__("struct").pack("<f", poisoned) for _ in range(8)),
+        )
         assert cache.get_many(embeddings.space, 8, ["gamma"]) == [None]  # an old poisoned entry is a miss
         cache.close()
         embeddings.close()
@@ -54,7 +56,9 @@ def test_reading_never_creates_a_collection_and_stored_text_is_printed_literally
     embedder = Embeddings.from_settings(settings)
     text = "[bold red]not markup[/] [/b] [link=http://evil.test]click[/link]"
     with PgvectorStore(postgres_url, dimensions=16) as store:
-        store.get_collection(name, create=True).upsert(VectorRecord("a:0", embedder.embed(text), text, {"record_id": "a"}))
+        store.get_collection(name, create=True).upsert(
+            VectorRecord("a:0", embedder.embed(text), text, {"record_id": "a"})
+        )
         before = set(store.list_collections())
 
     found = run_cli(config, "search", name, "markup click")

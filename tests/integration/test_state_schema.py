@@ -37,10 +37,14 @@ def differences(url: str, metadata: sa.MetaData) -> list[Any]:
     engine = sa.create_engine(engine_url(url), poolclass=sa.NullPool)
     try:
         with engine.connect() as conn:
-            context = MigrationContext.configure(conn, opts={
-                "compare_type": True, "compare_server_default": True,
-                "include_name": lambda name, kind, _parent: kind != "table" or name != migrations.VERSION_TABLE,
-            })
+            context = MigrationContext.configure(
+                conn,
+                opts={
+                    "compare_type": True,
+                    "compare_server_default": True,
+                    "include_name": lambda name, kind, _parent: kind != "table" or name != migrations.VERSION_TABLE,
+                },
+            )
             return list(compare_metadata(context, metadata))
     finally:
         engine.dispose()
@@ -71,8 +75,7 @@ def test_the_comparison_sees_drift(database: str) -> None:
     drifted.tables["vectorsync_ledger"].append_column(sa.Column("extra", sa.Text))
     drifted.tables["vectorsync_runs"].c.kind.server_default = sa.DefaultClause("other")
     sa.Index("ix_failures_run", drifted.tables["vectorsync_failures"].c.run_id)
-    found = {diff[0] if isinstance(diff, tuple) else diff[0][0] for diff in differences(upgraded(database),
-                                                                                        drifted)}
+    found = {diff[0] if isinstance(diff, tuple) else diff[0][0] for diff in differences(upgraded(database), drifted)}
     assert found == {"add_column", "modify_default", "add_index"}
 
 
@@ -86,5 +89,4 @@ def test_every_way_up_ends_with_the_same_tables(postgres_url: str) -> None:
     assert found["main"] == found[None]
     assert found["first"] == found[None]
     assert ("vectorsync_runs", "kind", "text", True, "'reindex'::text") in found[None]["columns"]
-    assert {index[1] for index in found[None]["indexes"]} >= {"ix_vectorsync_runs_collection",
-                                                              "vectorsync_ledger_pkey"}
+    assert {index[1] for index in found[None]["indexes"]} >= {"ix_vectorsync_runs_collection", "vectorsync_ledger_pkey"}

@@ -39,8 +39,10 @@ def too_new(database: str) -> str:
 
 
 def refusal(url: str) -> str:
-    return (f"the state database at {safe_url(url)} is at schema version 0099, newer than this vectorsync "
-            f"knows ({migrations.HEAD}): upgrade vectorsync on this machine")
+    return (
+        f"the state database at {safe_url(url)} is at schema version 0099, newer than this vectorsync "
+        f"knows ({migrations.HEAD}): upgrade vectorsync on this machine"
+    )
 
 
 def test_the_ledger_and_the_registry_refuse_a_newer_schema(too_new: str) -> None:
@@ -60,23 +62,46 @@ def test_a_worker_s_start_refuses_a_newer_schema(too_new: str, redis_url: str, t
     config = tmp_path / "vectorsync.toml"
     config.write_text(worker_sections(broker=redis_url, database=too_new, dimensions=8))
     worker = subprocess.run(
-        [sys.executable, "-m", "celery", "-A", "worker", "worker", "--loglevel", "INFO", "-P", "prefork", "-c", "1",
-         "--without-gossip", "--without-mingle"],
-        cwd=ROOT, env=process_env(config), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "worker",
+            "worker",
+            "--loglevel",
+            "INFO",
+            "-P",
+            "prefork",
+            "-c",
+            "1",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        cwd=ROOT,
+        env=process_env(config),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert worker.returncode == 1
     assert f"vectorsync worker refused to start: {refusal(too_new)}" in worker.stderr
     assert "ready." not in worker.stdout + worker.stderr
 
 
-def test_init_upgrades_and_says_from_which_version_then_refuses_a_newer_one(database: str, redis_url: str,
-                                                                           tmp_path: Path) -> None:
+def test_init_upgrades_and_says_from_which_version_then_refuses_a_newer_one(
+    database: str, redis_url: str, tmp_path: Path
+) -> None:
     load_schema(database, "first")
     config = tmp_path / "vectorsync.toml"
     config.write_text(worker_sections(broker=redis_url, database=database, dimensions=8))
     first = run_cli(config, "init")
     assert first.returncode == 0, first.stderr
-    assert f"state tables ready in {safe_url(database)} (schema version {migrations.HEAD}, upgraded from no " \
-           "version)" in first.stdout
+    assert (
+        f"state tables ready in {safe_url(database)} (schema version {migrations.HEAD}, upgraded from no "
+        "version)" in first.stdout
+    )
     again = run_cli(config, "init")
     assert f"state tables ready in {safe_url(database)} (schema version {migrations.HEAD})" in again.stdout
     stamp(database, "0099")

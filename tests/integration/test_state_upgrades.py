@@ -32,28 +32,50 @@ def version(url: str) -> list[str]:
 
 def fill_first_release(url: str) -> None:
     """A row in every table the first release had, in its columns only."""
-    execute(url, "INSERT INTO vectorsync_ledger (collection, record_id, content_hash, model, chunks, version, "
-                 "indexed_at) VALUES ('notes', 'a', 'h1', 'small', 3, 7, :when)", {"when": WHEN})
-    execute(url, "INSERT INTO vectorsync_runs (run_id, collection, status, \"full\", total, batches, error, "
-                 "started_at) VALUES ('run1', 'notes', 'running', false, 10, 2, '', :when)", {"when": WHEN})
-    execute(url, "INSERT INTO vectorsync_run_batches (run_id, batch, done, skipped, failed) "
-                 "VALUES ('run1', 0, 4, 1, 0)")
-    execute(url, "INSERT INTO vectorsync_failures (collection, record_id, error, attempts, run_id, last_seen) "
-                 "VALUES ('notes', 'b', 'boom', 2, 'run1', :when)", {"when": WHEN})
+    execute(
+        url,
+        "INSERT INTO vectorsync_ledger (collection, record_id, content_hash, model, chunks, version, "
+        "indexed_at) VALUES ('notes', 'a', 'h1', 'small', 3, 7, :when)",
+        {"when": WHEN},
+    )
+    execute(
+        url,
+        'INSERT INTO vectorsync_runs (run_id, collection, status, "full", total, batches, error, '
+        "started_at) VALUES ('run1', 'notes', 'running', false, 10, 2, '', :when)",
+        {"when": WHEN},
+    )
+    execute(
+        url, "INSERT INTO vectorsync_run_batches (run_id, batch, done, skipped, failed) VALUES ('run1', 0, 4, 1, 0)"
+    )
+    execute(
+        url,
+        "INSERT INTO vectorsync_failures (collection, record_id, error, attempts, run_id, last_seen) "
+        "VALUES ('notes', 'b', 'boom', 2, 'run1', :when)",
+        {"when": WHEN},
+    )
 
 
 def fill_main(url: str) -> None:
     """A row in every table today's main has, every column given."""
-    execute(url, "INSERT INTO vectorsync_ledger VALUES ('notes', 'a', 'h1', 'small', 3, 7, 'stamp1', :when)",
-            {"when": WHEN})
-    execute(url, "INSERT INTO vectorsync_runs (run_id, collection, status, kind, \"full\", total, batches, "
-                 "deferred_index, error, started_at) VALUES ('run1', 'notes', 'running', 'reconcile', true, 10, 2, "
-                 "true, '', :when)", {"when": WHEN})
+    execute(
+        url, "INSERT INTO vectorsync_ledger VALUES ('notes', 'a', 'h1', 'small', 3, 7, 'stamp1', :when)", {"when": WHEN}
+    )
+    execute(
+        url,
+        'INSERT INTO vectorsync_runs (run_id, collection, status, kind, "full", total, batches, '
+        "deferred_index, error, started_at) VALUES ('run1', 'notes', 'running', 'reconcile', true, 10, 2, "
+        "true, '', :when)",
+        {"when": WHEN},
+    )
     execute(url, "INSERT INTO vectorsync_run_batches VALUES ('run1', 0, 4, 1, 0, :when)", {"when": WHEN})
     execute(url, "INSERT INTO vectorsync_failures VALUES ('notes', 'b', 'boom', 2, 'run1', :when)", {"when": WHEN})
     execute(url, "INSERT INTO vectorsync_aliases VALUES ('notes', 1, NULL)")
-    execute(url, "INSERT INTO vectorsync_generations VALUES ('notes', 1, '[\"small\"]', '{\"small\": \"m\"}', 8, "
-                 "NULL, :when), ('notes', 2, '[\"large\"]', '{}', 16, 'run1', :when)", {"when": WHEN})
+    execute(
+        url,
+        "INSERT INTO vectorsync_generations VALUES ('notes', 1, '[\"small\"]', '{\"small\": \"m\"}', 8, "
+        "NULL, :when), ('notes', 2, '[\"large\"]', '{}', 16, 'run1', :when)",
+        {"when": WHEN},
+    )
 
 
 def test_a_fresh_database_upgrades_to_the_head_and_again_to_nothing(database: str) -> None:
@@ -67,8 +89,15 @@ def test_a_fresh_database_upgrades_to_the_head_and_again_to_nothing(database: st
         state.close()
     assert version(database) == [migrations.HEAD]
     tables = {row[0] for row in execute(database, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
-    assert tables == {"vectorsync_ledger", "vectorsync_runs", "vectorsync_run_batches", "vectorsync_failures",
-                      "vectorsync_aliases", "vectorsync_generations", migrations.VERSION_TABLE}
+    assert tables == {
+        "vectorsync_ledger",
+        "vectorsync_runs",
+        "vectorsync_run_batches",
+        "vectorsync_failures",
+        "vectorsync_aliases",
+        "vectorsync_generations",
+        migrations.VERSION_TABLE,
+    }
 
 
 def test_main_s_schema_keeps_its_rows_and_ends_at_the_head(database: str) -> None:
@@ -79,14 +108,22 @@ def test_main_s_schema_keeps_its_rows_and_ends_at_the_head(database: str) -> Non
         assert version(database) == [migrations.HEAD]
         assert ledger.entries("notes", ["a"]) == {"a": LedgerEntry("a", "h1", "small", 3, 7, "stamp1")}
         run = ledger.run("run1")
-        assert (run.kind, run.full, run.total, run.done, run.skipped, run.status) == \
-            ("reconcile", True, 10, 4, 1, RunStatus.RUNNING)
+        assert (run.kind, run.full, run.total, run.done, run.skipped, run.status) == (
+            "reconcile",
+            True,
+            10,
+            4,
+            1,
+            RunStatus.RUNNING,
+        )
         assert run.moved_at == WHEN
         assert [(f.record_id, f.error, f.attempts) for f in ledger.failures("notes")] == [("b", "boom", 2)]
         alias = ledger.generations.alias("notes")
         assert alias is not None and alias.live == 1
-        assert [(g.number, g.chain, g.dimensions, g.run_id) for g in alias.generations] == \
-            [(1, ("small",), 8, None), (2, ("large",), 16, "run1")]
+        assert [(g.number, g.chain, g.dimensions, g.run_id) for g in alias.generations] == [
+            (1, ("small",), 8, None),
+            (2, ("large",), 16, "run1"),
+        ]
         # and the deferred run ends as it would have: its index is still to build
         assert ledger.finish_batch("run1", 1, done=5, skipped=0, failed=0).status == RunStatus.INDEXING
     finally:
@@ -101,8 +138,14 @@ def test_the_first_release_s_schema_gains_its_columns_with_defaults_and_keeps_it
         assert version(database) == [migrations.HEAD]
         assert ledger.entries("notes", ["a"]) == {"a": LedgerEntry("a", "h1", "small", 3, 7, "")}
         run = ledger.run("run1")
-        assert (run.kind, run.full, run.total, run.done, run.skipped, run.started_at) == \
-            ("reindex", False, 10, 4, 1, WHEN)
+        assert (run.kind, run.full, run.total, run.done, run.skipped, run.started_at) == (
+            "reindex",
+            False,
+            10,
+            4,
+            1,
+            WHEN,
+        )
         assert run.moved_at > WHEN  # counted_at: the upgrade's now() for batches counted before it existed
         assert [(f.record_id, f.error, f.attempts) for f in ledger.failures("notes")] == [("b", "boom", 2)]
         assert ledger.finish_batch("run1", 1, done=5, skipped=0, failed=0).status == RunStatus.DONE  # not deferred
@@ -152,8 +195,10 @@ def test_processes_upgrading_at_once_take_turns(database: str) -> None:
     for thread in threads:
         thread.join(timeout=60)
     assert failed == []
-    assert sorted((u.before or "", u.after) for u in done) == \
-        [("", migrations.HEAD)] + [(migrations.HEAD, migrations.HEAD)] * 3  # one upgraded, three found it done
+    assert (
+        sorted((u.before or "", u.after) for u in done)
+        == [("", migrations.HEAD)] + [(migrations.HEAD, migrations.HEAD)] * 3
+    )  # one upgraded, three found it done
     assert version(database) == [migrations.HEAD]
     assert execute(database, "SELECT count(*) FROM vectorsync_ledger") == [(1,)]
 

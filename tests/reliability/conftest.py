@@ -78,17 +78,22 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def print_figures(terminalreporter: Any, rows: list[dict[str, Any]]) -> None:
     """The figures table. After a fault that ends (a partition healed): ``resumed``, the seconds until its run
     next moved, and ``recovery``, until the run ended; with change capture, ``outbox``, the rows left in it."""
+
     def seconds(row: dict[str, Any], key: str) -> str:
         return f"{row[key]:.1f}s" if row.get(key) is not None else "-"
 
     terminalreporter.section("reliability figures")
-    terminalreporter.write_line(f"{'scenario':<60} {'records':>7} {'faults':>6} {'lost':>4} {'dup':>4} {'running':>7} "
-                                f"{'resumed':>7} {'recovery':>8} {'outbox':>6}")
+    terminalreporter.write_line(
+        f"{'scenario':<60} {'records':>7} {'faults':>6} {'lost':>4} {'dup':>4} {'running':>7} "
+        f"{'resumed':>7} {'recovery':>8} {'outbox':>6}"
+    )
     for row in rows:
         outbox = "-" if row.get("outbox") is None else row["outbox"]
-        terminalreporter.write_line(f"{row['scenario']:<60} {row['records']:>7} {row['faults']:>6} {row['lost']:>4} "
-                                    f"{row['duplicated']:>4} {row['running']:>7} {seconds(row, 'resumed'):>7} "
-                                    f"{seconds(row, 'recovery'):>8} {outbox:>6}")
+        terminalreporter.write_line(
+            f"{row['scenario']:<60} {row['records']:>7} {row['faults']:>6} {row['lost']:>4} "
+            f"{row['duplicated']:>4} {row['running']:>7} {seconds(row, 'resumed'):>7} "
+            f"{seconds(row, 'recovery'):>8} {outbox:>6}"
+        )
 
 
 class Redis:
@@ -109,10 +114,24 @@ class Redis:
         self.folder.mkdir(parents=True, exist_ok=True)
         aof = ["--appendonly", "yes", "--appendfsync", "always"] if self.persistent else ["--appendonly", "no"]
         self.process = subprocess.Popen(
-            [redis_server_binary()[0], "--port", str(self.port), "--bind", self.host, "--save", "",
-             # clients from another address than loopback (a network namespace's) would be refused
-             "--protected-mode", "no" if self.host != "127.0.0.1" else "yes",
-             "--dir", str(self.folder), *aof], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                redis_server_binary()[0],
+                "--port",
+                str(self.port),
+                "--bind",
+                self.host,
+                "--save",
+                "",
+                # clients from another address than loopback (a network namespace's) would be refused
+                "--protected-mode",
+                "no" if self.host != "127.0.0.1" else "yes",
+                "--dir",
+                str(self.folder),
+                *aof,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         wait_for(lambda: redis_answers(self.url), timeout=10, what="redis-server to start")
 
     def kill(self) -> None:
@@ -155,8 +174,9 @@ class Rig:
         return Producer(self.settings)
 
     @contextmanager
-    def worker(self, name: str = "w1", *, concurrency: int = 2,
-               prefix: Sequence[str] = ()) -> Iterator[subprocess.Popen[bytes]]:
+    def worker(
+        self, name: str = "w1", *, concurrency: int = 2, prefix: Sequence[str] = ()
+    ) -> Iterator[subprocess.Popen[bytes]]:
         with celery_worker(self.config, concurrency=concurrency, name=name, prefix=prefix) as process:
             yield process
 
@@ -181,14 +201,16 @@ class Rig:
         with self.crm.engine.connect() as conn:
             if conn.execute(sa.text(f"SELECT to_regclass('{OUTBOX}')")).scalar() is None:
                 return 0
-            return int(conn.execute(sa.text(f"SELECT count(*) FROM {OUTBOX} WHERE collection = :c"),
-                                    {"c": self.collection}).scalar_one())
+            return int(
+                conn.execute(
+                    sa.text(f"SELECT count(*) FROM {OUTBOX} WHERE collection = :c"), {"c": self.collection}
+                ).scalar_one()
+            )
 
     def settled(self) -> bool:
         """Every run has ended, the outbox is empty (with capture) and the store equals the source, but for
         recorded failures."""
-        return (all(r.status.ended for r in self.runs()) and not self.outbox()
-                and self.figures()["lost"] == 0)
+        return all(r.status.ended for r in self.runs()) and not self.outbox() and self.figures()["lost"] == 0
 
     def figures(self) -> dict[str, int | None]:
         rows = self.crm.rows()
@@ -206,12 +228,18 @@ class Rig:
         wrong = {record(k) for k, v in expected.items() if record(k) not in failed and stored.get(k) != v}
         extra = {record(k) for k in stored if k not in expected}  # duplicates, orphans, stale chunks
         unaccounted = {record(k) for k in expected} - {record(k) for k in stored} - failed
-        return {"records": len(rows), "lost": len(wrong | unaccounted), "duplicated": len(extra),
-                "running": sum(not r.status.ended for r in self.runs()), "failed": len(failed),
-                "outbox": self.outbox()}
+        return {
+            "records": len(rows),
+            "lost": len(wrong | unaccounted),
+            "duplicated": len(extra),
+            "running": sum(not r.status.ended for r in self.runs()),
+            "failed": len(failed),
+            "outbox": self.outbox(),
+        }
 
-    def verify(self, scenario: str, *, faults: int, timeout: float = 180, failures: int = 0,
-               **recorded: Any) -> dict[str, int | None]:
+    def verify(
+        self, scenario: str, *, faults: int, timeout: float = 180, failures: int = 0, **recorded: Any
+    ) -> dict[str, int | None]:
         """Wait for the system to settle, then check it and record the figures (and ``recorded``: more of
         them, such as ``recovery``, the seconds from a fault's end to its run's end)."""
         try:
@@ -227,8 +255,19 @@ class Rig:
         return found
 
 
-def settings_text(*, broker: str, database: str, table: str, collection: str, primary: str, backup: str,
-                  time_limit: int = 12, broker_keys: str = "", sections: str = "", capture: bool = False) -> str:
+def settings_text(
+    *,
+    broker: str,
+    database: str,
+    table: str,
+    collection: str,
+    primary: str,
+    backup: str,
+    time_limit: int = 12,
+    broker_keys: str = "",
+    sections: str = "",
+    capture: bool = False,
+) -> str:
     """The rig's settings: tasks of ``time_limit`` seconds (the index build one more, the visibility timeout
     one more again); ``broker_keys`` adds lines to [broker], ``sections`` whole sections (TOML: a section is
     written once); ``capture``: triggers write the collection's changes to the outbox, the workers relay them."""
@@ -247,7 +286,7 @@ retry_delay = 1
 stall_seconds = 3
 
 [cache]
-url = "{broker.rsplit('/', 1)[0]}/1"
+url = "{broker.rsplit("/", 1)[0]}/1"
 
 [models.primary]
 provider = "openai"
@@ -280,8 +319,9 @@ dimensions = 8
 
 
 @contextmanager
-def make_rig(folder: Path, database: str, *, persistent: bool = False, host: str = "127.0.0.1",
-             **settings: Any) -> Iterator[Rig]:
+def make_rig(
+    folder: Path, database: str, *, persistent: bool = False, host: str = "127.0.0.1", **settings: Any
+) -> Iterator[Rig]:
     """A rig in ``folder``: its own broker (with AOF when ``persistent``), model servers and source table.
     Its servers listen on ``host``; ``settings`` are ``settings_text``'s (time_limit, broker_keys, sections,
     capture)."""
@@ -291,9 +331,17 @@ def make_rig(folder: Path, database: str, *, persistent: bool = False, host: str
     with FakeOpenAI(dimensions=8, host=host) as primary, FakeOpenAI(dimensions=8, host=host) as backup:
         crm = CrmTable(database, f"crm_{collection}")
         config = folder / "vectorsync.toml"
-        config.write_text(settings_text(broker=broker.url, database=database, table=crm.name,
-                                        collection=collection, primary=primary.url, backup=backup.url,
-                                        **settings))
+        config.write_text(
+            settings_text(
+                broker=broker.url,
+                database=database,
+                table=crm.name,
+                collection=collection,
+                primary=primary.url,
+                backup=backup.url,
+                **settings,
+            )
+        )
         try:
             yield Rig(config, load_settings(config), collection, crm, primary, backup, database, broker)
         except AssertionError as exc:  # a scenario that failed says what its workers logged
@@ -346,9 +394,14 @@ def restart_postgres(database: str, *, down: float = 0.0) -> None:
     owner = psutil.Process(int(Path(folder, "postmaster.pid").read_text().split()[0])).username()
     options = shlex.split(Path(folder, "postmaster.opts").read_text())[1:]
     at = options.index("-D")
-    options = options[:at] + options[at + 2:]
+    options = options[:at] + options[at + 2 :]
     pg_ctl = [str(Path(POSTGRES_BIN_PATH) / "pg_ctl"), "-D", folder]
     subprocess.run([*pg_ctl, "stop", "-m", "fast", "-w"], check=True, capture_output=True, user=owner, timeout=60)
     time.sleep(down)
-    subprocess.run([*pg_ctl, "start", "-w", "-l", f"{folder}/restart.log", "-o",
-                    " ".join(shlex.quote(o) for o in options)], check=True, capture_output=True, timeout=60, user=owner)
+    subprocess.run(
+        [*pg_ctl, "start", "-w", "-l", f"{folder}/restart.log", "-o", " ".join(shlex.quote(o) for o in options)],
+        check=True,
+        capture_output=True,
+        timeout=60,
+        user=owner,
+    )

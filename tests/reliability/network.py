@@ -60,9 +60,12 @@ def _firewall() -> str | None:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not shutil.which("nft"):
             with contextlib.suppress(subprocess.SubprocessError, OSError):
-                subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "nftables"],
-                               capture_output=True, timeout=300,
-                               env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+                subprocess.run(
+                    ["apt-get", "install", "-y", "--no-install-recommends", "nftables"],
+                    capture_output=True,
+                    timeout=300,
+                    env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+                )
     return "nft" if shutil.which("nft") else None
 
 
@@ -110,13 +113,19 @@ class Namespace:
         assert not self.cut_ports, f"already cut: {self.cut_ports}"
         listed = ", ".join(str(p) for p in ports)
         if self.firewall == "nft":
-            self._inside("nft", "-f", "-", stdin=(
-                f"table inet {TABLE} {{\n"
-                f"  chain out {{\n    type filter hook output priority 0; policy accept;\n"
-                f"    ip daddr {self.host} tcp dport {{ {listed} }} drop\n  }}\n"
-                f"  chain in {{\n    type filter hook input priority 0; policy accept;\n"
-                f"    ip saddr {self.host} tcp sport {{ {listed} }} drop\n  }}\n"
-                f"}}\n"))
+            self._inside(
+                "nft",
+                "-f",
+                "-",
+                stdin=(
+                    f"table inet {TABLE} {{\n"
+                    f"  chain out {{\n    type filter hook output priority 0; policy accept;\n"
+                    f"    ip daddr {self.host} tcp dport {{ {listed} }} drop\n  }}\n"
+                    f"  chain in {{\n    type filter hook input priority 0; policy accept;\n"
+                    f"    ip saddr {self.host} tcp sport {{ {listed} }} drop\n  }}\n"
+                    f"}}\n"
+                ),
+            )
         else:
             for rule in self._iptables_rules(ports):
                 self._inside("iptables", "-A", *rule)
@@ -135,8 +144,10 @@ class Namespace:
 
     def _iptables_rules(self, ports: Sequence[int]) -> list[list[str]]:
         listed = ",".join(str(p) for p in ports)
-        return [["OUTPUT", "-d", self.host, "-p", "tcp", "-m", "multiport", "--dports", listed, "-j", "DROP"],
-                ["INPUT", "-s", self.host, "-p", "tcp", "-m", "multiport", "--sports", listed, "-j", "DROP"]]
+        return [
+            ["OUTPUT", "-d", self.host, "-p", "tcp", "-m", "multiport", "--dports", listed, "-j", "DROP"],
+            ["INPUT", "-s", self.host, "-p", "tcp", "-m", "multiport", "--sports", listed, "-j", "DROP"],
+        ]
 
 
 def _clean_leftovers() -> None:
@@ -151,8 +162,10 @@ def _clean_leftovers() -> None:
 
 def _free_subnet() -> ipaddress.IPv4Network:
     """A /30 of POOL that no address of this host is in."""
-    used = [ipaddress.ip_interface(a).network for a in
-            re.findall(r"inet (\S+)", _run("ip", "-4", "-o", "addr", "show", check=False).stdout)]
+    used = [
+        ipaddress.ip_interface(a).network
+        for a in re.findall(r"inet (\S+)", _run("ip", "-4", "-o", "addr", "show", check=False).stdout)
+    ]
     candidates = list(POOL.subnets(new_prefix=30))
     rng = random.Random(os.getpid() ^ int.from_bytes(os.urandom(4), "little"))
     for _ in range(1000):

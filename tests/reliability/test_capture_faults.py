@@ -31,8 +31,13 @@ CAPTURE_TIME_LIMIT = 25
 @pytest.fixture
 def rig(tmp_path: Path, postgres_url: str) -> Iterator[Rig]:
     """The rig with change capture on its collection, installed as a deploy does (``vectorsync init``)."""
-    with make_rig(tmp_path, postgres_url, capture=True, time_limit=CAPTURE_TIME_LIMIT,
-                  sections="[capture]\npoll_seconds = 1\nclaim_rows = 100\n") as made:
+    with make_rig(
+        tmp_path,
+        postgres_url,
+        capture=True,
+        time_limit=CAPTURE_TIME_LIMIT,
+        sections="[capture]\npoll_seconds = 1\nclaim_rows = 100\n",
+    ) as made:
         init = run_cli(made.config, "init")
         assert init.returncode == 0, init.stdout + init.stderr
         yield made
@@ -53,6 +58,7 @@ def _indexed(rig: Rig) -> int:
 def _verify(rig: Rig, scenario: str, *, faults: int, timeout: float = 180) -> None:
     """``Rig.verify``, once the cheap signs are there (the outbox empty, as many records indexed as the source
     has): its full comparison, chunking every row, is done once rather than every second meanwhile."""
+
     def drained() -> bool:
         with rig.crm.engine.connect() as conn:
             rows = conn.execute(sa.text(f'SELECT count(*) FROM "{rig.crm.name}"')).scalar_one()
@@ -94,8 +100,11 @@ def test_a_worker_killed_with_kill_9_mid_drain(rig: Rig, sql: Psql) -> None:
             # The newest 1,000 outbox rows are held, as a slower relay would still have them: the kill finds
             # rows claimed and sent, rows sent and not yet deleted, and rows not claimed at all.
             with holder.transaction():
-                held = holder.run(f"SELECT seq FROM {OUTBOX} WHERE collection = %s ORDER BY seq DESC LIMIT 1000 "
-                                  "FOR UPDATE SKIP LOCKED", (rig.collection,))
+                held = holder.run(
+                    f"SELECT seq FROM {OUTBOX} WHERE collection = %s ORDER BY seq DESC LIMIT 1000 "
+                    "FOR UPDATE SKIP LOCKED",
+                    (rig.collection,),
+                )
                 wait_for(lambda: _indexed(rig) >= 300, timeout=60, what="tasks to flow")
                 kill_tree(victim)  # the main process (and its relay) and its pool, as an OOM kill would
                 pending, indexed = rig.outbox(), _indexed(rig)
@@ -116,8 +125,11 @@ def test_the_broker_down_30_s_while_writes_go_on(rig: Rig, sql: Psql) -> None:
     with rig.worker(concurrency=2):
         # Every message acknowledged before the kill: kombu 5.7 loses the worker (AttributeError in
         # restore_unacked, "Unrecoverable error") when the connection drops with one unacknowledged.
-        wait_for(lambda: rig.outbox() == 0 and _indexed(rig) == 200 and _unacked(rig) == 0, timeout=60,
-                 what="the first 200 rows, acknowledged")
+        wait_for(
+            lambda: rig.outbox() == 0 and _indexed(rig) == 200 and _unacked(rig) == 0,
+            timeout=60,
+            what="the first 200 rows, acknowledged",
+        )
         rig.broker.kill()
         written, step, next_id = 0, 0, 1000
         down = time.monotonic()
@@ -129,8 +141,11 @@ def test_the_broker_down_30_s_while_writes_go_on(rig: Rig, sql: Psql) -> None:
                 written += 1
             elif step % 3 == 1:
                 i = rng.randint(1, 200)
-                written += len(sql.run(f'UPDATE "{table}" SET body = %s WHERE id = %s RETURNING id',
-                                       (note(i, version=step)["body"], i)))
+                written += len(
+                    sql.run(
+                        f'UPDATE "{table}" SET body = %s WHERE id = %s RETURNING id', (note(i, version=step)["body"], i)
+                    )
+                )
             else:
                 written += len(sql.run(f'DELETE FROM "{table}" WHERE id = %s RETURNING id', (rng.randint(1, 200),)))
             time.sleep(0.2)
@@ -139,8 +154,10 @@ def test_the_broker_down_30_s_while_writes_go_on(rig: Rig, sql: Psql) -> None:
         rig.broker.start()
         back = time.monotonic()
         _verify(rig, f"capture: broker down {BROKER_DOWN_SECONDS} s while writes go on", faults=1, timeout=120)
-        print(f"capture: {written} changes written while the broker was down, in line "
-              f"{time.monotonic() - back:.1f} s after it came back")
+        print(
+            f"capture: {written} changes written while the broker was down, in line "
+            f"{time.monotonic() - back:.1f} s after it came back"
+        )
 
 
 def test_postgres_restarted_while_changes_drain(rig: Rig, sql: Psql) -> None:
@@ -151,8 +168,10 @@ def test_postgres_restarted_while_changes_drain(rig: Rig, sql: Psql) -> None:
         insert_notes(sql, rig.crm.name, [note(i) for i in range(1, 1501)])
         # The newest 500 outbox rows are held by a transaction the restart ends: they are still to relay then.
         holder.run("BEGIN")
-        held = holder.run(f"SELECT seq FROM {OUTBOX} WHERE collection = %s ORDER BY seq DESC LIMIT 500 "
-                          "FOR UPDATE SKIP LOCKED", (rig.collection,))
+        held = holder.run(
+            f"SELECT seq FROM {OUTBOX} WHERE collection = %s ORDER BY seq DESC LIMIT 500 FOR UPDATE SKIP LOCKED",
+            (rig.collection,),
+        )
         wait_for(lambda: _indexed(rig) >= 150, timeout=60, what="tasks to flow")
         pending = rig.outbox()
         assert pending is not None and pending >= len(held) > 0, (pending, len(held))

@@ -18,8 +18,14 @@ SECONDS = float(os.environ.get("VECTORSYNC_CHAOS_SECONDS", "100"))
 def test_a_seeded_chaos_run_keeps_every_invariant(tmp_path: Path) -> None:
     lines: list[str] = []
     report = run(tmp_path, seed=SEED, seconds=SECONDS, say=lines.append)
-    FIGURES.append({"scenario": f"chaos: seed {SEED}, {SECONDS:.0f} s of overlapping faults",
-                    "faults": sum(report.injected.values()), "failed": 0, **report.figures})
+    FIGURES.append(
+        {
+            "scenario": f"chaos: seed {SEED}, {SECONDS:.0f} s of overlapping faults",
+            "faults": sum(report.injected.values()),
+            "failed": 0,
+            **report.figures,
+        }
+    )
     print("\n".join(lines))
     assert report.settled_in is not None and report.broken == [], "\n".join(lines)
     assert sum(report.injected.values()) >= len(report.faults) // 2, "\n".join(lines)  # the faults did land

@@ -47,8 +47,13 @@ def test_kill_9_of_pool_and_main_processes_at_random_moments_five_times(rig: Rig
     for round_ in range(5):
         with rig.worker(f"crash{round_}", concurrency=2) as worker:
             before = _progress(producer, run_id)
-            wait_for(lambda before=before: _progress(producer, run_id) > before or
-                     producer.reindex_status(run_id).status.ended, timeout=60, what="progress")
+            wait_for(
+                lambda before=before: (
+                    _progress(producer, run_id) > before or producer.reindex_status(run_id).status.ended
+                ),
+                timeout=60,
+                what="progress",
+            )
             time.sleep(rng.uniform(0.1, 0.8))
             if round_ % 2:
                 kill_tree(worker)  # the main process and its pool: unacked tasks come back after visibility
@@ -90,8 +95,7 @@ def test_the_broker_restarted_mid_reindex(rig: Rig) -> None:
             time.sleep(rig.settings.worker.stall_seconds + 1)
             healed = run_cli(rig.config, "reconcile", rig.collection, "--wait", timeout=180)
             assert healed.returncode == 0, healed.stdout + healed.stderr
-        rig.verify(f"Redis restarted mid-reindex ({'AOF' if rig.broker.persistent else 'no persistence'})",
-                   faults=1)
+        rig.verify(f"Redis restarted mid-reindex ({'AOF' if rig.broker.persistent else 'no persistence'})", faults=1)
         lost_runs = [r for r in rig.runs() if r.status == "failed"]
         if rig.broker.persistent:  # AOF kept the queue: the reindex ran to its end
             assert lost_runs == []
@@ -143,9 +147,14 @@ def _quoted_database(admin: sa.Engine) -> str:
 
 def _terminate_clients(admin: sa.Engine) -> int:
     with admin.connect() as conn:
-        return int(conn.execute(sa.text(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
-            "AND datname = current_database() AND backend_type = 'client backend'")).scalar_one())
+        return int(
+            conn.execute(
+                sa.text(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
+                    "AND datname = current_database() AND backend_type = 'client backend'"
+                )
+            ).scalar_one()
+        )
 
 
 def test_connections_killed_and_a_statement_timeout(rig: Rig) -> None:

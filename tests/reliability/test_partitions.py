@@ -60,10 +60,19 @@ def partitioned(tmp_path: Path) -> Iterator[Partitioned]:
     """A rig whose servers listen on the host side of a namespace of this test's own."""
     # The server's data outside pytest's folders, which another pytest run may close to other users (0700)
     # while this one runs; the server runs as a user of its own.
-    with namespace() as net, tempfile.TemporaryDirectory(prefix="vspg") as data, \
-            embedded_postgres(Path(data) / "pg", host=net.host, clients=net.subnet) as database, \
-            make_rig(tmp_path / "rig", database, host=net.host, time_limit=TIME_LIMIT,
-                     broker_keys="socket_timeout = 3", sections=NETWORK) as rig:
+    with (
+        namespace() as net,
+        tempfile.TemporaryDirectory(prefix="vspg") as data,
+        embedded_postgres(Path(data) / "pg", host=net.host, clients=net.subnet) as database,
+        make_rig(
+            tmp_path / "rig",
+            database,
+            host=net.host,
+            time_limit=TIME_LIMIT,
+            broker_keys="socket_timeout = 3",
+            sections=NETWORK,
+        ) as rig,
+    ):
         yield Partitioned(rig, net)
 
 
@@ -86,15 +95,23 @@ with ledger.locked(sys.argv[2], ["held"]):
 def lock_held_in_the_namespace(rig: Rig, net: Namespace) -> Iterator[Callable[[], bool]]:
     """A process in the namespace holding a record's lock in an open transaction; yields a check, from the
     host, of whether the server has let go of the lock (it ended the session of the silent client)."""
-    holder = subprocess.Popen([*net.prefix, sys.executable, "-c", LOCK_HOLDER, str(rig.config), rig.table],
-                              cwd=ROOT, env=process_env(rig.config), stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
+    holder = subprocess.Popen(
+        [*net.prefix, sys.executable, "-c", LOCK_HOLDER, str(rig.config), rig.table],
+        cwd=ROOT,
+        env=process_env(rig.config),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     engine = sa.create_engine(engine_url(rig.database))
 
     def free() -> bool:
         with engine.begin() as conn:  # the key a swap locks (store.state.ledger.postgres)
-            return bool(conn.execute(sa.text("SELECT pg_try_advisory_xact_lock(hashtextextended(:key, 0))"),
-                                     {"key": f"{rig.table}/held"}).scalar_one())
+            return bool(
+                conn.execute(
+                    sa.text("SELECT pg_try_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": f"{rig.table}/held"}
+                ).scalar_one()
+            )
 
     try:
         assert holder.stdout is not None
@@ -119,8 +136,12 @@ def test_a_partition_of_30_s_mid_reindex_heals(partitioned: Partitioned, target:
     with rig.worker("netns", concurrency=2, prefix=net.prefix), ExitStack() as stack:
         lock_free = stack.enter_context(lock_held_in_the_namespace(rig, net)) if target == "postgres" else None
         run_id = producer.reindex_all(rig.collection)
-        wait_for(lambda: producer.reindex_status(run_id).processed >= CUT_AT * RECORDS, timeout=120, every=0.1,
-                 what=f"{CUT_AT:.0%} of the run")
+        wait_for(
+            lambda: producer.reindex_status(run_id).processed >= CUT_AT * RECORDS,
+            timeout=120,
+            every=0.1,
+            what=f"{CUT_AT:.0%} of the run",
+        )
         net.cut(partitioned.ports(target))
         cut, cut_clock = time.monotonic(), datetime.now()
         try:
@@ -132,16 +153,22 @@ def test_a_partition_of_30_s_mid_reindex_heals(partitioned: Partitioned, target:
             net.heal()
         healed = time.monotonic()
         at_heal = producer.reindex_status(run_id).processed
-        wait_for(lambda: producer.reindex_status(run_id).processed > at_heal or
-                 producer.reindex_status(run_id).status.ended, timeout=120, what="progress after the heal")
+        wait_for(
+            lambda: producer.reindex_status(run_id).processed > at_heal or producer.reindex_status(run_id).status.ended,
+            timeout=120,
+            what="progress after the heal",
+        )
         resumed = time.monotonic() - healed
         wait_for(lambda: producer.reindex_status(run_id).status.ended, timeout=180, what="the run to end")
         recovery = time.monotonic() - healed
-        rig.verify(f"packets to {CUT[target]} dropped {HOLD} s mid-reindex", faults=1, resumed=resumed,
-                   recovery=recovery)
+        rig.verify(
+            f"packets to {CUT[target]} dropped {HOLD} s mid-reindex", faults=1, resumed=resumed, recovery=recovery
+        )
         lock = f"; a silent session's lock freed {released:.1f}s into the cut" if lock_free is not None else ""
-        print(f"\n{target}: {at_heal} of {RECORDS} done at the heal; the next batch {resumed:.1f}s after it, "
-              f"the run done {recovery:.1f}s after it{lock}")
+        print(
+            f"\n{target}: {at_heal} of {RECORDS} done at the heal; the next batch {resumed:.1f}s after it, "
+            f"the run done {recovery:.1f}s after it{lock}"
+        )
     log = (rig.config.parent / "netns.log").read_text()
     assert overran(log, TIME_LIMIT) == []
     seen = noticed(log, cut_clock)  # not hanging until the heal: the settings under test at work

@@ -34,8 +34,7 @@ def test_outages_the_primary_down_30_s_and_every_model_down_a_minute(tmp_path: P
         with one.worker("one", concurrency=1), every.worker("every", concurrency=1):
             _reindex(one)
             _reindex(every)
-            timers = [_later(30, one.primary.always), _later(60, every.primary.always),
-                      _later(60, every.backup.always)]
+            timers = [_later(30, one.primary.always), _later(60, every.primary.always), _later(60, every.backup.always)]
             one.verify("primary down 30 s (failover to the backup)", faults=1, timeout=120)
             assert one.backup.calls > 0
             timers[0].join()

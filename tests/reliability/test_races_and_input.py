@@ -26,12 +26,14 @@ def test_500_updates_to_50_records_over_4_worker_processes(rig: Rig) -> None:
 
 def test_hostile_records_fail_alone_among_good_ones(rig: Rig) -> None:
     rig.crm.insert([note(i) for i in range(1, 101)])
-    rig.crm.insert([
-        {"id": 101, "title": "huge", "body": "word " * 120_000, "kind": "call"},  # ~2,700 chunks: over the cap
-        {"id": 102, "title": "refused", "body": "the provider refuses POISON", "kind": "call"},
-        {"id": 103, "title": "", "body": "", "kind": "call"},  # blank: no chunks, and that is fine
-        {"id": 104, "title": "[/b] [link=http://x]markup[/link] 🎉", "body": "ünïcödé", "kind": "[b]"},
-    ])
+    rig.crm.insert(
+        [
+            {"id": 101, "title": "huge", "body": "word " * 120_000, "kind": "call"},  # ~2,700 chunks: over the cap
+            {"id": 102, "title": "refused", "body": "the provider refuses POISON", "kind": "call"},
+            {"id": 103, "title": "", "body": "", "kind": "call"},  # blank: no chunks, and that is fine
+            {"id": 104, "title": "[/b] [link=http://x]markup[/link] 🎉", "body": "ünïcödé", "kind": "[b]"},
+        ]
+    )
     rig.crm.insert([note(i) for i in range(105, 201)])
     rig.primary.reject_containing = "POISON"
     rig.backup.reject_containing = "POISON"

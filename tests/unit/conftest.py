@@ -15,8 +15,10 @@ import pytest
 def _refused(name: str) -> Callable[[], None]:
     @pytest.fixture(scope="session", name=name)
     def refuse() -> None:
-        pytest.fail(f"a test in tests/unit asked for {name}: unit tests need no server; "
-                    "move it to the same place under tests/integration")
+        pytest.fail(
+            f"a test in tests/unit asked for {name}: unit tests need no server; "
+            "move it to the same place under tests/integration"
+        )
 
     return refuse
 

@@ -31,20 +31,44 @@ from store.settings import load_settings
 from store.vectors.records import clean_text
 
 EXAMPLES = int(os.environ.get("VECTORSYNC_FUZZ_EXAMPLES", "50"))
-FUZZ = settings(max_examples=EXAMPLES, derandomize=True, deadline=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 #: Text a careless user or an attacker types: markup, NUL, lone surrogates, control characters, long runs.
 NASTY = st.one_of(
     st.text(max_size=40),
-    st.sampled_from(["[/b]", "[link=http://evil.test]click[/link]", "nul\x00id", "sur\ud800", "\xff\xfe", "-1",
-                     "nan", "inf", "1e309", "", " ", "{", '{"a":', "x" * 5000, "../../etc/passwd", "$(reboot)"]),
+    st.sampled_from(
+        [
+            "[/b]",
+            "[link=http://evil.test]click[/link]",
+            "nul\x00id",
+            "sur\ud800",
+            "\xff\xfe",
+            "-1",
+            "nan",
+            "inf",
+            "1e309",
+            "",
+            " ",
+            "{",
+            '{"a":',
+            "x" * 5000,
+            "../../etc/passwd",
+            "$(reboot)",
+        ]
+    ),
     st.text(alphabet=st.characters(codec="utf-8"), max_size=20),
 )
 #: JSON a filter or a query line might hold, deep and wide.
-JSONISH = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | NASTY,
-                       lambda inner: st.lists(inner, max_size=4) | st.dictionaries(NASTY, inner, max_size=4),
-                       max_leaves=20)
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | NASTY,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(NASTY, inner, max_size=4),
+    max_leaves=20,
+)
 
 CONFIG = """
 [vectors]
@@ -99,10 +123,23 @@ def _named(value: str, output: str) -> bool:
 
 
 @FUZZ
-@given(query=NASTY, filter=st.none() | NASTY | JSONISH.map(json.dumps), limit=st.none() | NASTY,
-       min_score=st.none() | NASTY, mode=st.none() | NASTY, collection=st.just("docs") | NASTY)
-def test_search_arguments(config: Path, query: str, filter: str | None, limit: str | None, min_score: str | None,
-                          mode: str | None, collection: str) -> None:
+@given(
+    query=NASTY,
+    filter=st.none() | NASTY | JSONISH.map(json.dumps),
+    limit=st.none() | NASTY,
+    min_score=st.none() | NASTY,
+    mode=st.none() | NASTY,
+    collection=st.just("docs") | NASTY,
+)
+def test_search_arguments(
+    config: Path,
+    query: str,
+    filter: str | None,
+    limit: str | None,
+    min_score: str | None,
+    mode: str | None,
+    collection: str,
+) -> None:
     args: tuple[str, ...] = ("search", collection, query)
     for option, value in (("--filter", filter), ("--limit", limit), ("--min-score", min_score), ("--mode", mode)):
         if value is not None:
@@ -117,26 +154,54 @@ def test_index_and_reindex_arguments(config: Path, collection: str, ids: list[st
         assert_one_line_or_result(vectorsync(config, *args), args)
 
 
-ENV_NAMES = ["VECTORSYNC_EMBEDDINGS__CHAIN", "VECTORSYNC_COLLECTIONS", "VECTORSYNC_WORKER__BATCH_SIZE",
-             "VECTORSYNC_NETWORK__TCP_USER_TIMEOUT"]
+ENV_NAMES = [
+    "VECTORSYNC_EMBEDDINGS__CHAIN",
+    "VECTORSYNC_COLLECTIONS",
+    "VECTORSYNC_WORKER__BATCH_SIZE",
+    "VECTORSYNC_NETWORK__TCP_USER_TIMEOUT",
+]
 _SETTINGS = st.dictionaries(
     st.sampled_from(["worker", "embeddings", "network", "limits", "broker", "vectors", "cache"]),
-    st.dictionaries(st.sampled_from(["time_limit", "batch_size", "cache_ttl_days", "tcp_user_timeout", "url",
-                                     "max_id_chars", "dimensions", "store", "chain", "metric", "nosuch"]),
-                    st.integers() | st.floats() | st.text(max_size=20) | st.booleans()
-                    | st.lists(st.text(max_size=5), max_size=3), max_size=3),
-    max_size=3)
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "time_limit",
+                "batch_size",
+                "cache_ttl_days",
+                "tcp_user_timeout",
+                "url",
+                "max_id_chars",
+                "dimensions",
+                "store",
+                "chain",
+                "metric",
+                "nosuch",
+            ]
+        ),
+        st.integers() | st.floats() | st.text(max_size=20) | st.booleans() | st.lists(st.text(max_size=5), max_size=3),
+        max_size=3,
+    ),
+    max_size=3,
+)
 
 
 @FUZZ
-@given(sections=_SETTINGS, env=st.dictionaries(st.sampled_from(ENV_NAMES),
-                                               NASTY.filter(lambda v: "\x00" not in v and not _surrogates(v)),
-                                               max_size=2))
-def test_settings_from_the_file_and_the_environment(tmp_path: Path, sections: dict[str, dict[str, Any]],
-                                                    env: dict[str, str]) -> None:
+@given(
+    sections=_SETTINGS,
+    env=st.dictionaries(
+        st.sampled_from(ENV_NAMES), NASTY.filter(lambda v: "\x00" not in v and not _surrogates(v)), max_size=2
+    ),
+)
+def test_settings_from_the_file_and_the_environment(
+    tmp_path: Path, sections: dict[str, dict[str, Any]], env: dict[str, str]
+) -> None:
     path = tmp_path / "fuzzed.toml"
-    path.write_text("\n".join(f"[{name}]\n" + "".join(f"{key} = {_toml(value)}\n" for key, value in values.items())
-                              for name, values in sections.items()))
+    path.write_text(
+        "\n".join(
+            f"[{name}]\n" + "".join(f"{key} = {_toml(value)}\n" for key, value in values.items())
+            for name, values in sections.items()
+        )
+    )
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -163,8 +228,9 @@ def test_eval_query_lines(lines: list[str]) -> None:
 def test_pushed_documents_and_their_metadata(documents: list[tuple[str, str, Any]]) -> None:
     """Each is refused at once (ConfigError) or indexed; a refused one never costs its batch-mates, and what was
     stored before stays."""
-    with testing.queue({"vectors": {"store": "memory", "dimensions": 8},
-                        "collections": {"docs": {"source": {"kind": "push"}}}}) as queue:
+    with testing.queue(
+        {"vectors": {"store": "memory", "dimensions": 8}, "collections": {"docs": {"source": {"kind": "push"}}}}
+    ) as queue:
         queue.producer.index_document("docs", "kept", "a document stored before")
         queue.run_queue()
         accepted: dict[str, str] = {}
@@ -174,7 +240,9 @@ def test_pushed_documents_and_their_metadata(documents: list[tuple[str, str, Any
             except ConfigError:
                 continue
         queue.run_queue()
-        stored = {m.id.rsplit(":", 1)[0] for m in queue.store.get_collection("docs", create=True).search("a", limit=100)}
+        stored = {
+            m.id.rsplit(":", 1)[0] for m in queue.store.get_collection("docs", create=True).search("a", limit=100)
+        }
         failed = {f.record_id for f in queue.ledger.failures("docs")}
         assert "kept" in stored
         assert {d for d, text in accepted.items() if clean_text(text).strip()} - failed <= stored  # blank: no chunk

@@ -30,14 +30,19 @@ def test_the_openai_key_goes_to_openai_only(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_secrets_stay_out_of_messages_and_reprs(tmp_path: Path) -> None:
     config = tmp_path / "vectorsync.toml"
-    config.write_text('[models.m]\nprovider = "openai"\nmodel = "x"\ndimensions = 4\n'
-                      'api_key_env = "sk-proj-pasted-key-0123456789"\n')
+    config.write_text(
+        '[models.m]\nprovider = "openai"\nmodel = "x"\ndimensions = 4\napi_key_env = "sk-proj-pasted-key-0123456789"\n'
+    )
     with pytest.raises(ConfigError) as pasted:
         load_settings(config)
     assert "pasted-key" not in str(pasted.value)
     assert "must name the environment variable that holds the key" in str(pasted.value)
-    settings = Settings.model_validate({"vectors": {"url": "postgresql://app:hunter2@db/x?password=pw2"},
-                                        "broker": {"url": "redis://:r3dis@cache:6379/0"}})
+    settings = Settings.model_validate(
+        {
+            "vectors": {"url": "postgresql://app:hunter2@db/x?password=pw2"},
+            "broker": {"url": "redis://:r3dis@cache:6379/0"},
+        }
+    )
     shown = repr(settings)
     assert "hunter2" not in shown and "pw2" not in shown and "r3dis" not in shown
     assert "pw2" not in safe_url("postgresql://app@db/x?sslmode=require&password=pw2")
@@ -55,7 +60,6 @@ def test_flower_refuses_to_start_without_a_real_login() -> None:
 def test_flower_refuses_an_api_without_a_login_even_with_one_set() -> None:
     """FLOWER_UNAUTHENTICATED_API let anyone enqueue tasks through the API (issue 32, defect 7)."""
     login = {"FLOWER_BASIC_AUTH": "ops:9f2c7e1a"}
-    assert "API would answer without a login" in (login_problem({**login, "FLOWER_UNAUTHENTICATED_API": "true"})
-                                                  or "")
+    assert "API would answer without a login" in (login_problem({**login, "FLOWER_UNAUTHENTICATED_API": "true"}) or "")
     assert "API would answer without a login" in (login_problem(login, ["--unauthenticated_api=True"]) or "")
     assert login_problem({**login, "FLOWER_UNAUTHENTICATED_API": "false"}) is None

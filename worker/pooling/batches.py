@@ -37,8 +37,9 @@ class PooledBatch(Work):
     def __call__(self) -> dict[str, BatchResult]:
         batch, pool, run_id = self.batch, self.pool, str(self.batch.run_id)
         try:
-            outcomes = context().written(batch.collection, batch.ids, lambda indexer: indexer.index(batch.ids),
-                                         alone=self._alone)
+            outcomes = context().written(
+                batch.collection, batch.ids, lambda indexer: indexer.index(batch.ids), alone=self._alone
+            )
         except BaseException:
             with contextlib.suppress(StoreUnavailable):
                 pool.release(run_id, self.owner)  # what it claimed goes back, for another batch to index
@@ -88,7 +89,7 @@ class PoolBatch(Work):
     def _in_pages(self, indexer: Indexer) -> BatchResult:
         result, todo = BatchResult(), self.batch.ids
         for start in range(0, len(todo), WRITE_PAGE):
-            result.add(indexer.index(todo[start:start + WRITE_PAGE]))
+            result.add(indexer.index(todo[start : start + WRITE_PAGE]))
         return result
 
     def ready_to_count(self) -> bool:

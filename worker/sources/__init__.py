@@ -10,8 +10,9 @@ from worker.sources.push import PushSource
 __all__ = ["PushSource", "Source", "SourceRecord", "source_from_settings"]
 
 
-def source_from_settings(collection: str, settings: SourceSettings, *,
-                         network: NetworkSettings | None = None) -> Source:
+def source_from_settings(
+    collection: str, settings: SourceSettings, *, network: NetworkSettings | None = None
+) -> Source:
     """The source ``[collections.NAME.source]`` describes; a SQL source's connections notice a silent database
     as ``network`` says (None: the defaults). Raises ConfigError for an incomplete one."""
     if settings.kind == "push":
@@ -28,6 +29,13 @@ def source_from_settings(collection: str, settings: SourceSettings, *,
     from worker.sources.sql import SqlSource
 
     assert settings.url and settings.table and settings.text
-    return SqlSource(url=settings.url, table=settings.table, id=settings.id, text=settings.text,
-                     metadata=settings.metadata, updated_at=settings.updated_at, where=settings.where,
-                     network=network)
+    return SqlSource(
+        url=settings.url,
+        table=settings.table,
+        id=settings.id,
+        text=settings.text,
+        metadata=settings.metadata,
+        updated_at=settings.updated_at,
+        where=settings.where,
+        network=network,
+    )

@@ -59,7 +59,7 @@ class PythonSource:
         if after is None or self._ids is None:
             self._ids = sorted(_record(item, self.spec).id for item in self.loader(None))
         start = 0 if after is None else bisect.bisect_right(self._ids, after)
-        return self._ids[start:start + limit]
+        return self._ids[start : start + limit]
 
     def page_stamps(self, *, after: str | None, limit: int) -> list[tuple[str, str]]:
         """Loaders keep no change marker: every id comes with an empty stamp (always re-read)."""

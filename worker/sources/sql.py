@@ -51,9 +51,18 @@ def _integer_bound(column_type: Any) -> int | None:
 class SqlSource:
     """Rows of one table; the id column gives record ids (as strings) and the paging order."""
 
-    def __init__(self, *, url: str, table: str, id: str = "id", text: str, metadata: Sequence[str] = (),
-                 updated_at: str | None = None, where: str | None = None,
-                 network: NetworkSettings | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        url: str,
+        table: str,
+        id: str = "id",
+        text: str,
+        metadata: Sequence[str] = (),
+        updated_at: str | None = None,
+        where: str | None = None,
+        network: NetworkSettings | None = None,
+    ) -> None:
         self.engine = make_engine(url, setting="source.url", network=network, pool_pre_ping=True)
         self.safe_url = safe_url(url)
         self.template = text
@@ -98,8 +107,9 @@ class SqlSource:
     def _run(self, query: sa.Select[Any]) -> Sequence[sa.Row[Any]]:
         """One read, as one statement outside a transaction: no BEGIN and ROLLBACK around it (a single
         statement sees one snapshot all the same)."""
-        with transaction(self.engine.execution_options(isolation_level="AUTOCOMMIT"),
-                         f"source database {self.safe_url}") as conn:
+        with transaction(
+            self.engine.execution_options(isolation_level="AUTOCOMMIT"), f"source database {self.safe_url}"
+        ) as conn:
             return conn.execute(query).all()
 
     def fetch(self, ids: Sequence[str]) -> dict[str, SourceRecord]:

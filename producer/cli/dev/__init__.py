@@ -18,10 +18,16 @@ def dev(
     dir: Annotated[str, typer.Option("--dir", help="working folder: settings, data, logs")] = ".vectorsync-dev",
     serve: Annotated[bool, typer.Option(help="keep serving after the sample searches (--no-serve: stop)")] = True,
     fresh: Annotated[bool, typer.Option(help="drop the data of an earlier run first")] = False,
-    model: Annotated[str, typer.Option(help="embedding model: auto (local when installed, else fake), local, fake")]
-    = "auto",
-    chat: Annotated[str | None, typer.Option(help="an OpenAI-compatible base URL for the grounded answer "
-                                                  "(key: OPENAI_API_KEY); without it the fake chat model")] = None,
+    model: Annotated[
+        str, typer.Option(help="embedding model: auto (local when installed, else fake), local, fake")
+    ] = "auto",
+    chat: Annotated[
+        str | None,
+        typer.Option(
+            help="an OpenAI-compatible base URL for the grounded answer "
+            "(key: OPENAI_API_KEY); without it the fake chat model"
+        ),
+    ] = None,
     chat_model: Annotated[str, typer.Option(help="the chat model at --chat")] = "gpt-4o-mini",
 ) -> None:
     """Run the whole system on this machine (Redis, PostgreSQL, workers, Flower) with sample data; Ctrl-C stops it."""

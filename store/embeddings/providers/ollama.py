@@ -76,9 +76,7 @@ class OllamaProvider:
         try:
             vectors = response.json()["embeddings"]
         except (ValueError, KeyError, TypeError) as exc:
-            raise PermanentError(
-                f"model {self.model!r} at {self.endpoint} answered without 'embeddings'"
-            ) from exc
+            raise PermanentError(f"model {self.model!r} at {self.endpoint} answered without 'embeddings'") from exc
         if not isinstance(vectors, list):
             raise PermanentError(f"model {self.model!r} at {self.endpoint} answered a non-list 'embeddings'")
         return vectors

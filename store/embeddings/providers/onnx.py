@@ -60,7 +60,7 @@ def length_batches(texts: list[str], batch_size: int) -> Iterator[list[int]]:
     """Indexes of ``texts``, longest first, in runs of ``batch_size``: each run pads to nearly one length."""
     order = sorted(range(len(texts)), key=lambda index: -len(texts[index]))
     for start in range(0, len(order), batch_size):
-        yield order[start:start + batch_size]
+        yield order[start : start + batch_size]
 
 
 class OnnxEncoder:
@@ -77,15 +77,16 @@ class OnnxEncoder:
             options = onnxruntime.SessionOptions()
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1
-            self._session = onnxruntime.InferenceSession(str(model_file), options,
-                                                         providers=["CPUExecutionProvider"])
+            self._session = onnxruntime.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
         except OnnxUnsupported:
             raise
         except ImportError as exc:  # torch, sentence-transformers or onnx, to export
             raise OnnxUnsupported(f"exporting needs {exc.name}, which is not installed") from None
         except OSError as exc:
-            raise OnnxUnsupported(f"the export could not be written in {cache_root()} ({exc}); "
-                                  "set VECTORSYNC_ONNX_CACHE to a writable folder") from None
+            raise OnnxUnsupported(
+                f"the export could not be written in {cache_root()} ({exc}); "
+                "set VECTORSYNC_ONNX_CACHE to a writable folder"
+            ) from None
         except Exception as exc:  # an architecture the tracer or ONNX Runtime cannot take: torch still can
             raise OnnxUnsupported(f"the export failed ({type(exc).__name__}: {exc})") from exc
         self._inputs = [name for name in meta["inputs"] if name in INPUTS]
@@ -104,8 +105,11 @@ class OnnxEncoder:
 
     def _run(self, texts: list[str]) -> np.ndarray:
         encodings = self._tokenizer.encode_batch(texts)
-        columns = {"input_ids": [e.ids for e in encodings], "attention_mask": [e.attention_mask for e in encodings],
-                   "token_type_ids": [e.type_ids for e in encodings]}
+        columns = {
+            "input_ids": [e.ids for e in encodings],
+            "attention_mask": [e.attention_mask for e in encodings],
+            "token_type_ids": [e.type_ids for e in encodings],
+        }
         feed = {name: np.asarray(columns[name], dtype=np.int64) for name in self._inputs}
         result: np.ndarray = self._session.run(None, feed)[0]
         return result
@@ -173,13 +177,23 @@ def _export(folder: Path, target: Path, *, threads: int) -> dict[str, Any]:
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            _pooled_module(transformer.auto_model, inputs).eval(), tuple(sample[name] for name in inputs), str(aside),
-            input_names=inputs, output_names=["sentence_embedding"], opset_version=17, dynamo=False,
+            _pooled_module(transformer.auto_model, inputs).eval(),
+            tuple(sample[name] for name in inputs),
+            str(aside),
+            input_names=inputs,
+            output_names=["sentence_embedding"],
+            opset_version=17,
+            dynamo=False,
             dynamic_axes={**{name: {0: "batch", 1: "tokens"} for name in inputs}, "sentence_embedding": {0: "batch"}},
         )
     os.replace(aside, target)
-    return {"inputs": inputs, "max_length": int(model.max_seq_length), "pad_id": int(tokenizer.pad_token_id),
-            "pad_token": str(tokenizer.pad_token), "export_version": EXPORT_VERSION}
+    return {
+        "inputs": inputs,
+        "max_length": int(model.max_seq_length),
+        "pad_id": int(tokenizer.pad_token_id),
+        "pad_token": str(tokenizer.pad_token),
+        "export_version": EXPORT_VERSION,
+    }
 
 
 def _check_layout(model: Any) -> Any:
@@ -187,8 +201,10 @@ def _check_layout(model: Any) -> Any:
     kinds = [type(module).__name__ for module in model]
     pooling = getattr(model[1], "pooling_mode", None) if len(kinds) > 1 else None
     if kinds[:2] != ["Transformer", "Pooling"] or kinds[2:] not in ([], ["Normalize"]) or pooling != "mean":
-        raise OnnxUnsupported(f"its modules are {kinds} (pooling {pooling!r}); the ONNX export handles "
-                              "Transformer + mean Pooling (+ Normalize)")
+        raise OnnxUnsupported(
+            f"its modules are {kinds} (pooling {pooling!r}); the ONNX export handles "
+            "Transformer + mean Pooling (+ Normalize)"
+        )
     return model[0]
 
 
@@ -229,4 +245,3 @@ def _pooled_module(transformer: Any, inputs: list[str]) -> Any:
             return torch.nn.functional.normalize(mean, p=2, dim=1)
 
     return Pooled()
-

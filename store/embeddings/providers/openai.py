@@ -122,12 +122,17 @@ class OpenAIProvider:
             if self.encoding_format == "float":
                 return
             self.encoding_format = "float"
-        log.info("model %r at %s takes float embeddings only (%s): asking it for float from now on",
-                 self.model, self.endpoint, reason)
+        log.info(
+            "model %r at %s takes float embeddings only (%s): asking it for float from now on",
+            self.model,
+            self.endpoint,
+            reason,
+        )
 
     def _translate(self, exc: Exception) -> EmbeddingError:
-        return translate_error(exc, model=self.model, endpoint=self.endpoint,
-                               api_key=getattr(self._client, "api_key", None))
+        return translate_error(
+            exc, model=self.model, endpoint=self.endpoint, api_key=getattr(self._client, "api_key", None)
+        )
 
     def _in_order(self, data: Sequence[Any], count: int) -> list[list[float]]:
         by_index = {item.index: item.embedding for item in data}
@@ -189,14 +194,11 @@ def make_client(*, name: str, settings: ModelSettings) -> Any:
         import openai
     except ImportError:
         raise ConfigError(
-            f"models.{name} uses provider 'openai', which needs the openai package: "
-            "pip install 'vectorsync[openai]'"
+            f"models.{name} uses provider 'openai', which needs the openai package: pip install 'vectorsync[openai]'"
         ) from None
     api_key = _api_key(name=name, settings=settings)
     if settings.api_version is None:
-        return openai.OpenAI(
-            base_url=settings.base_url, api_key=api_key, max_retries=0, timeout=settings.timeout
-        )
+        return openai.OpenAI(base_url=settings.base_url, api_key=api_key, max_retries=0, timeout=settings.timeout)
     if not settings.base_url:
         raise ConfigError(
             f"models.{name} sets api_version, so it is Azure OpenAI: set models.{name}.base_url "

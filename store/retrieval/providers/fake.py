@@ -51,8 +51,9 @@ class FakeChat:
         with self._lock:
             self._script.append(dict(answer))
 
-    def complete(self, messages: Sequence[Mapping[str, str]], *, schema: Mapping[str, Any],
-                 schema_name: str) -> dict[str, Any]:
+    def complete(
+        self, messages: Sequence[Mapping[str, str]], *, schema: Mapping[str, Any], schema_name: str
+    ) -> dict[str, Any]:
         with self._lock:
             self.prompts.append([dict(m) for m in messages])
             if self._script:

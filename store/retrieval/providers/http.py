@@ -32,8 +32,10 @@ class HttpReranker:
 
     def __init__(self, *, name: str, settings: ModelSettings, client: Any = None) -> None:
         if not settings.base_url:
-            raise ConfigError(f"models.{name} uses provider 'http': set models.{name}.base_url to the server that "
-                              "serves /rerank (e.g. http://127.0.0.1:8080 for TEI)")
+            raise ConfigError(
+                f"models.{name} uses provider 'http': set models.{name}.base_url to the server that "
+                "serves /rerank (e.g. http://127.0.0.1:8080 for TEI)"
+            )
         self.name, self.model, self.api = name, settings.model, settings.rerank_api
         self.endpoint = redact_url(settings.base_url)
         self._key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
@@ -41,8 +43,11 @@ class HttpReranker:
 
     def scores(self, query: str, passages: Sequence[str]) -> list[float]:
         if self.api == "tei":
-            return [score for start in range(0, len(passages), TEI_BATCH)
-                    for score in self._call(query, passages[start:start + TEI_BATCH])]
+            return [
+                score
+                for start in range(0, len(passages), TEI_BATCH)
+                for score in self._call(query, passages[start : start + TEI_BATCH])
+            ]
         return self._call(query, passages)
 
     def close(self) -> None:
@@ -60,14 +65,22 @@ class HttpReranker:
         except httpx.TimeoutException as exc:
             raise TransientError(f"model {self.model!r} at {self.endpoint} timed out") from exc
         except httpx.TransportError as exc:
-            raise TransientError(f"model {self.model!r} at {self.endpoint} could not be reached: "
-                                 f"{type(exc).__name__}") from exc
+            raise TransientError(
+                f"model {self.model!r} at {self.endpoint} could not be reached: {type(exc).__name__}"
+            ) from exc
         if response.status_code != 200:
-            raise error_for_status(response.status_code, model=self.model, endpoint=self.endpoint,
-                                   detail=scrub(response.text[:300], self._key),
-                                   retry_after=parse_retry_after(response.headers))
-        accounting.record("rerank", self.model, tokens=estimate_tokens(query) * len(passages)
-                     + sum(estimate_tokens(p) for p in passages))
+            raise error_for_status(
+                response.status_code,
+                model=self.model,
+                endpoint=self.endpoint,
+                detail=scrub(response.text[:300], self._key),
+                retry_after=parse_retry_after(response.headers),
+            )
+        accounting.record(
+            "rerank",
+            self.model,
+            tokens=estimate_tokens(query) * len(passages) + sum(estimate_tokens(p) for p in passages),
+        )
         return self._parse(response, len(passages))
 
     def _parse(self, response: Any, count: int) -> list[float]:
@@ -87,7 +100,8 @@ def _client(name: str, settings: ModelSettings, key: str | None) -> Any:
     try:
         import httpx
     except ImportError:
-        raise ConfigError(f"models.{name} uses provider 'http', which needs httpx: pip install 'vectorsync[openai]'") \
-            from None
+        raise ConfigError(
+            f"models.{name} uses provider 'http', which needs httpx: pip install 'vectorsync[openai]'"
+        ) from None
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     return httpx.Client(base_url=(settings.base_url or "").rstrip("/"), timeout=settings.timeout, headers=headers)

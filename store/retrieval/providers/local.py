@@ -67,8 +67,10 @@ class LocalReranker:
             try:
                 from sentence_transformers import CrossEncoder
             except ImportError:
-                raise ConfigError(f"models.{self.name} uses provider 'local', which needs sentence-transformers: "
-                                  "pip install 'vectorsync[local]'") from None
+                raise ConfigError(
+                    f"models.{self.name} uses provider 'local', which needs sentence-transformers: "
+                    "pip install 'vectorsync[local]'"
+                ) from None
             import torch
 
             torch.set_num_threads(budget_here(self.threads))  # this process's share of the cores (store.calls.threads)

@@ -29,10 +29,17 @@ _lock = threading.Lock()
 
 SCORES_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"scores": {"type": "array", "items": {
-        "type": "object",
-        "properties": {"passage": {"type": "integer"}, "score": {"type": "number"}},
-        "required": ["passage", "score"], "additionalProperties": False}}},
+    "properties": {
+        "scores": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"passage": {"type": "integer"}, "score": {"type": "number"}},
+                "required": ["passage", "score"],
+                "additionalProperties": False,
+            },
+        }
+    },
     "required": ["scores"],
     "additionalProperties": False,
 }
@@ -53,8 +60,9 @@ class OpenAIChat:
     def __repr__(self) -> str:
         return f"<OpenAIChat {self.name!r} {self.model!r} at {self.endpoint}>"
 
-    def complete(self, messages: Sequence[Mapping[str, str]], *, schema: Mapping[str, Any],
-                 schema_name: str) -> dict[str, Any]:
+    def complete(
+        self, messages: Sequence[Mapping[str, str]], *, schema: Mapping[str, Any], schema_name: str
+    ) -> dict[str, Any]:
         """The reply as a JSON object; PermanentError when it is not one (the chain fails over)."""
         import openai
 
@@ -78,15 +86,21 @@ class OpenAIChat:
     def close(self) -> None:
         self._client.close()
 
-    def _create(self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any], schema_name: str, *,
-                schemas: bool) -> Any:
+    def _create(
+        self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any], schema_name: str, *, schemas: bool
+    ) -> Any:
         if schemas:
-            response_format: dict[str, Any] = {"type": "json_schema", "json_schema": {
-                "name": schema_name, "schema": dict(schema), "strict": True}}
+            response_format: dict[str, Any] = {
+                "type": "json_schema",
+                "json_schema": {"name": schema_name, "schema": dict(schema), "strict": True},
+            }
         else:
             response_format = {"type": "json_object"}
         return self._client.chat.completions.create(
-            model=self.model, messages=[dict(m) for m in messages], response_format=response_format, temperature=0,
+            model=self.model,
+            messages=[dict(m) for m in messages],
+            response_format=response_format,
+            temperature=0,
         )
 
     def _parse(self, response: Any, messages: Sequence[Mapping[str, str]]) -> dict[str, Any]:
@@ -103,8 +117,9 @@ class OpenAIChat:
         return data
 
     def _translate(self, exc: Exception) -> Exception:
-        return translate_error(exc, model=self.model, endpoint=self.endpoint,
-                               api_key=getattr(self._client, "api_key", None))
+        return translate_error(
+            exc, model=self.model, endpoint=self.endpoint, api_key=getattr(self._client, "api_key", None)
+        )
 
 
 def _refuses_schemas(exc: Any) -> bool:

@@ -18,5 +18,13 @@ from store.state.generations.base import (
 )
 from store.state.generations.memory import MemoryGenerations
 
-__all__ = ["Alias", "Generation", "Generations", "MemoryGenerations", "generation_settings", "implicit",
-           "parse_name", "registered"]
+__all__ = [
+    "Alias",
+    "Generation",
+    "Generations",
+    "MemoryGenerations",
+    "generation_settings",
+    "implicit",
+    "parse_name",
+    "registered",
+]

@@ -37,7 +37,6 @@ __all__ = [
 ]
 
 
-
 def now() -> datetime:
     return datetime.now(UTC)
 
@@ -78,8 +77,11 @@ class Generation:
 
     def signature(self) -> tuple[Any, ...]:
         """What decides its embeddings and vector size: generations alike share one store and one chain."""
-        return (self.chain, self.dimensions, tuple(sorted((k, tuple(sorted(v.items()))) for k, v in
-                                                          self.models.items())))
+        return (
+            self.chain,
+            self.dimensions,
+            tuple(sorted((k, tuple(sorted(v.items()))) for k, v in self.models.items())),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +98,10 @@ class Alias:
             if generation.number == number:
                 return generation
         known = ", ".join(g.name for g in self.generations)
-        raise ConfigError(f"collection {self.collection!r} has no generation {number} (it has {known}): "
-                          f"`vectorsync collections list` shows them")
+        raise ConfigError(
+            f"collection {self.collection!r} has no generation {number} (it has {known}): "
+            f"`vectorsync collections list` shows them"
+        )
 
     @property
     def reads(self) -> Generation:
@@ -110,8 +114,7 @@ class Alias:
         return newer[-1] if newer else None
 
     def status(self, generation: Generation) -> str:
-        return "live" if generation.number == self.live else "building" if generation.number > self.live \
-            else "retired"
+        return "live" if generation.number == self.live else "building" if generation.number > self.live else "retired"
 
 
 class Generations(Protocol):
@@ -146,21 +149,32 @@ def implicit(settings: Settings, collection: str) -> Generation:
     return Generation(collection, 1, tuple(settings.embeddings.chain), {}, settings.vectors.dimensions)
 
 
-def registered(settings: Settings, collection: str, chain: Sequence[str], number: int,
-               run_id: str | None = None) -> Generation:
+def registered(
+    settings: Settings, collection: str, chain: Sequence[str], number: int, run_id: str | None = None
+) -> Generation:
     """A generation embedded by ``chain``, whose models the settings name (checked: they embed, one size)."""
     unknown = [name for name in chain if name not in settings.models]
     if unknown or not chain:
         known = ", ".join(n for n, m in sorted(settings.models.items()) if m.task == "embed") or "none"
-        raise ConfigError(f"the chain {', '.join(chain) or '(empty)'} for {collection!r} names no configured "
-                          f"model {', '.join(unknown)}: add [models.NAME] to the settings (embedding models: {known})")
+        raise ConfigError(
+            f"the chain {', '.join(chain) or '(empty)'} for {collection!r} names no configured "
+            f"model {', '.join(unknown)}: add [models.NAME] to the settings (embedding models: {known})"
+        )
     models = {name: settings.models[name] for name in chain}
     sizes = {model.dimensions for model in models.values()}
     if any(model.task != "embed" for model in models.values()) or len(sizes) != 1:
-        raise ConfigError(f"the chain {', '.join(chain)} for {collection!r} must be embedding models of one size "
-                          f"(task = 'embed'; sizes {sorted(sizes)}): two sizes cannot share a collection")
-    return Generation(collection, number, tuple(chain),
-                      {name: model.model_dump(mode="json") for name, model in models.items()}, sizes.pop(), run_id)
+        raise ConfigError(
+            f"the chain {', '.join(chain)} for {collection!r} must be embedding models of one size "
+            f"(task = 'embed'; sizes {sorted(sizes)}): two sizes cannot share a collection"
+        )
+    return Generation(
+        collection,
+        number,
+        tuple(chain),
+        {name: model.model_dump(mode="json") for name, model in models.items()},
+        sizes.pop(),
+        run_id,
+    )
 
 
 def generation_settings(settings: Settings, generation: Generation) -> Settings:
@@ -168,24 +182,30 @@ def generation_settings(settings: Settings, generation: Generation) -> Settings:
     if not generation.registered:
         return settings
     models = dict(settings.models) | {name: ModelSettings(**value) for name, value in generation.models.items()}
-    return settings.model_copy(update={
-        "models": models,
-        "embeddings": settings.embeddings.model_copy(update={"chain": list(generation.chain)}),
-        "vectors": settings.vectors.model_copy(update={"dimensions": generation.dimensions}),
-    })
+    return settings.model_copy(
+        update={
+            "models": models,
+            "embeddings": settings.embeddings.model_copy(update={"chain": list(generation.chain)}),
+            "vectors": settings.vectors.model_copy(update={"dimensions": generation.dimensions}),
+        }
+    )
 
 
 def building_error(alias: Alias) -> str:
     """Why a second migration of a collection is refused while one builds, and what to do."""
     building = alias.building
     assert building is not None
-    return (f"collection {alias.collection!r} is already migrating to {building.name} "
-            f"(chain {', '.join(building.chain)}): wait for it (`vectorsync status`), run it again with "
-            f"`vectorsync migrate {alias.collection} --chain {','.join(building.chain)}`, or abandon it with "
-            f"`vectorsync collections drop {building.name}`")
+    return (
+        f"collection {alias.collection!r} is already migrating to {building.name} "
+        f"(chain {', '.join(building.chain)}): wait for it (`vectorsync status`), run it again with "
+        f"`vectorsync migrate {alias.collection} --chain {','.join(building.chain)}`, or abandon it with "
+        f"`vectorsync collections drop {building.name}`"
+    )
 
 
 def live_error(alias: Alias) -> str:
     """Why the live generation cannot be dropped on its own."""
-    return (f"{alias.reads.name} is the generation {alias.collection!r} reads: it cannot be dropped alone. Migrate "
-            f"to another chain first, or drop the whole collection (`vectorsync collections drop {alias.collection}`)")
+    return (
+        f"{alias.reads.name} is the generation {alias.collection!r} reads: it cannot be dropped alone. Migrate "
+        f"to another chain first, or drop the whole collection (`vectorsync collections drop {alias.collection}`)"
+    )

@@ -28,20 +28,24 @@ class MemoryGenerations:
 
     def begin(self, first: Generation, new: Generation) -> None:
         with self._lock:
-            alias = self._aliases.get(new.collection) or Alias(new.collection, first.number,
-                                                                (replace(first, created_at=now()),))
+            alias = self._aliases.get(new.collection) or Alias(
+                new.collection, first.number, (replace(first, created_at=now()),)
+            )
             if alias.building is not None:
                 raise ConfigError(building_error(alias))
             if any(g.number == new.number for g in alias.generations):
                 raise ConfigError(f"generation {new.name} exists already: drop it first")
             self._aliases[new.collection] = replace(
-                alias, generations=(*alias.generations, replace(new, created_at=now())))
+                alias, generations=(*alias.generations, replace(new, created_at=now()))
+            )
 
     def set_run(self, collection: str, number: int, run_id: str) -> None:
         with self._lock:
             alias = self._aliases[collection]
-            self._aliases[collection] = replace(alias, generations=tuple(
-                replace(g, run_id=run_id) if g.number == number else g for g in alias.generations))
+            self._aliases[collection] = replace(
+                alias,
+                generations=tuple(replace(g, run_id=run_id) if g.number == number else g for g in alias.generations),
+            )
 
     def switch(self, collection: str, number: int, *, expected: int) -> bool:
         with self._lock:
@@ -63,7 +67,8 @@ class MemoryGenerations:
             if number == alias.live:
                 raise ConfigError(live_error(alias))
             self._aliases[collection] = replace(
-                alias, generations=tuple(g for g in alias.generations if g.number != number))
+                alias, generations=tuple(g for g in alias.generations if g.number != number)
+            )
 
     def close(self) -> None:
         pass

@@ -27,29 +27,43 @@ from store.vectors.backends import open_store
 __all__ = ["begin", "plan"]
 
 
-def plan(settings: Settings, registry: Generations, collection: str, chain: Sequence[str], *,
-         embedded: Set[str] = frozenset()) -> tuple[Generation, Generation]:
+def plan(
+    settings: Settings,
+    registry: Generations,
+    collection: str,
+    chain: Sequence[str],
+    *,
+    embedded: Set[str] = frozenset(),
+) -> tuple[Generation, Generation]:
     """The live generation of ``collection`` and the one ``chain`` would build (the one building already, to run
     again, when it has that chain). ``embedded``: the models the ledger says embedded the collection.
     Checks the collection and the chain; raises ConfigError naming the fix."""
     config = settings.collections.get(collection)
     if config is None:
         declared = ", ".join(sorted(settings.collections)) or "none"
-        raise ConfigError(f"collection {collection!r} is not declared: migrate a collection of the settings "
-                          f"([collections.{collection}]); declared: {declared}")
+        raise ConfigError(
+            f"collection {collection!r} is not declared: migrate a collection of the settings "
+            f"([collections.{collection}]); declared: {declared}"
+        )
     if config.source.kind == "push":
-        raise ConfigError(f"collection {collection!r} holds pushed documents, which only the app can send again: "
-                          "migrate needs a source to read every record from (sql or python). Declare a new "
-                          "collection under the new chain and push the documents to it")
+        raise ConfigError(
+            f"collection {collection!r} holds pushed documents, which only the app can send again: "
+            "migrate needs a source to read every record from (sql or python). Declare a new "
+            "collection under the new chain and push the documents to it"
+        )
     if settings.vectors.store == "memory" or (settings.vectors.store == "qdrant" and not _qdrant_server(settings)):
-        raise ConfigError(f"vectors.store = {settings.vectors.store!r} here lives in one process (memory, or "
-                          "Qdrant's local mode), so no worker could build a generation beside it: use pgvector "
-                          "or a Qdrant server")
+        raise ConfigError(
+            f"vectors.store = {settings.vectors.store!r} here lives in one process (memory, or "
+            "Qdrant's local mode), so no worker could build a generation beside it: use pgvector "
+            "or a Qdrant server"
+        )
     alias = registry.alias(collection)
     live = alias.reads if alias is not None else _first(settings, collection, embedded)
     if tuple(chain) == live.chain:
-        raise ConfigError(f"collection {collection!r} is embedded by the chain {', '.join(chain)} already "
-                          f"({live.name}): name another chain with --chain")
+        raise ConfigError(
+            f"collection {collection!r} is embedded by the chain {', '.join(chain)} already "
+            f"({live.name}): name another chain with --chain"
+        )
     building = alias.building if alias is not None else None
     if building is not None:
         if building.chain != tuple(chain):
@@ -60,13 +74,21 @@ def plan(settings: Settings, registry: Generations, collection: str, chain: Sequ
     try:
         check_collection_name(new.physical)
     except ConfigError:
-        raise ConfigError(f"collection {collection!r} cannot be migrated: its generation's name {new.physical!r} "
-                          f"is longer than 48 characters. Declare a collection with a shorter name") from None
+        raise ConfigError(
+            f"collection {collection!r} cannot be migrated: its generation's name {new.physical!r} "
+            f"is longer than 48 characters. Declare a collection with a shorter name"
+        ) from None
     return live, new
 
 
-def begin(settings: Settings, registry: Generations, collection: str, chain: Sequence[str], *,
-          embedded_by: Callable[[str], Set[str]]) -> Generation:
+def begin(
+    settings: Settings,
+    registry: Generations,
+    collection: str,
+    chain: Sequence[str],
+    *,
+    embedded_by: Callable[[str], Set[str]],
+) -> Generation:
     """Register the generation ``chain`` builds for ``collection`` and create its collection, empty; from then
     on writes of ``collection`` go to it too. ``embedded_by``: the models the ledger says embedded a collection
     (``Ledger.models``), asked only of one never migrated. The caller sends its run (``Producer.migrate``)."""
@@ -78,9 +100,11 @@ def begin(settings: Settings, registry: Generations, collection: str, chain: Seq
         raise _cannot_hold(new, exc) from None
     with store:
         if new.created_at is None and store.has_collection(new.physical):
-            raise ConfigError(f"a collection {new.physical!r} exists that is no generation of {collection!r} (left "
-                              f"from an earlier try?): drop it (vectorsync collections drop {new.physical}) and "
-                              "migrate again")
+            raise ConfigError(
+                f"a collection {new.physical!r} exists that is no generation of {collection!r} (left "
+                f"from an earlier try?): drop it (vectorsync collections drop {new.physical}) and "
+                "migrate again"
+            )
         try:
             store.ensure_collection(new.physical)
         except ConfigError as exc:
@@ -97,8 +121,10 @@ def _qdrant_server(settings: Settings) -> bool:
 
 
 def _cannot_hold(new: Generation, exc: ConfigError) -> ConfigError:
-    return ConfigError(f"{new.name}, the new generation of {new.collection!r}, cannot hold the chain "
-                       f"{', '.join(new.chain)} ({new.dimensions} dimensions): {exc}")
+    return ConfigError(
+        f"{new.name}, the new generation of {new.collection!r}, cannot hold the chain "
+        f"{', '.join(new.chain)} ({new.dimensions} dimensions): {exc}"
+    )
 
 
 def _first(settings: Settings, collection: str, embedded: Set[str]) -> Generation:
@@ -112,14 +138,21 @@ def _first(settings: Settings, collection: str, embedded: Set[str]) -> Generatio
     first = settings.models.get(chain[0]) if chain else None
     if names and (first is None or not {first.model, first.weights} & set(names)):
         by_model = {model.model: name for name, model in sorted(settings.models.items()) if model.task == "embed"}
-        by_model |= {model.weights: name for name, model in sorted(settings.models.items())
-                     if model.task == "embed" and model.weights}
+        by_model |= {
+            model.weights: name
+            for name, model in sorted(settings.models.items())
+            if model.task == "embed" and model.weights
+        }
         chain = [by_model[found] for found in names if found in by_model][:1]
         if not chain:
-            raise ConfigError(f"collection {collection!r} was embedded by {', '.join(sorted(embedded))}, which no "
-                              "[models.NAME] entry of the settings names: add it, so its generation can go on "
-                              "serving searches until the switch, then migrate")
+            raise ConfigError(
+                f"collection {collection!r} was embedded by {', '.join(sorted(embedded))}, which no "
+                "[models.NAME] entry of the settings names: add it, so its generation can go on "
+                "serving searches until the switch, then migrate"
+            )
     if not chain:
-        raise ConfigError(f"collection {collection!r} is embedded by the default fake model (embeddings.chain is "
-                          "empty); migrate needs the chain it is embedded by now: set embeddings.chain")
+        raise ConfigError(
+            f"collection {collection!r} is embedded by the default fake model (embeddings.chain is "
+            "empty); migrate needs the chain it is embedded by now: set embeddings.chain"
+        )
     return registered(settings, collection, chain, 1)

@@ -23,9 +23,11 @@ from store.state.tables import aliases, generations
 
 __all__ = ["PostgresGenerations"]
 
+
 def _generation(row: sa.Row) -> Generation:
-    return Generation(row.collection, row.number, tuple(row.chain), row.models, row.dimensions, row.run_id,
-                      row.created_at)
+    return Generation(
+        row.collection, row.number, tuple(row.chain), row.models, row.dimensions, row.run_id, row.created_at
+    )
 
 
 class PostgresGenerations:
@@ -50,7 +52,8 @@ class PostgresGenerations:
             sa.select(aliases.c.live, aliases.c.switched_at, generations)
             .join(generations, generations.c.collection == aliases.c.collection)
             .where(where if where is not None else sa.true())
-            .order_by(generations.c.collection, generations.c.number)).all()
+            .order_by(generations.c.collection, generations.c.number)
+        ).all()
         found: dict[str, Alias] = {}
         for row in rows:
             alias = found.get(row.collection) or Alias(row.collection, row.live, (), row.switched_at)
@@ -86,23 +89,38 @@ class PostgresGenerations:
 
     @staticmethod
     def _insert(conn: sa.Connection, generation: Generation) -> None:
-        conn.execute(sa.insert(generations).values(
-            collection=generation.collection, number=generation.number, chain=list(generation.chain),
-            models=dict(generation.models), dimensions=generation.dimensions, run_id=generation.run_id,
-            created_at=now()))
+        conn.execute(
+            sa.insert(generations).values(
+                collection=generation.collection,
+                number=generation.number,
+                chain=list(generation.chain),
+                models=dict(generation.models),
+                dimensions=generation.dimensions,
+                run_id=generation.run_id,
+                created_at=now(),
+            )
+        )
 
     def set_run(self, collection: str, number: int, run_id: str) -> None:
         with self._transaction() as conn:
-            conn.execute(sa.update(generations).where(generations.c.collection == collection,
-                                                      generations.c.number == number).values(run_id=run_id))
+            conn.execute(
+                sa.update(generations)
+                .where(generations.c.collection == collection, generations.c.number == number)
+                .values(run_id=run_id)
+            )
 
     def switch(self, collection: str, number: int, *, expected: int) -> bool:
         with self._transaction() as conn:
             self._lock(conn, collection)  # as forget does: never a switch to a generation being forgotten
-            switched = conn.execute(sa.update(aliases).where(
-                aliases.c.collection == collection, aliases.c.live == expected,
-                sa.exists().where(generations.c.collection == collection, generations.c.number == number),
-            ).values(live=number, switched_at=now())).rowcount
+            switched = conn.execute(
+                sa.update(aliases)
+                .where(
+                    aliases.c.collection == collection,
+                    aliases.c.live == expected,
+                    sa.exists().where(generations.c.collection == collection, generations.c.number == number),
+                )
+                .values(live=number, switched_at=now())
+            ).rowcount
         return bool(switched)
 
     def forget(self, collection: str, number: int | None = None) -> None:
@@ -115,8 +133,9 @@ class PostgresGenerations:
             found = self._read(conn, aliases.c.collection == collection)
             if found and found[0].live == number:
                 raise ConfigError(live_error(found[0]))
-            conn.execute(sa.delete(generations).where(generations.c.collection == collection,
-                                                      generations.c.number == number))
+            conn.execute(
+                sa.delete(generations).where(generations.c.collection == collection, generations.c.number == number)
+            )
 
     def close(self) -> None:
         if self._owned:

@@ -36,8 +36,19 @@ from store.vectors.base import Collection, VectorStore
 if TYPE_CHECKING:
     from store.embeddings import Embeddings
 
-__all__ = ["Dropping", "Router", "Run", "dropping", "migrated", "open_declared", "read_physical", "reading",
-           "switch_now", "switch_when_built", "writing"]
+__all__ = [
+    "Dropping",
+    "Router",
+    "Run",
+    "dropping",
+    "migrated",
+    "open_declared",
+    "read_physical",
+    "reading",
+    "switch_now",
+    "switch_when_built",
+    "writing",
+]
 
 log = logging.getLogger("vectorsync.migrate")
 
@@ -136,10 +147,17 @@ def switch_when_built(registry: Generations, progress: Run) -> Generation | None
         return None
     if progress.failed or not progress.total:
         why = f"{progress.failed} records failed" if progress.failed else "its source gave no record"
-        log.warning("%s is built but %s, so %s still reads %s: fix that, then run `vectorsync migrate %s --chain "
-                    "%s` again (records in already are skipped), or switch anyway (vectorsync migrate %s --switch)",
-                    building.name, why, collection, alias.reads.name, collection, ",".join(building.chain),
-                    collection)
+        log.warning(
+            "%s is built but %s, so %s still reads %s: fix that, then run `vectorsync migrate %s --chain "
+            "%s` again (records in already are skipped), or switch anyway (vectorsync migrate %s --switch)",
+            building.name,
+            why,
+            collection,
+            alias.reads.name,
+            collection,
+            ",".join(building.chain),
+            collection,
+        )
         return None
     return _switch(registry, alias, building)
 
@@ -149,12 +167,16 @@ def switch_now(registry: Generations, collection: str, run: Run | None) -> Gener
     alias = registry.alias(collection)
     building = alias.building if alias is not None else None
     if alias is None or building is None:
-        raise ConfigError(f"collection {collection!r} has no generation building: "
-                          f"start one with `vectorsync migrate {collection} --chain NEW`")
+        raise ConfigError(
+            f"collection {collection!r} has no generation building: "
+            f"start one with `vectorsync migrate {collection} --chain NEW`"
+        )
     if run is None or run.status != RunStatus.DONE:
         state = "has no run" if run is None else f"run {run.run_id} is {run.status}"
-        raise ConfigError(f"{building.name} is not built ({state}): run `vectorsync migrate {collection} --chain "
-                          f"{','.join(building.chain)}` to build it, then switch")
+        raise ConfigError(
+            f"{building.name} is not built ({state}): run `vectorsync migrate {collection} --chain "
+            f"{','.join(building.chain)}` to build it, then switch"
+        )
     switched = _switch(registry, alias, building)
     if switched is None:
         raise ConfigError(f"{collection!r} switched meanwhile: `vectorsync collections list` shows what it reads")
@@ -164,8 +186,14 @@ def switch_now(registry: Generations, collection: str, run: Run | None) -> Gener
 def _switch(registry: Generations, alias: Alias, building: Generation) -> Generation | None:
     if not registry.switch(alias.collection, building.number, expected=alias.live):
         return None
-    log.info("%s now reads %s (chain %s); %s is kept until dropped (vectorsync collections drop %s)",
-             alias.collection, building.name, ", ".join(building.chain), alias.reads.name, alias.reads.name)
+    log.info(
+        "%s now reads %s (chain %s); %s is kept until dropped (vectorsync collections drop %s)",
+        alias.collection,
+        building.name,
+        ", ".join(building.chain),
+        alias.reads.name,
+        alias.reads.name,
+    )
     return building
 
 
@@ -189,9 +217,15 @@ class Router:
     ``registry`` None: no collection was migrated (an in-process run), every name is its own collection.
     """
 
-    def __init__(self, settings: Settings, *, store: VectorStore, embeddings: Embeddings | None = None,
-                 registry: Generations | None = None,
-                 on_embeddings: Callable[[Embeddings], Any] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        store: VectorStore,
+        embeddings: Embeddings | None = None,
+        registry: Generations | None = None,
+        on_embeddings: Callable[[Embeddings], Any] | None = None,
+    ) -> None:
         self.settings, self.store, self.embeddings, self.registry = settings, store, embeddings, registry
         self._on_embeddings = on_embeddings
         self._own = _own_signature(settings)

@@ -16,8 +16,17 @@ if TYPE_CHECKING:
     from store.settings import Settings
 
 __all__ = [
-    "Failure", "Forgotten", "Held", "Ledger", "LedgerEntry", "MemoryLedger", "Overview", "RunProgress", "RunStatus",
-    "in_process_only", "ledger_from_settings",
+    "Failure",
+    "Forgotten",
+    "Held",
+    "Ledger",
+    "LedgerEntry",
+    "MemoryLedger",
+    "Overview",
+    "RunProgress",
+    "RunStatus",
+    "in_process_only",
+    "ledger_from_settings",
 ]
 
 

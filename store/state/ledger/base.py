@@ -128,8 +128,7 @@ class Ledger(Protocol):
 
     # -- locks and entries -----------------------------------------------------------
 
-    def locked(self, collection: str, record_ids: Iterable[str], *,
-               read: bool = False) -> AbstractContextManager[Held]:
+    def locked(self, collection: str, record_ids: Iterable[str], *, read: bool = False) -> AbstractContextManager[Held]:
         """Hold the write locks of these records until the block ends (taken sorted: no deadlocks). ``read``:
         the caller will ask ``Held.entries`` of them, so a backend may read the rows with the locks."""
         ...
@@ -152,8 +151,9 @@ class Ledger(Protocol):
 
     # -- runs ------------------------------------------------------------------------
 
-    def create_run(self, collection: str, *, full: bool = False, run_id: str | None = None,
-                   kind: str = "reindex") -> str:
+    def create_run(
+        self, collection: str, *, full: bool = False, run_id: str | None = None, kind: str = "reindex"
+    ) -> str:
         """Insert a running run (idempotent for a given run_id) and return its id; kind: reindex or reconcile."""
         ...
 

@@ -107,8 +107,9 @@ class MemoryLedger:
 
     # -- runs ------------------------------------------------------------------------
 
-    def create_run(self, collection: str, *, full: bool = False, run_id: str | None = None,
-                   kind: str = "reindex") -> str:
+    def create_run(
+        self, collection: str, *, full: bool = False, run_id: str | None = None, kind: str = "reindex"
+    ) -> str:
         started = rules.started_run(collection, run_id=run_id, full=full, kind=kind, at=now())
         with self._lock:
             self._runs.setdefault(started.run_id, _Run(started))
@@ -130,14 +131,16 @@ class MemoryLedger:
     def fail_run(self, run_id: str, error: str) -> None:
         with self._lock:
             run = self._get(run_id)
-            run.progress = replace(run.progress, status=RunStatus.FAILED, error=rules.kept_error(error),
-                                   finished_at=now())
+            run.progress = replace(
+                run.progress, status=RunStatus.FAILED, error=rules.kept_error(error), finished_at=now()
+            )
 
     def run(self, run_id: str) -> RunProgress:
         with self._lock:
             run = self._get(run_id)
-            return rules.with_tally(run.progress, rules.Tally.of(run.counted.values(), run.moved_at),
-                                    batches=run.batches)
+            return rules.with_tally(
+                run.progress, rules.Tally.of(run.counted.values(), run.moved_at), batches=run.batches
+            )
 
     def resolve_run(self, prefix: str) -> str:
         with self._lock:
@@ -155,8 +158,12 @@ class MemoryLedger:
         return run
 
     def _finish_if_complete(self, run: _Run) -> RunProgress:
-        self._move(run, rules.status_when_counted(run.progress.status, expected=run.batches,
-                                                  counted=len(run.counted), deferred=run.deferred_index))
+        self._move(
+            run,
+            rules.status_when_counted(
+                run.progress.status, expected=run.batches, counted=len(run.counted), deferred=run.deferred_index
+            ),
+        )
         return self.run(run.progress.run_id)
 
     @staticmethod
@@ -182,8 +189,9 @@ class MemoryLedger:
         with self._lock:
             known = self._failures.get((collection, record_id))
             attempts = rules.attempts_after(known.attempts if known is not None else None)
-            self._failures[(collection, record_id)] = Failure(collection, record_id, rules.kept_error(error),
-                                                              attempts, now())
+            self._failures[(collection, record_id)] = Failure(
+                collection, record_id, rules.kept_error(error), attempts, now()
+            )
 
     def failures(self, collection: str | None = None) -> list[Failure]:
         with self._lock:
@@ -197,5 +205,8 @@ class MemoryLedger:
         with self._lock:
             runs = [r.progress for r in self._runs.values()]
             open_runs = rules.newest_first((r for r in runs if not r.status.ended), rules.MAX_OPEN_RUNS)
-            return rules.overview(Counter(r.status.value for r in runs), [self.run(r.run_id) for r in open_runs],
-                                  Counter(collection for collection, _ in self._failures))
+            return rules.overview(
+                Counter(r.status.value for r in runs),
+                [self.run(r.run_id) for r in open_runs],
+                Counter(collection for collection, _ in self._failures),
+            )

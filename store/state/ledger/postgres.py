@@ -20,6 +20,7 @@ import sqlalchemy as sa
 
 import store.state.ledger.rules as rules
 import store.state.ledger.statements as sql
+from store.connect.postgres import driver
 from store.errors import ConfigError
 from store.settings import NetworkSettings
 from store.state.database import StateDatabase
@@ -36,9 +37,20 @@ def _entry(row: sa.Row) -> LedgerEntry:
 
 def _progress(row: sa.Row) -> RunProgress:
     """A ``statements.RUN`` row as the run's progress (``rules.with_tally``)."""
-    run = RunProgress(run_id=row.run_id, collection=row.collection, status=RunStatus(row.status), total=row.total,
-                      done=0, skipped=0, failed=0, full=row.full, started_at=row.started_at,
-                      finished_at=row.finished_at, error=row.error, kind=row.kind)
+    run = RunProgress(
+        run_id=row.run_id,
+        collection=row.collection,
+        status=RunStatus(row.status),
+        total=row.total,
+        done=0,
+        skipped=0,
+        failed=0,
+        full=row.full,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        error=row.error,
+        kind=row.kind,
+    )
     tally = rules.Tally(int(row.done), int(row.skipped), int(row.failed), int(row.counted), row.moved_at)
     return rules.with_tally(run, tally, batches=row.batches)
 
@@ -46,8 +58,14 @@ def _progress(row: sa.Row) -> RunProgress:
 class _Held:
     """The ledger inside a transaction that holds some records' locks."""
 
-    def __init__(self, ledger: PostgresLedger, collection: str, conn: sa.Connection,
-                 read: dict[str, LedgerEntry] | None = None, locked: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        ledger: PostgresLedger,
+        collection: str,
+        conn: sa.Connection,
+        read: dict[str, LedgerEntry] | None = None,
+        locked: frozenset[str] = frozenset(),
+    ) -> None:
         self._ledger, self._collection, self._conn = ledger, collection, conn
         self._read, self._locked = read, locked
 
@@ -101,15 +119,16 @@ class PostgresLedger:
             rows = self._lock(conn, collection, ids, read=read) if ids else ({} if read else None)
             yield _Held(self, collection, conn, rows, frozenset(ids))
 
-    def _lock(self, conn: sa.Connection, collection: str, ids: list[str], *,
-              read: bool) -> dict[str, LedgerEntry] | None:
+    def _lock(
+        self, conn: sa.Connection, collection: str, ids: list[str], *, read: bool
+    ) -> dict[str, LedgerEntry] | None:
         """One statement for every lock, taken in the ids' order (unnest keeps the array's), pipelined with the
         transaction's BEGIN; with ``read``, the rows' statement follows in the same pipeline: BEGIN, the locks
         and the rows cost one round trip between them."""
         params = {"collection": collection, "ids": ids}
-        raw = conn.connection.driver_connection
-        with raw.cursor() as locks, raw.cursor() as rows:  # type: ignore[union-attr]
-            with raw.pipeline():  # type: ignore[union-attr]
+        raw = driver(conn)
+        with raw.cursor() as locks, raw.cursor() as rows:
+            with raw.pipeline():
                 locks.execute(sql.LOCK_RECORDS, params)
                 if read:
                     rows.execute(sql.READ_LOCKED, params)
@@ -130,11 +149,19 @@ class PostgresLedger:
     def _indexed(self, conn: sa.Connection, collection: str, entries: Sequence[LedgerEntry]) -> None:
         if not entries:
             return
-        conn.execute(sql.RECORD_INDEXED, {
-            "collection": collection, "at": now(), "ids": [e.record_id for e in entries],
-            "hashes": [e.content_hash for e in entries], "models": [e.model for e in entries],
-            "chunks": [e.chunks for e in entries], "versions": [e.version for e in entries],
-            "stamps": [e.stamp for e in entries]})
+        conn.execute(
+            sql.RECORD_INDEXED,
+            {
+                "collection": collection,
+                "at": now(),
+                "ids": [e.record_id for e in entries],
+                "hashes": [e.content_hash for e in entries],
+                "models": [e.model for e in entries],
+                "chunks": [e.chunks for e in entries],
+                "versions": [e.version for e in entries],
+                "stamps": [e.stamp for e in entries],
+            },
+        )
 
     def models(self, collection: str) -> set[str]:
         with self.transaction() as conn:
@@ -142,20 +169,30 @@ class PostgresLedger:
 
     def forget_collection(self, collection: str) -> Forgotten:
         with self.transaction() as conn:
-            counts = [conn.execute(statement, {"collection": collection}).rowcount
-                      for statement in sql.FORGET_COLLECTION]
+            counts = [
+                conn.execute(statement, {"collection": collection}).rowcount for statement in sql.FORGET_COLLECTION
+            ]
         return Forgotten(*counts)
 
     # -- runs ------------------------------------------------------------------------
 
-    def create_run(self, collection: str, *, full: bool = False, run_id: str | None = None,
-                   kind: str = "reindex") -> str:
+    def create_run(
+        self, collection: str, *, full: bool = False, run_id: str | None = None, kind: str = "reindex"
+    ) -> str:
         """Insert a running run (idempotent for a given run_id) and return its id; kind: reindex or reconcile."""
         run = rules.started_run(collection, run_id=run_id, full=full, kind=kind, at=now())
         with self.transaction() as conn:
-            conn.execute(sql.CREATE_RUN, {"run_id": run.run_id, "collection": run.collection,
-                                          "status": run.status.value, "full": run.full, "started_at": run.started_at,
-                                          "kind": run.kind})
+            conn.execute(
+                sql.CREATE_RUN,
+                {
+                    "run_id": run.run_id,
+                    "collection": run.collection,
+                    "status": run.status.value,
+                    "full": run.full,
+                    "started_at": run.started_at,
+                    "kind": run.kind,
+                },
+            )
         return run.run_id
 
     def set_run_total(self, run_id: str, *, total: int, batches: int) -> RunProgress:
@@ -170,15 +207,16 @@ class PostgresLedger:
         with self.transaction() as conn:
             return self._finish_if_complete(conn, run_id, counted)
 
-    def _finish_if_complete(self, conn: sa.Connection, run_id: str,
-                            counted: dict[str, object] | None = None) -> RunProgress:
+    def _finish_if_complete(
+        self, conn: sa.Connection, run_id: str, counted: dict[str, object] | None = None
+    ) -> RunProgress:
         """The run's progress, its row locked while its batches are counted, so exactly one caller ends it;
         ``counted``: a batch to count first. The statements are pipelined, each its own: the count comes after
         the lock, because a statement sees only what was committed when it began, and the batch counted by
         the lock's last holder must be seen."""
-        raw = conn.connection.driver_connection
-        with raw.cursor() as insert, raw.cursor() as locked, raw.cursor() as total:  # type: ignore[union-attr]
-            with raw.pipeline():  # type: ignore[union-attr]
+        raw = driver(conn)
+        with raw.cursor() as insert, raw.cursor() as locked, raw.cursor() as total:
+            with raw.pipeline():
                 if counted is not None:
                     insert.execute(sql.COUNT_BATCH, counted)
                 locked.execute(sql.LOCK_RUN, {"run_id": run_id})
@@ -187,16 +225,22 @@ class PostgresLedger:
         if row is None:
             raise ConfigError(rules.unknown_run(run_id))
         status, expected, deferred = row
-        self._move(conn, run_id, rules.status_when_counted(
-            RunStatus(status), expected=expected, counted=batches[0] if batches else 0, deferred=bool(deferred)))
+        self._move(
+            conn,
+            run_id,
+            rules.status_when_counted(
+                RunStatus(status), expected=expected, counted=batches[0] if batches else 0, deferred=bool(deferred)
+            ),
+        )
         return self._run(conn, run_id)
 
     @staticmethod
     def _move(conn: sa.Connection, run_id: str, status: RunStatus | None) -> None:
         """The run in ``status`` (None: as it is), finished now if that ends it."""
         if status is not None:
-            conn.execute(sql.MOVE_RUN, {"run": run_id, "status": status.value,
-                                        "finished_at": rules.ended_at(status, now())})
+            conn.execute(
+                sql.MOVE_RUN, {"run": run_id, "status": status.value, "finished_at": rules.ended_at(status, now())}
+            )
 
     def defer_index(self, run_id: str) -> None:
         with self.transaction() as conn:
@@ -212,8 +256,9 @@ class PostgresLedger:
 
     def fail_run(self, run_id: str, error: str) -> None:
         with self.transaction() as conn:
-            conn.execute(sql.FAIL_RUN, {"run": run_id, "error": rules.kept_error(escape_unstorable(error)),
-                                        "finished_at": now()})
+            conn.execute(
+                sql.FAIL_RUN, {"run": run_id, "error": rules.kept_error(escape_unstorable(error)), "finished_at": now()}
+            )
 
     def run(self, run_id: str) -> RunProgress:
         """A run's progress. Raises ConfigError for an unknown run."""
@@ -242,9 +287,14 @@ class PostgresLedger:
 
     def record_failure(self, collection: str, record_id: str, error: str, *, run_id: str | None = None) -> None:
         # An id PostgreSQL cannot store (a NUL, a lone surrogate) is kept escaped: the failure is still told.
-        failure = {"collection": collection, "record_id": escape_unstorable(record_id),
-                   "error": rules.kept_error(escape_unstorable(error)), "attempts": rules.attempts_after(None),
-                   "run_id": run_id, "last_seen": now()}
+        failure = {
+            "collection": collection,
+            "record_id": escape_unstorable(record_id),
+            "error": rules.kept_error(escape_unstorable(error)),
+            "attempts": rules.attempts_after(None),
+            "run_id": run_id,
+            "last_seen": now(),
+        }
         with self.transaction() as conn:
             conn.execute(sql.RECORD_FAILURE, failure)
 

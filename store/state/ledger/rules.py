@@ -17,9 +17,21 @@ from store.errors import ConfigError
 from store.state.ledger.base import Overview, RunProgress
 
 __all__ = [
-    "MAX_ERROR_CHARS", "MAX_OPEN_RUNS", "Tally", "attempts_after", "ended_at", "kept_error", "kept_version",
-    "newest_first", "one_run", "overview", "started_run", "status_when_counted", "status_when_index_built",
-    "unknown_run", "with_tally",
+    "MAX_ERROR_CHARS",
+    "MAX_OPEN_RUNS",
+    "Tally",
+    "attempts_after",
+    "ended_at",
+    "kept_error",
+    "kept_version",
+    "newest_first",
+    "one_run",
+    "overview",
+    "started_run",
+    "status_when_counted",
+    "status_when_index_built",
+    "unknown_run",
+    "with_tally",
 ]
 
 #: Longest error text kept per failure and per failed run.
@@ -33,8 +45,19 @@ MAX_OPEN_RUNS = 100
 
 def started_run(collection: str, *, run_id: str | None, full: bool, kind: str, at: datetime) -> RunProgress:
     """A new run: running, nothing counted, its id ``run_id`` or a fresh one."""
-    return RunProgress(run_id=run_id or uuid.uuid4().hex, collection=collection, status=RunStatus.RUNNING,
-                       total=None, done=0, skipped=0, failed=0, full=full, started_at=at, finished_at=None, kind=kind)
+    return RunProgress(
+        run_id=run_id or uuid.uuid4().hex,
+        collection=collection,
+        status=RunStatus.RUNNING,
+        total=None,
+        done=0,
+        skipped=0,
+        failed=0,
+        full=full,
+        started_at=at,
+        finished_at=None,
+        kind=kind,
+    )
 
 
 def status_when_counted(status: RunStatus, *, expected: int | None, counted: int, deferred: bool) -> RunStatus | None:
@@ -97,8 +120,15 @@ class Tally:
 def with_tally(run: RunProgress, tally: Tally, *, batches: int | None) -> RunProgress:
     """The run's progress: the sums over its counted batches, of its ``batches``; it last moved when its last
     batch was counted, else when it started."""
-    return replace(run, done=tally.done, skipped=tally.skipped, failed=tally.failed,
-                   moved_at=tally.moved_at or run.started_at, batches=batches, counted=tally.counted)
+    return replace(
+        run,
+        done=tally.done,
+        skipped=tally.skipped,
+        failed=tally.failed,
+        moved_at=tally.moved_at or run.started_at,
+        batches=batches,
+        counted=tally.counted,
+    )
 
 
 def newest_first(runs: Iterable[RunProgress], limit: int) -> list[RunProgress]:
@@ -106,13 +136,16 @@ def newest_first(runs: Iterable[RunProgress], limit: int) -> list[RunProgress]:
     return sorted(runs, key=lambda r: r.started_at, reverse=True)[:limit]
 
 
-def overview(run_counts: Mapping[str, int], open_runs: Sequence[RunProgress],
-             failure_counts: Mapping[str, int]) -> Overview:
+def overview(
+    run_counts: Mapping[str, int], open_runs: Sequence[RunProgress], failure_counts: Mapping[str, int]
+) -> Overview:
     """The overview from runs counted per status value and failures per collection: every status present
     (0 included), at most ``MAX_OPEN_RUNS`` open runs, collections without failures left out."""
-    return Overview(runs={status: int(run_counts.get(status.value, 0)) for status in RunStatus},
-                    open_runs=list(open_runs[:MAX_OPEN_RUNS]),
-                    failures={str(c): int(n) for c, n in failure_counts.items() if n})
+    return Overview(
+        runs={status: int(run_counts.get(status.value, 0)) for status in RunStatus},
+        open_runs=list(open_runs[:MAX_OPEN_RUNS]),
+        failures={str(c): int(n) for c, n in failure_counts.items() if n},
+    )
 
 
 # -- entries and failures ------------------------------------------------------------

@@ -14,29 +14,57 @@ from store.contract import RunStatus
 from store.state.tables import failures, ledger, run_batches, runs
 
 __all__ = [
-    "COUNTED_BATCHES", "COUNT_BATCH", "CREATE_RUN", "DEFER_INDEX", "ENTRIES", "FAILURES",
-    "FAILURES_OF", "FAILURES_PER_COLLECTION", "FAIL_RUN", "FORGET", "FORGET_COLLECTION", "LOCK_RECORDS",
-    "LOCK_RUN", "MODELS", "MOVE_RUN", "OPEN_RUNS", "READ_LOCKED", "RECENT_RUNS", "RECORD_FAILURE", "RECORD_IDS",
-    "RECORD_INDEXED", "RUN", "RUNS_IN_STATUS", "RUNS_PER_STATUS", "RUNS_STARTING", "SET_RUN_TOTAL", "prefix_pattern",
+    "COUNTED_BATCHES",
+    "COUNT_BATCH",
+    "CREATE_RUN",
+    "DEFER_INDEX",
+    "ENTRIES",
+    "FAILURES",
+    "FAILURES_OF",
+    "FAILURES_PER_COLLECTION",
+    "FAIL_RUN",
+    "FORGET",
+    "FORGET_COLLECTION",
+    "LOCK_RECORDS",
+    "LOCK_RUN",
+    "MODELS",
+    "MOVE_RUN",
+    "OPEN_RUNS",
+    "READ_LOCKED",
+    "RECENT_RUNS",
+    "RECORD_FAILURE",
+    "RECORD_IDS",
+    "RECORD_INDEXED",
+    "RUN",
+    "RUNS_IN_STATUS",
+    "RUNS_PER_STATUS",
+    "RUNS_STARTING",
+    "SET_RUN_TOTAL",
+    "prefix_pattern",
 ]
 
 # -- locks and entries (psycopg text, pipelined) ---------------------------------------------------------------
 
 #: Takes the write lock of each record id in ``ids`` (a sorted array), one statement for all of them, in the
 #: array's order (unnest keeps it).
-LOCK_RECORDS = ("SELECT count(pg_advisory_xact_lock(hashtextextended(%(collection)s || '/' || id, 0))) "
-                "FROM unnest(%(ids)s::text[]) AS id")
+LOCK_RECORDS = (
+    "SELECT count(pg_advisory_xact_lock(hashtextextended(%(collection)s || '/' || id, 0))) "
+    "FROM unnest(%(ids)s::text[]) AS id"
+)
 #: The ledger rows of ``ids``, sent after ``LOCK_RECORDS`` in the same round trip: a statement sees what was
 #: committed when it started, so rows read by the locking statement itself could be older than the lock's last
 #: holder left them (READ COMMITTED takes its snapshot before the first lock is granted).
-READ_LOCKED = ("SELECT record_id, content_hash, model, chunks, version, stamp FROM vectorsync_ledger "
-               "WHERE collection = %(collection)s AND record_id = ANY(%(ids)s::text[])")
+READ_LOCKED = (
+    "SELECT record_id, content_hash, model, chunks, version, stamp FROM vectorsync_ledger "
+    "WHERE collection = %(collection)s AND record_id = ANY(%(ids)s::text[])"
+)
 
 # -- entries ---------------------------------------------------------------------------------------------------
 
 #: The entries of ``:ids`` in ``:collection``.
-ENTRIES = sa.select(ledger).where(ledger.c.collection == sa.bindparam("collection"),
-                                  ledger.c.record_id.in_(sa.bindparam("ids", expanding=True)))
+ENTRIES = sa.select(ledger).where(
+    ledger.c.collection == sa.bindparam("collection"), ledger.c.record_id.in_(sa.bindparam("ids", expanding=True))
+)
 RECORD_IDS = sa.select(ledger.c.record_id).where(ledger.c.collection == sa.bindparam("collection"))
 MODELS = sa.select(ledger.c.model).where(ledger.c.collection == sa.bindparam("collection")).distinct()
 #: Every entry of a batch in one statement over arrays: the rows upserted (a version never goes back:
@@ -59,40 +87,61 @@ ON CONFLICT (collection, record_id) DO UPDATE SET
     version = greatest(vectorsync_ledger.version, excluded.version)
 """)
 #: The entries and the failures of ``:ids`` in ``:collection``, dropped.
-FORGET = tuple(sa.delete(table).where(table.c.collection == sa.bindparam("collection"),
-                                      table.c.record_id.in_(sa.bindparam("ids", expanding=True)))
-               for table in (ledger, failures))
+FORGET = tuple(
+    sa.delete(table).where(
+        table.c.collection == sa.bindparam("collection"), table.c.record_id.in_(sa.bindparam("ids", expanding=True))
+    )
+    for table in (ledger, failures)
+)
 #: Every entry, then every failure, of ``:collection`` dropped (each statement's rowcount says how many).
-FORGET_COLLECTION = tuple(sa.delete(table).where(table.c.collection == sa.bindparam("collection"))
-                          for table in (ledger, failures))
+FORGET_COLLECTION = tuple(
+    sa.delete(table).where(table.c.collection == sa.bindparam("collection")) for table in (ledger, failures)
+)
 
 # -- runs ------------------------------------------------------------------------------------------------------
 
 #: A run inserted from its columns, given as parameters; nothing when its id is known (idempotent).
 CREATE_RUN = postgresql.insert(runs).on_conflict_do_nothing(index_elements=["run_id"])
-SET_RUN_TOTAL = sa.update(runs).where(runs.c.run_id == sa.bindparam("run")).values(
-    total=sa.bindparam("total"), batches=sa.bindparam("batches"))
+SET_RUN_TOTAL = (
+    sa.update(runs)
+    .where(runs.c.run_id == sa.bindparam("run"))
+    .values(total=sa.bindparam("total"), batches=sa.bindparam("batches"))
+)
 DEFER_INDEX = sa.update(runs).where(runs.c.run_id == sa.bindparam("run")).values(deferred_index=True)
 #: The run in ``:status``; its ``finished_at`` set when ``:finished_at`` is not NULL, else kept.
-MOVE_RUN = sa.update(runs).where(runs.c.run_id == sa.bindparam("run")).values(
-    status=sa.bindparam("status"),
-    finished_at=sa.func.coalesce(sa.bindparam("finished_at", type_=runs.c.finished_at.type), runs.c.finished_at))
-FAIL_RUN = sa.update(runs).where(runs.c.run_id == sa.bindparam("run")).values(
-    status=RunStatus.FAILED.value, error=sa.bindparam("error"), finished_at=sa.bindparam("finished_at"))
+MOVE_RUN = (
+    sa.update(runs)
+    .where(runs.c.run_id == sa.bindparam("run"))
+    .values(
+        status=sa.bindparam("status"),
+        finished_at=sa.func.coalesce(sa.bindparam("finished_at", type_=runs.c.finished_at.type), runs.c.finished_at),
+    )
+)
+FAIL_RUN = (
+    sa.update(runs)
+    .where(runs.c.run_id == sa.bindparam("run"))
+    .values(status=RunStatus.FAILED.value, error=sa.bindparam("error"), finished_at=sa.bindparam("finished_at"))
+)
 #: A run's status, its row locked (psycopg text: ``finish_batch`` pipelines it, ``complete_run`` sends it).
 LOCK_RUN = "SELECT status, batches, deferred_index FROM vectorsync_runs WHERE run_id = %(run_id)s FOR UPDATE"
 #: A batch of a run counted once (its primary key), and how many of the run's batches are counted.
-COUNT_BATCH = ("INSERT INTO vectorsync_run_batches (run_id, batch, done, skipped, failed) "
-               "VALUES (%(run_id)s, %(batch)s, %(done)s, %(skipped)s, %(failed)s) ON CONFLICT DO NOTHING")
+COUNT_BATCH = (
+    "INSERT INTO vectorsync_run_batches (run_id, batch, done, skipped, failed) "
+    "VALUES (%(run_id)s, %(batch)s, %(done)s, %(skipped)s, %(failed)s) ON CONFLICT DO NOTHING"
+)
 COUNTED_BATCHES = "SELECT count(*) FROM vectorsync_run_batches WHERE run_id = %(run_id)s"
 
-_sums = sa.select(
-    sa.func.coalesce(sa.func.sum(run_batches.c.done), 0).label("done"),
-    sa.func.coalesce(sa.func.sum(run_batches.c.skipped), 0).label("skipped"),
-    sa.func.coalesce(sa.func.sum(run_batches.c.failed), 0).label("failed"),
-    sa.func.max(run_batches.c.counted_at).label("moved_at"),
-    sa.func.count().label("counted"),
-).where(run_batches.c.run_id == sa.bindparam("run")).subquery()
+_sums = (
+    sa.select(
+        sa.func.coalesce(sa.func.sum(run_batches.c.done), 0).label("done"),
+        sa.func.coalesce(sa.func.sum(run_batches.c.skipped), 0).label("skipped"),
+        sa.func.coalesce(sa.func.sum(run_batches.c.failed), 0).label("failed"),
+        sa.func.max(run_batches.c.counted_at).label("moved_at"),
+        sa.func.count().label("counted"),
+    )
+    .where(run_batches.c.run_id == sa.bindparam("run"))
+    .subquery()
+)
 #: The row of ``:run`` and its batches' sums, in one statement.
 RUN = sa.select(runs, _sums).select_from(runs.join(_sums, sa.true())).where(runs.c.run_id == sa.bindparam("run"))
 #: At most two run ids matching ``:pattern`` (``prefix_pattern``): one is the answer, two are ambiguous.
@@ -114,13 +163,21 @@ def prefix_pattern(prefix: str) -> str:
 _failure = postgresql.insert(failures)
 RECORD_FAILURE = _failure.on_conflict_do_update(
     index_elements=["collection", "record_id"],
-    set_={"error": _failure.excluded.error, "run_id": _failure.excluded.run_id,
-          "last_seen": _failure.excluded.last_seen, "attempts": failures.c.attempts + 1},
+    set_={
+        "error": _failure.excluded.error,
+        "run_id": _failure.excluded.run_id,
+        "last_seen": _failure.excluded.last_seen,
+        "attempts": failures.c.attempts + 1,
+    },
 )
 FAILURES = sa.select(failures).order_by(failures.c.collection, failures.c.record_id)
 FAILURES_OF = FAILURES.where(failures.c.collection == sa.bindparam("collection"))
 RUNS_PER_STATUS = sa.select(runs.c.status, sa.func.count()).group_by(runs.c.status)
 #: The ids of the ``:limit`` newest runs not ended.
-OPEN_RUNS = (sa.select(runs.c.run_id).where(runs.c.status.not_in([s.value for s in RunStatus if s.ended]))
-             .order_by(runs.c.started_at.desc()).limit(sa.bindparam("limit")))
+OPEN_RUNS = (
+    sa.select(runs.c.run_id)
+    .where(runs.c.status.not_in([s.value for s in RunStatus if s.ended]))
+    .order_by(runs.c.started_at.desc())
+    .limit(sa.bindparam("limit"))
+)
 FAILURES_PER_COLLECTION = sa.select(failures.c.collection, sa.func.count()).group_by(failures.c.collection)

@@ -52,8 +52,10 @@ class Analyzer:
 
     def __init__(self, language: str) -> None:
         if language not in LANGUAGES:
-            raise ConfigError(f"analyzer language {language!r} is not allowed: use one of {', '.join(LANGUAGES)} "
-                              "(collections.NAME.search.language)")
+            raise ConfigError(
+                f"analyzer language {language!r} is not allowed: use one of {', '.join(LANGUAGES)} "
+                "(collections.NAME.search.language)"
+            )
         self.language = language
         self.identity = f"{language}/{ANALYZER_VERSION}"
         self._stop = _stop_words(language)

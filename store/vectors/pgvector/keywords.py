@@ -31,6 +31,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, insert
 
+from store.connect.postgres import driver
 from store.vectors.keyword import bm25
 
 __all__ = [
@@ -55,8 +56,9 @@ DELTA_TABLE = "vs_kwdelta"
 #: The statistics row of the whole collection (N and the sum of lengths): no term is empty.
 TOTAL = ""
 
-_delta = sa.table(DELTA_TABLE, sa.column("term", sa.Text), sa.column("docs", sa.BigInteger),
-                  sa.column("tokens", sa.BigInteger))
+_delta = sa.table(
+    DELTA_TABLE, sa.column("term", sa.Text), sa.column("docs", sa.BigInteger), sa.column("tokens", sa.BigInteger)
+)
 
 
 def stats_table(table: sa.Table) -> sa.Table:
@@ -65,7 +67,8 @@ def stats_table(table: sa.Table) -> sa.Table:
     if name in table.metadata.tables:
         return table.metadata.tables[name]
     return sa.Table(
-        name, table.metadata,
+        name,
+        table.metadata,
         sa.Column("term", sa.Text, primary_key=True),
         sa.Column("shard", sa.SmallInteger, primary_key=True),
         sa.Column("docs", sa.BigInteger, nullable=False, server_default="0"),
@@ -82,9 +85,12 @@ class Delta:
 
     def _ready(self) -> None:
         if not self._open:
-            raw = self.conn.connection.driver_connection
-            raw.execute(sql.SQL("CREATE TEMP TABLE IF NOT EXISTS {} (term text, docs bigint, tokens bigint) "  # type: ignore[union-attr]
-                                "ON COMMIT DROP").format(sql.Identifier(DELTA_TABLE)))
+            raw = driver(self.conn)
+            raw.execute(
+                sql.SQL(
+                    "CREATE TEMP TABLE IF NOT EXISTS {} (term text, docs bigint, tokens bigint) ON COMMIT DROP"
+                ).format(sql.Identifier(DELTA_TABLE))
+            )
             self._open = True
 
     def add(self, rows: Any, sign: int) -> None:
@@ -92,10 +98,18 @@ class Delta:
         ``keyword_length`` (run here, as a CTE of the one statement that counts them)."""
         self._ready()
         source = rows.cte("counted")
-        terms = sa.select(sa.func.jsonb_object_keys(source.c.keywords), sa.literal(sign, sa.BigInteger),
-                          sa.literal(0, sa.BigInteger)).select_from(source)
-        total = (sa.select(sa.literal(TOTAL), sign * sa.func.count(), sign * sa.func.coalesce(
-            sa.func.sum(source.c.keyword_length), 0)).select_from(source).where(source.c.keyword_length > 0))
+        terms = sa.select(
+            sa.func.jsonb_object_keys(source.c.keywords), sa.literal(sign, sa.BigInteger), sa.literal(0, sa.BigInteger)
+        ).select_from(source)
+        total = (
+            sa.select(
+                sa.literal(TOTAL),
+                sign * sa.func.count(),
+                sign * sa.func.coalesce(sa.func.sum(source.c.keyword_length), 0),
+            )
+            .select_from(source)
+            .where(source.c.keyword_length > 0)
+        )
         insert_rows = sa.insert(_delta).from_select(["term", "docs", "tokens"], sa.union_all(terms, total))
         self.conn.execute(insert_rows.add_cte(source))
 
@@ -107,20 +121,28 @@ class Delta:
         """Add the collected changes to one shard of the statistics, in term order; then forget them."""
         if not self._open:
             return
-        summed = (sa.select(_delta.c.term, sa.literal(random.randrange(SHARDS), sa.SmallInteger),
-                            sa.func.sum(_delta.c.docs), sa.func.sum(_delta.c.tokens))
-                  .group_by(_delta.c.term)
-                  .having(sa.or_(sa.func.sum(_delta.c.docs) != 0, sa.func.sum(_delta.c.tokens) != 0))
-                  .order_by(_delta.c.term))
+        summed = (
+            sa.select(
+                _delta.c.term,
+                sa.literal(random.randrange(SHARDS), sa.SmallInteger),
+                sa.func.sum(_delta.c.docs),
+                sa.func.sum(_delta.c.tokens),
+            )
+            .group_by(_delta.c.term)
+            .having(sa.or_(sa.func.sum(_delta.c.docs) != 0, sa.func.sum(_delta.c.tokens) != 0))
+            .order_by(_delta.c.term)
+        )
         upsert = insert(self.stats).from_select(["term", "shard", "docs", "tokens"], summed)
         upsert = upsert.on_conflict_do_update(
             index_elements=["term", "shard"],
-            set_={"docs": self.stats.c.docs + upsert.excluded.docs,
-                  "tokens": self.stats.c.tokens + upsert.excluded.tokens},
+            set_={
+                "docs": self.stats.c.docs + upsert.excluded.docs,
+                "tokens": self.stats.c.tokens + upsert.excluded.tokens,
+            },
         )
         self.conn.execute(upsert)
-        raw = self.conn.connection.driver_connection
-        raw.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(DELTA_TABLE)))  # type: ignore[union-attr]
+        raw = driver(self.conn)
+        raw.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(DELTA_TABLE)))
         self._open = False
 
 
@@ -128,8 +150,9 @@ def count_rows(conn: sa.Connection, table: sa.Table) -> int:
     """Statistics made anew from every row (after a bulk load into an empty table, or a backfill, or to repair
     drift); returns how many terms (the collection's total among them) were counted otherwise before."""
     stats = stats_table(table)
-    summed = sa.select(stats.c.term, sa.func.sum(stats.c.docs).label("docs"),
-                       sa.func.sum(stats.c.tokens).label("tokens")).group_by(stats.c.term)
+    summed = sa.select(
+        stats.c.term, sa.func.sum(stats.c.docs).label("docs"), sa.func.sum(stats.c.tokens).label("tokens")
+    ).group_by(stats.c.term)
     before = {row.term: (row.docs, row.tokens) for row in conn.execute(summed)}
     conn.execute(sa.delete(stats))
     delta = Delta(conn, table)
@@ -139,16 +162,22 @@ def count_rows(conn: sa.Connection, table: sa.Table) -> int:
     return sum(1 for term in before.keys() | after.keys() if before.get(term) != after.get(term))
 
 
-def backfill(conn: sa.Connection, table: sa.Table, terms_of: Callable[[str], Counter[str]], *,
-             page: int = BACKFILL_PAGE) -> int:
+def backfill(
+    conn: sa.Connection, table: sa.Table, terms_of: Callable[[str], Counter[str]], *, page: int = BACKFILL_PAGE
+) -> int:
     """Analyze every row's stored text again (no embedding is involved) and count the statistics anew; return
     how many rows. Pages of ``page`` rows by id, each written back with one COPY and one UPDATE."""
-    raw = conn.connection.driver_connection
+    raw = driver(conn)
     fill = sql.Identifier("vs_kwfill")
-    raw.execute(sql.SQL("CREATE TEMP TABLE IF NOT EXISTS {} (id text PRIMARY KEY, keywords jsonb, "  # type: ignore[union-attr]
-                        "keyword_length int) ON COMMIT DROP").format(fill))
-    update = sql.SQL("UPDATE {t} SET keywords = f.keywords, keyword_length = f.keyword_length FROM {f} AS f "
-                     "WHERE {t}.id = f.id").format(t=sql.Identifier(table.name), f=fill)
+    raw.execute(
+        sql.SQL(
+            "CREATE TEMP TABLE IF NOT EXISTS {} (id text PRIMARY KEY, keywords jsonb, "
+            "keyword_length int) ON COMMIT DROP"
+        ).format(fill)
+    )
+    update = sql.SQL(
+        "UPDATE {t} SET keywords = f.keywords, keyword_length = f.keyword_length FROM {f} AS f WHERE {t}.id = f.id"
+    ).format(t=sql.Identifier(table.name), f=fill)
     done, last = 0, None
     while True:
         query = sa.select(table.c.id, table.c.text).order_by(table.c.id).limit(page)
@@ -156,13 +185,13 @@ def backfill(conn: sa.Connection, table: sa.Table, terms_of: Callable[[str], Cou
         if not rows:
             break
         statement = sql.SQL("COPY {} FROM STDIN WITH (FORMAT BINARY)").format(fill)
-        with raw.cursor() as cursor, cursor.copy(statement) as copy:  # type: ignore[union-attr]
+        with raw.cursor() as cursor, cursor.copy(statement) as copy:
             copy.set_types(["text", "jsonb", "int4"])
             for row in rows:
                 counts = terms_of(row.text)
                 copy.write_row((row.id, Jsonb(dict(counts)), sum(counts.values())))
-        raw.execute(update)  # type: ignore[union-attr]
-        raw.execute(sql.SQL("TRUNCATE {}").format(fill))  # type: ignore[union-attr]
+        raw.execute(update)
+        raw.execute(sql.SQL("TRUNCATE {}").format(fill))
         done, last = done + len(rows), rows[-1].id
     count_rows(conn, table)
     return done
@@ -182,8 +211,9 @@ def statistics(conn: sa.Connection, table: sa.Table, terms: Sequence[str]) -> tu
     return docs, (tokens / docs if docs else 0.0), {term: df for term, (df, _) in found.items() if df > 0}
 
 
-def ranked(conn: sa.Connection, table: sa.Table, terms: Sequence[str], *, where: Any, limit: int,
-           cap: int | None = None) -> list[Any] | None:
+def ranked(
+    conn: sa.Connection, table: sa.Table, terms: Sequence[str], *, where: Any, limit: int, cap: int | None = None
+) -> list[Any] | None:
     """The ``limit`` rows matching ``where`` with the best BM25 score for ``terms``, best first, ties by id.
 
     With ``cap`` (the planner chose the exact path: the filter matches few rows), the filtered rows are taken
@@ -195,18 +225,35 @@ def ranked(conn: sa.Connection, table: sa.Table, terms: Sequence[str], *, where:
         return []
     if cap is None:
         score, holds = keyword_query(table, terms, n=n, avgdl=avgdl, df=df)
-        query = (sa.select(table.c.id, table.c.text, table.c.metadata, score.label("score"))
-                 .where(holds, where).order_by(score.desc(), table.c.id).limit(limit))
+        query = (
+            sa.select(table.c.id, table.c.text, table.c.metadata, score.label("score"))
+            .where(holds, where)
+            .order_by(score.desc(), table.c.id)
+            .limit(limit)
+        )
         return list(conn.execute(query).all())
     # MATERIALIZED: the filter's rows first, whatever PostgreSQL guesses of the keyword condition.
-    candidates = (sa.select(table.c.id, table.c.keywords, table.c.keyword_length).where(where).limit(cap + 1)
-                  .cte("candidates").prefix_with("MATERIALIZED"))
+    candidates = (
+        sa.select(table.c.id, table.c.keywords, table.c.keyword_length)
+        .where(where)
+        .limit(cap + 1)
+        .cte("candidates")
+        .prefix_with("MATERIALIZED")
+    )
     score, holds = keyword_query(candidates, terms, n=n, avgdl=avgdl, df=df)
-    top = (sa.select(candidates.c.id, score.label("score")).where(holds).order_by(score.desc(), candidates.c.id)
-           .limit(limit).cte("top"))
+    top = (
+        sa.select(candidates.c.id, score.label("score"))
+        .where(holds)
+        .order_by(score.desc(), candidates.c.id)
+        .limit(limit)
+        .cte("top")
+    )
     matched = sa.select(sa.func.count()).select_from(candidates).scalar_subquery()
-    query = (sa.select(table.c.id, table.c.text, table.c.metadata, top.c.score, matched.label("matched"))
-             .join_from(top, table, top.c.id == table.c.id).order_by(top.c.score.desc(), table.c.id))
+    query = (
+        sa.select(table.c.id, table.c.text, table.c.metadata, top.c.score, matched.label("matched"))
+        .join_from(top, table, top.c.id == table.c.id)
+        .order_by(top.c.score.desc(), table.c.id)
+    )
     rows = list(conn.execute(query).all())
     return None if rows and rows[0].matched > cap else rows
 

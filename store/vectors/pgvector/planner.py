@@ -72,8 +72,9 @@ def plan(conn: sa.Connection, table: sa.Table, where: sa.ColumnElement[bool], *,
     The estimate costs a few milliseconds whatever the table's size: the table's row count from the
     catalog, then the share of a page sample that matches.
     """
-    rows = conn.execute(sa.text("SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(:t)"),
-                        {"t": table.name}).scalar_one_or_none()
+    rows = conn.execute(
+        sa.text("SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(:t)"), {"t": table.name}
+    ).scalar_one_or_none()
     if rows is not None and 0 <= rows <= min(ALWAYS_EXACT_ROWS, exact_rows):
         return Plan("exact", int(rows), "table")
     if rows is None or rows < 0:  # never analyzed: count, stopping past the bound
@@ -95,8 +96,14 @@ def choose_path(estimate: int, rows: int, exact_rows: int) -> Literal["exact", "
 
 
 def exact_search(
-    conn: sa.Connection, table: sa.Table, *, where: sa.ColumnElement[bool], distance: Any, score: Score,
-    limit: int, exact_rows: int,
+    conn: sa.Connection,
+    table: sa.Table,
+    *,
+    where: sa.ColumnElement[bool],
+    distance: Any,
+    score: Score,
+    limit: int,
+    exact_rows: int,
 ) -> list[Any] | None:
     """The ``limit`` rows matching ``where`` nearest by ``distance``, sorted exactly (no index walk).
 
@@ -105,14 +112,18 @@ def exact_search(
     cap = OVERSHOOT * exact_rows
     # MATERIALIZED keeps PostgreSQL from answering the ORDER BY with the HNSW index: this sort is exact.
     candidates = (
-        sa.select(table.c.id, distance.label("distance")).where(where).limit(cap + 1)
-        .cte("candidates").prefix_with("MATERIALIZED")
+        sa.select(table.c.id, distance.label("distance"))
+        .where(where)
+        .limit(cap + 1)
+        .cte("candidates")
+        .prefix_with("MATERIALIZED")
     )
     top = sa.select(candidates.c.id, candidates.c.distance).order_by(candidates.c.distance).limit(limit).cte("top")
     matched = sa.select(sa.func.count()).select_from(candidates).scalar_subquery()
     query = (
-        sa.select(table.c.id, table.c.text, table.c.metadata, score(top.c.distance).label("score"),
-                  matched.label("matched"))
+        sa.select(
+            table.c.id, table.c.text, table.c.metadata, score(top.c.distance).label("score"), matched.label("matched")
+        )
         .join_from(top, table, top.c.id == table.c.id)
         .order_by(top.c.distance, table.c.id)
     )
@@ -132,17 +143,26 @@ def _made() -> tuple[Any, Any]:
 
             _metrics = (
                 Counter("vectorsync_search_plans", "Filtered searches by the path they took", ["collection", "plan"]),
-                Histogram("vectorsync_search_filter_rows", "Rows a search filter was estimated to match",
-                          ["collection"],
-                          buckets=(0, 10, 100, 1_000, 5_000, 10_000, 50_000, 100_000, 1_000_000, float("inf"))),
+                Histogram(
+                    "vectorsync_search_filter_rows",
+                    "Rows a search filter was estimated to match",
+                    ["collection"],
+                    buckets=(0, 10, 100, 1_000, 5_000, 10_000, 50_000, 100_000, 1_000_000, float("inf")),
+                ),
             )
         return _metrics
 
 
 def observe(collection: str, plan: Plan, *, exact_rows: int) -> None:
     """Log the plan at DEBUG and count it."""
-    log.debug("search %s: filter matches about %d rows (%s; bound %d): %s path", collection, plan.estimate,
-              plan.source, exact_rows, plan.path)
+    log.debug(
+        "search %s: filter matches about %d rows (%s; bound %d): %s path",
+        collection,
+        plan.estimate,
+        plan.source,
+        exact_rows,
+        plan.path,
+    )
     plans, rows = _made()
     plans.labels(collection=collection, plan=plan.path).inc()
     rows.labels(collection=collection).observe(plan.estimate)

@@ -23,7 +23,7 @@ from pgvector.sqlalchemy import HALFVEC, VECTOR
 from psycopg import sql
 from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP
 
-from store.connect.postgres import advisory_lock
+from store.connect.postgres import advisory_lock, driver
 from store.errors import ConfigError
 from store.vectors.base import Metric
 from store.vectors.keyword import Analyzer
@@ -110,15 +110,23 @@ class Schema:
             sa.Column("kwdoc", sa.BigInteger, sa.Identity(always=False), nullable=False),
             sa.Index(f"{table_name}_kwdoc_idx", "kwdoc", unique=True),
             # fastupdate off: a pending list would be scanned whole by every filtered search until vacuumed
-            sa.Index(f"{table_name}_metadata_idx", "metadata", postgresql_using="gin",
-                     postgresql_ops={"metadata": "jsonb_path_ops"}, postgresql_with={"fastupdate": "off"}),
             sa.Index(
-                f"{table_name}_embedding_idx", "embedding", postgresql_using="hnsw",
+                f"{table_name}_metadata_idx",
+                "metadata",
+                postgresql_using="gin",
+                postgresql_ops={"metadata": "jsonb_path_ops"},
+                postgresql_with={"fastupdate": "off"},
+            ),
+            sa.Index(
+                f"{table_name}_embedding_idx",
+                "embedding",
+                postgresql_using="hnsw",
                 postgresql_with={"m": self.hnsw_m, "ef_construction": self.hnsw_ef_construction},
                 postgresql_ops={"embedding": self.ops},
             ),
-            sa.Index(f"{table_name}_keywords_idx", "keywords", postgresql_using="gin",
-                     postgresql_with={"fastupdate": "off"}),
+            sa.Index(
+                f"{table_name}_keywords_idx", "keywords", postgresql_using="gin", postgresql_with={"fastupdate": "off"}
+            ),
         )
 
     def ensure(self, conn: sa.Connection, name: str, analyzer: Analyzer) -> sa.Table:
@@ -161,7 +169,7 @@ class Schema:
             "AND column_name = 'embedding' AND starts_with(table_name, :prefix)"
         )
         found = conn.execute(query, {"prefix": self.table_prefix}).scalars().all()
-        return [n[len(self.table_prefix):] for n in found]
+        return [n[len(self.table_prefix) :] for n in found]
 
 
 def bulk_indexes(table: sa.Table) -> list[sa.Index]:
@@ -196,10 +204,13 @@ def ensure_field_indexes(conn: sa.Connection, table_name: str, fields: Iterable[
     if not missing:
         return []
     advisory_lock(conn, table_name)
-    raw = conn.connection.driver_connection
+    raw = driver(conn)
     for name, f in missing.items():
         # The expression is the query's own (pgvector.filters.field_expression): metadata -> 'a' -> 'b'.
         expression = sql.SQL(" -> ").join([sql.Identifier("metadata"), *(sql.Literal(p) for p in f.split("."))])
-        raw.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (({}))").format(  # type: ignore[union-attr]
-            sql.Identifier(name), sql.Identifier(table_name), expression))
+        raw.execute(
+            sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (({}))").format(
+                sql.Identifier(name), sql.Identifier(table_name), expression
+            )
+        )
     return sorted(missing)

@@ -33,11 +33,25 @@ import sqlalchemy as sa
 from psycopg import sql
 
 import store.vectors.pgvector.postings_cache as postings_cache
+from store.connect.postgres import driver
 from store.vectors.keyword import bm25
 from store.vectors.records import VectorMatch
 
-__all__ = ["BASE_DOCS", "FANOUT", "Posted", "allocate", "best", "clear", "compact", "drop", "merge", "posting_tables",
-           "rebuild", "scores", "write"]
+__all__ = [
+    "BASE_DOCS",
+    "FANOUT",
+    "Posted",
+    "allocate",
+    "best",
+    "clear",
+    "compact",
+    "drop",
+    "merge",
+    "posting_tables",
+    "rebuild",
+    "scores",
+    "write",
+]
 
 #: Segments of one size class merged into one of the next.
 FANOUT = 4
@@ -50,7 +64,7 @@ _WIDTHS: dict[int, np.dtype[Any]] = {1: np.dtype(">u1"), 2: np.dtype(">u2"), 4: 
 def _pack(values: np.ndarray) -> bytes:
     """Non-negative integers, big-endian, in the fewest bytes each that hold the largest (1, 2, 4 or 8)."""
     top = int(values.max()) if len(values) else 0
-    width = next(w for w in (1, 2, 4, 8) if top < 256 ** w)
+    width = next(w for w in (1, 2, 4, 8) if top < 256**w)
     return values.astype(_WIDTHS[width]).tobytes()
 
 
@@ -73,13 +87,15 @@ def posting_tables(table: sa.Table) -> tuple[sa.Table, sa.Table]:
     if names[0] in table.metadata.tables:
         return table.metadata.tables[names[0]], table.metadata.tables[names[1]]
     segments = sa.Table(
-        names[0], table.metadata,
+        names[0],
+        table.metadata,
         sa.Column("seg", sa.BigInteger, primary_key=True, autoincrement=False),
         sa.Column("docs", sa.Integer, nullable=False),
         sa.Column("level", sa.SmallInteger, nullable=False),
     )
     postings = sa.Table(
-        names[1], table.metadata,
+        names[1],
+        table.metadata,
         sa.Column("term", sa.Text, primary_key=True),
         sa.Column("seg", sa.BigInteger, primary_key=True),
         sa.Column("count", sa.Integer, nullable=False),
@@ -105,7 +121,8 @@ def allocate(raw: psycopg.Connection[Any], table: sa.Table, count: int) -> list[
     if not count:
         return []
     query = sql.SQL("SELECT nextval(pg_get_serial_sequence({}, 'kwdoc')) FROM generate_series(1, %s)").format(
-        sql.Literal(table.name))
+        sql.Literal(table.name)
+    )
     return [row[0] for row in raw.execute(query, [count]).fetchall()]
 
 
@@ -129,14 +146,21 @@ def write(raw: psycopg.Connection[Any], table: sa.Table, rows: Iterable[Posted])
     _store(raw, table, count, ((t, np.array(docs[t]), np.array(tfs[t]), np.array(lengths[t])) for t in docs))
 
 
-def _store(raw: psycopg.Connection[Any], table: sa.Table, count: int,
-           terms: Iterable[tuple[str, np.ndarray, np.ndarray, np.ndarray]]) -> None:
+def _store(
+    raw: psycopg.Connection[Any],
+    table: sa.Table,
+    count: int,
+    terms: Iterable[tuple[str, np.ndarray, np.ndarray, np.ndarray]],
+) -> None:
     segments, postings = posting_tables(table)
     seg = _new_seg()
-    raw.execute(sql.SQL("INSERT INTO {} (seg, docs, level) VALUES (%s, %s, %s)").format(
-        sql.Identifier(segments.name)), [seg, count, _level(count)])
+    raw.execute(
+        sql.SQL("INSERT INTO {} (seg, docs, level) VALUES (%s, %s, %s)").format(sql.Identifier(segments.name)),
+        [seg, count, _level(count)],
+    )
     statement = sql.SQL("COPY {} (term, seg, count, docs, tfs, lengths) FROM STDIN WITH (FORMAT BINARY)").format(
-        sql.Identifier(postings.name))
+        sql.Identifier(postings.name)
+    )
     with raw.cursor() as cursor, cursor.copy(statement) as copy:
         copy.set_types(["text", "int8", "int4", "bytea", "bytea", "bytea"])
         for term, docs, tfs, lengths in terms:
@@ -149,13 +173,21 @@ def merge(raw: psycopg.Connection[Any], table: sa.Table) -> int:
     segs = sql.Identifier(posting_tables(table)[0].name)
     merged = 0
     while True:
-        full = raw.execute(sql.SQL("SELECT level FROM {} GROUP BY level HAVING count(*) >= %s ORDER BY level "
-                                   "LIMIT 1").format(segs), [FANOUT]).fetchone()
+        full = raw.execute(
+            sql.SQL("SELECT level FROM {} GROUP BY level HAVING count(*) >= %s ORDER BY level LIMIT 1").format(segs),
+            [FANOUT],
+        ).fetchone()
         if full is None:
             return merged
-        taken = [r[0] for r in raw.execute(sql.SQL(
-            "SELECT seg FROM {} WHERE level = %s ORDER BY seg LIMIT %s FOR UPDATE SKIP LOCKED").format(segs),
-            [full[0], FANOUT]).fetchall()]
+        taken = [
+            r[0]
+            for r in raw.execute(
+                sql.SQL("SELECT seg FROM {} WHERE level = %s ORDER BY seg LIMIT %s FOR UPDATE SKIP LOCKED").format(
+                    segs
+                ),
+                [full[0], FANOUT],
+            ).fetchall()
+        ]
         if len(taken) < FANOUT:
             return merged
         _join(raw, table, taken)
@@ -165,8 +197,10 @@ def merge(raw: psycopg.Connection[Any], table: sa.Table) -> int:
 def compact(raw: psycopg.Connection[Any], table: sa.Table) -> None:
     """Merge every segment no other merge holds into one, dropping dead postings (after a bulk load)."""
     segs = sql.Identifier(posting_tables(table)[0].name)
-    taken = [r[0] for r in raw.execute(sql.SQL("SELECT seg FROM {} ORDER BY seg FOR UPDATE SKIP LOCKED").format(
-        segs)).fetchall()]
+    taken = [
+        r[0]
+        for r in raw.execute(sql.SQL("SELECT seg FROM {} ORDER BY seg FOR UPDATE SKIP LOCKED").format(segs)).fetchall()
+    ]
     if len(taken) > 1:
         _join(raw, table, taken)
 
@@ -176,16 +210,22 @@ def _join(raw: psycopg.Connection[Any], table: sa.Table, taken: list[int]) -> No
     segments, postings = posting_tables(table)
     segs, posts = sql.Identifier(segments.name), sql.Identifier(postings.name)
     with raw.cursor(binary=True) as cursor:
-        cursor.execute(sql.SQL("SELECT term, count, docs, tfs, lengths FROM {} WHERE seg = ANY(%s) ORDER BY term, seg")
-                       .format(posts), [taken])
+        cursor.execute(
+            sql.SQL("SELECT term, count, docs, tfs, lengths FROM {} WHERE seg = ANY(%s) ORDER BY term, seg").format(
+                posts
+            ),
+            [taken],
+        )
         found = cursor.fetchall()
     by_term: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = defaultdict(list)
     for term, count, docs, tfs, lengths in found:
         by_term[term].append((_unpack(docs, count), _unpack(tfs, count), _unpack(lengths, count)))
-    every = np.unique(np.concatenate([d for parts in by_term.values() for d, _, _ in parts])
-                      if by_term else np.array([], np.int64))
-    live = raw.execute(sql.SQL("SELECT kwdoc FROM {} WHERE kwdoc = ANY(%s)").format(sql.Identifier(table.name)),
-                       [every.tolist()]).fetchall()
+    every = np.unique(
+        np.concatenate([d for parts in by_term.values() for d, _, _ in parts]) if by_term else np.array([], np.int64)
+    )
+    live = raw.execute(
+        sql.SQL("SELECT kwdoc FROM {} WHERE kwdoc = ANY(%s)").format(sql.Identifier(table.name)), [every.tolist()]
+    ).fetchall()
     raw.execute(sql.SQL("DELETE FROM {} WHERE seg = ANY(%s)").format(posts), [taken])
     raw.execute(sql.SQL("DELETE FROM {} WHERE seg = ANY(%s)").format(segs), [taken])
     if not live:
@@ -216,15 +256,19 @@ def rebuild(raw: psycopg.Connection[Any], table: sa.Table) -> None:
     if not count or not count[0]:
         return
     seg = _new_seg()
-    raw.execute(sql.SQL("INSERT INTO {} (seg, docs, level) VALUES (%s, %s, %s)").format(segs),
-                [seg, count[0], _level(count[0])])
-    raw.execute(sql.SQL(
-        "INSERT INTO {posts} (term, seg, count, docs, tfs, lengths) SELECT e.key, %s, count(*), "
-        "string_agg(int8send(r.kwdoc), ''::bytea ORDER BY r.kwdoc), "
-        "string_agg(int4send((e.value #>> '{{}}')::int4), ''::bytea ORDER BY r.kwdoc), "
-        "string_agg(int4send(r.keyword_length), ''::bytea ORDER BY r.kwdoc) "
-        "FROM {name} r CROSS JOIN LATERAL jsonb_each(r.keywords) e WHERE r.keyword_length > 0 GROUP BY e.key"
-    ).format(posts=posts, name=name), [seg])
+    raw.execute(
+        sql.SQL("INSERT INTO {} (seg, docs, level) VALUES (%s, %s, %s)").format(segs), [seg, count[0], _level(count[0])]
+    )
+    raw.execute(
+        sql.SQL(
+            "INSERT INTO {posts} (term, seg, count, docs, tfs, lengths) SELECT e.key, %s, count(*), "
+            "string_agg(int8send(r.kwdoc), ''::bytea ORDER BY r.kwdoc), "
+            "string_agg(int4send((e.value #>> '{{}}')::int4), ''::bytea ORDER BY r.kwdoc), "
+            "string_agg(int4send(r.keyword_length), ''::bytea ORDER BY r.kwdoc) "
+            "FROM {name} r CROSS JOIN LATERAL jsonb_each(r.keywords) e WHERE r.keyword_length > 0 GROUP BY e.key"
+        ).format(posts=posts, name=name),
+        [seg],
+    )
 
 
 def clear(raw: psycopg.Connection[Any], table: sa.Table) -> None:
@@ -239,8 +283,9 @@ def drop(conn: sa.Connection, table: sa.Table) -> None:
         part.drop(conn, checkfirst=True)
 
 
-def scores(raw: psycopg.Connection[Any], table: sa.Table, terms: Sequence[str], *, n: int, avgdl: float,
-           df: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+def scores(
+    raw: psycopg.Connection[Any], table: sa.Table, terms: Sequence[str], *, n: int, avgdl: float, df: dict[str, int]
+) -> tuple[np.ndarray, np.ndarray]:
     """Every posted kwdoc holding one of ``terms`` (those in ``df``) and its BM25 score, dead rows included;
     the terms summed in ``terms``' order, with the SQL path's formula."""
     present = [t for t in terms if t in df]
@@ -249,12 +294,15 @@ def scores(raw: psycopg.Connection[Any], table: sa.Table, terms: Sequence[str], 
     cached = [f"{seg} {term}" for term in present for seg in cache.held(table.name, term)]
     # the postings of segments already decoded here are not sent again (a CASE never reads the value)
     with raw.cursor(binary=True) as cursor:
-        cursor.execute(sql.SQL(
-            "SELECT term, seg, count, CASE WHEN seg || ' ' || term = ANY(%(held)s) THEN NULL ELSE docs END, "
-            "CASE WHEN seg || ' ' || term = ANY(%(held)s) THEN NULL ELSE tfs END, "
-            "CASE WHEN seg || ' ' || term = ANY(%(held)s) THEN NULL ELSE lengths END "
-            "FROM {} WHERE term = ANY(%(terms)s) ORDER BY seg").format(sql.Identifier(postings.name)),
-            {"held": cached, "terms": present})
+        cursor.execute(
+            sql.SQL(
+                "SELECT term, seg, count, CASE WHEN seg || ' ' || term = ANY(%(held)s) THEN NULL ELSE docs END, "
+                "CASE WHEN seg || ' ' || term = ANY(%(held)s) THEN NULL ELSE tfs END, "
+                "CASE WHEN seg || ' ' || term = ANY(%(held)s) THEN NULL ELSE lengths END "
+                "FROM {} WHERE term = ANY(%(terms)s) ORDER BY seg"
+            ).format(sql.Identifier(postings.name)),
+            {"held": cached, "terms": present},
+        )
         found = cursor.fetchall()
     by_term: dict[str, list[postings_cache.Decoded]] = defaultdict(list)
     segs_of: dict[str, set[int]] = defaultdict(set)
@@ -264,8 +312,9 @@ def scores(raw: psycopg.Connection[Any], table: sa.Table, terms: Sequence[str], 
         if decoded is None:
             if docs is None:  # evicted since: read it again
                 return scores(raw, table, terms, n=n, avgdl=avgdl, df=df)
-            decoded = postings_cache.Decoded(_unpack(docs, count), _unpack(tfs, count).astype(np.float64),
-                                             _unpack(lengths, count).astype(np.float64))
+            decoded = postings_cache.Decoded(
+                _unpack(docs, count), _unpack(tfs, count).astype(np.float64), _unpack(lengths, count).astype(np.float64)
+            )
             cache.put(table.name, term, seg, decoded)
         by_term[term].append(decoded)
     for term in present:
@@ -298,8 +347,9 @@ MIN_CANDIDATES = 40
 MAX_CANDIDATES = 20_000
 
 
-def best(conn: sa.Connection, table: sa.Table, terms: Sequence[str], *, where: Any,
-         limit: int) -> list[VectorMatch] | None:
+def best(
+    conn: sa.Connection, table: sa.Table, terms: Sequence[str], *, where: Any, limit: int
+) -> list[VectorMatch] | None:
     """The ``limit`` live rows matching ``where`` with the best BM25 score for ``terms``, best first, ties by id;
     None when the filter keeps so few of the best-scored rows that the SQL path should rank instead.
 
@@ -310,7 +360,7 @@ def best(conn: sa.Connection, table: sa.Table, terms: Sequence[str], *, where: A
     n, avgdl, df = statistics(conn, table, terms)
     if not df:
         return []
-    raw: psycopg.Connection[Any] = conn.connection.driver_connection  # type: ignore[assignment]
+    raw = driver(conn)
     kwdocs, scored = scores(raw, table, terms, n=n, avgdl=avgdl, df=df)
     found: dict[str, VectorMatch] = {}
     above, want = np.inf, max(CANDIDATES * limit, MIN_CANDIDATES)
@@ -319,8 +369,9 @@ def best(conn: sa.Connection, table: sa.Table, terms: Sequence[str], *, where: A
         bar = -np.inf if want >= len(scored) else float(np.partition(scored, len(scored) - want)[len(scored) - want])
         chosen = (scored >= bar) & (scored < above)
         batch, batch_scores = kwdocs[chosen], scored[chosen]
-        query = (sa.select(table.c.id, table.c.text, table.c.metadata, table.c.kwdoc)
-                 .where(table.c.kwdoc == sa.func.any(sa.literal(batch.tolist(), sa.ARRAY(sa.BigInteger))), where))
+        query = sa.select(table.c.id, table.c.text, table.c.metadata, table.c.kwdoc).where(
+            table.c.kwdoc == sa.func.any(sa.literal(batch.tolist(), sa.ARRAY(sa.BigInteger))), where
+        )
         score_of = dict(zip(batch.tolist(), batch_scores.tolist(), strict=True))
         for row in conn.execute(query).all():
             found[row.id] = VectorMatch(id=row.id, score=score_of[row.kwdoc], text=row.text, metadata=row.metadata)
@@ -330,4 +381,3 @@ def best(conn: sa.Connection, table: sa.Table, terms: Sequence[str], *, where: A
             return None
         above, want = bar, want * CANDIDATES
     return sorted(found.values(), key=lambda m: (-m.score, m.id))[:limit]
-

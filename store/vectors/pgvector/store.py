@@ -12,7 +12,7 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 
 import store.vectors.pgvector.segments as segments
-from store.connect.postgres import advisory_lock, make_engine, safe_url, transaction
+from store.connect.postgres import advisory_lock, driver, make_engine, safe_url, transaction
 from store.settings import NetworkSettings, Settings, VectorSettings, default
 from store.vectors.base import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
 from store.vectors.keyword import analyzer
@@ -46,8 +46,13 @@ class PgvectorStore(VectorStore):
         network: NetworkSettings | None = None,
     ) -> None:
         super().__init__(dimensions=dimensions, metric=metric, embedder=embedder)
-        self.schema = Schema(dimensions=dimensions, metric=metric, hnsw_m=hnsw_m,
-                             hnsw_ef_construction=hnsw_ef_construction, table_prefix=table_prefix)
+        self.schema = Schema(
+            dimensions=dimensions,
+            metric=metric,
+            hnsw_m=hnsw_m,
+            hnsw_ef_construction=hnsw_ef_construction,
+            table_prefix=table_prefix,
+        )
         self.url = url
         self.safe_url = safe_url(url)
         self.ef_search = ef_search
@@ -55,8 +60,7 @@ class PgvectorStore(VectorStore):
         self.exact_search_rows = exact_search_rows
         #: PostgreSQL's parallel workers for an HNSW build (max_parallel_maintenance_workers).
         self.index_build_workers = index_build_workers
-        self.engine = make_engine(url, setting="vectors.url", network=network, pool_size=pool_size,
-                                  pool_pre_ping=True)
+        self.engine = make_engine(url, setting="vectors.url", network=network, pool_size=pool_size, pool_pre_ping=True)
         self._create_extension()
         sa.event.listen(self.engine, "connect", lambda dbapi, _record: register_vector(dbapi))
 
@@ -65,10 +69,17 @@ class PgvectorStore(VectorStore):
         v = settings.vectors
         assert v.url is not None
         return cls(
-            v.url, dimensions=v.dimensions, metric=v.metric, hnsw_m=v.hnsw_m,
-            hnsw_ef_construction=v.hnsw_ef_construction, ef_search=v.ef_search,
-            table_prefix=v.table_prefix, exact_search_rows=v.exact_search_rows,
-            index_build_workers=v.index_build_workers, embedder=embedder, network=settings.network,
+            v.url,
+            dimensions=v.dimensions,
+            metric=v.metric,
+            hnsw_m=v.hnsw_m,
+            hnsw_ef_construction=v.hnsw_ef_construction,
+            ef_search=v.ef_search,
+            table_prefix=v.table_prefix,
+            exact_search_rows=v.exact_search_rows,
+            index_build_workers=v.index_build_workers,
+            embedder=embedder,
+            network=settings.network,
         )
 
     def close(self) -> None:
@@ -127,11 +138,14 @@ class PgvectorStore(VectorStore):
         table = self.schema.table(name).name
         with self.transaction() as conn:
             advisory_lock(conn, table)
-            raw = conn.connection.driver_connection
-            raw.execute(sql.SQL("TRUNCATE {}, {}").format(  # type: ignore[union-attr]
-                sql.Identifier(table), sql.Identifier(stats_table(self.schema.table(name)).name)))
-            segments.clear(raw, self.schema.table(name))  # type: ignore[arg-type]
-            raw.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))  # type: ignore[union-attr]
+            raw = driver(conn)
+            raw.execute(
+                sql.SQL("TRUNCATE {}, {}").format(
+                    sql.Identifier(table), sql.Identifier(stats_table(self.schema.table(name)).name)
+                )
+            )
+            segments.clear(raw, self.schema.table(name))
+            raw.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
 
     def _list(self) -> list[str]:
         with self.transaction() as conn:

@@ -18,7 +18,7 @@ from psycopg import sql
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 import store.vectors.pgvector.segments as segments
-from store.connect.postgres import advisory_lock
+from store.connect.postgres import advisory_lock, driver
 from store.errors import StoreError
 from store.vectors.base import Collection
 from store.vectors.filters import Filter
@@ -41,8 +41,7 @@ BULK_LOAD_ROWS = 2000
 #: The most memory one HNSW build is given (a million 1536-d vectors need about this much).
 MAX_BUILD_MEMORY_MB = 8192
 
-_COLUMNS = ("id", "record_id", "chunk", "embedding", "text", "metadata", "model", "keywords", "keyword_length",
-            "kwdoc")
+_COLUMNS = ("id", "record_id", "chunk", "embedding", "text", "metadata", "model", "keywords", "keyword_length", "kwdoc")
 _COPY_TYPES = ["text", "text", "int4", None, "text", "jsonb", "text", "jsonb", "int4", "int8"]
 
 
@@ -111,8 +110,12 @@ class PgvectorCollection(Collection):
                 delta.delete(sa.delete(self.table).where(self.table.c.record_id.in_(record_ids)))
                 if records:
                     self.copy_rows(_driver(conn), self.table.name, records)
-                    delta.add(sa.select(self.table.c.keywords, self.table.c.keyword_length)
-                              .where(self.table.c.record_id.in_(record_ids)), 1)
+                    delta.add(
+                        sa.select(self.table.c.keywords, self.table.c.keyword_length).where(
+                            self.table.c.record_id.in_(record_ids)
+                        ),
+                        1,
+                    )
                 delta.apply()
         except StoreError as exc:
             if not isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
@@ -130,8 +133,15 @@ class PgvectorCollection(Collection):
                 where = self._where(filter)
                 chosen = plan(conn, self.table, where, exact_rows=exact_rows)
                 if chosen.path == "exact":
-                    rows = exact_search(conn, self.table, where=where, distance=distance, score=self._score,
-                                        limit=limit, exact_rows=exact_rows)
+                    rows = exact_search(
+                        conn,
+                        self.table,
+                        where=where,
+                        distance=distance,
+                        score=self._score,
+                        limit=limit,
+                        exact_rows=exact_rows,
+                    )
                     if rows is None:
                         chosen = Plan("hnsw", OVERSHOOT * exact_rows + 1, "overshoot")
                 observe(self.name, chosen, exact_rows=exact_rows)
@@ -161,8 +171,7 @@ class PgvectorCollection(Collection):
     def _hnsw_query(self, distance: Any, filter: Filter | None, limit: int) -> sa.Select[Any]:
         """Nearest rows through the HNSW index (iterative scans keep going until ``limit`` rows match)."""
         return (
-            sa.select(self.table.c.id, self.table.c.text, self.table.c.metadata,
-                      self._score(distance).label("score"))
+            sa.select(self.table.c.id, self.table.c.text, self.table.c.metadata, self._score(distance).label("score"))
             .where(self._where(filter))
             .order_by(distance)
             .limit(limit)
@@ -256,15 +265,23 @@ class PgvectorCollection(Collection):
         updated."""
         table = self.table
         insert = pg_insert(table).from_select(list(_COLUMNS), sa.select(*load.c))
-        inserted = conn.execute(insert.on_conflict_do_nothing(index_elements=["id"]).returning(table.c.id)
-                                ).scalars().all()
+        inserted = (
+            conn.execute(insert.on_conflict_do_nothing(index_elements=["id"]).returning(table.c.id)).scalars().all()
+        )
         if inserted:
             delta.add(sa.select(table.c.keywords, table.c.keyword_length).where(table.c.id.in_(inserted)), 1)
             conn.execute(sa.delete(load).where(load.c.id.in_(inserted)))
-        delta.add(sa.select(table.c.keywords, table.c.keyword_length)
-                  .where(table.c.id.in_(sa.select(load.c.id))).with_for_update(), -1)
-        update = (sa.update(table).where(table.c.id == load.c.id)
-                  .values({c: load.c[c] for c in _COLUMNS if c != "id"} | {"updated_at": sa.func.now()}))
+        delta.add(
+            sa.select(table.c.keywords, table.c.keyword_length)
+            .where(table.c.id.in_(sa.select(load.c.id)))
+            .with_for_update(),
+            -1,
+        )
+        update = (
+            sa.update(table)
+            .where(table.c.id == load.c.id)
+            .values({c: load.c[c] for c in _COLUMNS if c != "id"} | {"updated_at": sa.func.now()})
+        )
         delta.add(update.returning(table.c.keywords, table.c.keyword_length), 1)
 
     def _empty_for_bulk(self, conn: sa.Connection) -> bool:
@@ -290,8 +307,9 @@ class PgvectorCollection(Collection):
 
     def _prepare_build(self, conn: sa.Connection) -> None:
         schema = self._store.schema
-        _prepare_build(conn, self.table, dimensions=self.dimensions, m=schema.hnsw_m,
-                       workers=self._store.index_build_workers)
+        _prepare_build(
+            conn, self.table, dimensions=self.dimensions, m=schema.hnsw_m, workers=self._store.index_build_workers
+        )
 
     def copy_rows(self, raw: psycopg.Connection[Any], table: str, records: Sequence[VectorRecord]) -> None:
         """Binary COPY of ``records`` into ``table`` (~50k rows/s, versus hundreds row by row), each with a new
@@ -307,15 +325,26 @@ class PgvectorCollection(Collection):
                 record_id, chunk = r.metadata.get("record_id"), r.metadata.get("chunk")
                 vector = np.asarray(r.embedding, dtype=np.float32)
                 terms = self.analyzer.frequencies(r.text)
-                copy.write_row((r.id, record_id, chunk, self._store.adapt(vector), r.text,
-                                psycopg.types.json.Jsonb(r.metadata), r.model, psycopg.types.json.Jsonb(dict(terms)),
-                                sum(terms.values()), kwdoc))
+                copy.write_row(
+                    (
+                        r.id,
+                        record_id,
+                        chunk,
+                        self._store.adapt(vector),
+                        r.text,
+                        psycopg.types.json.Jsonb(r.metadata),
+                        r.model,
+                        psycopg.types.json.Jsonb(dict(terms)),
+                        sum(terms.values()),
+                        kwdoc,
+                    )
+                )
                 posted.append(segments.Posted(kwdoc, terms))
         segments.write(raw, self.table, posted)
 
 
 def _driver(conn: sa.Connection) -> psycopg.Connection[Any]:
-    return conn.connection.driver_connection  # type: ignore[return-value]
+    return driver(conn)
 
 
 def _prepare_build(conn: sa.Connection, table: sa.Table, *, dimensions: int, m: int, workers: int) -> None:

@@ -28,8 +28,6 @@ def driver_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
-
-
 @contextmanager
 def translated(where: str, what: str) -> Iterator[None]:
     """Turn driver errors into StoreUnavailable, so no caller sees qdrant-client exceptions."""
@@ -42,8 +40,6 @@ def translated(where: str, what: str) -> Iterator[None]:
         if isinstance(status, int) and 400 <= status < 500 and status not in (408, 429):
             raise StoreError(f"Qdrant at {where} refused to {what}: {exc}") from exc  # retrying will not help
         raise StoreUnavailable(f"Qdrant at {where} failed to {what}: {exc}") from exc
-
-
 
 
 def is_server(url: str) -> bool:

@@ -108,4 +108,3 @@ def excluding(where: models.Filter | None, point_ids: list[str]) -> models.Filte
         return where
     has_id: list[models.ExtendedPointId] = list(point_ids)
     return models.Filter(must=[where] if where else None, must_not=[models.HasIdCondition(has_id=has_id)])
-

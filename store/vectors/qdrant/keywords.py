@@ -28,8 +28,16 @@ from store.vectors.keyword import Analyzer
 from store.vectors.keyword.bm25 import term_weight
 
 __all__ = [
-    "KEYWORDS", "KEYWORDS_KEY", "backfill", "keyword_config", "pin", "pinned", "query_vector", "sparse_vector",
-    "term_index", "upgrade",
+    "KEYWORDS",
+    "KEYWORDS_KEY",
+    "backfill",
+    "keyword_config",
+    "pin",
+    "pinned",
+    "query_vector",
+    "sparse_vector",
+    "term_index",
+    "upgrade",
 ]
 
 #: The sparse vector's name.
@@ -86,8 +94,11 @@ def upgrade(client: QdrantClient, name: str, analyzer: Analyzer) -> float | None
         avgdl = found.get("avgdl")
         return float(avgdl) if avgdl else None
     if KEYWORDS not in sparse:
-        client.create_vector_name(name, KEYWORDS, models.SparseVectorNameConfig(
-            sparse=models.SparseVectorConfig(modifier=models.Modifier.IDF)))
+        client.create_vector_name(
+            name,
+            KEYWORDS,
+            models.SparseVectorNameConfig(sparse=models.SparseVectorConfig(modifier=models.Modifier.IDF)),
+        )
     return backfill(client, name, analyzer)
 
 
@@ -111,8 +122,9 @@ def backfill(client: QdrantClient, name: str, analyzer: Analyzer) -> float | Non
 def _analyzed(client: QdrantClient, name: str, analyzer: Analyzer) -> Iterator[tuple[Any, Counter[str]]]:
     offset: Any = None
     while True:
-        points, offset = client.scroll(name, limit=BACKFILL_PAGE, offset=offset, with_payload=["text"],
-                                       with_vectors=False)
+        points, offset = client.scroll(
+            name, limit=BACKFILL_PAGE, offset=offset, with_payload=["text"], with_vectors=False
+        )
         for point in points:
             yield point.id, analyzer.frequencies(str((point.payload or {}).get("text", "")))
         if offset is None:

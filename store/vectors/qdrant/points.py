@@ -61,7 +61,6 @@ def point_id(record_id: str) -> str:
     return str(uuid.uuid5(POINT_NAMESPACE, record_id))
 
 
-
 def _point(record: VectorRecord, keywords: models.SparseVector | None) -> models.PointStruct:
     payload = {"id": record.id, "text": record.text, "model": record.model, METADATA_KEY: record.metadata}
     vector: dict[str, Any] = {"": list(record.embedding)}
@@ -115,8 +114,9 @@ class QdrantCollection(Collection):
         with self._calling("create payload indexes"), warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # local mode keeps no payload index, and warns so
             for field, kind in fields.items():
-                self._client.create_payload_index(self.name, payload_key(field), field_schema=PAYLOAD_SCHEMAS[kind],
-                                                  wait=True)
+                self._client.create_payload_index(
+                    self.name, payload_key(field), field_schema=PAYLOAD_SCHEMAS[kind], wait=True
+                )
 
     # -- writes -------------------------------------------------------------------------
 
@@ -124,8 +124,9 @@ class QdrantCollection(Collection):
         counts = [self.analyzer.frequencies(r.text) for r in records]
         with self._calling("upsert points"):
             avgdl = self._pinned_avgdl(counts)
-            points = [_point(r, sparse_vector(c, avgdl) if avgdl else None)
-                      for r, c in zip(records, counts, strict=True)]
+            points = [
+                _point(r, sparse_vector(c, avgdl) if avgdl else None) for r, c in zip(records, counts, strict=True)
+            ]
             for batch in _batches(points, UPSERT_BATCH):
                 self._client.upsert(self.name, points=list(batch), wait=True)
 
@@ -173,8 +174,12 @@ class QdrantCollection(Collection):
         while True:
             with self._calling("scroll points"):
                 points, offset = self._client.scroll(
-                    self.name, scroll_filter=where, limit=SCROLL_PAGE, offset=offset,
-                    with_payload=True, with_vectors=False,
+                    self.name,
+                    scroll_filter=where,
+                    limit=SCROLL_PAGE,
+                    offset=offset,
+                    with_payload=True,
+                    with_vectors=False,
                 )
             yield from points
             if offset is None:
@@ -242,19 +247,26 @@ class QdrantCollection(Collection):
         sparse = isinstance(vector, models.SparseVector)
         with self._calling("search"):
             return self._client.query_points(
-                self.name, query=vector, query_filter=where, limit=limit, offset=offset,
-                with_payload=True, with_vectors=False, using=KEYWORDS if sparse else None,
+                self.name,
+                query=vector,
+                query_filter=where,
+                limit=limit,
+                offset=offset,
+                with_payload=True,
+                with_vectors=False,
+                using=KEYWORDS if sparse else None,
                 search_params=None if sparse else self._search_params,
             ).points
 
     def _match(self, point: models.ScoredPoint, *, keyword: bool = False) -> VectorMatch:
         payload = point.payload or {}
         return VectorMatch(
-            id=str(payload.get("id", point.id)), score=float(point.score) if keyword else self._score(point.score),
-            text=str(payload.get("text", "")), metadata=_metadata(payload),
+            id=str(payload.get("id", point.id)),
+            score=float(point.score) if keyword else self._score(point.score),
+            text=str(payload.get("text", "")),
+            metadata=_metadata(payload),
         )
 
     def _score(self, raw: float) -> float:
         """Higher is closer: Qdrant gives the raw distance for EUCLID, the others are similarities."""
         return 1.0 / (1.0 + raw) if self.metric == "euclidean" else float(raw)
-

@@ -38,7 +38,6 @@ _DISTANCES: dict[str, models.Distance] = {
 }
 
 
-
 class QdrantStore(VectorStore):
     """Collections in a Qdrant server, or in qdrant-client's local mode (``:memory:`` or a folder)."""
 
@@ -123,8 +122,13 @@ class QdrantStore(VectorStore):
         if self._server:
             self._index(name)
         collection = QdrantCollection(
-            name, client=self._client, where=self.url, dimensions=self.dimensions, metric=self.metric,
-            embedder=self.embedder, ef_search=self._ef_search if self._server else None,
+            name,
+            client=self._client,
+            where=self.url,
+            dimensions=self.dimensions,
+            metric=self.metric,
+            embedder=self.embedder,
+            ef_search=self._ef_search if self._server else None,
         )
         collection.avgdl = avgdl
         return collection
@@ -133,8 +137,9 @@ class QdrantStore(VectorStore):
         """Create ``name``; losing a race with another process that created it is fine."""
         params = models.VectorParams(size=self.dimensions, distance=_DISTANCES[self.metric])
         try:
-            self._client.create_collection(name, vectors_config=params, hnsw_config=self._hnsw,
-                                           sparse_vectors_config={KEYWORDS: keyword_config()})
+            self._client.create_collection(
+                name, vectors_config=params, hnsw_config=self._hnsw, sparse_vectors_config={KEYWORDS: keyword_config()}
+            )
         except driver_errors():
             if not self._client.collection_exists(name):
                 raise

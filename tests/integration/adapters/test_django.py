@@ -34,25 +34,34 @@ MANAGE_PY = Path(__file__).parent / "django_project" / "manage.py"
 
 def settings_toml(*, broker: str, database: str, source: str) -> str:
     """The project's vectorsync.toml: both models' tables as SQL sources, the fake model, pgvector."""
+
     def collection(name: str, table: str, text: str, extra: str = "") -> str:
-        return (f'[collections.{name}.source]\nkind = "sql"\nurl = "{source}"\ntable = "{table}"\n'
-                f'text = "{text}"\n{extra}\n')
-    return (worker_sections(broker=broker, database=database, dimensions=64, max_retries=1, retry_delay=0.2)
-            + "[embeddings]\ncache_ttl_days = 0\n\n"
-            + collection("django_notes", "notes_note", "{title}\\n\\n{body}",
-                         'metadata = ["kind"]\nupdated_at = "updated_at"\n')
-            + collection("django_tickets", "notes_ticket", "{subject}\\n\\n{body}"))
+        return (
+            f'[collections.{name}.source]\nkind = "sql"\nurl = "{source}"\ntable = "{table}"\n'
+            f'text = "{text}"\n{extra}\n'
+        )
+
+    return (
+        worker_sections(broker=broker, database=database, dimensions=64, max_retries=1, retry_delay=0.2)
+        + "[embeddings]\ncache_ttl_days = 0\n\n"
+        + collection(
+            "django_notes", "notes_note", "{title}\\n\\n{body}", 'metadata = ["kind"]\nupdated_at = "updated_at"\n'
+        )
+        + collection("django_tickets", "notes_ticket", "{subject}\\n\\n{body}")
+    )
 
 
 @pytest.fixture(scope="module")
-def config(tmp_path_factory: pytest.TempPathFactory, django_db_setup: None, broker_redis_url: str,
-           postgres_url: str) -> Path:
+def config(
+    tmp_path_factory: pytest.TempPathFactory, django_db_setup: None, broker_redis_url: str, postgres_url: str
+) -> Path:
     """The settings file, its sources in the test database pytest-django made."""
     redis.Redis.from_url(broker_redis_url).flushdb()
     test_database = connection.settings_dict["NAME"]
     path = tmp_path_factory.mktemp("django") / "vectorsync.toml"
-    path.write_text(settings_toml(broker=broker_redis_url, database=postgres_url,
-                                  source=database_url(postgres_url, test_database)))
+    path.write_text(
+        settings_toml(broker=broker_redis_url, database=postgres_url, source=database_url(postgres_url, test_database))
+    )
     return path
 
 
@@ -80,22 +89,31 @@ def chunks_of(client: Client, collection: str, record_id: object, query: str) ->
 def test_a_note_saved_through_the_orm_is_searchable(worker: None, client: Client) -> None:
     note = Note.objects.create(title="Dana's onboarding", body="Dana asked to move the onboarding call", kind="call")
     Note.objects.create(title="Invoice", body="The invoice for March is overdue", kind="email")
-    wait_for(lambda: chunks_of(client, "django_notes", note.pk, "onboarding"), timeout=60,
-             what="the saved note to be indexed")
+    wait_for(
+        lambda: chunks_of(client, "django_notes", note.pk, "onboarding"),
+        timeout=60,
+        what="the saved note to be indexed",
+    )
     best = client.search("django_notes", "move the onboarding call", filter={"kind": "call"}, limit=1)[0]
     assert best.metadata["record_id"] == str(note.pk)
     assert best.text == "Dana's onboarding\n\nDana asked to move the onboarding call"
 
     note.body = "Dana confirmed the rollout meeting"
     note.save()
-    wait_for(lambda: "rollout" in " ".join(chunks_of(client, "django_notes", note.pk, "rollout")), timeout=60,
-             what="the edited note to be indexed again")
+    wait_for(
+        lambda: "rollout" in " ".join(chunks_of(client, "django_notes", note.pk, "rollout")),
+        timeout=60,
+        what="the edited note to be indexed again",
+    )
 
 
 def test_a_model_declared_with_the_decorator_is_indexed(worker: None, client: Client) -> None:
     ticket = Ticket.objects.create(subject="Login fails", body="The SSO login fails after the password reset")
-    wait_for(lambda: chunks_of(client, "django_tickets", ticket.pk, "login"), timeout=60,
-             what="the saved ticket to be indexed")
+    wait_for(
+        lambda: chunks_of(client, "django_tickets", ticket.pk, "login"),
+        timeout=60,
+        what="the saved ticket to be indexed",
+    )
 
 
 def test_a_delete_removes_its_chunks(worker: None, client: Client) -> None:
@@ -103,14 +121,20 @@ def test_a_delete_removes_its_chunks(worker: None, client: Client) -> None:
     wait_for(lambda: chunks_of(client, "django_notes", note.pk, "discount"), timeout=60, what="the note indexed")
     note_id = note.pk
     note.delete()
-    wait_for(lambda: not chunks_of(client, "django_notes", note_id, "discount"), timeout=60,
-             what="the deleted note's chunks to go")
+    wait_for(
+        lambda: not chunks_of(client, "django_notes", note_id, "discount"),
+        timeout=60,
+        what="the deleted note's chunks to go",
+    )
 
     other = Note.objects.create(title="Renewal", body="The renewal call is on Monday", kind="call")
     wait_for(lambda: chunks_of(client, "django_notes", other.pk, "renewal"), timeout=60, what="the note indexed")
     Note.objects.filter(title="Renewal").delete()  # a queryset's delete sends post_delete for each row too
-    wait_for(lambda: not chunks_of(client, "django_notes", other.pk, "renewal"), timeout=60,
-             what="the chunks of the queryset's rows to go")
+    wait_for(
+        lambda: not chunks_of(client, "django_notes", other.pk, "renewal"),
+        timeout=60,
+        what="the chunks of the queryset's rows to go",
+    )
 
 
 @pytest.fixture
@@ -160,19 +184,29 @@ def test_a_save_inside_a_rolled_back_transaction_enqueues_nothing(unconsumed: re
 def manage(config: Path, postgres_url: str, *args: str) -> subprocess.CompletedProcess[str]:
     """``python manage.py ARGS`` in the test project, its vectorsync settings file named by its Django
     settings only (no VECTORSYNC_CONFIG)."""
-    env = child_env() | {"DJANGO_TEST_VECTORSYNC_CONFIG": str(config),
-                         "DJANGO_TEST_DATABASE_URL": postgres_url,
-                         "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = child_env() | {
+        "DJANGO_TEST_VECTORSYNC_CONFIG": str(config),
+        "DJANGO_TEST_DATABASE_URL": postgres_url,
+        "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    }
     env.pop("DJANGO_SETTINGS_MODULE", None)
-    return subprocess.run([sys.executable, str(MANAGE_PY), *args], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, str(MANAGE_PY), *args],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_manage_py_vectorsync_reindex_indexes_rows_written_without_signals(
     worker: None, client: Client, config: Path, postgres_url: str
 ) -> None:
-    rows = Note.objects.bulk_create([Note(title=f"Bulk {i}", body=f"imported budget review number {i}", kind="import")
-                                     for i in range(30)])  # bulk_create sends no post_save
+    rows = Note.objects.bulk_create(
+        [Note(title=f"Bulk {i}", body=f"imported budget review number {i}", kind="import") for i in range(30)]
+    )  # bulk_create sends no post_save
     result = manage(config, postgres_url, "vectorsync", "reindex", "django_notes", "--wait")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 failed" in result.stdout

@@ -18,8 +18,10 @@ from store.client import use_client
 from tests.integration.adapters.django_project.notes.models import Note, Ticket
 
 NOTES_SOURCE = '[collections.django_notes.source]\nkind = "sql"\nurl = "postgresql://app@db/crm"\n'
-TICKETS = ('[collections.django_tickets.source]\nkind = "sql"\nurl = "postgresql://app@db/crm"\n'
-           'table = "notes_ticket"\ntext = "{subject}\\n\\n{body}"\n')
+TICKETS = (
+    '[collections.django_tickets.source]\nkind = "sql"\nurl = "postgresql://app@db/crm"\n'
+    'table = "notes_ticket"\ntext = "{subject}\\n\\n{body}"\n'
+)
 
 
 @pytest.fixture
@@ -46,21 +48,39 @@ def test_models_whose_collections_read_their_tables_pass(settings_file: Path) ->
 
 def test_each_way_a_collection_misses_its_model_is_an_error_naming_it(settings_file: Path) -> None:
     assert messages(settings_file, TICKETS) == [
-        ("vectorsync.E002", "notes.Note is indexed into 'django_notes', but vectorsync's settings declare no such "
-                            "collection")]
+        (
+            "vectorsync.E002",
+            "notes.Note is indexed into 'django_notes', but vectorsync's settings declare no such collection",
+        )
+    ]
     assert messages(settings_file, TICKETS + '[collections.django_notes.source]\nkind = "push"\n') == [
-        ("vectorsync.E003", "notes.Note is indexed into 'django_notes', but its source is 'push': the worker reads "
-                            "the model's rows from its table")]
+        (
+            "vectorsync.E003",
+            "notes.Note is indexed into 'django_notes', but its source is 'push': the worker reads "
+            "the model's rows from its table",
+        )
+    ]
     assert messages(settings_file, TICKETS + NOTES_SOURCE + 'table = "notes"\ntext = "{title}"\n') == [
-        ("vectorsync.E004", "notes.Note is indexed into 'django_notes', but its source table is 'notes', not the "
-                            "model's 'notes_note'")]
+        (
+            "vectorsync.E004",
+            "notes.Note is indexed into 'django_notes', but its source table is 'notes', not the model's 'notes_note'",
+        )
+    ]
     assert messages(settings_file, TICKETS + NOTES_SOURCE + 'table = "notes_note"\nid = "uuid"\ntext = "{t}"\n') == [
-        ("vectorsync.E005", "notes.Note is indexed into 'django_notes', but its source id is 'uuid', not the model's "
-                            "primary key column 'id'")]
+        (
+            "vectorsync.E005",
+            "notes.Note is indexed into 'django_notes', but its source id is 'uuid', not the model's "
+            "primary key column 'id'",
+        )
+    ]
     wrong_columns = 'table = "notes_note"\ntext = "{title}\\n{text}"\nmetadata = ["owner_id"]\n'
     assert messages(settings_file, TICKETS + NOTES_SOURCE + wrong_columns) == [
-        ("vectorsync.E006", "notes.Note is indexed into 'django_notes', but its source names columns 'notes_note' "
-                            "does not have: text, owner_id")]
+        (
+            "vectorsync.E006",
+            "notes.Note is indexed into 'django_notes', but its source names columns 'notes_note' "
+            "does not have: text, owner_id",
+        )
+    ]
 
 
 def test_the_hint_is_the_source_that_reads_the_table(settings_file: Path) -> None:
@@ -68,8 +88,9 @@ def test_the_hint_is_the_source_that_reads_the_table(settings_file: Path) -> Non
     [error] = checks.run_checks(tags=[TAG])
     assert error.obj is Note
     assert error.hint == (
-        "declare it as\n[collections.django_notes.source]\nkind = \"sql\"\nurl = \"postgresql://USER@HOST/DATABASE\"\n"
-        'table = "notes_note"\nid = "id"\ntext = "{title}\\n\\n{body}\\n\\n{kind}"\nupdated_at = "updated_at"')
+        'declare it as\n[collections.django_notes.source]\nkind = "sql"\nurl = "postgresql://USER@HOST/DATABASE"\n'
+        'table = "notes_note"\nid = "id"\ntext = "{title}\\n\\n{body}\\n\\n{kind}"\nupdated_at = "updated_at"'
+    )
 
 
 def test_settings_that_cannot_be_read_are_one_error(settings_file: Path) -> None:
@@ -84,8 +105,11 @@ def test_watch_refuses_what_would_never_index() -> None:
             abstract = True
             app_label = "notes"
 
-    with pytest.raises(ImproperlyConfigured, match=r"^notes.Base is abstract, so it sends no signals: index the "
-                                                   r"models that inherit from it$"):
+    with pytest.raises(
+        ImproperlyConfigured,
+        match=r"^notes.Base is abstract, so it sends no signals: index the "
+        r"models that inherit from it$",
+    ):
         indexed("notes")(Base)
     with pytest.raises(ImproperlyConfigured, match=r"^notes.Ticket is indexed into no collection: name one"):
         watch(Ticket, [])
@@ -93,8 +117,9 @@ def test_watch_refuses_what_would_never_index() -> None:
         watch(Ticket, "Bad Name")
 
 
-def test_call_command_runs_vectorsync_and_a_failure_is_a_command_error(settings_file: Path,
-                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_call_command_runs_vectorsync_and_a_failure_is_a_command_error(
+    settings_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     settings_file.write_text('[vectors]\nstore = "memory"\ndimensions = 8\n' + TICKETS)
     call_command("vectorsync", "collections", "list")
     assert "django_tickets" in capsys.readouterr().out

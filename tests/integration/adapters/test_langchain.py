@@ -30,9 +30,11 @@ NOTES = {
 #: A collection of pushed notes, tenant-scoped like a real one (``required_filter``), and one that is not.
 KIT_SETTINGS = {
     "vectors": {"dimensions": 64},
-    "collections": {"notes": {"source": {"kind": "push"}},
-                    "scoped": {"source": {"kind": "push"}, "required_filter": ["workspace"]},
-                    "long": {"source": {"kind": "push"}, "chunker": {"max_tokens": 12, "overlap": 2}}},
+    "collections": {
+        "notes": {"source": {"kind": "push"}},
+        "scoped": {"source": {"kind": "push"}, "required_filter": ["workspace"]},
+        "long": {"source": {"kind": "push"}, "chunker": {"max_tokens": 12, "overlap": 2}},
+    },
 }
 
 
@@ -43,8 +45,12 @@ def indexed() -> Iterator[testing.TaskQueue]:
         for id, (text, metadata) in NOTES.items():
             index_document("notes", id, text, metadata)
             index_document("scoped", id, text, metadata)
-        index_document("long", "essay", " ".join(f"Paragraph {i} on onboarding, pricing and renewals." * 2
-                                                 for i in range(6)), {"kind": "essay"})
+        index_document(
+            "long",
+            "essay",
+            " ".join(f"Paragraph {i} on onboarding, pricing and renewals." * 2 for i in range(6)),
+            {"kind": "essay"},
+        )
         tasks.run_queue()
         yield tasks
 
@@ -71,8 +77,9 @@ def _store(client: Client, *, embedding: bool = True) -> Iterator[VectorStore]:
     name = unique_name("lc")
     client.collections.create(name)
     try:
-        yield VectorsyncVectorStore(name, client=client,
-                                    embedding=VectorStoreIntegrationTests.get_embeddings() if embedding else None)
+        yield VectorsyncVectorStore(
+            name, client=client, embedding=VectorStoreIntegrationTests.get_embeddings() if embedding else None
+        )
     finally:
         client.collections.drop(name)
         client.close()
@@ -108,8 +115,9 @@ def ids(documents: list[Document]) -> list[str | None]:
 
 def test_each_document_is_a_chunk_with_its_record_and_metadata(indexed: testing.TaskQueue) -> None:
     [best] = VectorsyncRetriever(collection="notes", k=1).invoke("move the onboarding call")
-    assert best == Document(id="n1:0", page_content=NOTES["n1"][0],
-                            metadata={"kind": "call", "workspace": 1, "record_id": "n1", "chunk": 0})
+    assert best == Document(
+        id="n1:0", page_content=NOTES["n1"][0], metadata={"kind": "call", "workspace": 1, "record_id": "n1", "chunk": 0}
+    )
     chunks = VectorsyncRetriever(collection="long", k=50).invoke("onboarding")
     assert len(chunks) > 1 and {doc.metadata["record_id"] for doc in chunks} == {"essay"}
     assert sorted(doc.metadata["chunk"] for doc in chunks) == list(range(len(chunks)))
@@ -125,14 +133,16 @@ def test_a_built_in_filter_holds_and_a_call_narrows_it(indexed: testing.TaskQueu
 
 
 def test_a_required_filter_is_honoured(indexed: testing.TaskQueue) -> None:
-    with pytest.raises(ConfigError, match=r"^collection 'scoped' is searched only with an equality filter on "
-                                          r"workspace \(collections.scoped.required_filter\), but the search has no "
-                                          r"filter"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^collection 'scoped' is searched only with an equality filter on "
+        r"workspace \(collections.scoped.required_filter\), but the search has no "
+        r"filter",
+    ):
         VectorsyncRetriever(collection="scoped").invoke("onboarding")
     scoped = VectorsyncRetriever(collection="scoped", filter={"workspace": 2})
     assert sorted(ids(scoped.invoke("onboarding"))) == ["n4:0", "n5:0"]
-    assert ids(VectorsyncRetriever(collection="scoped").invoke("onboarding", filter={"workspace": 2}, k=1)) == \
-        ["n4:0"]
+    assert ids(VectorsyncRetriever(collection="scoped").invoke("onboarding", filter={"workspace": 2}, k=1)) == ["n4:0"]
 
 
 async def test_the_async_path_takes_the_same_options(indexed: testing.TaskQueue) -> None:
@@ -169,8 +179,9 @@ def memory_store() -> Iterator[VectorStore]:
 
 
 def test_the_store_filter_scopes_searches_gets_and_deletes(memory_store: VectorsyncVectorStore) -> None:
-    memory_store.add_texts(["onboarding call", "onboarding email"], [{"workspace": 1}, {"workspace": 2}],
-                           ids=["a", "b"])
+    memory_store.add_texts(
+        ["onboarding call", "onboarding email"], [{"workspace": 1}, {"workspace": 2}], ids=["a", "b"]
+    )
     scoped = VectorsyncVectorStore(memory_store.collection, client=memory_store.client, filter={"workspace": 1})
     assert ids(scoped.similarity_search("onboarding")) == ["a"]
     assert ids(scoped.get_by_ids(["a", "b"])) == ["a"]
@@ -180,11 +191,17 @@ def test_the_store_filter_scopes_searches_gets_and_deletes(memory_store: Vectors
 
 
 def test_vectorsync_metadata_keys_and_delete_without_ids_are_refused(memory_store: VectorsyncVectorStore) -> None:
-    with pytest.raises(ConfigError, match=r"^document 'x' has metadata record_id='y', chunk=None: those keys are "
-                                          r"vectorsync's"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^document 'x' has metadata record_id='y', chunk=None: those keys are "
+        r"vectorsync's",
+    ):
         memory_store.add_documents([Document(page_content="t", metadata={"record_id": "y"})], ids=["x"])
-    with pytest.raises(ConfigError, match=r"^delete\(\) needs the ids to delete; to empty collection 'lc_\d+_\d+' "
-                                          r"use Client.collections.reset"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^delete\(\) needs the ids to delete; to empty collection 'lc_\d+_\d+' "
+        r"use Client.collections.reset",
+    ):
         memory_store.delete()
     assert memory_store.get_by_ids(["x"]) == []
 

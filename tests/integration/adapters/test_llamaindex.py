@@ -23,8 +23,10 @@ NOTES = {
 }
 SETTINGS = {
     "vectors": {"dimensions": 64},
-    "collections": {"notes": {"source": {"kind": "push"}},
-                    "scoped": {"source": {"kind": "push"}, "required_filter": ["workspace"]}},
+    "collections": {
+        "notes": {"source": {"kind": "push"}},
+        "scoped": {"source": {"kind": "push"}, "required_filter": ["workspace"]},
+    },
 }
 
 
@@ -66,8 +68,11 @@ def test_the_retriever_takes_a_search_mode(indexed: testing.TaskQueue) -> None:
 
 
 async def test_the_async_path_and_a_required_filter(indexed: testing.TaskQueue) -> None:
-    with pytest.raises(ConfigError, match=r"^collection 'scoped' is searched only with an equality filter on "
-                                          r"workspace"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^collection 'scoped' is searched only with an equality filter on "
+        r"workspace",
+    ):
         VectorsyncRetriever("scoped").retrieve("onboarding")
     scoped = VectorsyncRetriever("scoped", filter=Filter.eq("workspace", 2))
     assert [n.node.node_id for n in await scoped.aretrieve("onboarding")] == ["n3:0"]

@@ -23,8 +23,10 @@ __all__ = ["PACKAGE", "promtool_path"]
 PACKAGE = "prometheus"
 #: Where the unpacked package is kept between runs.
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vectorsync-tests" / "promtool"
-SKIP = ("promtool is not on PATH and could not be taken from Debian's prometheus package ({why}): install it "
-        "with `apt-get install prometheus` (as root), or put promtool on PATH")
+SKIP = (
+    "promtool is not on PATH and could not be taken from Debian's prometheus package ({why}): install it "
+    "with `apt-get install prometheus` (as root), or put promtool on PATH"
+)
 
 
 def _run(*command: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -50,17 +50,24 @@ def compose_command() -> list[str]:
     docker = shutil.which("docker")
     if docker and subprocess.run([docker, "compose", "version"], capture_output=True, timeout=30).returncode == 0:
         return [docker, "compose"]
-    pytest.fail("no docker-compose on PATH to parse docker-compose.yml: install it with "
-                "`apt-get install -y --no-install-recommends docker-compose` (Debian; no engine needed), "
-                "or the Docker Compose plugin (`docker compose`)")
+    pytest.fail(
+        "no docker-compose on PATH to parse docker-compose.yml: install it with "
+        "`apt-get install -y --no-install-recommends docker-compose` (Debian; no engine needed), "
+        "or the Docker Compose plugin (`docker compose`)"
+    )
 
 
 def compose_config(project: Path, extra_env: dict[str, str] | None = None) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("COMPOSE_", "DOCKER_", "VECTORS_", "VECTORSYNC_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COMPOSE_", "DOCKER_", "VECTORS_", "VECTORSYNC_"))}
     env.update(extra_env or {})
-    result = subprocess.run([*compose_command(), "-f", "docker-compose.yml", "config"], cwd=project, env=env,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [*compose_command(), "-f", "docker-compose.yml", "config"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, f"compose config failed:\n{result.stderr}{result.stdout}"
     config = yaml.safe_load(result.stdout)
     assert isinstance(config, dict) and "services" in config, result.stdout
@@ -116,8 +123,9 @@ def test_compose_file_parses_with_every_service(compose: dict[str, Any]) -> None
 
 
 def test_compose_profile_qdrant_switches_the_store(project: Path) -> None:
-    config = compose_config(project, {"COMPOSE_PROFILES": "qdrant", "VECTORS_STORE": "qdrant",
-                                      "VECTORS_URL": "http://qdrant:6333"})
+    config = compose_config(
+        project, {"COMPOSE_PROFILES": "qdrant", "VECTORS_STORE": "qdrant", "VECTORS_URL": "http://qdrant:6333"}
+    )
     env = _environment(config["services"]["worker"])
     assert (env["VECTORSYNC_VECTORS__STORE"], env["VECTORSYNC_VECTORS__URL"]) == ("qdrant", "http://qdrant:6333")
     assert env["VECTORSYNC_STATE__URL"].startswith("postgresql://")  # state stays in PostgreSQL
@@ -142,8 +150,17 @@ def test_compose_redis_and_postgres_persist_and_report_health(compose: dict[str,
 
 def test_compose_celery_services_share_the_image_config_and_secrets(compose: dict[str, Any], project: Path) -> None:
     services = compose["services"]
-    assert _command(services["worker"]) == ["celery", "-A", "worker", "worker", "-Q", QUEUES,
-                                            "--loglevel", "INFO", "-E"]
+    assert _command(services["worker"]) == [
+        "celery",
+        "-A",
+        "worker",
+        "worker",
+        "-Q",
+        QUEUES,
+        "--loglevel",
+        "INFO",
+        "-E",
+    ]
     assert _command(services["flower"])[:4] == ["python", "-m", "worker.flower", "--port=5555"]
     assert _command(services["beat"])[:4] == ["celery", "-A", "worker", "beat"]
     for name in CELERY_SERVICES:
@@ -184,8 +201,11 @@ def test_compose_workers_scale_and_report_health(compose: dict[str, Any]) -> Non
 
 
 def test_compose_sets_only_real_settings(compose: dict[str, Any]) -> None:
-    names = {name: f"docker-compose.yml service {service}"
-             for service, spec in compose["services"].items() for name in _environment(spec)}
+    names = {
+        name: f"docker-compose.yml service {service}"
+        for service, spec in compose["services"].items()
+        for name in _environment(spec)
+    }
     names.update({name: "deploy/.env.example" for name in _env_example_names()})
     assert any(name.startswith("VECTORSYNC_") for name in names)
     assert_real_settings(names)
@@ -198,8 +218,9 @@ def _env_example_names() -> set[str]:
 
 
 @pytest.mark.usefixtures("no_vectorsync_env")
-def test_compose_environment_loads_with_the_example_config(compose: dict[str, Any],
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compose_environment_loads_with_the_example_config(
+    compose: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     for name in CELERY_SERVICES:
         env = _environment(compose["services"][name])
         with monkeypatch.context() as patch:
@@ -235,6 +256,10 @@ def hadolint() -> str:
 
 
 def test_dockerfile_passes_hadolint() -> None:
-    result = subprocess.run([hadolint(), "--no-color", "--failure-threshold", "info", str(DOCKERFILE)],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [hadolint(), "--no-color", "--failure-threshold", "info", str(DOCKERFILE)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, f"hadolint:\n{result.stdout}{result.stderr}"

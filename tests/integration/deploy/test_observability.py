@@ -84,14 +84,33 @@ def sample_names(url: str) -> set[str]:
     return {sample.name for family in text_string_to_metric_families(text) for sample in family.samples}
 
 
-def _config(folder: Path, *, broker: str, cache: str, database: str, primary: FakeOpenAI, backup: FakeOpenAI,
-            table: str, collection: str, metrics_port: int) -> Path:
+def _config(
+    folder: Path,
+    *,
+    broker: str,
+    cache: str,
+    database: str,
+    primary: FakeOpenAI,
+    backup: FakeOpenAI,
+    table: str,
+    collection: str,
+    metrics_port: int,
+) -> Path:
     """Two entries of one model at two endpoints; a cap on chunks that one long record goes over."""
-    text = settings_toml(broker=broker, cache=cache, database=database, openai_url=primary.url, table=table,
-                         collection=collection, batch_size=BATCH, metrics_port=metrics_port, capture=True,
-                         extra=f'[models.backup]\nprovider = "openai"\nmodel = "text-embedding-test"\n'
-                               f'dimensions = 8\nbase_url = "{backup.url}"\ntimeout = 5\n\n'
-                               f"[limits]\nmax_chunks_per_record = {MAX_CHUNKS}\n")
+    text = settings_toml(
+        broker=broker,
+        cache=cache,
+        database=database,
+        openai_url=primary.url,
+        table=table,
+        collection=collection,
+        batch_size=BATCH,
+        metrics_port=metrics_port,
+        capture=True,
+        extra=f'[models.backup]\nprovider = "openai"\nmodel = "text-embedding-test"\n'
+        f'dimensions = 8\nbase_url = "{backup.url}"\ntimeout = 5\n\n'
+        f"[limits]\nmax_chunks_per_record = {MAX_CHUNKS}\n",
+    )
     text = text.replace('chain = ["fake_openai"]', 'chain = ["fake_openai", "backup"]')
     config = folder / "vectorsync.toml"
     config.write_text(text)
@@ -144,12 +163,19 @@ APP = textwrap.dedent("""
 def _app_scrape(config: Path, collection: str) -> set[str]:
     """An app that searches (its model limited to 120 requests a minute) and serves its metrics; its names."""
     app_config = config.with_name("app.toml")
-    app_config.write_text(config.read_text().replace('[models.fake_openai]\n',
-                                                     '[models.fake_openai]\nrequests_per_minute = 120\n'))
+    app_config.write_text(
+        config.read_text().replace("[models.fake_openai]\n", "[models.fake_openai]\nrequests_per_minute = 120\n")
+    )
     port = free_port()
-    process = subprocess.Popen([sys.executable, "-c", APP, collection, str(port), str(SEARCHES)], cwd=ROOT,
-                               env=process_env(app_config), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", APP, collection, str(port), str(SEARCHES)],
+        cwd=ROOT,
+        env=process_env(app_config),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert process.stdout is not None
         line = process.stdout.readline()
@@ -161,7 +187,8 @@ def _app_scrape(config: Path, collection: str) -> set[str]:
 
 @pytest.mark.slow
 def test_every_metric_the_rules_and_the_dashboard_read_is_in_a_real_scrape(
-        tmp_path: Path, broker_redis_url: str, scratch_redis_url: str, postgres_url: str) -> None:
+    tmp_path: Path, broker_redis_url: str, scratch_redis_url: str, postgres_url: str
+) -> None:
     redis.Redis.from_url(broker_redis_url).flushdb()
     collection = unique_name("observed")
     port = free_port()
@@ -170,8 +197,17 @@ def test_every_metric_the_rules_and_the_dashboard_read_is_in_a_real_scrape(
         try:
             crm.insert([note(i) for i in range(1, RECORDS)])
             crm.insert([{"id": RECORDS, "title": "long", "body": "onboarding " * 5000, "kind": "call"}])
-            config = _config(tmp_path, broker=broker_redis_url, cache=scratch_redis_url, database=postgres_url,
-                             primary=primary, backup=backup, table=crm.name, collection=collection, metrics_port=port)
+            config = _config(
+                tmp_path,
+                broker=broker_redis_url,
+                cache=scratch_redis_url,
+                database=postgres_url,
+                primary=primary,
+                backup=backup,
+                table=crm.name,
+                collection=collection,
+                metrics_port=port,
+            )
             primary.always(delay=0.5)
             backup.always(delay=0.5)
             worker = _worker_scrapes(config, collection, f"http://127.0.0.1:{port}/metrics", primary)

@@ -20,7 +20,7 @@ from tests.integration.state_db import fresh_database
 
 EXAMPLES = [b for b in blocks("python") if b.mark == "integration"]
 #: The test app the testing page's example imports: notes in SQLite, saved and enqueued after the commit.
-APP_NOTES = '''
+APP_NOTES = """
 import sqlalchemy as sa
 
 from producer import index_record
@@ -33,8 +33,8 @@ def save_note(session, *, kind, body):
     index_record("notes", note_id, session=session)
     session.commit()
     return note_id
-'''
-APP_FIXTURES = '''
+"""
+APP_FIXTURES = """
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -48,7 +48,7 @@ def session():
     with Session(engine) as session:
         yield session
     engine.dispose()
-'''
+"""
 APP_SETTINGS = """
 [collections.notes.source]
 kind = "sql"
@@ -59,14 +59,16 @@ metadata = ["kind"]
 """
 
 
-def in_a_state_database(page_blocks: list[Block], folder: Path, monkeypatch: pytest.MonkeyPatch,
-                        request: pytest.FixtureRequest) -> None:
+def in_a_state_database(
+    page_blocks: list[Block], folder: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
     """A pgvector store and state database of the test's own, with the declared collections a worker's start
     would have made; the page's examples read it through ./vectorsync.toml."""
     with fresh_database(request.getfixturevalue("postgres_url")) as url:
         (folder / "vectorsync.toml").write_text(
             f'[vectors]\nstore = "pgvector"\nurl = "{url}"\ndimensions = 8\n'
-            '\n[collections.activity_notes.source]\nkind = "push"\n')
+            '\n[collections.activity_notes.source]\nkind = "push"\n'
+        )
         monkeypatch.chdir(folder)
         monkeypatch.setenv("VECTORSYNC_CONFIG", str(folder / "vectorsync.toml"))
         with Collections.from_settings(load_settings()) as collections:
@@ -76,8 +78,9 @@ def in_a_state_database(page_blocks: list[Block], folder: Path, monkeypatch: pyt
             run_python(block, namespace)
 
 
-def as_a_pytest_project(page_blocks: list[Block], folder: Path, monkeypatch: pytest.MonkeyPatch,
-                        request: pytest.FixtureRequest) -> None:
+def as_a_pytest_project(
+    page_blocks: list[Block], folder: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
     """Each block's ``# name.py`` parts as files of an app's tests, run by pytest in a process of their own,
     beside the app (``myapp``) and its own fixtures (a SQLAlchemy session on its SQLite database)."""
     for block in page_blocks:
@@ -92,9 +95,26 @@ def as_a_pytest_project(page_blocks: list[Block], folder: Path, monkeypatch: pyt
     (folder / "vectorsync.toml").write_text(APP_SETTINGS.format(folder=folder))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VECTORSYNC_", "PYTEST_"))}
     env["PYTHONPATH"] = str(folder)
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "myapp.fixtures",
-                             "-W", "ignore::DeprecationWarning", "."], cwd=folder, env=env, capture_output=True,
-                            text=True, timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "myapp.fixtures",
+            "-W",
+            "ignore::DeprecationWarning",
+            ".",
+        ],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r"^\d+ passed", result.stdout.splitlines()[-1]), result.stdout
 
@@ -107,8 +127,9 @@ HANDLERS: dict[str, Callable[[list[Block], Path, pytest.MonkeyPatch, pytest.Fixt
 
 @pytest.mark.usefixtures("no_vectorsync_env")
 @pytest.mark.parametrize("page", sorted({b.page for b in EXAMPLES}))
-def test_the_integration_examples_of_a_page_run(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                request: pytest.FixtureRequest) -> None:
+def test_the_integration_examples_of_a_page_run(
+    page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
     assert page in HANDLERS, f"{page} has examples marked integration: give it a handler in HANDLERS"
     HANDLERS[page]([b for b in EXAMPLES if b.page == page], tmp_path, monkeypatch, request)
 

@@ -93,8 +93,15 @@ def test_a_rolled_back_savepoint_drops_only_what_was_enqueued_inside_it(
 
 
 def test_pushing_to_a_collection_with_a_source_is_refused(sender: Producer, broker: redis.Redis) -> None:
-    sourced = Producer(sender.settings.model_copy(update={"collections": {
-        "notes": CollectionSettings.model_validate({"source": {"kind": "python", "loader": "x:y"}})}}))
+    sourced = Producer(
+        sender.settings.model_copy(
+            update={
+                "collections": {
+                    "notes": CollectionSettings.model_validate({"source": {"kind": "python", "loader": "x:y"}})
+                }
+            }
+        )
+    )
     try:
         with pytest.raises(ConfigError, match="reads its records from its python source; index_document"):
             sourced.index_document("notes", 1, "text")
@@ -123,8 +130,10 @@ def test_reindex_all_returns_a_run_id_whose_status_is_running(sender: Producer, 
 
 
 def test_importing_producer_loads_no_heavy_library() -> None:
-    code = ("import sys, producer; heavy = {'numpy', 'torch', 'qdrant_client', 'openai', 'sentence_transformers', "
-            "'worker', 'httpx'} & set(sys.modules); print(sorted(heavy))")
+    code = (
+        "import sys, producer; heavy = {'numpy', 'torch', 'qdrant_client', 'openai', 'sentence_transformers', "
+        "'worker', 'httpx'} & set(sys.modules); print(sorted(heavy))"
+    )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
 
@@ -145,9 +154,11 @@ def test_reindex_wait_gives_up_after_its_timeout_when_no_worker_runs(
     tmp_path: Path, broker_redis_url: str, postgres_url: str
 ) -> None:
     config = tmp_path / "vectorsync.toml"
-    config.write_text(f'[broker]\nurl = "{broker_redis_url}"\n[vectors]\nurl = "{postgres_url}"\n'
-                      '[collections.notes.source]\nkind = "python"\n'
-                      'loader = "tests.unit.worker.test_pipeline:load_records"\n')
+    config.write_text(
+        f'[broker]\nurl = "{broker_redis_url}"\n[vectors]\nurl = "{postgres_url}"\n'
+        '[collections.notes.source]\nkind = "python"\n'
+        'loader = "tests.unit.worker.test_pipeline:load_records"\n'
+    )
     result = run_cli(config, "reindex", "notes", "--wait", "--timeout", "1")
     assert result.returncode == 3
     assert "is still running; follow it with `vectorsync status" in result.stderr

@@ -13,10 +13,12 @@ from tests.workers import ROOT
 
 @pytest.mark.parametrize("blocked", ["sqlalchemy", "numpy"])
 def test_producer_imports_without_sqlalchemy_or_numpy(blocked: str) -> None:
-    code = (f"import sys; sys.modules[{blocked!r}] = None\n"
-            "import producer, producer.client, producer.testing, producer.pytest_plugin, store\n"
-            "client = store.Client(store.Settings()); client.producer; client.close()  # an enqueueing client\n"
-            "assert 'worker' not in sys.modules and 'torch' not in sys.modules\n")
+    code = (
+        f"import sys; sys.modules[{blocked!r}] = None\n"
+        "import producer, producer.client, producer.testing, producer.pytest_plugin, store\n"
+        "client = store.Client(store.Settings()); client.producer; client.close()  # an enqueueing client\n"
+        "assert 'worker' not in sys.modules and 'torch' not in sys.modules\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
 
@@ -44,7 +46,8 @@ def test_the_core_loads_no_framework_when_they_are_installed() -> None:
     code = IMPORT_EVERYTHING + (
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in {'langchain', 'langchain_core', 'llama_index'}"
         " or m.startswith(('django.conf', 'django.apps', 'django.db', 'django.core')))\n"
-        "assert loaded == [], loaded\n")
+        "assert loaded == [], loaded\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
 

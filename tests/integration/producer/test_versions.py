@@ -25,8 +25,9 @@ def shared(scratch_redis_url: str) -> Iterator[redis.Redis]:
     client.close()
 
 
-def test_two_producers_read_one_clock_that_only_goes_forward(scratch_redis_url: str, shared: redis.Redis,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_two_producers_read_one_clock_that_only_goes_forward(
+    scratch_redis_url: str, shared: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
     first, second = DocumentClock(scratch_redis_url), DocumentClock(scratch_redis_url)
     real = time.time_ns
     monkeypatch.setattr(time, "time_ns", lambda: real() - 3600 * 10**9)  # this host's clock means nothing now
@@ -57,8 +58,9 @@ def test_without_a_redis_this_process_clock_still_never_repeats(monkeypatch: pyt
 
 @pytest.mark.parametrize("version", [0, -1, 2**63, True, 1.5, "7"])
 def test_a_version_the_app_gives_must_be_a_positive_integer(version: object) -> None:
-    settings = Settings.model_validate({"broker": {"url": "memory://"},
-                                        "collections": {"docs": {"source": {"kind": "push"}}}})
+    settings = Settings.model_validate(
+        {"broker": {"url": "memory://"}, "collections": {"docs": {"source": {"kind": "push"}}}}
+    )
     sent: list[object] = []
     producer = Producer(settings, send=lambda *args, **kwargs: sent.append(kwargs))
     with pytest.raises(ConfigError, match=f"version {version!r} of document 'a' is not allowed"):

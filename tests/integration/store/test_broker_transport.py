@@ -72,15 +72,19 @@ def broker() -> Iterator[tuple[str, HandoverProxy]]:
 
 def _publish(url: str, body: dict[str, Any]) -> None:
     with Connection(url) as connection:
-        connection.Producer().publish(body, exchange=QUEUE.exchange, routing_key=QUEUE.routing_key,
-                                      declare=[QUEUE], serializer="json")
+        connection.Producer().publish(
+            body, exchange=QUEUE.exchange, routing_key=QUEUE.routing_key, declare=[QUEUE], serializer="json"
+        )
 
 
 def _consume(url: str, transport: Any, got: list[Any]) -> None:
     """Take one message through ``transport``, acking it; a broker that goes away raises."""
-    with Connection(url, transport=transport, transport_options={"socket_timeout": 2}) as connection, \
-            connection.Consumer(QUEUE, callbacks=[lambda body, message: (got.append(body), message.ack())],
-                                accept=["json"]):
+    with (
+        Connection(url, transport=transport, transport_options={"socket_timeout": 2}) as connection,
+        connection.Consumer(
+            QUEUE, callbacks=[lambda body, message: (got.append(body), message.ack())], accept=["json"]
+        ),
+    ):
         connection.drain_events(timeout=5)
 
 
@@ -94,7 +98,8 @@ def _held(url: str) -> tuple[int, int]:
 
 
 def test_a_message_handed_over_as_the_broker_goes_away_is_consumed_once_it_is_back(
-        broker: tuple[str, HandoverProxy]) -> None:
+    broker: tuple[str, HandoverProxy],
+) -> None:
     direct, proxy = broker
     _publish(direct, {"batch": 4})
     got: list[Any] = []
@@ -146,8 +151,9 @@ def test_a_restore_lock_left_by_a_killed_worker_holds_up_restores_for_seconds_no
     from store.settings import Settings
 
     with redis_server() as (url, _process):
-        settings = Settings.model_validate({"broker": {"url": url, "visibility_timeout": 4},
-                                            "worker": {"time_limit": 2, "index_time_limit": 2}})
+        settings = Settings.model_validate(
+            {"broker": {"url": url, "visibility_timeout": 4}, "worker": {"time_limit": 2, "index_time_limit": 2}}
+        )
         options = celery_config(settings)["broker_transport_options"]
         _publish(url, {"batch": 7})
         with Connection(url, transport=Transport, transport_options=options) as dead:
@@ -161,8 +167,10 @@ def test_a_restore_lock_left_by_a_killed_worker_holds_up_restores_for_seconds_no
             channel.do_restore = False  # killed: it restores nothing as it goes
         got: list[Any] = []
         deadline = 3 * (options["visibility_timeout"] + options["unacked_mutex_expire"])
-        with Connection(url, transport=Transport, transport_options=options) as survivor, \
-                survivor.Consumer(QUEUE, callbacks=[lambda body, m: (got.append(body), m.ack())], accept=["json"]):
+        with (
+            Connection(url, transport=Transport, transport_options=options) as survivor,
+            survivor.Consumer(QUEUE, callbacks=[lambda body, m: (got.append(body), m.ack())], accept=["json"]),
+        ):
             for _ in range(deadline):
                 with contextlib.suppress(TimeoutError):
                     survivor.drain_events(timeout=1)

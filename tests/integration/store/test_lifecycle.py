@@ -38,8 +38,9 @@ def test_the_cli_creates_the_declared_ones_and_confirms_what_destroys(tmp_path: 
 
     refused = run_cli(config, "collections", "reset", name)
     assert refused.returncode == 2
-    assert refused.stderr.strip() == (f"error: emptying collection '{name}' needs confirmation and stdin is not "
-                                      "a terminal: pass --yes")
+    assert refused.stderr.strip() == (
+        f"error: emptying collection '{name}' needs confirmation and stdin is not a terminal: pass --yes"
+    )
     emptied = run_cli(config, "collections", "reset", name, "--yes")
     assert emptied.returncode == 0, emptied.stderr
     assert f"emptied {name}: 3 chunks deleted, 0 ledger entries and 0 failures forgotten" in emptied.stdout

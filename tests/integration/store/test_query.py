@@ -29,10 +29,12 @@ def settings_file(tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyP
 def test_search_and_asearch_use_the_configured_store(settings_file: Path) -> None:
     writer = query.store_from_settings(load_settings())
     name = unique_name()
-    writer.get_collection(name, create=True).upsert_many([
-        VectorRecord("a", [1, 0, 0, 0], "alpha", {"kind": "call"}),
-        VectorRecord("b", [0.9, 0.1, 0, 0], "beta", {"kind": "email"}),
-    ])
+    writer.get_collection(name, create=True).upsert_many(
+        [
+            VectorRecord("a", [1, 0, 0, 0], "alpha", {"kind": "call"}),
+            VectorRecord("b", [0.9, 0.1, 0, 0], "beta", {"kind": "email"}),
+        ]
+    )
     assert [m.id for m in query.search(name, [1, 0, 0, 0])] == ["a", "b"]
     assert [m.id for m in query.search(name, [1, 0, 0, 0], filter={"kind": "email"})] == ["b"]
     assert [m.id for m in query.search(name, [1, 0, 0, 0], filter=Filter.eq("kind", "call"), limit=1)] == ["a"]

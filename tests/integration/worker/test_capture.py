@@ -53,10 +53,16 @@ from tests.workers import (
 
 pytestmark = pytest.mark.slow
 
+
 def capture_catalog(sql: Psql, table: str, collection: str) -> tuple[list[str], list[str]]:
     """The triggers on ``table`` and the functions named for ``collection``'s capture, as the catalog has them."""
-    triggers = [r[0] for r in sql.run("SELECT tgname FROM pg_trigger WHERE tgrelid = to_regclass(%s) "
-                                      "AND NOT tgisinternal ORDER BY tgname", (f'"{table}"',))]
+    triggers = [
+        r[0]
+        for r in sql.run(
+            "SELECT tgname FROM pg_trigger WHERE tgrelid = to_regclass(%s) AND NOT tgisinternal ORDER BY tgname",
+            (f'"{table}"',),
+        )
+    ]
     functions = [r[0] for r in sql.run("SELECT proname FROM pg_proc WHERE proname = %s", (f"vs_capture_{collection}",))]
     return triggers, functions
 
@@ -121,8 +127,7 @@ MakeWorld = Callable[..., World]
 
 
 @pytest.fixture
-def make_world(tmp_path: Path, broker_redis_url: str, scratch_redis_url: str, postgres_url: str
-               ) -> Iterator[MakeWorld]:
+def make_world(tmp_path: Path, broker_redis_url: str, scratch_redis_url: str, postgres_url: str) -> Iterator[MakeWorld]:
     """Builds a World with capture on: ``capture`` is the body of the [capture] section, ``source_url`` the
     URL the source is read (and the outbox relayed) through. Torn down at the end of the test."""
     redis.Redis.from_url(broker_redis_url).flushdb()
@@ -139,10 +144,20 @@ def make_world(tmp_path: Path, broker_redis_url: str, scratch_redis_url: str, po
             if columns:
                 sql.run(f'ALTER TABLE "{crm.name}" {columns}')
             config = tmp_path / "vectorsync.toml"
-            config.write_text(settings_toml(broker=broker_redis_url, cache=scratch_redis_url, database=postgres_url,
-                                            openai_url=openai.url, table=crm.name, collection=collection,
-                                            metrics_port=free_port(), capture=True, source_url=source_url,
-                                            extra=f"[capture]\npoll_seconds = 1\n{capture}\n"))
+            config.write_text(
+                settings_toml(
+                    broker=broker_redis_url,
+                    cache=scratch_redis_url,
+                    database=postgres_url,
+                    openai_url=openai.url,
+                    table=crm.name,
+                    collection=collection,
+                    metrics_port=free_port(),
+                    capture=True,
+                    source_url=source_url,
+                    extra=f"[capture]\npoll_seconds = 1\n{capture}\n",
+                )
+            )
             return World(config, load_settings(config), collection, crm, sql, openai, postgres_url)
 
         yield make
@@ -159,8 +174,10 @@ def test_every_kind_of_write_by_a_plain_client_reaches_the_index(make_world: Mak
     c, t, sql = world.collection, world.source, world.sql
     installed = _init(world)
     assert f"capture  {c} on " in installed.stdout, installed.stdout
-    assert capture_catalog(sql, t, c) == (sorted(f"vs_{c}_{e}" for e in ("ins", "upd", "del", "trn")),
-                                          [f"vs_capture_{c}"])
+    assert capture_catalog(sql, t, c) == (
+        sorted(f"vs_{c}_{e}" for e in ("ins", "upd", "del", "trn")),
+        [f"vs_capture_{c}"],
+    )
     # Written before any worker runs: the changes wait in the outbox, committed with the rows.
     insert_notes(sql, t, [note(i) for i in range(1, 121)])
     assert world.pending() == 120
@@ -182,8 +199,10 @@ def test_every_kind_of_write_by_a_plain_client_reaches_the_index(make_world: Mak
         with sql.transaction():
             sql.run(f'CREATE TEMP TABLE dump ON COMMIT DROP AS SELECT * FROM "{t}"')
             sql.run(f'TRUNCATE "{t}"')
-            sql.run(f"INSERT INTO \"{t}\" SELECT id, title, CASE WHEN id = 50 THEN 'reloaded with a new body' "
-                    "ELSE body END, kind, updated_at, internal FROM dump")
+            sql.run(
+                f"INSERT INTO \"{t}\" SELECT id, title, CASE WHEN id = 50 THEN 'reloaded with a new body' "
+                "ELSE body END, kind, updated_at, internal FROM dump"
+            )
         took["TRUNCATE and a reload, in one transaction"] = world.wait_caught_up("a truncate and reload")
         assert world.stored()["50:0"][0] == "Note 50 v0\n\nreloaded with a new body"
         wait_for(lambda: all(r.status.ended for r in world.runs()), timeout=30, what="the reload's run to end")
@@ -196,14 +215,17 @@ def test_every_kind_of_write_by_a_plain_client_reaches_the_index(make_world: Mak
             sql.run(f"UPDATE \"{t}\" SET internal = 'seen by nobody', updated_at = now()")
             assert outbox_rows(sql, c) == 0
         with sql.transaction():
-            sql.run(f"UPDATE \"{t}\" SET internal = NULL, title = title")  # title rewritten, not changed
+            sql.run(f'UPDATE "{t}" SET internal = NULL, title = title')  # title rewritten, not changed
             assert outbox_rows(sql, c) == 0
         with sql.transaction():
             sql.run(f"UPDATE \"{t}\" SET title = 'Control' WHERE id = 1")
             assert outbox_rows(sql, c) == 1
         world.wait_caught_up("the control update")
-        wait_for(lambda: world.received(INDEX_RECORD) + world.received(INDEX_BATCH) > tasks, timeout=10,
-                 what="the worker to log the control's task")
+        wait_for(
+            lambda: world.received(INDEX_RECORD) + world.received(INDEX_BATCH) > tasks,
+            timeout=10,
+            what="the worker to log the control's task",
+        )
         assert world.received(INDEX_RECORD) + world.received(INDEX_BATCH) == tasks + 1  # the control's alone
 
         sql.run(f'DELETE FROM "{t}" WHERE id IN (30, 31, 32, 33, 34)')
@@ -251,8 +273,7 @@ def test_status_doctor_and_metrics_show_what_waits_and_disable_leaves_nothing_be
         sql.run(f"UPDATE \"{t}\" SET kind = 'pilot' WHERE id IN (1, 2)")
         assert world.pending() == 7  # 5 inserts and 2 updates: coalesced by the relay, not by the trigger
 
-        listed, shown, doctor = _run_together(world.config, ("capture", "status"), ("status",),
-                                              ("doctor", "--json"))
+        listed, shown, doctor = _run_together(world.config, ("capture", "status"), ("status",), ("doctor", "--json"))
         assert listed.returncode == 0, listed.stdout + listed.stderr
         [row] = [line for line in listed.stdout.splitlines() if line.split()[:1] == [c]]
         assert row.split()[1:3] == ["installed", "7"], listed.stdout
@@ -283,17 +304,26 @@ def test_status_doctor_and_metrics_show_what_waits_and_disable_leaves_nothing_be
         assert check["status"] == "fail" and f"vectorsync capture enable {c}" in check["fix"], check
 
         # `vectorsync relay`, on its own, drains the rows the triggers wrote before they went.
-        relay = subprocess.Popen([sys.executable, "-m", "producer.cli", "relay"], cwd=ROOT,
-                                 env=process_env(world.config), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, text=True)
+        relay = subprocess.Popen(
+            [sys.executable, "-m", "producer.cli", "relay"],
+            cwd=ROOT,
+            env=process_env(world.config),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         try:
             wait_for(lambda: world.pending() == 0, timeout=60, what="vectorsync relay to drain the outbox")
             rows = world.crm.rows()
             drained = {k: v for k, v in world.expected().items() if k.split(":")[0] in {"1", "2", "3", "4", "5"}}
             wait_for(lambda: world.stored() == drained, timeout=60, what="the drained changes to be indexed")
             assert rows["3"]["body"] == "after the triggers went"  # the source has it; no trigger recorded it
-            wait_for(lambda: f'vectorsync_capture_pending{{collection="{c}"}} 0.0' in world.metrics(), timeout=10,
-                     what="the metrics to show the drained outbox")
+            wait_for(
+                lambda: f'vectorsync_capture_pending{{collection="{c}"}} 0.0' in world.metrics(),
+                timeout=10,
+                what="the metrics to show the drained outbox",
+            )
         finally:
             relay.send_signal(signal.SIGINT)
             output, _ = relay.communicate(timeout=30)
@@ -311,15 +341,19 @@ def _run_as_dba(url: str, script: str) -> subprocess.CompletedProcess[str]:
     """The script as a DBA runs it: psql where the machine has it, else the same text as one simple query."""
     psql = shutil.which("psql")
     if psql is not None:
-        return subprocess.run([psql, url, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", "-"], input=script,
-                              capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            [psql, url, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", "-"],
+            input=script,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(script.encode())  # type: ignore[call-overload]  # no parameters: several statements at once
     return subprocess.CompletedProcess([], 0, "", "")
 
 
-def test_a_dba_runs_what_capture_sql_prints_where_vectorsync_may_not(make_world: MakeWorld, postgres_url: str
-                                                                   ) -> None:
+def test_a_dba_runs_what_capture_sql_prints_where_vectorsync_may_not(make_world: MakeWorld, postgres_url: str) -> None:
     role = unique_name("reader")
     dba = Psql(postgres_url)
     dba.run(f"CREATE ROLE {role} LOGIN")
@@ -339,8 +373,10 @@ def test_a_dba_runs_what_capture_sql_prints_where_vectorsync_may_not(make_world:
         assert script.startswith("BEGIN;") and script.rstrip().endswith("COMMIT;"), script
         ran = _run_as_dba(postgres_url, script)
         assert ran.returncode == 0, ran.stdout + ran.stderr
-        assert capture_catalog(dba, t, c) == (sorted(f"vs_{c}_{e}" for e in ("ins", "upd", "del", "trn")),
-                                              [f"vs_capture_{c}"])
+        assert capture_catalog(dba, t, c) == (
+            sorted(f"vs_{c}_{e}" for e in ("ins", "upd", "del", "trn")),
+            [f"vs_capture_{c}"],
+        )
 
         listed = run_cli(world.config, "capture", "status")
         assert re.search(rf"{c}\s+installed\s+0\s", listed.stdout), listed.stdout + listed.stderr

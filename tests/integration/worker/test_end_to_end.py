@@ -85,18 +85,27 @@ def broker(request: pytest.FixtureRequest, broker_redis_url: str) -> str:
 
 
 @pytest.fixture
-def world(tmp_path: Path, broker: str, scratch_redis_url: str, postgres_url: str, request: pytest.FixtureRequest
-          ) -> Iterator[World]:
+def world(
+    tmp_path: Path, broker: str, scratch_redis_url: str, postgres_url: str, request: pytest.FixtureRequest
+) -> Iterator[World]:
     cache = scratch_redis_url
     redis.Redis.from_url(cache).flushdb()
     collection = unique_name("notes")
     with FakeOpenAI(dimensions=8) as openai:
         crm = CrmTable(postgres_url, f"crm_{collection}")
         config = tmp_path / "vectorsync.toml"
-        config.write_text(settings_toml(broker=broker, cache=cache, database=postgres_url, openai_url=openai.url,
-                                        table=crm.name, collection=collection,
-                                        metrics_port=getattr(request, "param", 0),
-                                        extra=f'[collections.{collection}_pushed.source]\nkind = "push"\n'))
+        config.write_text(
+            settings_toml(
+                broker=broker,
+                cache=cache,
+                database=postgres_url,
+                openai_url=openai.url,
+                table=crm.name,
+                collection=collection,
+                metrics_port=getattr(request, "param", 0),
+                extra=f'[collections.{collection}_pushed.source]\nkind = "push"\n',
+            )
+        )
         settings = load_settings(config)
         if broker.startswith("amqp"):
             app = Celery(set_as_current=False)
@@ -178,13 +187,17 @@ def test_a_first_load_and_an_edit_that_leaves_updated_at_make_the_fewest_provide
         edited = list(range(1, records + 1, 50))
         with world.crm.engine.begin() as conn:
             for i in edited:
-                conn.execute(sa.text(f'UPDATE "{world.crm.name}" SET body = :b WHERE id = :i'),  # test-owned name
-                             {"b": note(i, version=1)["body"], "i": i})
+                conn.execute(
+                    sa.text(f'UPDATE "{world.crm.name}" SET body = :b WHERE id = :i'),  # test-owned name
+                    {"b": note(i, version=1)["body"], "i": i},
+                )
         fresh = {text for text, _ in world.expected().values()} - loaded
         calls = world.openai.calls
         again = reindex_and_wait(world)
-        assert f"done: {records} records, {len(edited)} indexed, {records - len(edited)} unchanged, 0 failed" \
-            in again.stdout, again.stdout
+        assert (
+            f"done: {records} records, {len(edited)} indexed, {records - len(edited)} unchanged, 0 failed"
+            in again.stdout
+        ), again.stdout
         assert world.in_sync()
     assert world.openai.calls - calls == math.ceil(len(fresh) / batch)  # not one call per edited record
 
@@ -207,8 +220,9 @@ def _last_write(world: World) -> tuple[object, ...]:
     engine = sa.create_engine(engine_url(world.database))
     with engine.connect() as conn:
         row = conn.execute(sa.text(f'SELECT max(updated_at), count(*) FROM "{world.table}"')).one()
-        ledger = conn.execute(sa.text("SELECT max(indexed_at) FROM vectorsync_ledger WHERE collection = :c"),
-                              {"c": world.collection}).scalar_one()
+        ledger = conn.execute(
+            sa.text("SELECT max(indexed_at) FROM vectorsync_ledger WHERE collection = :c"), {"c": world.collection}
+        ).scalar_one()
     engine.dispose()
     return (*row, ledger)
 
@@ -283,8 +297,11 @@ def test_a_live_update_is_indexed_while_a_big_reindex_runs(world: World) -> None
         wait_for(lambda: "20000:0" in world.stored(), timeout=60, what="the live record")
         progress = producer.reindex_status(run_id)
         assert progress.status == RunStatus.RUNNING and progress.processed < 10_000, progress
-        wait_for(lambda: producer.reindex_status(run_id).status != RunStatus.RUNNING, timeout=300,
-                 what="the reindex to finish")
+        wait_for(
+            lambda: producer.reindex_status(run_id).status != RunStatus.RUNNING,
+            timeout=300,
+            what="the reindex to finish",
+        )
         assert world.in_sync()
     producer.close()
 
@@ -353,11 +370,16 @@ def test_pushed_documents_are_indexed_and_deleted_through_the_worker(world: Worl
     producer = world.producer()
     table = world.settings.vectors.table_prefix + pushed
     with celery_worker(world.config, concurrency=1):
-        producer.index_document(pushed, "doc-1", "Pricing > Discounts\n\nVolume discounts start at 50 seats.",
-                                {"kind": "handbook"})
+        producer.index_document(
+            pushed, "doc-1", "Pricing > Discounts\n\nVolume discounts start at 50 seats.", {"kind": "handbook"}
+        )
         stored = wait_for(lambda: stored_chunks(postgres_url, table), timeout=60, what="the pushed document")
-        assert stored == {"doc-1:0": ("Pricing > Discounts\n\nVolume discounts start at 50 seats.",
-                                      {"kind": "handbook", "record_id": "doc-1", "chunk": 0})}
+        assert stored == {
+            "doc-1:0": (
+                "Pricing > Discounts\n\nVolume discounts start at 50 seats.",
+                {"kind": "handbook", "record_id": "doc-1", "chunk": 0},
+            )
+        }
         producer.delete_document(pushed, "doc-1")
         wait_for(lambda: stored_chunks(postgres_url, table) == {}, timeout=60, what="the pushed document to go")
         # Reindexing a pushed collection (now empty) is refused before anything is sent, its vector index kept.
@@ -372,7 +394,8 @@ def test_pushed_documents_are_indexed_and_deleted_through_the_worker(world: Worl
 
 @pytest.mark.parametrize("broker", ["redis"], indirect=True)  # the clock is the cache's Redis, whatever the broker
 def test_an_edit_and_a_delete_from_a_host_whose_clock_is_10s_behind_both_take_effect(
-        world: World, postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    world: World, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Versions were each sender's time.time_ns(): the slower host's edit and delete counted as older than the
     first send and were dropped as superseded, the old text searchable after both (store.broker.versions)."""
     pushed, table = f"{world.collection}_pushed", world.settings.vectors.table_prefix + f"{world.collection}_pushed"
@@ -380,12 +403,18 @@ def test_an_edit_and_a_delete_from_a_host_whose_clock_is_10s_behind_both_take_ef
     real = time.time_ns
     with celery_worker(world.config, concurrency=1):
         ahead.index_document(pushed, "doc-1", "The office opens at nine.")
-        wait_for(lambda: stored_chunks(postgres_url, table).get("doc-1:0", ("",))[0] == "The office opens at nine.",
-                 timeout=60, what="the first send")
+        wait_for(
+            lambda: stored_chunks(postgres_url, table).get("doc-1:0", ("",))[0] == "The office opens at nine.",
+            timeout=60,
+            what="the first send",
+        )
         monkeypatch.setattr(time, "time_ns", lambda: real() - 10 * 10**9)
         behind.index_document(pushed, "doc-1", "The office opens at ten.")
-        wait_for(lambda: stored_chunks(postgres_url, table).get("doc-1:0", ("",))[0] == "The office opens at ten.",
-                 timeout=60, what="the edit sent from the host 10 s behind")
+        wait_for(
+            lambda: stored_chunks(postgres_url, table).get("doc-1:0", ("",))[0] == "The office opens at ten.",
+            timeout=60,
+            what="the edit sent from the host 10 s behind",
+        )
         behind.delete_document(pushed, "doc-1")
         wait_for(lambda: stored_chunks(postgres_url, table) == {}, timeout=60, what="the delete from that host")
     ahead.close()

@@ -93,17 +93,27 @@ def _flower_env(config: Path) -> dict[str, str]:
     return env
 
 
-def _start_flower(config: Path, log_path: Path, *options: str, dev: bool = False,
-                  sigint_ignored: bool = False) -> Flower:
+def _start_flower(
+    config: Path, log_path: Path, *options: str, dev: bool = False, sigint_ignored: bool = False
+) -> Flower:
     """``python -m worker.flower`` (``dev``: the command ``vectorsync dev`` runs) on a free port of 127.0.0.1,
     once it answers /healthcheck. ``sigint_ignored``: started as a parent that ignores SIGINT leaves it."""
     port = free_port()
-    base = flower_command(port) if dev else [sys.executable, "-m", "worker.flower", f"--port={port}",
-                                             "--address=127.0.0.1"]
+    base = (
+        flower_command(port)
+        if dev
+        else [sys.executable, "-m", "worker.flower", f"--port={port}", "--address=127.0.0.1"]
+    )
     command = [*base, *options]
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, cwd=ROOT, env=_flower_env(config), stdout=log, stderr=subprocess.STDOUT,
-                                   preexec_fn=_ignore_sigint if sigint_ignored else None)
+        process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=_flower_env(config),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_ignore_sigint if sigint_ignored else None,
+        )
     flower = Flower(f"http://127.0.0.1:{port}", process, log_path)
     try:
         wait_for(lambda: _answers(flower), timeout=30, what="flower to answer /healthcheck")
@@ -141,8 +151,9 @@ def _stop_flower(flower: Flower, sig: signal.Signals = signal.SIGINT) -> tuple[i
         dispositions = _signal_dispositions(process.pid)
         process.kill()
         process.wait(timeout=10)
-        raise AssertionError(f"flower still ran {STOP_SECONDS:g}s after {sig.name} ({dispositions}): "
-                             f"{flower.output()}") from None
+        raise AssertionError(
+            f"flower still ran {STOP_SECONDS:g}s after {sig.name} ({dispositions}): {flower.output()}"
+        ) from None
     return process.returncode, time.monotonic() - started
 
 
@@ -163,28 +174,52 @@ def system(tmp_path_factory: pytest.TempPathFactory, scratch_redis_url: str, pos
     collection = unique_name("flower")
     with FakeOpenAI(dimensions=8) as openai:
         crm = CrmTable(postgres_url, f"crm_{collection}")
-        crm.insert([{"id": i, "title": f"Note {i}", "body": f"call about the rollout number {i}", "kind": "call"}
-                    for i in range(1, ROWS + 1)])
+        crm.insert(
+            [
+                {"id": i, "title": f"Note {i}", "body": f"call about the rollout number {i}", "kind": "call"}
+                for i in range(1, ROWS + 1)
+            ]
+        )
         config = folder / "vectorsync.toml"
-        config.write_text(settings_toml(broker=broker, cache=broker, database=postgres_url, openai_url=openai.url,
-                                        table=crm.name, collection=collection, batch_size=BATCH))
+        config.write_text(
+            settings_toml(
+                broker=broker,
+                cache=broker,
+                database=postgres_url,
+                openai_url=openai.url,
+                table=crm.name,
+                collection=collection,
+                batch_size=BATCH,
+            )
+        )
         settings = load_settings(config)
         with celery_worker(config, concurrency=1, name=WORKER):
             flower = _start_flower(config, folder / "flower.log")
             try:
                 # Flower records only the events it receives: wait until the worker's heartbeats arrive.
                 worker_name = wait_for(
-                    lambda: next((name for name, alive in flower.get("/api/workers?status=true").items()
-                                  if name.startswith(f"{WORKER}@") and alive), None),
-                    timeout=30, what="flower to receive the worker's heartbeat")
+                    lambda: next(
+                        (
+                            name
+                            for name, alive in flower.get("/api/workers?status=true").items()
+                            if name.startswith(f"{WORKER}@") and alive
+                        ),
+                        None,
+                    ),
+                    timeout=30,
+                    what="flower to receive the worker's heartbeat",
+                )
                 producer = Producer(settings)
                 try:
                     assert producer.index_record(collection, 1)
                     table = settings.vectors.table_prefix + collection
                     wait_for(lambda: "1:0" in stored_chunks(postgres_url, table), timeout=30, what="record 1")
                     run_id = producer.reindex_all(collection)  # record 1 is unchanged: not sent again
-                    wait_for(lambda: producer.reindex_status(run_id).status is RunStatus.DONE, timeout=30,
-                             what=f"reindex run {run_id} to finish")
+                    wait_for(
+                        lambda: producer.reindex_status(run_id).status is RunStatus.DONE,
+                        timeout=30,
+                        what=f"reindex run {run_id} to finish",
+                    )
                 finally:
                     producer.close()
                 yield System(flower, worker_name, collection, run_id, config)
@@ -248,6 +283,7 @@ def test_flower_lists_the_tasks_with_readable_names_and_arguments(system: System
 def _refresh_in_background(flower: Flower) -> list[threading.Thread]:
     """Requests that make Flower broadcast its inspect calls (stats, active_queues, registered, conf), each
     waiting ``--inspect_timeout`` for replies; some are queued behind the others in Flower's thread pool."""
+
     def refresh() -> None:
         # Flower stops before it answers: that is the point.
         with contextlib.suppress(urllib.error.URLError, ConnectionError, TimeoutError):
@@ -262,7 +298,8 @@ def _refresh_in_background(flower: Flower) -> list[threading.Thread]:
 @pytest.mark.parametrize("workers", ["present", "absent"])
 @pytest.mark.parametrize("entry", ["python -m worker.flower", "vectorsync dev"])
 def test_flower_stops_within_seconds_of_ctrl_c_while_inspect_calls_are_in_flight(
-        system: System, workers: str, entry: str, tmp_path: Path) -> None:
+    system: System, workers: str, entry: str, tmp_path: Path
+) -> None:
     """Ctrl-C for ``python -m worker.flower``; SIGTERM, what ``vectorsync dev`` sends its children, for its
     Flower. Either stops it within STOP_SECONDS though its inspect broadcasts wait SLOW_INSPECT_MS."""
     dev = entry == "vectorsync dev"
@@ -295,8 +332,9 @@ def test_the_interpreter_exits_without_waiting_for_a_call_in_flight() -> None:
         print("submitted", flush=True)
     """)
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=child_env(), capture_output=True,
-                            text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0 and result.stdout == "submitted\n", result.stderr
     assert time.monotonic() - started < 10
 

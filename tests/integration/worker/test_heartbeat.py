@@ -47,7 +47,8 @@ def _beat(heart: BoundedHeart) -> None:
 
 
 def test_a_silent_broker_costs_each_beat_one_reconnect_and_one_warning_in_all(
-        proxy: Proxy, caplog: pytest.LogCaptureFixture) -> None:
+    proxy: Proxy, caplog: pytest.LogCaptureFixture
+) -> None:
     events = Celery("heartbeat-test", broker=f"redis://127.0.0.1:{proxy.port}/0", set_as_current=False)
     events.conf.broker_transport_options = {"socket_timeout": 0.5}
     events.conf.broker_connection_timeout = 0.5
@@ -78,7 +79,9 @@ def test_the_worker_consumer_runs_the_bounded_heartbeat_in_place_of_celerys() ->
     steps = Consumer.Blueprint.default_steps
     assert "worker.heartbeat:BoundedHeartStep" in steps
     assert "celery.worker.consumer.heart:Heart" not in steps
-    assert [s for s in steps if s != "worker.heartbeat:BoundedHeartStep"] == \
-        [s for s in CeleryConsumer.Blueprint.default_steps if s != "celery.worker.consumer.heart:Heart"]
-    assert steps.index("worker.heartbeat:BoundedHeartStep") == \
-        CeleryConsumer.Blueprint.default_steps.index("celery.worker.consumer.heart:Heart")
+    assert [s for s in steps if s != "worker.heartbeat:BoundedHeartStep"] == [
+        s for s in CeleryConsumer.Blueprint.default_steps if s != "celery.worker.consumer.heart:Heart"
+    ]
+    assert steps.index("worker.heartbeat:BoundedHeartStep") == CeleryConsumer.Blueprint.default_steps.index(
+        "celery.worker.consumer.heart:Heart"
+    )

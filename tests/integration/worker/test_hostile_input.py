@@ -22,9 +22,11 @@ def hostile_table(postgres_url: str) -> Iterator[str]:
     engine = sa.create_engine(engine_url(postgres_url))
     with engine.begin() as conn:
         conn.execute(sa.text(f'CREATE TABLE "{name}" (id integer PRIMARY KEY, body text, amount numeric, due date)'))
-        conn.execute(sa.text(f"""INSERT INTO "{name}" VALUES (1, 'fine row', 10.5, '2026-11-30'),
+        conn.execute(
+            sa.text(f"""INSERT INTO "{name}" VALUES (1, 'fine row', 10.5, '2026-11-30'),
             (2, 'numeric infinity', 'Infinity', '2026-11-30'), (3, 'date infinity', 1, 'infinity'),
-            (4, 'another fine row', 2, '2026-01-01')"""))
+            (4, 'another fine row', 2, '2026-01-01')""")
+        )
     yield name
     with engine.begin() as conn:
         conn.execute(sa.text(f'DROP TABLE "{name}"'))
@@ -57,8 +59,11 @@ def test_data_the_database_refuses_is_not_retried_as_an_outage(postgres_url: str
         assert not isinstance(refused.value, StoreUnavailable)
         assert "index row" in str(refused.value)
         too_long = "n" * 47
-        with pytest.raises(ConfigError, match=f"collection name '{too_long}' has 47 characters; with "
-                                              "vectors.table_prefix 'vs_' pgvector takes at most 46"):
+        with pytest.raises(
+            ConfigError,
+            match=f"collection name '{too_long}' has 47 characters; with "
+            "vectors.table_prefix 'vs_' pgvector takes at most 46",
+        ):
             store.get_collection(too_long, create=True)
 
 

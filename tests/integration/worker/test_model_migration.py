@@ -39,15 +39,37 @@ from tests.workers import (
 
 pytestmark = pytest.mark.slow
 RECORDS = 600
-WORDS = ["onboarding", "rollout", "invoice", "renewal", "pricing", "discount", "contract", "meeting", "churn",
-         "support", "integration", "security", "review", "budget", "approval", "timeline", "pilot", "email"]
+WORDS = [
+    "onboarding",
+    "rollout",
+    "invoice",
+    "renewal",
+    "pricing",
+    "discount",
+    "contract",
+    "meeting",
+    "churn",
+    "support",
+    "integration",
+    "security",
+    "review",
+    "budget",
+    "approval",
+    "timeline",
+    "pilot",
+    "email",
+]
 
 
-def settings(*, broker: str, database: str, table: str, collection: str, chain: str, dimensions: int,
-             models: str) -> str:
+def settings(
+    *, broker: str, database: str, table: str, collection: str, chain: str, dimensions: int, models: str
+) -> str:
     return f"""
-{worker_sections(broker=broker, database=database, dimensions=dimensions, batch_size=20, max_retries=1,
-                 retry_delay=0.2)}
+{
+        worker_sections(
+            broker=broker, database=database, dimensions=dimensions, batch_size=20, max_retries=1, retry_delay=0.2
+        )
+    }
 [embeddings]
 chain = ["{chain}"]
 cache_ttl_days = 0
@@ -63,8 +85,12 @@ HUGE = '[models.huge]\nprovider = "fake"\nmodel = "fake-huge"\ndimensions = 5000
 
 def note(i: int, version: int = 0) -> dict[str, object]:
     rng = random.Random(i * 31 + version)
-    return {"id": i, "title": f"Note {i} v{version}", "body": " ".join(rng.choices(WORDS, k=rng.randint(5, 60))),
-            "kind": rng.choice(["call", "email"])}
+    return {
+        "id": i,
+        "title": f"Note {i} v{version}",
+        "body": " ".join(rng.choices(WORDS, k=rng.randint(5, 60))),
+        "kind": rng.choice(["call", "email"]),
+    }
 
 
 @dataclass
@@ -79,8 +105,7 @@ class Searches:
     def run(self) -> None:
         while not self.stop.is_set():
             try:
-                self.found.append((time.monotonic(), len(query.search(self.collection, "onboarding pricing",
-                                                                      limit=5))))
+                self.found.append((time.monotonic(), len(query.search(self.collection, "onboarding pricing", limit=5))))
             except Exception as exc:
                 self.errors.append(f"{type(exc).__name__}: {exc}")
             time.sleep(0.01)
@@ -102,8 +127,9 @@ def models_of(database: str, table: str) -> set[str]:
 
 
 @pytest.fixture
-def folder(tmp_path: Path, broker_redis_url: str, postgres_url: str, monkeypatch: pytest.MonkeyPatch
-           ) -> Iterator[tuple[Path, Path, str, CrmTable]]:
+def folder(
+    tmp_path: Path, broker_redis_url: str, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Path, Path, str, CrmTable]]:
     redis.Redis.from_url(broker_redis_url).flushdb()
     collection = unique_name("mig")
     crm = CrmTable(postgres_url, f"crm_{collection}")
@@ -112,8 +138,7 @@ def folder(tmp_path: Path, broker_redis_url: str, postgres_url: str, monkeypatch
     old.mkdir()
     new.mkdir()
     (old / "vectorsync.toml").write_text(settings(**common, chain="small", dimensions=8, models=SMALL))
-    (new / "vectorsync.toml").write_text(settings(**common, chain="large", dimensions=12,
-                                                  models=SMALL + LARGE + HUGE))
+    (new / "vectorsync.toml").write_text(settings(**common, chain="large", dimensions=12, models=SMALL + LARGE + HUGE))
     monkeypatch.setenv("VECTORSYNC_CONFIG", str(old / "vectorsync.toml"))  # the app searches as before
     previous = use_client(None)  # the app's client: built from VECTORSYNC_CONFIG at its first search
     yield old / "vectorsync.toml", new / "vectorsync.toml", collection, crm
@@ -124,7 +149,8 @@ def folder(tmp_path: Path, broker_redis_url: str, postgres_url: str, monkeypatch
 
 
 def test_migrate_keeps_answering_switches_atomically_and_both_worker_generations_agree(
-        folder: tuple[Path, Path, str, CrmTable], postgres_url: str) -> None:
+    folder: tuple[Path, Path, str, CrmTable], postgres_url: str
+) -> None:
     old, new, collection, crm = folder
     crm.insert([note(i) for i in range(1, RECORDS + 1)])
     prefix = load_settings(old).vectors.table_prefix
@@ -138,8 +164,16 @@ def test_migrate_keeps_answering_switches_atomically_and_both_worker_generations
     registry.close()
 
 
-def migrate_with_both(old: Path, new: Path, collection: str, crm: CrmTable, postgres_url: str, gen1: str, gen2: str,
-                      registry: PostgresGenerations) -> None:
+def migrate_with_both(
+    old: Path,
+    new: Path,
+    collection: str,
+    crm: CrmTable,
+    postgres_url: str,
+    gen1: str,
+    gen2: str,
+    registry: PostgresGenerations,
+) -> None:
     if True:
         searches = Searches(collection)
         searcher = threading.Thread(target=searches.run)
@@ -155,11 +189,17 @@ def migrate_with_both(old: Path, new: Path, collection: str, crm: CrmTable, post
                 crm.update(i, title=f"Note {i} v1", body=f"edited during the migration {i} renewal")
                 producer.index_record(collection, i)
             producer.close()
-            alias = wait_for(lambda: (a := registry.alias(collection)) is not None and a.live == 2 and a,
-                             timeout=180, what="the switch to generation 2")
+            alias = wait_for(
+                lambda: (a := registry.alias(collection)) is not None and a.live == 2 and a,
+                timeout=180,
+                what="the switch to generation 2",
+            )
             switched_at = time.monotonic()
-            wait_for(lambda: sum(1 for t, _ in searches.found if t > switched_at) >= 20, timeout=60,
-                     what="searches after the switch")
+            wait_for(
+                lambda: sum(1 for t, _ in searches.found if t > switched_at) >= 20,
+                timeout=60,
+                what="searches after the switch",
+            )
         finally:
             searches.stop.set()
             searcher.join(timeout=30)
@@ -172,8 +212,11 @@ def migrate_with_both(old: Path, new: Path, collection: str, crm: CrmTable, post
 
         # Both generations follow the source, each embedded by its own model, whichever worker wrote it.
         settings = load_settings(old)
-        wait_for(lambda: stored_chunks(postgres_url, gen1) == expected_chunks(settings, collection, crm.rows()),
-                 timeout=60, what="generation 1 to hold the live updates")
+        wait_for(
+            lambda: stored_chunks(postgres_url, gen1) == expected_chunks(settings, collection, crm.rows()),
+            timeout=60,
+            what="generation 1 to hold the live updates",
+        )
         assert stored_chunks(postgres_url, gen2) == expected_chunks(settings, collection, crm.rows())
         assert models_of(postgres_url, gen1) == {"fake-small"}
         assert models_of(postgres_url, gen2) == {"fake-large"}
@@ -183,8 +226,11 @@ def migrate_with_both(old: Path, new: Path, collection: str, crm: CrmTable, post
         # After the switch only the live generation is written; the old one is kept as it was.
         crm.update(1, title="Note 1 v2", body="after the switch")
         Producer(load_settings(new)).index_record(collection, 1)
-        wait_for(lambda: stored_chunks(postgres_url, gen2) == expected_chunks(settings, collection, crm.rows()),
-                 timeout=60, what="the live generation to follow")
+        wait_for(
+            lambda: stored_chunks(postgres_url, gen2) == expected_chunks(settings, collection, crm.rows()),
+            timeout=60,
+            what="the live generation to follow",
+        )
         assert "after the switch" not in str(stored_chunks(postgres_url, gen1))
 
         listed = run_cli(new, "collections", "list")
@@ -197,8 +243,9 @@ def migrate_with_both(old: Path, new: Path, collection: str, crm: CrmTable, post
         assert live.returncode == 2 and "cannot be dropped alone" in live.stderr
 
 
-def test_migrate_refuses_what_cannot_work_and_names_the_fix(folder: tuple[Path, Path, str, CrmTable],
-                                                            postgres_url: str) -> None:
+def test_migrate_refuses_what_cannot_work_and_names_the_fix(
+    folder: tuple[Path, Path, str, CrmTable], postgres_url: str
+) -> None:
     old, new, collection, crm = folder
     crm.insert([note(i) for i in range(1, 4)])
     same = run_cli(old, "migrate", collection, "--chain", "small")

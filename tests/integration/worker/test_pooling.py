@@ -44,8 +44,7 @@ def test_a_claim_is_its_owners_until_settled_or_released(pool: LeftoverPool) -> 
     assert pool.others("r1", "x") is False and pool.claim("r1", "x", texts=0) == {}
 
 
-def test_what_a_claimer_gives_back_is_for_the_pool_batch_alone_and_an_unknown_claim_stays(
-        pool: LeftoverPool) -> None:
+def test_what_a_claimer_gives_back_is_for_the_pool_batch_alone_and_an_unknown_claim_stays(pool: LeftoverPool) -> None:
     pool.defer("r1", {"a": 3, "b": 4, "c": 5})
     assert set(pool.claim("r1", "7", texts=7)) == {"a", "b"}
     assert pool.settle("r1", "7", ["a"], back=["b"]) == 0  # a written; b could not be indexed

@@ -43,13 +43,21 @@ def crm(postgres_url: str) -> Iterator[CrmTable]:
 
 
 def make_indexer(postgres_url: str, table: str, *, updated_at: str | None) -> tuple[Indexer, CountingSource]:
-    settings = Settings.model_validate({"vectors": {"store": "memory", "dimensions": 16},
-                                        "embeddings": {"cache_ttl_days": 0}})
-    source = CountingSource(url=postgres_url, table=table, text="{title}\n\n{body}", metadata=["kind"],
-                            updated_at=updated_at)
+    settings = Settings.model_validate(
+        {"vectors": {"store": "memory", "dimensions": 16}, "embeddings": {"cache_ttl_days": 0}}
+    )
+    source = CountingSource(
+        url=postgres_url, table=table, text="{title}\n\n{body}", metadata=["kind"], updated_at=updated_at
+    )
     name = unique_name()
-    indexer = Indexer(name=name, collection=memory_store(dimensions=16).get_collection(name, create=True), source=source,
-                      chunker=Chunker(), embeddings=Embeddings.from_settings(settings), ledger=MemoryLedger())
+    indexer = Indexer(
+        name=name,
+        collection=memory_store(dimensions=16).get_collection(name, create=True),
+        source=source,
+        chunker=Chunker(),
+        embeddings=Embeddings.from_settings(settings),
+        ledger=MemoryLedger(),
+    )
     return indexer, source
 
 

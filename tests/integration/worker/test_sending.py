@@ -79,8 +79,14 @@ def test_a_task_sent_to_a_silent_broker_raises_store_unavailable(paused: tuple[C
 
 def _retry_in_a_worker(task: Any) -> Reject:
     """What ``task.retry()`` raises when called as a worker calls it (a request of a delivered message)."""
-    task.push_request(id="attempt-1", args=[], kwargs={}, retries=0, called_directly=False,
-                      delivery_info={"exchange": "", "routing_key": BULK_QUEUE})
+    task.push_request(
+        id="attempt-1",
+        args=[],
+        kwargs={},
+        retries=0,
+        called_directly=False,
+        delivery_info={"exchange": "", "routing_key": BULK_QUEUE},
+    )
     try:
         with pytest.raises(Reject) as rejected:
             task.retry(countdown=1)

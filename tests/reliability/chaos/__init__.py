@@ -44,11 +44,13 @@ class Report:
 
     def lines(self) -> list[str]:
         kinds = sorted(set(self.injected) | set(counts(self.faults)))
-        out = [f"seed {self.seed}: {len(self.faults)} faults scheduled, {sum(self.injected.values())} injected",
-               *(f"  {kind:<18} {self.injected[kind]:>4} injected of {counts(self.faults)[kind]}" for kind in kinds),
-               f"writes: {sum(self.writes.values())} done ({dict(sorted(self.writes.items()))}), "
-               f"{sum(self.refused.values())} refused by an outage",
-               f"settled {self.settled_in:.0f}s after the heal" if self.settled_in is not None else "never settled"]
+        out = [
+            f"seed {self.seed}: {len(self.faults)} faults scheduled, {sum(self.injected.values())} injected",
+            *(f"  {kind:<18} {self.injected[kind]:>4} injected of {counts(self.faults)[kind]}" for kind in kinds),
+            f"writes: {sum(self.writes.values())} done ({dict(sorted(self.writes.items()))}), "
+            f"{sum(self.refused.values())} refused by an outage",
+            f"settled {self.settled_in:.0f}s after the heal" if self.settled_in is not None else "never settled",
+        ]
         return out + ([f"BROKEN: {line}" for line in self.broken] or ["every invariant held"])
 
 
@@ -111,8 +113,9 @@ def _settle(made: System, writers: Writers, say: Callable[[str], None]) -> float
     """Wait for quiet: the index caught up with the sources, then (beat stopped, as the sweeps it keeps starting
     are runs too) every run ended. When it was quiet (a monotonic time), or None."""
     try:
-        wait_for(lambda: caught_up(made, writers.documents), timeout=SETTLE_SECONDS, every=2.0,
-                 what="the index to catch up")
+        wait_for(
+            lambda: caught_up(made, writers.documents), timeout=SETTLE_SECONDS, every=2.0, what="the index to catch up"
+        )
         made.terminate("beat", wait=30)
         wait_for(lambda: ended(made), timeout=SETTLE_SECONDS, every=2.0, what="every run to end")
     except AssertionError as exc:

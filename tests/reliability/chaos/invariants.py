@@ -57,8 +57,12 @@ def _ledger(system: System, collection: str, stored: Chunks) -> list[str]:
     finally:
         ledger.close()
     chunks = Counter(_record(k) for k in stored)
-    off = sorted(i for i in ids | set(chunks) if (entries[i].chunks if i in entries else None) != chunks.get(i, 0)
-                 and not (i in entries and entries[i].chunks == 0 and i not in chunks))
+    off = sorted(
+        i
+        for i in ids | set(chunks)
+        if (entries[i].chunks if i in entries else None) != chunks.get(i, 0)
+        and not (i in entries and entries[i].chunks == 0 and i not in chunks)
+    )
     return [f"{collection}: the ledger and the store disagree on {len(off)} records, e.g. {off[:5]}"] if off else []
 
 
@@ -69,20 +73,35 @@ def _keyword_statistics(system: System, collection: str) -> list[str]:
         with engine.connect() as conn:
             if conn.execute(sa.text("SELECT to_regclass(:t)"), {"t": f"{table}_kwstats"}).scalar() is None:
                 return []
-            kept = {r.term: (r.docs, r.tokens) for r in conn.execute(sa.text(  # test-owned names
-                f'SELECT term, sum(docs) AS docs, sum(tokens) AS tokens FROM "{table}_kwstats" GROUP BY term '
-                "HAVING sum(docs) <> 0 OR sum(tokens) <> 0"))}
-            recount = {r.term: (r.docs, 0) for r in conn.execute(sa.text(
-                f'SELECT k AS term, count(*) AS docs FROM "{table}", jsonb_object_keys(keywords) AS k GROUP BY k'))}
-            total = conn.execute(sa.text(f'SELECT count(*), coalesce(sum(keyword_length), 0) FROM "{table}" '
-                                         "WHERE keyword_length > 0")).one()
+            kept = {
+                r.term: (r.docs, r.tokens)
+                for r in conn.execute(
+                    sa.text(  # test-owned names
+                        f'SELECT term, sum(docs) AS docs, sum(tokens) AS tokens FROM "{table}_kwstats" GROUP BY term '
+                        "HAVING sum(docs) <> 0 OR sum(tokens) <> 0"
+                    )
+                )
+            }
+            recount = {
+                r.term: (r.docs, 0)
+                for r in conn.execute(
+                    sa.text(
+                        f'SELECT k AS term, count(*) AS docs FROM "{table}", jsonb_object_keys(keywords) AS k '
+                        "GROUP BY k"
+                    )
+                )
+            }
+            total = conn.execute(
+                sa.text(f'SELECT count(*), coalesce(sum(keyword_length), 0) FROM "{table}" WHERE keyword_length > 0')
+            ).one()
             if total[0]:
                 recount[""] = (total[0], total[1])
     finally:
         engine.dispose()
     off = sorted(t for t in kept.keys() | recount.keys() if kept.get(t) != recount.get(t))
-    return [f"{collection}: keyword statistics differ from a recount on {len(off)} terms, e.g. {off[:5]}"
-            ] if off else []
+    return (
+        [f"{collection}: keyword statistics differ from a recount on {len(off)} terms, e.g. {off[:5]}"] if off else []
+    )
 
 
 def _running(system: System) -> list[str]:
@@ -115,12 +134,17 @@ def _outbox(system: System) -> int:
         engine.dispose()
 
 
-def state(system: System, documents: dict[str, tuple[str, dict[str, Any]] | None]) -> tuple[Chunks, Chunks,
-                                                                                             Chunks, Chunks]:
+def state(
+    system: System, documents: dict[str, tuple[str, dict[str, Any]] | None]
+) -> tuple[Chunks, Chunks, Chunks, Chunks]:
     """(expected, stored) chunks of the SQL collection, then of the pushed one."""
     rows = system.crm.rows()
-    return (expected_chunks(system.settings, SQL, rows), stored_chunks(system.database, _table(system, SQL)),
-            _pushed_chunks(system, documents), stored_chunks(system.database, _table(system, PUSHED)))
+    return (
+        expected_chunks(system.settings, SQL, rows),
+        stored_chunks(system.database, _table(system, SQL)),
+        _pushed_chunks(system, documents),
+        stored_chunks(system.database, _table(system, PUSHED)),
+    )
 
 
 def caught_up(system: System, documents: dict[str, tuple[str, dict[str, Any]] | None]) -> bool:
@@ -141,9 +165,12 @@ def unended(system: System) -> list[str]:
     ledger = PostgresLedger(system.database)
     try:
         now = datetime.now(UTC)
-        return [f"{r.run_id[:8]} {r.kind} {r.collection} {r.status} {r.processed}/{r.total} batches {r.batches} "
-                f"started {(now - r.started_at).total_seconds():.0f}s ago"
-                for r in ledger.recent_runs(100_000) if not r.status.ended]
+        return [
+            f"{r.run_id[:8]} {r.kind} {r.collection} {r.status} {r.processed}/{r.total} batches {r.batches} "
+            f"started {(now - r.started_at).total_seconds():.0f}s ago"
+            for r in ledger.recent_runs(100_000)
+            if not r.status.ended
+        ]
     finally:
         ledger.close()
 
@@ -169,5 +196,10 @@ def figures(system: System, documents: dict[str, tuple[str, dict[str, Any]] | No
         lost += len({_record(k) for k, v in expected.items() if stored.get(k) != v})
         extra += len({_record(k) for k in stored if k not in expected})
     records = len({_record(k) for k in sql_expected}) + len({_record(k) for k in pushed_expected})
-    return {"records": records, "lost": lost, "duplicated": extra, "running": len(_running(system)),
-            "outbox": _outbox(system)}
+    return {
+        "records": records,
+        "lost": lost,
+        "duplicated": extra,
+        "running": len(_running(system)),
+        "outbox": _outbox(system),
+    }

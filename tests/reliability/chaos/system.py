@@ -37,7 +37,9 @@ SQL, PUSHED = "chaos_notes", "chaos_docs"
 #: Seconds a task may run: a pool process's first task on a loaded machine takes most of 12 s.
 TIME_LIMIT = 30
 #: A silent peer is noticed in 2 to 4 s (as in test_partitions), a sweep every 20 s heals what a fault lost.
-SECTIONS = NETWORK + f"""
+SECTIONS = (
+    NETWORK
+    + f"""
 [capture]
 relay = false
 poll_seconds = 1
@@ -51,6 +53,7 @@ kind = "push"
 max_tokens = 64
 overlap = 8
 """
+)
 
 
 @dataclass
@@ -75,13 +78,45 @@ class System:
     def _command(self, name: str) -> list[str]:
         prefix = self.net.prefix if self.net is not None else []
         if name.startswith("w"):
-            return [*prefix, sys.executable, "-m", "celery", "-A", "worker", "worker", "--loglevel", "INFO", "-P",
-                    "prefork", "-c", "2", "-n", f"{name}@%h", "-Q", "vectorsync.live,vectorsync.bulk",
-                    "--without-gossip", "--without-mingle", "-E"]
+            return [
+                *prefix,
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "worker",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "-P",
+                "prefork",
+                "-c",
+                "2",
+                "-n",
+                f"{name}@%h",
+                "-Q",
+                "vectorsync.live,vectorsync.bulk",
+                "--without-gossip",
+                "--without-mingle",
+                "-E",
+            ]
         if name == "relay":
             return [*prefix, sys.executable, "-m", "producer.cli", "relay"]
-        return [*prefix, sys.executable, "-m", "celery", "-A", "worker", "beat", "--loglevel", "INFO",
-                "-s", str(self.folder / "beat-schedule"), "--pidfile", ""]
+        return [
+            *prefix,
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "worker",
+            "beat",
+            "--loglevel",
+            "INFO",
+            "-s",
+            str(self.folder / "beat-schedule"),
+            "--pidfile",
+            "",
+        ]
 
     def start(self, name: str) -> None:
         """Start ``name`` (``w1``, ``w2``, ``relay``, ``beat``) unless it runs; its output goes to ``name.log``."""
@@ -90,8 +125,9 @@ class System:
             if running is not None and running.poll() is None:
                 return
             with open(self.folder / f"{name}.log", "ab") as log:
-                self.processes[name] = subprocess.Popen(self._command(name), cwd=ROOT, env=process_env(self.config),
-                                                        stdout=log, stderr=subprocess.STDOUT)
+                self.processes[name] = subprocess.Popen(
+                    self._command(name), cwd=ROOT, env=process_env(self.config), stdout=log, stderr=subprocess.STDOUT
+                )
 
     def worker(self, index: int) -> subprocess.Popen[bytes] | None:
         process = self.processes.get(f"w{index + 1}")
@@ -183,8 +219,9 @@ def system(folder: Path) -> Iterator[System]:
         net = None if unusable() else stack.enter_context(namespace())
         host = net.host if net is not None else "127.0.0.1"
         data = stack.enter_context(_short_folder())
-        database = stack.enter_context(embedded_postgres(Path(data) / "pg", host=net.host if net else None,
-                                                         clients=net.subnet if net else ""))
+        database = stack.enter_context(
+            embedded_postgres(Path(data) / "pg", host=net.host if net else None, clients=net.subnet if net else "")
+        )
         broker = Redis(folder / "redis", persistent=True, host=host)
         broker.start()
         stack.callback(broker.close)
@@ -193,16 +230,30 @@ def system(folder: Path) -> Iterator[System]:
         crm = CrmTable(database, "crm_chaos")
         stack.callback(crm.close)
         config = folder / "vectorsync.toml"
-        config.write_text(settings_text(broker=broker.url, database=database, table=crm.name, collection=SQL,
-                                        primary=primary.url, backup=backup.url, time_limit=TIME_LIMIT,
-                                        broker_keys="socket_timeout = 3", sections=SECTIONS, capture=True))
+        config.write_text(
+            settings_text(
+                broker=broker.url,
+                database=database,
+                table=crm.name,
+                collection=SQL,
+                primary=primary.url,
+                backup=backup.url,
+                time_limit=TIME_LIMIT,
+                broker_keys="socket_timeout = 3",
+                sections=SECTIONS,
+                capture=True,
+            )
+        )
         init = run_cli(config, "init")
         assert init.returncode == 0, init.stdout + init.stderr
         made = System(folder, config, load_settings(config), database, broker, primary, backup, crm, net)
         stack.callback(made.stop_all)
         made.heal()
-        wait_for(lambda: all(made.processes[n].poll() is None for n in made.processes), timeout=30,
-                 what="every part to start")
+        wait_for(
+            lambda: all(made.processes[n].poll() is None for n in made.processes),
+            timeout=30,
+            what="every part to start",
+        )
         yield made
 
 

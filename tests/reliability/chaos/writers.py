@@ -21,8 +21,17 @@ from tests.workers import Psql, insert_notes, note
 __all__ = ["Writers"]
 
 #: Each kind of write and how often it comes relative to the others.
-WRITES = {"insert": 6, "update": 5, "update_plain": 3, "delete": 2, "truncate": 0.05, "index_record": 2,
-          "push": 4, "push_edit": 3, "push_delete": 1}
+WRITES = {
+    "insert": 6,
+    "update": 5,
+    "update_plain": 3,
+    "delete": 2,
+    "truncate": 0.05,
+    "index_record": 2,
+    "push": 4,
+    "push_edit": 3,
+    "push_delete": 1,
+}
 
 
 @dataclass
@@ -82,11 +91,15 @@ class Writers:
         some = rng.randrange(1, max(2, next_id))
         if kind == "update":  # moves updated_at
             row = note(some, version=version)
-            sql.run(f'UPDATE "{table}" SET body = %s, kind = %s, updated_at = now() WHERE id = %s',
-                    (row["body"], row["kind"], some))
+            sql.run(
+                f'UPDATE "{table}" SET body = %s, kind = %s, updated_at = now() WHERE id = %s',
+                (row["body"], row["kind"], some),
+            )
         elif kind == "update_plain":  # leaves updated_at alone
-            sql.run(f'UPDATE "{table}" SET title = %s WHERE id BETWEEN %s AND %s', (f"Note {some} v{version}", some,
-                                                                                 some + rng.randint(0, 5)))
+            sql.run(
+                f'UPDATE "{table}" SET title = %s WHERE id BETWEEN %s AND %s',
+                (f"Note {some} v{version}", some, some + rng.randint(0, 5)),
+            )
         elif kind == "delete":
             sql.run(f'DELETE FROM "{table}" WHERE id BETWEEN %s AND %s', (some, some + rng.randint(0, 10)))
         elif kind == "truncate":

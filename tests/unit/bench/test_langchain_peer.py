@@ -15,9 +15,19 @@ UNREACHABLE = "redis://127.0.0.1:1/0"
 
 def settings(folder: Path, openai_url: str = "http://127.0.0.1:1/v1") -> Settings:
     config = folder / "vectorsync.toml"
-    config.write_text(settings_toml(broker=UNREACHABLE, cache=UNREACHABLE, database="postgresql://u@127.0.0.1:1/db",
-                                    openai_url=openai_url, table="notes", collection="notes", dimensions=16,
-                                    max_tokens=32, overlap=4))
+    config.write_text(
+        settings_toml(
+            broker=UNREACHABLE,
+            cache=UNREACHABLE,
+            database="postgresql://u@127.0.0.1:1/db",
+            openai_url=openai_url,
+            table="notes",
+            collection="notes",
+            dimensions=16,
+            max_tokens=32,
+            overlap=4,
+        )
+    )
     return load_settings(config)
 
 

@@ -45,8 +45,10 @@ def setting_problem(name: str) -> str | None:
         part = parts[index]
         fields = model.model_fields
         if part not in fields:
-            return (f"{name}: {part!r} is not a key of {where} (keys: {', '.join(sorted(fields))}); "
-                    f"variables are VECTORSYNC_<SECTION>__<KEY>, with two underscores between parts")
+            return (
+                f"{name}: {part!r} is not a key of {where} (keys: {', '.join(sorted(fields))}); "
+                f"variables are VECTORSYNC_<SECTION>__<KEY>, with two underscores between parts"
+            )
         annotation = fields[part].annotation
         where = f"{where} > {part}" if where != "the settings" else part
         index += 1
@@ -64,27 +66,33 @@ def setting_problem(name: str) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("name", [
-    "VECTORSYNC_CONFIG",
-    "VECTORSYNC_BROKER__URL",
-    "VECTORSYNC_VECTORS__KEY",
-    "VECTORSYNC_VECTORS",
-    "VECTORSYNC_MODELS__OPENAI_SMALL__DIMENSIONS",
-    "VECTORSYNC_COLLECTIONS__NOTES__SOURCE__TABLE",
-    "VECTORSYNC_COLLECTIONS__NOTES__CHUNKER__MAX_TOKENS",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "VECTORSYNC_CONFIG",
+        "VECTORSYNC_BROKER__URL",
+        "VECTORSYNC_VECTORS__KEY",
+        "VECTORSYNC_VECTORS",
+        "VECTORSYNC_MODELS__OPENAI_SMALL__DIMENSIONS",
+        "VECTORSYNC_COLLECTIONS__NOTES__SOURCE__TABLE",
+        "VECTORSYNC_COLLECTIONS__NOTES__CHUNKER__MAX_TOKENS",
+    ],
+)
 def test_the_variable_check_accepts_real_settings(name: str) -> None:
     assert setting_problem(name) is None
 
 
-@pytest.mark.parametrize(("name", "says"), [
-    ("VECTORSYNC_VECTORS__URLS", "'urls' is not a key of vectors"),
-    ("VECTORSYNC_VECTORS_URL", "'vectors_url' is not a key of the settings"),
-    ("VECTORSYNC_BROKER__URL__HOST", "broker > url is a value"),
-    ("VECTORSYNC_MODELS__OPENAI__API_KEY", "'api_key' is not a key of models.openai"),
-    ("VECTORSYNC_COLLECTIONS__NOTES__SOURCE__TABEL", "'tabel' is not a key of collections.notes > source"),
-    ("VECTORSYNC_QUEUE__NAME", "'queue' is not a key of the settings"),
-])
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("VECTORSYNC_VECTORS__URLS", "'urls' is not a key of vectors"),
+        ("VECTORSYNC_VECTORS_URL", "'vectors_url' is not a key of the settings"),
+        ("VECTORSYNC_BROKER__URL__HOST", "broker > url is a value"),
+        ("VECTORSYNC_MODELS__OPENAI__API_KEY", "'api_key' is not a key of models.openai"),
+        ("VECTORSYNC_COLLECTIONS__NOTES__SOURCE__TABEL", "'tabel' is not a key of collections.notes > source"),
+        ("VECTORSYNC_QUEUE__NAME", "'queue' is not a key of the settings"),
+    ],
+)
 def test_the_variable_check_names_what_is_wrong(name: str, says: str) -> None:
     problem = setting_problem(name)
     assert problem is not None and says in problem, problem
@@ -92,8 +100,11 @@ def test_the_variable_check_names_what_is_wrong(name: str, says: str) -> None:
 
 def assert_real_settings(names: dict[str, str]) -> None:
     """``names``: variable -> where it is set. Fails naming every variable that is not a setting."""
-    problems = [f"{problem} (set in {where})" for name, where in sorted(names.items())
-                if name.startswith("VECTORSYNC_") and (problem := setting_problem(name))]
+    problems = [
+        f"{problem} (set in {where})"
+        for name, where in sorted(names.items())
+        if name.startswith("VECTORSYNC_") and (problem := setting_problem(name))
+    ]
     assert not problems, "\n".join(problems)
 
 

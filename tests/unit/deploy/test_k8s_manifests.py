@@ -56,8 +56,10 @@ def test_k8s_manifests_match_the_kubernetes_schemas(version: str) -> None:
             kubernetes_validate.validate(doc, target, strict=True)
         except kubernetes_validate.ValidationError as exc:
             at = ".".join(str(part) for part in exc.absolute_path) or "(top)"
-            problems.append(f"{path.name}: {doc['kind']} {doc['metadata']['name']} is not valid for Kubernetes "
-                            f"{target} at {at}: {exc.message}")
+            problems.append(
+                f"{path.name}: {doc['kind']} {doc['metadata']['name']} is not valid for Kubernetes "
+                f"{target} at {at}: {exc.message}"
+            )
         checked.append(doc["kind"])
     assert not problems, "\n".join(problems)
     assert {"Deployment", "Service", "ConfigMap", "Secret", "Namespace"} <= set(checked)
@@ -93,11 +95,15 @@ def test_keda_scaled_object_matches_the_crd_and_scales_the_workers_on_both_queue
 def _lost(original: Any, dumped: Any, path: str = "") -> list[str]:
     """Paths of keys in ``original`` that ``dumped`` lacks."""
     if isinstance(original, dict) and isinstance(dumped, dict):
-        return [lost for key, value in original.items()
-                for lost in ([f"{path}{key}"] if key not in dumped else _lost(value, dumped[key], f"{path}{key}."))]
+        return [
+            lost
+            for key, value in original.items()
+            for lost in ([f"{path}{key}"] if key not in dumped else _lost(value, dumped[key], f"{path}{key}."))
+        ]
     if isinstance(original, list) and isinstance(dumped, list):
-        return [lost for i, (a, b) in enumerate(zip(original, dumped, strict=False))
-                for lost in _lost(a, b, f"{path}{i}.")]
+        return [
+            lost for i, (a, b) in enumerate(zip(original, dumped, strict=False)) for lost in _lost(a, b, f"{path}{i}.")
+        ]
     return []
 
 
@@ -114,8 +120,11 @@ def _pod(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def _deployment(manifests: dict[tuple[str, str], dict[str, Any]], component: str) -> dict[str, Any]:
-    found = [doc for (kind, _), doc in manifests.items()
-             if kind == "Deployment" and doc["metadata"]["labels"].get("app.kubernetes.io/component") == component]
+    found = [
+        doc
+        for (kind, _), doc in manifests.items()
+        if kind == "Deployment" and doc["metadata"]["labels"].get("app.kubernetes.io/component") == component
+    ]
     assert len(found) == 1, f"one {component} Deployment expected, found {len(found)}"
     return found[0]
 
@@ -172,8 +181,9 @@ def test_k8s_sets_only_real_settings(manifests: dict[tuple[str, str], dict[str, 
 
 
 @pytest.mark.usefixtures("no_vectorsync_env")
-def test_k8s_config_map_loads_with_the_pods_environment(manifests: dict[tuple[str, str], dict[str, Any]],
-                                                        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_k8s_config_map_loads_with_the_pods_environment(
+    manifests: dict[tuple[str, str], dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (config_map,) = [doc for (kind, _), doc in manifests.items() if kind == "ConfigMap"]
     config = tmp_path / "vectorsync.toml"
     config.write_text(config_map["data"]["vectorsync.toml"])

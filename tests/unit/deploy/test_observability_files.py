@@ -75,7 +75,8 @@ def metric_names(expr: str) -> set[str]:
 
 def used_metric_names() -> set[str]:
     return {name for _, expr in dashboard_queries() for name in metric_names(expr)} | {
-        name for rule in alert_rules() for name in metric_names(rule["expr"])}
+        name for rule in alert_rules() for name in metric_names(rule["expr"])
+    }
 
 
 def test_the_dashboard_is_a_grafana_model_with_a_prometheus_datasource_variable() -> None:
@@ -102,11 +103,16 @@ def test_the_dashboard_has_a_row_for_each_concern_and_one_for_capture_lag() -> N
             row = panel["title"]
             continue
         by_row.setdefault(row, set()).update(n for t in panel["targets"] for n in metric_names(t["expr"]))
-    assert {"vectorsync_queue_depth", "vectorsync_queue_oldest_seconds", "vectorsync_queue_consumers"} <= \
-        by_row["Queues"]
+    assert {"vectorsync_queue_depth", "vectorsync_queue_oldest_seconds", "vectorsync_queue_consumers"} <= by_row[
+        "Queues"
+    ]
     assert {"vectorsync_runs", "vectorsync_records_total", "vectorsync_failed_records"} <= by_row["Runs and failures"]
-    assert {"vectorsync_model_calls_total", "vectorsync_model_errors_total", "vectorsync_provider_failovers_total",
-            "vectorsync_model_call_seconds_bucket"} <= by_row["Models"]
+    assert {
+        "vectorsync_model_calls_total",
+        "vectorsync_model_errors_total",
+        "vectorsync_provider_failovers_total",
+        "vectorsync_model_call_seconds_bucket",
+    } <= by_row["Models"]
     assert by_row["Tokens (cost)"] == {"vectorsync_model_tokens_total"}
     assert {"vectorsync_search_seconds_bucket", "vectorsync_search_plans_total"} <= by_row["Search"]
     assert by_row[CAPTURE_ROW] == {"vectorsync_capture_lag_seconds", "vectorsync_capture_pending"}

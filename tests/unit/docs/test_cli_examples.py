@@ -27,16 +27,18 @@ def test_a_synopsis_names_real_commands_and_options(line: CommandLine) -> None:
 
 def test_every_command_is_in_a_synopsis_or_an_example() -> None:
     shown = {" ".join(["vectorsync", *(w.strip("[]") for w in c.args)]) for c in [*EXAMPLES, *SYNOPSES]}
-    assert [path for path in cli_command_paths() if not any(s == path or s.startswith(path + " ") for s in shown)
-            ] == []
+    assert [path for path in cli_command_paths() if not any(s == path or s.startswith(path + " ") for s in shown)] == []
 
 
-@pytest.mark.parametrize("args, problem", [
-    (["search", "notes", "onboarding", "--limitt", "5"], "No such option: --limitt"),
-    (["reindex", "notes", "--timeout", "soon"], "Invalid value for '--timeout'"),
-    (["collections", "empty", "notes"], "No such command 'empty'"),
-    (["search"], "Missing argument 'collection'"),
-])
+@pytest.mark.parametrize(
+    "args, problem",
+    [
+        (["search", "notes", "onboarding", "--limitt", "5"], "No such option: --limitt"),
+        (["reindex", "notes", "--timeout", "soon"], "Invalid value for '--timeout'"),
+        (["collections", "empty", "notes"], "No such command 'empty'"),
+        (["search"], "Missing argument 'collection'"),
+    ],
+)
 def test_a_broken_command_fails_to_parse(args: list[str], problem: str) -> None:
     with pytest.raises(typer.TyperException) as raised:
         parse_command(args)

@@ -19,6 +19,7 @@ _LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 def nav_pages() -> list[str]:
     """The pages mkdocs.yml's nav lists, in order."""
+
     def walk(entries: list[Any]) -> list[str]:
         found: list[str] = []
         for entry in entries:

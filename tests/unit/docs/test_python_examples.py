@@ -49,15 +49,24 @@ text = "{title}\\n\\n{body}"
 metadata = ["kind", "owner_id", "workspace_id", "created_at"]
 updated_at = "updated_at"
 """
-PUSHED = "\n[collections.{name}.source]\nkind = \"push\"\n"
+PUSHED = '\n[collections.{name}.source]\nkind = "push"\n'
 #: Records the pages' searches find: (id, text, metadata).
 INDEXED = [
-    ("42", "Dana asked to move the kickoff call again; onboarding now starts on the 14th",
-     {"kind": "call", "owner_id": 7, "workspace_id": 7, "created_at": "2026-10-02"}),
-    ("43", "Onboarding delays: the contract is still with legal", {"kind": "email", "owner_id": 8, "workspace_id": 7,
-                                                                   "created_at": "2026-10-05"}),
-    ("44", "Pricing question about onboarding seats", {"kind": "call", "owner_id": 9, "workspace_id": 8,
-                                                       "created_at": "2026-10-07"}),
+    (
+        "42",
+        "Dana asked to move the kickoff call again; onboarding now starts on the 14th",
+        {"kind": "call", "owner_id": 7, "workspace_id": 7, "created_at": "2026-10-02"},
+    ),
+    (
+        "43",
+        "Onboarding delays: the contract is still with legal",
+        {"kind": "email", "owner_id": 8, "workspace_id": 7, "created_at": "2026-10-05"},
+    ),
+    (
+        "44",
+        "Pricing question about onboarding seats",
+        {"kind": "call", "owner_id": 9, "workspace_id": 8, "created_at": "2026-10-07"},
+    ),
 ]
 
 
@@ -66,11 +75,20 @@ def crm_database(folder: Path) -> str:
     url = f"sqlite:///{folder / 'crm.db'}"
     engine = sa.create_engine(url)
     with engine.begin() as conn:
-        conn.execute(sa.text("CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT, body TEXT, kind TEXT, "
-                             "owner_id INTEGER, workspace_id INTEGER, created_at TEXT, updated_at TEXT)"))
+        conn.execute(
+            sa.text(
+                "CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT, body TEXT, kind TEXT, "
+                "owner_id INTEGER, workspace_id INTEGER, created_at TEXT, updated_at TEXT)"
+            )
+        )
         for record_id, text, meta in INDEXED:
-            conn.execute(sa.text("INSERT INTO notes VALUES (:id, 'Note', :body, :kind, :owner_id, :workspace_id, "
-                                 ":created_at, :created_at)"), {"id": int(record_id), "body": text, **meta})
+            conn.execute(
+                sa.text(
+                    "INSERT INTO notes VALUES (:id, 'Note', :body, :kind, :owner_id, :workspace_id, "
+                    ":created_at, :created_at)"
+                ),
+                {"id": int(record_id), "body": text, **meta},
+            )
     engine.dispose()
     return url
 
@@ -78,10 +96,14 @@ def crm_database(folder: Path) -> str:
 def index(collection: str) -> None:
     """Put INDEXED in ``collection`` of the default client's store, as workers would have."""
     client = default_client()
-    client.open(collection).upsert_many([
-        VectorRecord(f"{record_id}:0", client.embeddings.embed(text), text, {**meta, "record_id": record_id,
-                                                                               "chunk": 0})
-        for record_id, text, meta in INDEXED])
+    client.open(collection).upsert_many(
+        [
+            VectorRecord(
+                f"{record_id}:0", client.embeddings.embed(text), text, {**meta, "record_id": record_id, "chunk": 0}
+            )
+            for record_id, text, meta in INDEXED
+        ]
+    )
 
 
 def app_objects(folder: Path, db: str, stack: ExitStack) -> dict[str, Any]:
@@ -89,8 +111,12 @@ def app_objects(folder: Path, db: str, stack: ExitStack) -> dict[str, Any]:
     engine = sa.create_engine(db)
     stack.callback(engine.dispose)
     session = stack.enter_context(Session(engine))
-    return {"note": SimpleNamespace(id=42), "session": session, "text": "Pricing: 20% off for a yearly plan",
-            "url": "https://example.com/pricing.pdf"}
+    return {
+        "note": SimpleNamespace(id=42),
+        "session": session,
+        "text": "Pricing: 20% off for a yearly plan",
+        "url": "https://example.com/pricing.pdf",
+    }
 
 
 class Note:
@@ -102,8 +128,9 @@ class Note:
 
 
 def store_names(folder: Path, db: str, stack: ExitStack) -> dict[str, Any]:
-    chunk = VectorRecord("42:1", [0.5] * 8, "Dana's kickoff moved to the 14th", {"kind": "call", "record_id": "42",
-                                                                              "chunk": 1})
+    chunk = VectorRecord(
+        "42:1", [0.5] * 8, "Dana's kickoff moved to the 14th", {"kind": "call", "record_id": "42", "chunk": 1}
+    )
     return {"embedding": [0.1] * 8, "query_vector": [0.2] * 8, "new_chunks": [chunk]}
 
 
@@ -132,8 +159,10 @@ def evaluation_names(folder: Path, db: str, stack: ExitStack) -> dict[str, Any]:
     index("notes")
     queries = folder / "tests" / "queries.jsonl"
     queries.parent.mkdir()
-    queries.write_text('{"query": "when does onboarding start after the kickoff call", "relevant": ["42"]}\n'
-                       '{"query": "contract still with legal", "relevant": ["43"], "filter": {"kind": "email"}}\n')
+    queries.write_text(
+        '{"query": "when does onboarding start after the kickoff call", "relevant": ["42"]}\n'
+        '{"query": "contract still with legal", "relevant": ["43"], "filter": {"kind": "email"}}\n'
+    )
     return {}
 
 
@@ -158,15 +187,19 @@ def in_the_test_kit(folder: Path, db: str, stack: ExitStack) -> dict[str, Any]:
 SETTINGS: dict[str, tuple[str, Callable[[Path, str, ExitStack], dict[str, Any]]]] = {
     "README.md": (CRM_NOTES + PUSHED.replace("{name}", "uploads"), app_objects),
     "docs/store.md": (CRM_NOTES + PUSHED.replace("{name}", "notes"), store_names),
-    "docs/filters.md": (CRM_NOTES + '\n[collections.activity_notes]\nrequired_filter = ["workspace_id"]\n'
-                        '\n[collections.activity_notes.index]\nfields = { workspace_id = "integer" }\n',
-                        filters_names),
+    "docs/filters.md": (
+        CRM_NOTES + '\n[collections.activity_notes]\nrequired_filter = ["workspace_id"]\n'
+        '\n[collections.activity_notes.index]\nfields = { workspace_id = "integer" }\n',
+        filters_names,
+    ),
     "docs/embeddings.md": (PUSHED.replace("{name}", "notes"), embeddings_names),
     "docs/answers.md": (CRM_NOTES, answers_names),
     "docs/app-and-cli.md": (CRM_NOTES + PUSHED.replace("{name}", "uploads") + 'id_field = "url"\n', in_the_test_kit),
     "docs/search-modes.md": (PUSHED.replace("{name}", "manuals"), search_modes_names),
-    "docs/evaluation.md": (PUSHED.replace("{name}", "notes") + '\n[collections.notes.search]\nmode = "hybrid"\n',
-                           evaluation_names),
+    "docs/evaluation.md": (
+        PUSHED.replace("{name}", "notes") + '\n[collections.notes.search]\nmode = "hybrid"\n',
+        evaluation_names,
+    ),
     "docs/frameworks.md": (PUSHED.replace("{name}", "notes") + PUSHED.replace("{name}", "scratch"), frameworks_names),
 }
 
@@ -201,8 +234,7 @@ def _restore(previous: Any) -> None:
 
 @pytest.mark.usefixtures("no_vectorsync_env")
 @pytest.mark.parametrize("page", PAGES_WITH_EXAMPLES)
-def test_the_python_examples_of_a_page_run_in_order(page: str, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_python_examples_of_a_page_run_in_order(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert page in SETTINGS, f"{page} has python examples: give it its settings and names in SETTINGS"
     with page_settings(page, tmp_path, monkeypatch) as names, warnings.catch_warnings():
         # A coroutine an example leaves unawaited on purpose (the sync-and-async mix-up) warns when collected.
@@ -229,7 +261,7 @@ def test_fragments_are_a_small_minority_and_every_page_with_examples_has_setting
 
 
 def test_the_runner_holds_an_example_to_its_expected_error() -> None:
-    raises = Block("docs/x.md", 10, "python", '{}["missing"]\n# KeyError: \'missing\'\n')
+    raises = Block("docs/x.md", 10, "python", "{}[\"missing\"]\n# KeyError: 'missing'\n")
     run_python(raises, {})
     with pytest.raises(AssertionError, match=r"docs/x.md:10 should raise KeyError"):
         run_python(Block("docs/x.md", 10, "python", "x = 1\n# KeyError: 'missing'\n"), {})

@@ -15,8 +15,11 @@ from store.query import search
 
 SETTINGS = {
     "vectors": {"dimensions": 32},
-    "collections": {"uploads": {}, "pages": {"source": {"kind": "push", "id_field": "url"}},
-                    "nested": {"source": {"kind": "push", "id_field": "origin.key"}}},
+    "collections": {
+        "uploads": {},
+        "pages": {"source": {"kind": "push", "id_field": "url"}},
+        "nested": {"source": {"kind": "push", "id_field": "origin.key"}},
+    },
 }
 
 
@@ -56,24 +59,30 @@ def test_the_id_field_names_the_document_so_a_new_text_replaces_the_old(tasks: t
     assert producer.index_document("pages", "given", "Pricing", {"url": url}) == "given"  # an id given wins
 
 
-@pytest.mark.parametrize(("metadata", "message"), [
-    ({}, r"metadata has no 'url', which collections.pages.source.id_field names as its id .*add it to the "
-         r"metadata, or pass id="),
-    ({"url": ""}, r"metadata 'url' \(collections.pages.source.id_field\) is '', which is not an id"),
-    ({"url": True}, r"is True, which is not an id .*: fix the metadata, or pass id="),
-    ({"url": ["a"]}, r"is \['a'\], which is not an id"),
-    ({"url": "x" * 600}, r"over limits.max_id_chars \(512\)"),
-])
-def test_a_bad_id_field_value_is_refused_naming_it_and_the_fix(tasks: testing.TaskQueue, metadata: dict[str, object],
-                                                                message: str) -> None:
+@pytest.mark.parametrize(
+    ("metadata", "message"),
+    [
+        (
+            {},
+            r"metadata has no 'url', which collections.pages.source.id_field names as its id .*add it to the "
+            r"metadata, or pass id=",
+        ),
+        ({"url": ""}, r"metadata 'url' \(collections.pages.source.id_field\) is '', which is not an id"),
+        ({"url": True}, r"is True, which is not an id .*: fix the metadata, or pass id="),
+        ({"url": ["a"]}, r"is \['a'\], which is not an id"),
+        ({"url": "x" * 600}, r"over limits.max_id_chars \(512\)"),
+    ],
+)
+def test_a_bad_id_field_value_is_refused_naming_it_and_the_fix(
+    tasks: testing.TaskQueue, metadata: dict[str, object], message: str
+) -> None:
     with pytest.raises(ConfigError, match=message):
         producer.index_document("pages", text="Pricing", metadata=metadata)
     assert tasks.pending == []
 
 
 def test_other_mistakes_are_refused_before_anything_is_sent(tasks: testing.TaskQueue) -> None:
-    with pytest.raises(ConfigError, match="text of document 'new document' must be a string, got NoneType: pass "
-                                          "text="):
+    with pytest.raises(ConfigError, match="text of document 'new document' must be a string, got NoneType: pass text="):
         producer.index_document("uploads", metadata={"kind": "pdf"})  # type: ignore[call-overload]
     with pytest.raises(ConfigError, match="record id False is not allowed: use a non-empty string or an integer"):
         producer.index_document("uploads", False, "Pricing")  # type: ignore[arg-type]
@@ -82,10 +91,15 @@ def test_other_mistakes_are_refused_before_anything_is_sent(tasks: testing.TaskQ
 
 def test_id_field_is_for_pushed_collections_only(tmp_path: Path) -> None:
     path = tmp_path / "vectorsync.toml"
-    path.write_text('[collections.notes.source]\nkind = "sql"\nurl = "sqlite://"\ntable = "notes"\ntext = "{body}"\n'
-                    'id_field = "url"\n')
-    with pytest.raises(ConfigError, match=r"source.id_field \('url'\) .* for kind = 'push'; a sql source's ids "
-                                          r"come from source.id: remove id_field"):
+    path.write_text(
+        '[collections.notes.source]\nkind = "sql"\nurl = "sqlite://"\ntable = "notes"\ntext = "{body}"\n'
+        'id_field = "url"\n'
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"source.id_field \('url'\) .* for kind = 'push'; a sql source's ids "
+        r"come from source.id: remove id_field",
+    ):
         load_settings(path)
     path.write_text('[collections.pages.source]\nid_field = "not a field"\n')
     with pytest.raises(ConfigError, match="collections.pages.source.id_field = 'not a field' is not allowed"):

@@ -11,11 +11,15 @@ from store import ConfigError
 from store.broker.producer import Producer
 from store.settings import Settings
 
-SETTINGS = Settings.model_validate({
-    "vectors": {"store": "memory", "dimensions": 8},
-    "collections": {"notes": {"source": {"kind": "python", "loader": "tests.unit.worker.test_hostile_input:"
-                                                                      "load_records"}},
-                    "docs": {"source": {"kind": "push"}}}})
+SETTINGS = Settings.model_validate(
+    {
+        "vectors": {"store": "memory", "dimensions": 8},
+        "collections": {
+            "notes": {"source": {"kind": "python", "loader": "tests.unit.worker.test_hostile_input:load_records"}},
+            "docs": {"source": {"kind": "push"}},
+        },
+    }
+)
 RULE = "a record id is a non-empty string of at most limits.max_id_chars characters, without NUL characters"
 
 
@@ -37,18 +41,22 @@ class _NoLedger:
 
 
 @pytest.mark.parametrize("bad", ["nul\x00id", "sur\ud800", "\udcff\udcfe"])  # the last: argv bytes \xff\xfe
-def test_an_id_no_table_can_hold_is_refused_naming_it_and_the_rule(producer: Producer, sent: list[Any],
-                                                                    bad: str) -> None:
-    for send in (lambda: producer.index_record("notes", bad), lambda: producer.index_batch("notes", ["1", bad]),
-                 lambda: producer.delete_document("docs", bad), lambda: producer.index_document("docs", bad, "x")):
+def test_an_id_no_table_can_hold_is_refused_naming_it_and_the_rule(
+    producer: Producer, sent: list[Any], bad: str
+) -> None:
+    for send in (
+        lambda: producer.index_record("notes", bad),
+        lambda: producer.index_batch("notes", ["1", bad]),
+        lambda: producer.delete_document("docs", bad),
+        lambda: producer.index_document("docs", bad, "x"),
+    ):
         with pytest.raises(ConfigError, match=RULE) as refused:
             send()
         assert "\x00" not in str(refused.value) and "\ud800" not in str(refused.value)  # printable as it is
     assert sent == []
 
 
-def test_an_id_over_max_id_chars_is_refused_by_index_as_by_index_document(producer: Producer,
-                                                                          sent: list[Any]) -> None:
+def test_an_id_over_max_id_chars_is_refused_by_index_as_by_index_document(producer: Producer, sent: list[Any]) -> None:
     with pytest.raises(ConfigError, match=r"has 5000 characters, over limits.max_id_chars \(512\)"):
         producer.index_record("notes", "n" * 5000)
     assert sent == []
@@ -78,15 +86,18 @@ def test_a_pushed_collection_has_nothing_to_reindex(producer: Producer, sent: li
 
 def test_a_producer_whose_settings_declare_no_collection_sends_to_any() -> None:
     sent: list[Any] = []
-    bare = Producer(Settings.model_validate({"vectors": {"store": "memory", "dimensions": 8}}),
-                    send=lambda name, **options: sent.append(name))
+    bare = Producer(
+        Settings.model_validate({"vectors": {"store": "memory", "dimensions": 8}}),
+        send=lambda name, **options: sent.append(name),
+    )
     bare.coalescer.client = None
     assert bare.index_record("anything", 7)
     assert sent == ["vectorsync.index_record"]
 
 
-def test_a_document_pushed_to_a_collection_the_settings_do_not_declare_is_refused(producer: Producer,
-                                                                                  sent: list[Any]) -> None:
+def test_a_document_pushed_to_a_collection_the_settings_do_not_declare_is_refused(
+    producer: Producer, sent: list[Any]
+) -> None:
     message = r"collection 'nosuch' is not declared in the settings \(declared: docs, notes\)"
     with pytest.raises(ConfigError, match=message):
         producer.index_document("nosuch", "a", "text")

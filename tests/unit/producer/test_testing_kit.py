@@ -59,8 +59,9 @@ def vectorsync_settings(database: str) -> dict[str, Any]:
         "vectors": {"store": "pgvector", "url": "postgresql://app@db.invalid/app", "dimensions": 64},
         "worker": {"batch_size": 10},
         "collections": {
-            "notes": {"source": {"kind": "sql", "url": database, "table": "notes", "text": "{body}",
-                                 "metadata": ["kind"]}},
+            "notes": {
+                "source": {"kind": "sql", "url": database, "table": "notes", "text": "{body}", "metadata": ["kind"]}
+            },
             "uploads": {"source": {"kind": "push"}},
         },
     }
@@ -71,7 +72,9 @@ def test_a_saved_note_is_found_once_the_queue_has_run(vectorsync_queue: TaskQueu
         call = save_note(session, "call", "Dana asked to move the onboarding call to Friday")
         email = save_note(session, "email", "The invoice for March was paid in full")
     assert [(t.name, t.args) for t in vectorsync_queue.pending] == [
-        ("vectorsync.index_record", ["notes", str(call)]), ("vectorsync.index_record", ["notes", str(email)])]
+        ("vectorsync.index_record", ["notes", str(call)]),
+        ("vectorsync.index_record", ["notes", str(email)]),
+    ]
     assert search("notes", "onboarding call") == []  # sent, not yet run
     assert vectorsync_queue.run_queue() == 2
     [best] = search("notes", "move the onboarding call", limit=1)
@@ -112,8 +115,21 @@ def test_a_task_that_fails_fails_the_test_with_the_workers_error(vectorsync_queu
 
 
 def test_a_source_that_is_down_is_retried_as_a_worker_would_then_fails() -> None:
-    with testing.queue({"worker": {"max_retries": 2}, "collections": {"notes": {"source": {
-            "kind": "sql", "url": "sqlite:////nonexistent/app.db", "table": "notes", "text": "{body}"}}}}) as down:
+    with testing.queue(
+        {
+            "worker": {"max_retries": 2},
+            "collections": {
+                "notes": {
+                    "source": {
+                        "kind": "sql",
+                        "url": "sqlite:////nonexistent/app.db",
+                        "table": "notes",
+                        "text": "{body}",
+                    }
+                }
+            },
+        }
+    ) as down:
         producer.index_record("notes", 1)
         assert down.run_queue() == 3  # the task, then its two retries, each back at the end of the queue
         assert [t.retries for t in down.done] == [0, 1, 2]

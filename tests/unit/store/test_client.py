@@ -34,8 +34,9 @@ class Spy:
 
 def test_a_vector_search_needs_no_embedding_model() -> None:
     unreachable = settings(notes={}).model_copy(update={"models": {}})
-    unreachable = unreachable.model_copy(update={"embeddings": unreachable.embeddings.model_copy(
-        update={"chain": ["missing"]})})
+    unreachable = unreachable.model_copy(
+        update={"embeddings": unreachable.embeddings.model_copy(update={"chain": ["missing"]})}
+    )
     with Client(unreachable) as client:
         client.store.get_collection("notes", create=True).upsert(VectorRecord("a", [1, 0, 0, 0], "alpha"))
         assert [m.id for m in client.search("notes", [1, 0, 0, 0])] == ["a"]  # the chain is never built

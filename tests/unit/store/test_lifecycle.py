@@ -31,14 +31,18 @@ class LifecycleContract:
 
     def test_create_and_get_refuse_what_would_surprise_and_name_the_fix(self, collections: Collections) -> None:
         name = unique_name()
-        missing = (rf"collection '{name}' does not exist \(existing: .*\): check the name, "
-                   rf"or create it \(vectorsync collections create {name}, or vectorsync init")
+        missing = (
+            rf"collection '{name}' does not exist \(existing: .*\): check the name, "
+            rf"or create it \(vectorsync collections create {name}, or vectorsync init"
+        )
         with pytest.raises(ConfigError, match=missing):
             collections.get(name)
         assert not collections.exists(name)  # a get creates nothing
         collections.create(name).upsert_many(RECORDS)
-        exists = (rf"collection '{name}' already exists: open it \(get, or get_or_create\), "
-                  rf"or drop it first \(vectorsync collections drop {name}\)")
+        exists = (
+            rf"collection '{name}' already exists: open it \(get, or get_or_create\), "
+            rf"or drop it first \(vectorsync collections drop {name}\)"
+        )
         with pytest.raises(ConfigError, match=exists):
             collections.create(name)
         assert collections.get(name).count() == 3 and collections.get_or_create(name).count() == 3
@@ -46,7 +50,8 @@ class LifecycleContract:
         assert collections.get_or_create(other).count() == 0 and other in collections.names()
 
     def test_reset_empties_the_collection_and_forgets_its_ledger_keeping_schema_and_neighbours(
-        self, collections: Collections,
+        self,
+        collections: Collections,
     ) -> None:
         name, neighbour = unique_name(), unique_name()
         collections.store.indexed[name] = {"n": "integer"}

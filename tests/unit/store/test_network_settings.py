@@ -19,11 +19,20 @@ def test_the_defaults_notice_a_silent_peer_within_about_a_minute() -> None:
 
 def test_libpq_gets_keepalives_and_timeouts_and_the_server_the_same_as_session_settings() -> None:
     parameters = libpq_parameters(NetworkSettings(tcp_user_timeout=2.5))
-    assert parameters == {"connect_timeout": 10, "keepalives": 1, "keepalives_idle": 15, "keepalives_interval": 5,
-                          "keepalives_count": 3, "tcp_user_timeout": 2500}
+    assert parameters == {
+        "connect_timeout": 10,
+        "keepalives": 1,
+        "keepalives_idle": 15,
+        "keepalives_interval": 5,
+        "keepalives_count": 3,
+        "tcp_user_timeout": 2500,
+    }
     assert server_settings({**parameters, "keepalives_idle": "60"}) == {  # a URL's own value follows to the server
-        "tcp_keepalives_idle": "60", "tcp_keepalives_interval": "5", "tcp_keepalives_count": "3",
-        "tcp_user_timeout": "2500"}
+        "tcp_keepalives_idle": "60",
+        "tcp_keepalives_interval": "5",
+        "tcp_keepalives_count": "3",
+        "tcp_user_timeout": "2500",
+    }
 
 
 def test_redis_over_tcp_gets_keepalive_and_the_health_check_a_unix_socket_the_check_alone() -> None:
@@ -36,8 +45,9 @@ def test_redis_over_tcp_gets_keepalive_and_the_health_check_a_unix_socket_the_ch
 
 
 def test_the_celery_configuration_carries_them_for_redis_and_for_amqp() -> None:
-    redis = celery_config(Settings(broker={"url": "redis://broker:6379/0", "socket_timeout": 9},
-                                   network={"connect_timeout": 4}))
+    redis = celery_config(
+        Settings(broker={"url": "redis://broker:6379/0", "socket_timeout": 9}, network={"connect_timeout": 4})
+    )
     options = redis["broker_transport_options"]
     assert options["socket_timeout"] == 9 and options["socket_connect_timeout"] == 4
     assert options["socket_keepalive"] is True and options["health_check_interval"] == 15
@@ -60,5 +70,9 @@ def test_a_publish_retries_once_and_the_soft_limit_leaves_room_for_one_before_th
     assert soft_time_limit(1800, Settings()) == 1800 - 83  # the defaults: 2 x (10 + 30) + 0.5, and 2 s more
     assert soft_time_limit(120, Settings(network={"connect_timeout": 2}, broker={"socket_timeout": 3})) == 90
     assert soft_time_limit(6, Settings()) is None  # timeouts that dwarf the limit: the hard limit alone
-    assert celery_config(Settings(worker={"time_limit": 6, "index_time_limit": 7}, broker={"visibility_timeout": 10}))[
-        "task_soft_time_limit"] is None
+    assert (
+        celery_config(Settings(worker={"time_limit": 6, "index_time_limit": 7}, broker={"visibility_timeout": 10}))[
+            "task_soft_time_limit"
+        ]
+        is None
+    )

@@ -16,24 +16,33 @@ from store.retrieval import Retrieval
 from store.settings import Settings
 from store.vectors.backends import memory_store
 
-SETTINGS = Settings.model_validate({"vectors": {"store": "memory", "dimensions": 16},
-                                    "embeddings": {"cache_ttl_days": 0}})
+SETTINGS = Settings.model_validate(
+    {"vectors": {"store": "memory", "dimensions": 16}, "embeddings": {"cache_ttl_days": 0}}
+)
 STORE = memory_store(dimensions=16, embedder=Embeddings.from_settings(SETTINGS))
-STORE.get_collection("notes", create=True).upsert_many([
-    VectorRecord("a:0", [1.0] + [0.0] * 15, "Dana moved the onboarding call", {"record_id": "a"}),
-    VectorRecord("b:0", [0.0, 1.0] + [0.0] * 14, "The invoice was paid", {"record_id": "b"}),
-])
+STORE.get_collection("notes", create=True).upsert_many(
+    [
+        VectorRecord("a:0", [1.0] + [0.0] * 15, "Dana moved the onboarding call", {"record_id": "a"}),
+        VectorRecord("b:0", [0.0, 1.0] + [0.0] * 14, "The invoice was paid", {"record_id": "b"}),
+    ]
+)
 RETRIEVAL = Retrieval.from_settings(SETTINGS, store=STORE)
 MATCHES = query.search("notes", [1.0] + [0.0] * 15, store=STORE)
 
 #: Each pair with the arguments that make a call of it.
 PAIRS: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {
-    "search": (lambda: query.search("notes", "onboarding call", store=STORE),
-               lambda: query.asearch("notes", "onboarding call", store=STORE)),
-    "rerank": (lambda: query.rerank("onboarding", MATCHES, retrieval=RETRIEVAL),
-               lambda: query.arerank("onboarding", MATCHES, retrieval=RETRIEVAL)),
-    "answer": (lambda: query.answer("notes", "When is the onboarding call?", retrieval=RETRIEVAL),
-               lambda: query.aanswer("notes", "When is the onboarding call?", retrieval=RETRIEVAL)),
+    "search": (
+        lambda: query.search("notes", "onboarding call", store=STORE),
+        lambda: query.asearch("notes", "onboarding call", store=STORE),
+    ),
+    "rerank": (
+        lambda: query.rerank("onboarding", MATCHES, retrieval=RETRIEVAL),
+        lambda: query.arerank("onboarding", MATCHES, retrieval=RETRIEVAL),
+    ),
+    "answer": (
+        lambda: query.answer("notes", "When is the onboarding call?", retrieval=RETRIEVAL),
+        lambda: query.aanswer("notes", "When is the onboarding call?", retrieval=RETRIEVAL),
+    ),
 }
 
 

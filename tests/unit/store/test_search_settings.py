@@ -19,8 +19,9 @@ def settings_file(tmp_path: Path, search: str) -> Path:
 
 def test_defaults() -> None:
     # The fusion defaults are the quality bench's choice (docs/quality-results.md).
-    assert SearchSettings() == SearchSettings(mode="vector", language="english", vector_weight=2.0,
-                                              keyword_weight=1.0, rrf_k=10)
+    assert SearchSettings() == SearchSettings(
+        mode="vector", language="english", vector_weight=2.0, keyword_weight=1.0, rrf_k=10
+    )
 
 
 def test_declared_settings_reach_the_collection(tmp_path: Path) -> None:
@@ -28,19 +29,28 @@ def test_declared_settings_reach_the_collection(tmp_path: Path) -> None:
 
     settings = load_settings(settings_file(tmp_path, 'mode = "hybrid"\nlanguage = "german"\nrrf_k = 10'))
     collection = open_store(settings).get_collection("notes", create=True)
-    assert (collection.search_settings.mode, collection.analyzer.language, collection.search_settings.rrf_k) == \
-        ("hybrid", "german", 10)
+    assert (collection.search_settings.mode, collection.analyzer.language, collection.search_settings.rrf_k) == (
+        "hybrid",
+        "german",
+        10,
+    )
 
 
-@pytest.mark.parametrize(("line", "message"), [
-    ('mode = "fuzzy"', r"collections\.notes\.search\.mode = 'fuzzy' is not allowed: .*'vector', 'keyword' or "
-                       r"'hybrid'.*VECTORSYNC_COLLECTIONS__NOTES__SEARCH__MODE"),
-    ('language = "klingon"', r"collections\.notes\.search\.language = 'klingon' is not allowed: .*'english'"),
-    ("rrf_k = 0", r"collections\.notes\.search\.rrf_k = 0 is not allowed: .*greater than or equal to 1"),
-    ("vector_weight = -1", r"collections\.notes\.search\.vector_weight = -1 is not allowed"),
-    ("vector_weight = 0\nkeyword_weight = 0", r"both 0: hybrid search would rank nothing; give at least one"),
-    ("boost = 2", r"unknown setting 'collections\.notes\.search\.boost': remove it or check its spelling"),
-])
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            'mode = "fuzzy"',
+            r"collections\.notes\.search\.mode = 'fuzzy' is not allowed: .*'vector', 'keyword' or "
+            r"'hybrid'.*VECTORSYNC_COLLECTIONS__NOTES__SEARCH__MODE",
+        ),
+        ('language = "klingon"', r"collections\.notes\.search\.language = 'klingon' is not allowed: .*'english'"),
+        ("rrf_k = 0", r"collections\.notes\.search\.rrf_k = 0 is not allowed: .*greater than or equal to 1"),
+        ("vector_weight = -1", r"collections\.notes\.search\.vector_weight = -1 is not allowed"),
+        ("vector_weight = 0\nkeyword_weight = 0", r"both 0: hybrid search would rank nothing; give at least one"),
+        ("boost = 2", r"unknown setting 'collections\.notes\.search\.boost': remove it or check its spelling"),
+    ],
+)
 def test_bad_values_are_refused_naming_the_value_and_the_fix(tmp_path: Path, line: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         load_settings(settings_file(tmp_path, line))

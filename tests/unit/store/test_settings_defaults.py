@@ -23,15 +23,21 @@ MODEL = ModelSettings(provider="fake", model="fake", dimensions=4)
 
 
 def signature_defaults(call: Any) -> dict[str, Any]:
-    return {name: p.default for name, p in inspect.signature(call).parameters.items()
-            if p.default is not inspect.Parameter.empty}
+    return {
+        name: p.default
+        for name, p in inspect.signature(call).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
 
 
 def test_the_chunker_defaults_are_the_settings() -> None:
     settings = CollectionSettings().chunker
     assert Chunker() == Chunker.from_settings(settings)
     assert (Chunker().max_tokens, Chunker().overlap, Chunker().is_markdown) == (
-        settings.max_tokens, settings.overlap, settings.markdown)
+        settings.max_tokens,
+        settings.overlap,
+        settings.markdown,
+    )
     assert Chunker.markdown() == Chunker.from_settings(settings.model_copy(update={"markdown": True}))
 
 

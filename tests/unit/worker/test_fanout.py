@@ -121,18 +121,28 @@ def text(rng: random.Random) -> str:
 
 
 def make_rig(source: Any) -> Rig:
-    settings = Settings.model_validate({"vectors": {"store": "memory", "dimensions": 16},
-                                        "embeddings": {"cache_ttl_days": 0, "batch_size": EMBED_BATCH}})
+    settings = Settings.model_validate(
+        {
+            "vectors": {"store": "memory", "dimensions": 16},
+            "embeddings": {"cache_ttl_days": 0, "batch_size": EMBED_BATCH},
+        }
+    )
     name, ledger = unique_name(), MemoryLedger()
-    indexer = Indexer(name=name, collection=Chunks(), source=source,  # type: ignore[arg-type]
-                      chunker=Chunker(max_tokens=8, overlap=2),
-                      embeddings=Embeddings.from_settings(settings), ledger=ledger)
+    indexer = Indexer(
+        name=name,
+        collection=Chunks(),
+        source=source,  # type: ignore[arg-type]
+        chunker=Chunker(max_tokens=8, overlap=2),
+        embeddings=Embeddings.from_settings(settings),
+        ledger=ledger,
+    )
     return Rig(indexer, ledger)
 
 
 def stamped_rig(rng: random.Random) -> tuple[Rig, StampedSource]:
-    source = StampedSource({f"{i:05d}": SourceRecord(f"{i:05d}", text(rng), {"n": i}, stamp="t0")
-                            for i in range(RECORDS)})
+    source = StampedSource(
+        {f"{i:05d}": SourceRecord(f"{i:05d}", text(rng), {"n": i}, stamp="t0") for i in range(RECORDS)}
+    )
     return make_rig(source), source
 
 
@@ -153,8 +163,7 @@ def test_a_first_load_sends_the_source_id_pages_unread_as_before() -> None:
     assert rig.fan_out_read == []  # the source is read once: by the batches
     per_batch = sum(ideal(rig, (source.records[i].text for i in ids)) for ids in pages)
     assert rig.calls == per_batch  # every batch's chunks share its provider calls
-    assert (progress.status, progress.total, progress.done, progress.skipped) == (RunStatus.DONE, RECORDS,
-                                                                                 RECORDS, 0)
+    assert (progress.status, progress.total, progress.done, progress.skipped) == (RunStatus.DONE, RECORDS, RECORDS, 0)
 
 
 def test_an_unchanged_reindex_sends_nothing_makes_no_call_and_ends_done() -> None:
@@ -164,8 +173,7 @@ def test_an_unchanged_reindex_sends_nothing_makes_no_call_and_ends_done() -> Non
     progress = rig.reindex()
     assert rig.sent == [] and rig.calls == calls
     assert len(rig.fan_out_read) == RECORDS // BATCH  # one record per page, read to check the stamps still hold
-    assert (progress.status, progress.total, progress.done, progress.skipped) == (RunStatus.DONE, RECORDS, 0,
-                                                                                 RECORDS)
+    assert (progress.status, progress.total, progress.done, progress.skipped) == (RunStatus.DONE, RECORDS, 0, RECORDS)
 
 
 def test_a_one_percent_edit_makes_ceil_changed_chunks_over_batch_size_calls() -> None:
@@ -181,8 +189,12 @@ def test_a_one_percent_edit_makes_ceil_changed_chunks_over_batch_size_calls() ->
     probes = [i for i in rig.fan_out_read if i not in edited]
     assert set(edited) <= set(rig.fan_out_read) and len(probes) == RECORDS // BATCH  # moved ones; a probe a page
     assert rig.calls - calls == ideal(rig, (source.records[i].text for i in edited))
-    assert (progress.status, progress.total, progress.done, progress.skipped) == (RunStatus.DONE, RECORDS,
-                                                                                 len(edited), RECORDS - len(edited))
+    assert (progress.status, progress.total, progress.done, progress.skipped) == (
+        RunStatus.DONE,
+        RECORDS,
+        len(edited),
+        RECORDS - len(edited),
+    )
 
 
 def test_without_stamps_pages_are_hashed_and_only_changed_records_are_sent() -> None:

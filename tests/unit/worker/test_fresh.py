@@ -61,16 +61,24 @@ def test_the_fan_out_sends_only_pages_the_ledger_holds_nothing_of_as_fresh() -> 
     source: Any = made.source
     source.page_stamps = lambda after, limit: [(i, "") for i in sorted(RECORDS) if after is None or i > after][:limit]
     sent: dict[str, list[list[str]]] = {"plain": [], "fresh": []}
-    fan_out(made, batch_size=50, send=lambda ids, n: sent["plain"].append(ids),
-            fresh=lambda ids, n: sent["fresh"].append(ids))
+    fan_out(
+        made,
+        batch_size=50,
+        send=lambda ids, n: sent["plain"].append(ids),
+        fresh=lambda ids, n: sent["fresh"].append(ids),
+    )
     assert sent["plain"] == [] and [i for p in sent["fresh"] for i in p] == sorted(RECORDS)  # a first load
     for page in sent["fresh"]:
         made.index(page, fresh=True)
     RECORDS.update({f"{i:04d}": {"id": f"{i:04d}", "text": text(random.Random(i))} for i in range(200, 260)})
     RECORDS["0003"]["text"] = "edited"
     sent = {"plain": [], "fresh": []}
-    fan_out(made, batch_size=50, send=lambda ids, n: sent["plain"].append(ids),
-            fresh=lambda ids, n: sent["fresh"].append(ids))
+    fan_out(
+        made,
+        batch_size=50,
+        send=lambda ids, n: sent["plain"].append(ids),
+        fresh=lambda ids, n: sent["fresh"].append(ids),
+    )
     # The changed record and the first new ones share a batch, which reads the ledger; the rest are all new.
     assert sent["plain"] == [["0003", *(f"{i:04d}" for i in range(200, 249))]]
     assert sent["fresh"] == [[f"{i:04d}" for i in range(249, 260)]]

@@ -13,18 +13,33 @@ from worker.gauges import LedgerGauges, run_gauges
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 
-def progress(collection: str, *, idle: float, status: RunStatus = RunStatus.RUNNING, total: int | None = 10,
-             done: int = 4) -> RunProgress:
-    return RunProgress(run_id=f"{collection}-{idle}", collection=collection, status=status, total=total, done=done,
-                       skipped=1, failed=0, full=False, started_at=NOW - timedelta(seconds=idle + 60),
-                       finished_at=None, moved_at=NOW - timedelta(seconds=idle))
+def progress(
+    collection: str, *, idle: float, status: RunStatus = RunStatus.RUNNING, total: int | None = 10, done: int = 4
+) -> RunProgress:
+    return RunProgress(
+        run_id=f"{collection}-{idle}",
+        collection=collection,
+        status=status,
+        total=total,
+        done=done,
+        skipped=1,
+        failed=0,
+        full=False,
+        started_at=NOW - timedelta(seconds=idle + 60),
+        finished_at=None,
+        moved_at=NOW - timedelta(seconds=idle),
+    )
 
 
 def test_open_runs_give_each_collection_its_longest_idle_time_and_its_newest_runs_progress() -> None:
     overview = Overview(
         runs={RunStatus.RUNNING: 3, RunStatus.INDEXING: 1, RunStatus.DONE: 7, RunStatus.FAILED: 2},
-        open_runs=[progress("notes", idle=5), progress("notes", idle=400, done=9),  # newest first
-                   progress("docs", idle=30, total=None), progress("big", idle=900, status=RunStatus.INDEXING)],
+        open_runs=[
+            progress("notes", idle=5),
+            progress("notes", idle=400, done=9),  # newest first
+            progress("docs", idle=30, total=None),
+            progress("big", idle=900, status=RunStatus.INDEXING),
+        ],
         failures={"notes": 3},
     )
     values = run_gauges(overview, now=NOW)
@@ -47,8 +62,12 @@ def test_a_ledger_that_fails_leaves_the_gauges_empty_and_is_opened_again_at_the_
     working.create_run("notes")
     ledgers: list[Ledger] = [Broken(), working]
     collector = LedgerGauges(lambda: ledgers.pop(0))
-    assert _samples(collector) == {"vectorsync_runs": [], "vectorsync_run_idle_seconds": [],
-                                   "vectorsync_run_progress": [], "vectorsync_failed_records": []}
+    assert _samples(collector) == {
+        "vectorsync_runs": [],
+        "vectorsync_run_idle_seconds": [],
+        "vectorsync_run_progress": [],
+        "vectorsync_failed_records": [],
+    }
     again = _samples(collector)
     assert ledgers == [] and ({"status": "running"}, 1.0) in again["vectorsync_runs"]
     assert [labels for labels, _ in again["vectorsync_run_idle_seconds"]] == [{"collection": "notes"}]

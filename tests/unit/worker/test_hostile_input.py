@@ -38,15 +38,23 @@ class StrictEmbeddings(CountingEmbeddings):
         return super().embed_many_with_models(texts)
 
 
-def make_indexer(source: Any = None, *, store: VectorStore | None = None,
-                 limits: LimitSettings | None = None) -> Indexer:
-    settings = Settings.model_validate({"vectors": {"store": "memory", "dimensions": 16},
-                                        "embeddings": {"cache_ttl_days": 0}})
+def make_indexer(
+    source: Any = None, *, store: VectorStore | None = None, limits: LimitSettings | None = None
+) -> Indexer:
+    settings = Settings.model_validate(
+        {"vectors": {"store": "memory", "dimensions": 16}, "embeddings": {"cache_ttl_days": 0}}
+    )
     name = unique_name()
     store = store or memory_store(dimensions=16)
-    return Indexer(name=name, collection=store.get_collection(name, create=True), source=source or PushSource(name),
-                   chunker=Chunker(max_tokens=8, overlap=2), ledger=MemoryLedger(), limits=limits,
-                   embeddings=StrictEmbeddings(Embeddings.from_settings(settings)))
+    return Indexer(
+        name=name,
+        collection=store.get_collection(name, create=True),
+        source=source or PushSource(name),
+        chunker=Chunker(max_tokens=8, overlap=2),
+        ledger=MemoryLedger(),
+        limits=limits,
+        embeddings=StrictEmbeddings(Embeddings.from_settings(settings)),
+    )
 
 
 def python_indexer(**records: dict[str, Any]) -> Indexer:
@@ -120,8 +128,9 @@ def test_qdrant_stops_checking_a_filter_in_python_at_the_cap() -> None:
     store = QdrantStore(":memory:", dimensions=4)
     store.limits = LimitSettings(max_residual_scan=50)
     notes = store.get_collection(unique_name(), create=True)
-    notes.upsert_many([VectorRecord(str(i), [1, i, 0, 0], metadata={"day": f"2026-01-{i % 28 + 1:02d}"})
-                       for i in range(200)])
+    notes.upsert_many(
+        [VectorRecord(str(i), [1, i, 0, 0], metadata={"day": f"2026-01-{i % 28 + 1:02d}"}) for i in range(200)]
+    )
     with pytest.raises(ConfigError, match="needs more than 50 points checked in Python"):
         notes.search([1, 0, 0, 0], filter=Filter.gte("day", "2099-01-01"))
     store.close()
@@ -139,8 +148,9 @@ def test_a_record_id_with_a_nul_or_a_lone_surrogate_fails_alone_and_its_run_ends
     from store.state.ledger import RunStatus
 
     RECORDS.clear()
-    RECORDS.update({key: {"id": key, "text": f"note {n} about renewals"}
-                    for n, key in enumerate(["1", *UNSTORABLE_IDS, "2"])})
+    RECORDS.update(
+        {key: {"id": key, "text": f"note {n} about renewals"} for n, key in enumerate(["1", *UNSTORABLE_IDS, "2"])}
+    )
     settings = {"collections": {"notes": {"source": {"kind": "python", "loader": f"{__name__}:load_records"}}}}
     with testing.queue(settings) as queue:
         run_id = queue.producer.reindex_all("notes")

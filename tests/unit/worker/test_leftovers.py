@@ -60,14 +60,21 @@ def text(rng: random.Random) -> str:
 
 
 def indexer() -> Indexer:
-    settings = Settings.model_validate({"vectors": {"store": "memory", "dimensions": 16},
-                                        "embeddings": {"cache_ttl_days": 0, "batch_size": CALL}})
+    settings = Settings.model_validate(
+        {"vectors": {"store": "memory", "dimensions": 16}, "embeddings": {"cache_ttl_days": 0, "batch_size": CALL}}
+    )
     embeddings = Embeddings.from_settings(settings)
     embeddings.cache = EmbeddingCache(fakeredis.FakeRedis(), ttl_seconds=3600)
     name = unique_name()
     store = memory_store(dimensions=16)
-    return Indexer(name=name, collection=store.get_collection(name, create=True), source=PythonSource(loader=f"{__name__}:load_records"),
-                   chunker=Chunker(max_tokens=8, overlap=2), embeddings=embeddings, ledger=MemoryLedger())
+    return Indexer(
+        name=name,
+        collection=store.get_collection(name, create=True),
+        source=PythonSource(loader=f"{__name__}:load_records"),
+        chunker=Chunker(max_tokens=8, overlap=2),
+        embeddings=embeddings,
+        ledger=MemoryLedger(),
+    )
 
 
 def calls(indexer: Indexer) -> int:
@@ -105,7 +112,7 @@ def test_pooled_batches_make_the_fewest_calls_and_count_every_record_once() -> N
     made = indexer()
     ids = sorted(RECORDS)
     pool = MemoryPool()
-    results = run_pooled(made, [ids[i:i + 50] for i in range(0, len(ids), 50)], pool)
+    results = run_pooled(made, [ids[i : i + 50] for i in range(0, len(ids), 50)], pool)
     assert calls(made) == math.ceil(len(chunk_texts(made, ids)) / CALL)  # every call full but the last
     counted = [i for r in results for i in r.indexed]
     assert sorted(counted) == ids  # each record indexed (and counted) by exactly one batch
@@ -117,7 +124,7 @@ def test_without_leftovers_each_batch_ends_with_a_partly_filled_call() -> None:
     made = indexer()
     ids = sorted(RECORDS)
     for start in range(0, len(ids), 50):
-        made.index(ids[start:start + 50])
+        made.index(ids[start : start + 50])
     assert calls(made) > math.ceil(len(chunk_texts(made, ids)) / CALL)  # what leftovers are for
     assert stored(made) == expected(made)
 
@@ -126,7 +133,7 @@ def test_pages_with_one_changed_record_each_share_calls() -> None:
     """The issue's case: each page goes whole and holds one changed record; pooled, they fill calls together."""
     made = indexer()
     ids = sorted(RECORDS)
-    pages = [ids[i:i + 50] for i in range(0, len(ids), 50)]
+    pages = [ids[i : i + 50] for i in range(0, len(ids), 50)]
     run_pooled(made, pages, MemoryPool())
     edited = [page[0] for page in pages]
     rng = random.Random(5)
@@ -153,8 +160,9 @@ def test_a_cache_hit_costs_no_call_and_a_stale_pooled_record_is_written_as_the_s
     left = list(pool.pending)
     pool.pending.clear()
     made.index(left)
-    assert {k: v for k, v in stored(made).items() if k.startswith(changed + ":")} == \
-        {k: v for k, v in expected(made).items() if k.startswith(changed + ":")}
+    assert {k: v for k, v in stored(made).items() if k.startswith(changed + ":")} == {
+        k: v for k, v in expected(made).items() if k.startswith(changed + ":")
+    }
     assert not set(first.deferred) & set(first.indexed)
     assert changed in second.indexed or changed in left  # taken by the next batch, or by the pool batch
     before = calls(made)

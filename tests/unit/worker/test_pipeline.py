@@ -45,24 +45,36 @@ def ledger() -> MemoryLedger:
     return MemoryLedger()
 
 
-def make_indexer(ledger: MemoryLedger, *, source: Any = None, chain: Settings | None = None,
-                 like: Indexer | None = None) -> tuple[Indexer, CountingEmbeddings]:
+def make_indexer(
+    ledger: MemoryLedger, *, source: Any = None, chain: Settings | None = None, like: Indexer | None = None
+) -> tuple[Indexer, CountingEmbeddings]:
     """An Indexer over a fresh memory collection (``like``'s collection if given); without ``source`` its
     records are pushed; ``chain``: settings whose embedding chain it embeds with (the fake model if None)."""
-    settings = chain or Settings.model_validate({"vectors": {"store": "memory", "dimensions": 16},
-                                                 "embeddings": {"cache_ttl_days": 0}})
+    settings = chain or Settings.model_validate(
+        {"vectors": {"store": "memory", "dimensions": 16}, "embeddings": {"cache_ttl_days": 0}}
+    )
     embeddings = CountingEmbeddings(Embeddings.from_settings(settings))
     name = like.name if like else unique_name()
     collection = like.collection if like else memory_store(dimensions=16).get_collection(name, create=True)
-    indexer = Indexer(name=name, collection=collection, source=source or PushSource(name),
-                      chunker=Chunker(max_tokens=8, overlap=2), embeddings=embeddings, ledger=ledger)
+    indexer = Indexer(
+        name=name,
+        collection=collection,
+        source=source or PushSource(name),
+        chunker=Chunker(max_tokens=8, overlap=2),
+        embeddings=embeddings,
+        ledger=ledger,
+    )
     return indexer, embeddings
 
 
 def test_python_source_index_skip_and_delete(ledger: MemoryLedger) -> None:
     RECORDS.clear()
-    RECORDS.update({"a": {"id": "a", "text": "alpha beta gamma delta " * 5, "metadata": {"kind": "x"}},
-                    "b": {"id": "b", "text": "short", "metadata": {"kind": "y"}}})
+    RECORDS.update(
+        {
+            "a": {"id": "a", "text": "alpha beta gamma delta " * 5, "metadata": {"kind": "x"}},
+            "b": {"id": "b", "text": "short", "metadata": {"kind": "y"}},
+        }
+    )
     indexer, embeddings = make_indexer(ledger, source=PythonSource(loader=f"{__name__}:load_records"))
     first = indexer.index(["a", "b", "missing"])
     assert sorted(first.indexed) == ["a", "b"] and first.deleted == ["missing"]
@@ -107,8 +119,12 @@ def test_a_bad_python_loader_is_a_clear_error() -> None:
 
 def test_one_record_with_unencodable_metadata_fails_alone(ledger: MemoryLedger) -> None:
     RECORDS.clear()
-    RECORDS.update({"ok": {"id": "ok", "text": "fine text", "metadata": {"n": 1}},
-                    "bad": {"id": "bad", "text": "also text", "metadata": {"n": float("nan")}}})
+    RECORDS.update(
+        {
+            "ok": {"id": "ok", "text": "fine text", "metadata": {"n": 1}},
+            "bad": {"id": "bad", "text": "also text", "metadata": {"n": float("nan")}},
+        }
+    )
     indexer, _ = make_indexer(ledger, source=PythonSource(loader=f"{__name__}:load_records"))
     result = indexer.index(["ok", "bad"])
     assert result.indexed == ["ok"]
@@ -117,8 +133,12 @@ def test_one_record_with_unencodable_metadata_fails_alone(ledger: MemoryLedger) 
 
 def test_a_declared_field_of_another_type_fails_its_record_alone_before_any_embedding(ledger: MemoryLedger) -> None:
     RECORDS.clear()
-    RECORDS.update({"ok": {"id": "ok", "text": "fine text", "metadata": {"owner_id": 1}},
-                    "bad": {"id": "bad", "text": "never embedded", "metadata": {"owner_id": "seven"}}})
+    RECORDS.update(
+        {
+            "ok": {"id": "ok", "text": "fine text", "metadata": {"owner_id": 1}},
+            "bad": {"id": "bad", "text": "never embedded", "metadata": {"owner_id": "seven"}},
+        }
+    )
     indexer, embeddings = make_indexer(ledger, source=PythonSource(loader=f"{__name__}:load_records"))
     indexer.collection.declare_indexes({"owner_id": "integer"})
     result = indexer.index(["ok", "bad"])

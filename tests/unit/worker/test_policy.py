@@ -23,8 +23,9 @@ def test_a_clean_batch_is_finished_with_its_counts() -> None:
 
 
 def test_records_that_retrying_can_fix_are_retried_alone_and_the_rest_carried() -> None:
-    result = BatchResult(indexed=["a"], failed={"bad": "InputError: 400"}, retry={"z": "TransientError: 503", "y": "x"},
-                         retry_after=90.0)
+    result = BatchResult(
+        indexed=["a"], failed={"bad": "InputError: 400"}, retry={"z": "TransientError: 503", "y": "x"}, retry_after=90.0
+    )
     decision = decide(result, retries=1, policy=POLICY, carried={"done": 5, "skipped": 2, "failed": 1})
     assert decision.retry == ["y", "z"]
     assert decision.countdown == 90.0  # Retry-After beats the 20 s backoff
@@ -51,17 +52,25 @@ def test_whole_batch_outcomes_name_the_error() -> None:
 def test_records_counted_elsewhere_move_from_done_to_failed_when_they_fail_and_count_nothing_else() -> None:
     """The pool batch's records were counted as done by the batches that left them in the pool."""
     result = BatchResult(indexed=["a"], skipped=["b"], failed={"bad": "InputError: 400"}, retry={"z": "503"})
-    retrying = decide(result, retries=0, policy=POLICY, carried={"done": 0, "skipped": 0, "failed": 0},
-                      counted_elsewhere=True)
+    retrying = decide(
+        result, retries=0, policy=POLICY, carried={"done": 0, "skipped": 0, "failed": 0}, counted_elsewhere=True
+    )
     assert retrying.retry == ["z"] and retrying.counts == {"done": -1, "skipped": 0, "failed": 1}
-    given_up = decide(BatchResult(retry={"z": "503"}), retries=3, policy=POLICY, carried=retrying.counts,
-                      counted_elsewhere=True)
+    given_up = decide(
+        BatchResult(retry={"z": "503"}), retries=3, policy=POLICY, carried=retrying.counts, counted_elsewhere=True
+    )
     assert given_up.counts == {"done": -2, "skipped": 0, "failed": 2}  # processed unchanged: 0
 
 
 def test_a_pooled_batch_counts_its_own_records_and_what_it_left_in_the_pool_but_not_what_it_claimed() -> None:
-    result = BatchResult(indexed=["a", "c1"], deferred=["b", "c2"], skipped=["c3"], failed={"c4": "InputError"},
-                         retry={"c5": "503", "d": "503"}, claimed=["c1", "c2", "c3", "c4", "c5"])
+    result = BatchResult(
+        indexed=["a", "c1"],
+        deferred=["b", "c2"],
+        skipped=["c3"],
+        failed={"c4": "InputError"},
+        retry={"c5": "503", "d": "503"},
+        claimed=["c1", "c2", "c3", "c4", "c5"],
+    )
     own, theirs = result.owned()
     assert (own.indexed, own.deferred, own.skipped, own.failed, own.retry) == (["a"], ["b"], [], {}, {"d": "503"})
     assert (theirs.indexed, theirs.deferred, theirs.skipped) == (["c1"], ["c2"], ["c3"])

@@ -102,10 +102,16 @@ def broker(monkeypatch: pytest.MonkeyPatch) -> Iterator[Broker]:
     task_prerun.disconnect(made.up)
 
 
-SETTINGS = {"worker": {"batch_size": 20, "max_retries": 3},
-            "embeddings": {"batch_size": 8},
-            "collections": {"notes": {"source": {"kind": "python", "loader": f"{__name__}:load_records"},
-                                      "chunker": {"max_tokens": 12, "overlap": 2}}}}
+SETTINGS = {
+    "worker": {"batch_size": 20, "max_retries": 3},
+    "embeddings": {"batch_size": 8},
+    "collections": {
+        "notes": {
+            "source": {"kind": "python", "loader": f"{__name__}:load_records"},
+            "chunker": {"max_tokens": 12, "overlap": 2},
+        }
+    },
+}
 
 
 def reindexed(broker: Broker) -> tuple[Any, set[str], list[testing.SentTask]]:
@@ -160,8 +166,9 @@ def test_the_broker_down_after_a_batch_left_records_in_the_pool(broker: Broker) 
 @pytest.mark.parametrize("shared", [True, False], ids=["broker", "pool-only"])
 @pytest.mark.parametrize("after", [False, True], ids=["before", "after"])
 @pytest.mark.parametrize("method", ["claim", "defer", "settle", "take_over", "others"])
-def test_the_broker_down_at_the_first_call_of_each_pool_operation(broker: Broker, method: str, after: bool,
-                                                                  shared: bool) -> None:
+def test_the_broker_down_at_the_first_call_of_each_pool_operation(
+    broker: Broker, method: str, after: bool, shared: bool
+) -> None:
     broker.shared = shared
     broker.down_at(method, lambda *_: True, after=after)
     check(broker, f"{'after' if after else 'before'} the first {method}")

@@ -15,10 +15,17 @@ def load(ids: list[str] | None) -> list[dict[str, object]]:
 
 def test_an_indexer_keeps_the_settings_limits() -> None:
     """A worker's Indexers were built without the settings' [limits], so only the defaults applied."""
-    settings = Settings(vectors={"store": "memory", "dimensions": 8}, embeddings={"cache_ttl_days": 0},
-                        limits={"max_chunks_per_record": 5},
-                        collections={"notes": {"source": {"kind": "python", "loader": f"{__name__}:load"},
-                                               "chunker": {"max_tokens": 64, "overlap": 8}}})
+    settings = Settings(
+        vectors={"store": "memory", "dimensions": 8},
+        embeddings={"cache_ttl_days": 0},
+        limits={"max_chunks_per_record": 5},
+        collections={
+            "notes": {
+                "source": {"kind": "python", "loader": f"{__name__}:load"},
+                "chunker": {"max_tokens": 64, "overlap": 8},
+            }
+        },
+    )
     ctx = WorkerContext.from_settings(settings, ledger=MemoryLedger())
     try:
         indexer = ctx.indexer("notes")

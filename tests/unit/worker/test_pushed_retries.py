@@ -23,8 +23,10 @@ def test_a_pushed_document_outlasts_max_retries_of_provider_outage(monkeypatch: 
         return index(self, documents)
 
     monkeypatch.setattr(Indexer, "index_documents", failing)
-    settings = {"worker": {"max_retries": 2, "retry_delay": 0.01},
-                "collections": {"docs": {"source": {"kind": "push"}}}}
+    settings = {
+        "worker": {"max_retries": 2, "retry_delay": 0.01},
+        "collections": {"docs": {"source": {"kind": "push"}}},
+    }
     with testing.queue(settings) as queue:
         queue.producer.index_document("docs", "doc-1", "The office opens at ten.")
         queue.run_queue()

@@ -54,8 +54,9 @@ def _failing_once(method: Callable[..., RunProgress]) -> Callable[..., RunProgre
     return failing
 
 
-def test_a_sweep_retried_after_its_total_was_lost_ends_the_run_it_began(notes: str,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_sweep_retried_after_its_total_was_lost_ends_the_run_it_began(
+    notes: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """In a 2-minute chaos run, a sweep sent its batches and could not write its total (the database went
     silent): Celery retried the task as beat sent it, without a run id, so a new run began and the first stayed
     ``running`` with no total, and every later sweep yielded to it. A retry goes on with the run it began."""
@@ -68,8 +69,7 @@ def test_a_sweep_retried_after_its_total_was_lost_ends_the_run_it_began(notes: s
         assert sum(len(t.args[1]) for t in queue.done if t.name == INDEX_BATCH) == 3  # each record sent once
 
 
-def test_a_reindex_retried_without_a_run_id_ends_the_run_it_began(notes: str,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_reindex_retried_without_a_run_id_ends_the_run_it_began(notes: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """App code may send ``reindex_all`` with the collection alone: a retry must not begin a second run."""
     with testing.queue(notes_settings(notes, max_retries=3)) as queue:
         queue.send_task(REINDEX_ALL, args=("notes",))

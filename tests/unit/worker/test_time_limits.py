@@ -17,8 +17,10 @@ from worker.pipeline import Indexer
 
 
 def notes_settings(url: str, max_retries: int) -> dict[str, Any]:
-    return {"worker": {"max_retries": max_retries, "batch_size": 10},
-            "collections": {"notes": {"source": {"kind": "sql", "url": url, "table": "notes", "text": "{body}"}}}}
+    return {
+        "worker": {"max_retries": max_retries, "batch_size": 10},
+        "collections": {"notes": {"source": {"kind": "sql", "url": url, "table": "notes", "text": "{body}"}}},
+    }
 
 
 def _slow(monkeypatch: pytest.MonkeyPatch, times: int) -> None:
@@ -35,7 +37,8 @@ def _slow(monkeypatch: pytest.MonkeyPatch, times: int) -> None:
 
 
 def test_a_batch_that_runs_into_its_soft_time_limit_is_retried_and_its_run_ends(
-        notes: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    notes: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _slow(monkeypatch, times=1)
     with testing.queue(notes_settings(notes, max_retries=3)) as queue:
         run_id = queue.producer.reindex_all("notes")
@@ -46,7 +49,8 @@ def test_a_batch_that_runs_into_its_soft_time_limit_is_retried_and_its_run_ends(
 
 
 def test_one_that_keeps_running_into_it_is_given_up_into_failures_and_its_run_ends(
-        notes: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    notes: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _slow(monkeypatch, times=10)
     with testing.queue(notes_settings(notes, max_retries=2)) as queue:
         run_id = queue.producer.reindex_all("notes")
@@ -58,7 +62,8 @@ def test_one_that_keeps_running_into_it_is_given_up_into_failures_and_its_run_en
 
 
 def test_a_fan_out_that_runs_into_its_soft_time_limit_is_retried_rather_than_failing_its_run(
-        notes: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    notes: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fan_out, left = tasks.fan_out, [1]
 
     def slow(*args: Any, **kwargs: Any) -> Any:

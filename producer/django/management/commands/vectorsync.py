@@ -63,7 +63,8 @@ class Command(BaseCommand):
             code = exc.exit_code
         except TyperException as exc:  # Typer's own click: its usage errors are not click.ClickException
             message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
-            raise CommandError(f"vectorsync {' '.join(args)}: {message}", returncode=getattr(exc, "exit_code", 2)
-                               ) from None
+            raise CommandError(
+                f"vectorsync {' '.join(args)}: {message}", returncode=getattr(exc, "exit_code", 2)
+            ) from None
         if isinstance(code, int) and code != 0:
             raise CommandError(f"vectorsync {' '.join(args)} exited with {code}", returncode=code)

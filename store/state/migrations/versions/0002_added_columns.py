@@ -22,10 +22,11 @@ depends_on = None
 def upgrade() -> None:
     add_column("vectorsync_runs", sa.Column("kind", sa.Text, nullable=False, server_default="reindex"))
     add_column("vectorsync_ledger", sa.Column("stamp", sa.Text, nullable=False, server_default=""))
-    add_column("vectorsync_run_batches", sa.Column("counted_at", sa.DateTime(timezone=True), nullable=False,
-                                                   server_default=sa.func.now()))
-    add_column("vectorsync_runs", sa.Column("deferred_index", sa.Boolean, nullable=False,
-                                            server_default=sa.false()))
+    add_column(
+        "vectorsync_run_batches",
+        sa.Column("counted_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
+    )
+    add_column("vectorsync_runs", sa.Column("deferred_index", sa.Boolean, nullable=False, server_default=sa.false()))
 
 
 def downgrade() -> None:

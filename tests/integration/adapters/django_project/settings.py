@@ -13,9 +13,14 @@ def database(url: str) -> dict[str, Any]:
     """Django's DATABASES entry for a ``postgresql://`` URL (a ``?host=`` folder is a Unix socket's)."""
     parts = urllib.parse.urlsplit(url)
     query = dict(urllib.parse.parse_qsl(parts.query))
-    return {"ENGINE": "django.db.backends.postgresql", "NAME": parts.path.lstrip("/"), "USER": parts.username or "",
-            "PASSWORD": urllib.parse.unquote(parts.password or ""), "HOST": query.get("host", parts.hostname or ""),
-            "PORT": str(parts.port or "")}
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": parts.path.lstrip("/"),
+        "USER": parts.username or "",
+        "PASSWORD": urllib.parse.unquote(parts.password or ""),
+        "HOST": query.get("host", parts.hostname or ""),
+        "PORT": str(parts.port or ""),
+    }
 
 
 SECRET_KEY = "tests only"

@@ -7,8 +7,9 @@ from typing import Any
 from tests.unit.store.retrieval.test_retrieval import NOTES
 
 
-def test_vectorsync_ask_prints_the_answer_with_its_sources_and_exits_by_outcome(tmp_path: Any,
-                                                                                postgres_url: str) -> None:
+def test_vectorsync_ask_prints_the_answer_with_its_sources_and_exits_by_outcome(
+    tmp_path: Any, postgres_url: str
+) -> None:
     import json
 
     from tests.backends import unique_name

@@ -102,7 +102,7 @@ def _assert_searches(lines: list[str]) -> None:
         seen += 1
         count = int(header.group(3))
         assert count >= 1, line
-        block = lines[index + 1: index + 1 + 2 * count]
+        block = lines[index + 1 : index + 1 + 2 * count]
         assert sum(bool(MATCH.match(entry)) for entry in block) == count, "\n".join([line, *block])
     assert seen == len(SEARCHES), "\n".join(lines[-80:])
 
@@ -113,12 +113,19 @@ def _clean_env(home: Path) -> dict[str, str]:
     The real pip cache stays (PIP_CACHE_DIR), so packages are not downloaded again.
     """
     real_cache = os.environ.get("PIP_CACHE_DIR") or str(
-        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pip")
-    env = {k: v for k, v in child_env().items()
-           if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME",
-                        "XDG_DATA_HOME")}
-    path = [entry for entry in env.get("PATH", "").split(os.pathsep)
-            if entry and not (Path(entry).parent / "pyvenv.cfg").exists()]
+        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pip"
+    )
+    env = {
+        k: v
+        for k, v in child_env().items()
+        if k
+        not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME")
+    }
+    path = [
+        entry
+        for entry in env.get("PATH", "").split(os.pathsep)
+        if entry and not (Path(entry).parent / "pyvenv.cfg").exists()
+    ]
     env.update(HOME=str(home), PATH=os.pathsep.join(path), PIP_CACHE_DIR=real_cache, PYTHONUNBUFFERED="1")
     return env
 
@@ -143,8 +150,16 @@ def test_scripts_dev_in_a_fresh_clone_serves_and_stops_on_ctrl_c(fresh_clone: Pa
     env = _clean_env(home)
     env["VECTORSYNC_SKIP_LOCAL"] = "1"  # no torch: minutes less; the dev system says it uses `fake`
     started = time.monotonic()
-    process = subprocess.Popen(["scripts/dev"], cwd=fresh_clone, env=env, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    process = subprocess.Popen(
+        ["scripts/dev"],
+        cwd=fresh_clone,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     output = _Output(process, tmp_path / "scripts-dev.log")
     try:
         _wait_for_line(process, output, SERVING, timeout=900)
@@ -178,8 +193,9 @@ def test_scripts_dev_in_a_fresh_clone_serves_and_stops_on_ctrl_c(fresh_clone: Pa
                 break
             time.sleep(0.5)
         assert not left, "left behind:\n" + "\n".join(left)
-        status = subprocess.run(["git", "status", "--porcelain"], cwd=fresh_clone, capture_output=True, text=True,
-                                check=True).stdout
+        status = subprocess.run(
+            ["git", "status", "--porcelain"], cwd=fresh_clone, capture_output=True, text=True, check=True
+        ).stdout
         assert status == "", f"the first try left the checkout dirty:\n{status}"
         print(f"scripts/dev: serving after {ready:.0f}s, stopped {stopped:.1f}s after Ctrl-C")
     finally:
@@ -194,8 +210,14 @@ def test_vectorsync_dev_no_serve_runs_searches_and_cleans_up(tmp_path: Path) -> 
     """The dev command from this checkout, with the fake model: quick, and nothing left behind."""
     folder = tmp_path / "dev"
     env = child_env()
-    result = subprocess.run([sys.executable, "-m", "producer.cli", "dev", "--dir", str(folder), "--no-serve",
-                             "--model", "fake"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=500)
+    result = subprocess.run(
+        [sys.executable, "-m", "producer.cli", "dev", "--dir", str(folder), "--no-serve", "--model", "fake"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=500,
+    )
     lines = result.stdout.splitlines()
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     assert "embedding model: fake" in result.stdout
@@ -214,9 +236,16 @@ def test_vectorsync_dev_stops_everything_on_sigterm(tmp_path: Path) -> None:
     """SIGTERM (a service manager, `kill`) to the dev process alone: it stops what it started, then exits 0."""
     folder = tmp_path / "dev"
     env = child_env()
-    process = subprocess.Popen([sys.executable, "-m", "producer.cli", "dev", "--dir", str(folder), "--model", "fake"],
-                               cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "producer.cli", "dev", "--dir", str(folder), "--model", "fake"],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     output = _Output(process, tmp_path / "dev.log")
     try:
         _wait_for_line(process, output, SERVING, timeout=300)

@@ -25,8 +25,14 @@ QUERIES = [
 def indexed(tmp_path: Path, postgres_url: str) -> tuple[Path, str]:
     collection = unique_name("eval")
     config = pushed_collection(tmp_path, postgres_url, collection, dimensions=64)
-    store_records(config, collection, [(rid, text, {"topic": "billing" if rid in ("refunds", "invoices") else "other"})
-                                       for rid, text in RECORDS.items()])
+    store_records(
+        config,
+        collection,
+        [
+            (rid, text, {"topic": "billing" if rid in ("refunds", "invoices") else "other"})
+            for rid, text in RECORDS.items()
+        ],
+    )
     return config, collection
 
 
@@ -42,8 +48,9 @@ def test_vectorsync_eval_prints_a_table_per_mode_and_json(tmp_path: Path, postgr
     for mode in ("vector", "keyword", "hybrid"):
         assert any(line.split("│")[1:2] == [f" {mode} "] or f"│ {mode} " in line for line in lines), mode
 
-    as_json = json.loads(run_cli(config, "eval", collection, "-q", str(queries), "--modes", "keyword,vector",
-                                 "--json").stdout)
+    as_json = json.loads(
+        run_cli(config, "eval", collection, "-q", str(queries), "--modes", "keyword,vector", "--json").stdout
+    )
     assert as_json["collection"] == collection and as_json["k"] == 10
     assert [m["mode"] for m in as_json["modes"]] == ["keyword", "vector"]
     keyword = as_json["modes"][0]

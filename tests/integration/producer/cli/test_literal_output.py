@@ -24,8 +24,9 @@ def config(tmp_path: Path, postgres_url: str) -> tuple[Path, str]:
     return pushed_collection(tmp_path, postgres_url, name, dimensions=8), name
 
 
-def test_failures_print_a_record_id_and_an_error_holding_markup_as_they_are(config: tuple[Path, str],
-                                                                             postgres_url: str) -> None:
+def test_failures_print_a_record_id_and_an_error_holding_markup_as_they_are(
+    config: tuple[Path, str], postgres_url: str
+) -> None:
     path, name = config
     ledger = PostgresLedger(postgres_url)
     ledger.record_failure(name, MARKUP, f"refused: {LINK}", run_id=None)
@@ -37,20 +38,25 @@ def test_failures_print_a_record_id_and_an_error_holding_markup_as_they_are(conf
     assert "MarkupError" not in retried.stderr and retried.returncode == 0, retried.stdout + retried.stderr
 
 
-@pytest.mark.parametrize("args", [
-    ("search", "{name}", "refunds", "--filter", '{{"a[/b]": 1}}'),
-    ("search", "{name}", "refunds", "--filter", '{{"' + LINK + '": 1}}'),
-    ("search", "x[/y]", "refunds"),
-    ("index", "x[/y]", "1"),
-    ("status", "zz[/x]"),
-], ids=["filter field", "filter field with a link", "search collection", "index collection", "status run"])
-def test_a_bad_value_holding_markup_is_named_literally_in_its_error(config: tuple[Path, str],
-                                                                  args: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("search", "{name}", "refunds", "--filter", '{{"a[/b]": 1}}'),
+        ("search", "{name}", "refunds", "--filter", '{{"' + LINK + '": 1}}'),
+        ("search", "x[/y]", "refunds"),
+        ("index", "x[/y]", "1"),
+        ("status", "zz[/x]"),
+    ],
+    ids=["filter field", "filter field with a link", "search collection", "index collection", "status run"],
+)
+def test_a_bad_value_holding_markup_is_named_literally_in_its_error(
+    config: tuple[Path, str], args: tuple[str, ...]
+) -> None:
     path, name = config
     argv = [a.format(name=name) for a in args]
     result = run_cli(path, *argv)
     value = next(a for a in argv if "[" in a)
-    key = value if not value.startswith("{") else value[2:value.index('":')]
+    key = value if not value.startswith("{") else value[2 : value.index('":')]
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stderr and key in result.stderr, result.stderr
 
@@ -61,7 +67,19 @@ def test_a_run_whose_error_holds_markup_is_summed_up_literally() -> None:
 
     now = datetime.now(UTC)
     with progress.out.capture() as printed:
-        progress.summary(RunProgress(run_id="r1", collection="docs", status=RunStatus.FAILED, total=1, done=0,
-                                     skipped=0, failed=1, full=False, started_at=now, finished_at=now,
-                                     error=f"boom {MARKUP}"))
+        progress.summary(
+            RunProgress(
+                run_id="r1",
+                collection="docs",
+                status=RunStatus.FAILED,
+                total=1,
+                done=0,
+                skipped=0,
+                failed=1,
+                full=False,
+                started_at=now,
+                finished_at=now,
+                error=f"boom {MARKUP}",
+            )
+        )
     assert f"failed: 1 records, 0 indexed, 0 unchanged, 1 failed in 0.0s — boom {MARKUP}" in printed.get()

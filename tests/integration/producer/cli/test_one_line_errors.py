@@ -16,9 +16,15 @@ DEEP_FILTER = '{"$and": [' * 1000 + '{"a": 1}' + "]}" * 1000
 
 
 def vectorsync(config: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "producer.cli", *args], cwd=ROOT,
-                          env={**process_env(config), **(env or {})}, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "producer.cli", *args],
+        cwd=ROOT,
+        env={**process_env(config), **(env or {})},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def one_line(result: subprocess.CompletedProcess[str], *named: str) -> str:
@@ -38,31 +44,41 @@ def config(tmp_path: Path, postgres_url: str) -> Path:
 
 def test_a_settings_file_that_is_not_utf8(tmp_path: Path) -> None:
     bad = tmp_path / "latin1.toml"
-    bad.write_bytes(b'[embeddings]\n# caf\xe9\ncache_ttl_days = 1\n')
+    bad.write_bytes(b"[embeddings]\n# caf\xe9\ncache_ttl_days = 1\n")
     assert "save it as UTF-8" in one_line(vectorsync(bad, "search", "docs", "q"), str(bad), r"b'\xe9'")
 
 
-@pytest.mark.parametrize(("variable", "value"), [("VECTORSYNC_EMBEDDINGS__CHAIN", "a,b"),
-                                                 ("VECTORSYNC_COLLECTIONS", "{not json")])
+@pytest.mark.parametrize(
+    ("variable", "value"), [("VECTORSYNC_EMBEDDINGS__CHAIN", "a,b"), ("VECTORSYNC_COLLECTIONS", "{not json")]
+)
 def test_an_environment_variable_that_is_not_json(config: Path, variable: str, value: str) -> None:
     line = one_line(vectorsync(config, "search", "docs", "q", env={variable: value}), f"{variable}={value!r}")
     assert "takes JSON" in line
 
 
-@pytest.mark.parametrize(("section", "setting", "value"), [
-    ("embeddings", "cache_ttl_days", "inf"), ("network", "tcp_user_timeout", "inf"),
-    ("network", "tcp_user_timeout", "1e300"), ("embeddings", "cache_ttl_days", "nan")])
-def test_a_number_setting_that_is_not_finite_or_too_large(config: Path, section: str, setting: str,
-                                                          value: str) -> None:
+@pytest.mark.parametrize(
+    ("section", "setting", "value"),
+    [
+        ("embeddings", "cache_ttl_days", "inf"),
+        ("network", "tcp_user_timeout", "inf"),
+        ("network", "tcp_user_timeout", "1e300"),
+        ("embeddings", "cache_ttl_days", "nan"),
+    ],
+)
+def test_a_number_setting_that_is_not_finite_or_too_large(config: Path, section: str, setting: str, value: str) -> None:
     text = config.read_text().replace(f"{setting} = 0\n", "")
-    config.write_text(text.replace(f"[{section}]\n", f"[{section}]\n{setting} = {value}\n") if f"[{section}]\n"
-                      in text else text + f"\n[{section}]\n{setting} = {value}\n")
+    config.write_text(
+        text.replace(f"[{section}]\n", f"[{section}]\n{setting} = {value}\n")
+        if f"[{section}]\n" in text
+        else text + f"\n[{section}]\n{setting} = {value}\n"
+    )
     one_line(vectorsync(config, "search", "docs", "q"), f"{section}.{setting}")
 
 
 def test_a_filter_nested_a_thousand_levels(config: Path) -> None:
-    assert "nested too deep to read" in one_line(vectorsync(config, "search", "docs", "q", "--filter", DEEP_FILTER),
-                                                 "--filter '{\"$and\"")
+    assert "nested too deep to read" in one_line(
+        vectorsync(config, "search", "docs", "q", "--filter", DEEP_FILTER), '--filter \'{"$and"'
+    )
 
 
 def test_an_eval_line_nested_a_thousand_levels(config: Path, tmp_path: Path) -> None:
@@ -77,8 +93,9 @@ def test_min_score_nan_is_refused(config: Path) -> None:
     """It was taken, and no score is at least nan: an empty answer that looked like no match."""
     name = next(line for line in config.read_text().splitlines() if line.startswith("[collections."))[13:-8]
     store_records(config, name, [("1", "refunds take five days", {})])
-    assert "use a finite number" in one_line(vectorsync(config, "search", name, "refunds", "--min-score", "nan"),
-                                             "min_score nan")
+    assert "use a finite number" in one_line(
+        vectorsync(config, "search", name, "refunds", "--min-score", "nan"), "min_score nan"
+    )
 
 
 def test_an_endless_queries_file_is_read_to_a_bound(config: Path) -> None:

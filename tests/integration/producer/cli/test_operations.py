@@ -63,8 +63,9 @@ class Ops:
 
 
 @pytest.fixture(params=["redis", pytest.param("rabbitmq", marks=pytest.mark.rabbitmq)])
-def ops(request: pytest.FixtureRequest, tmp_path: Path, broker_redis_url: str, scratch_redis_url: str,
-        postgres_url: str) -> Iterator[Ops]:
+def ops(
+    request: pytest.FixtureRequest, tmp_path: Path, broker_redis_url: str, scratch_redis_url: str, postgres_url: str
+) -> Iterator[Ops]:
     if request.param == "rabbitmq":
         broker = str(request.getfixturevalue("amqp_url"))
     else:
@@ -74,8 +75,15 @@ def ops(request: pytest.FixtureRequest, tmp_path: Path, broker_redis_url: str, s
     with FakeOpenAI(dimensions=8) as openai:
         crm = CrmTable(postgres_url, f"crm_{collection}")
         config = tmp_path / "vectorsync.toml"
-        text = settings_toml(broker=broker, cache=scratch_redis_url, database=postgres_url,
-                             openai_url=openai.url, table=crm.name, collection=collection, batch_size=10)
+        text = settings_toml(
+            broker=broker,
+            cache=scratch_redis_url,
+            database=postgres_url,
+            openai_url=openai.url,
+            table=crm.name,
+            collection=collection,
+            batch_size=10,
+        )
         config.write_text(text.replace("metrics_port = 0", "metrics_port = 0\nstall_seconds = 2"))
         settings = load_settings(config)
         app = Celery(set_as_current=False)
@@ -100,8 +108,14 @@ def test_doctor_with_everything_up_then_each_part_down(ops: Ops) -> None:
     with celery_worker(ops.config):
         code, lines = doctor_lines(ops.config)
         assert code == 0, lines
-        assert set(lines) == {"broker", "state database", "vector store (pgvector)", "cache", "model fake_openai",
-                              "workers"}
+        assert set(lines) == {
+            "broker",
+            "state database",
+            "vector store (pgvector)",
+            "cache",
+            "model fake_openai",
+            "workers",
+        }
         assert all(line.startswith("ok ") for line in lines.values()), lines
         assert re.match(r"ok pgvector 0\.(8|9|1\d)\.\d+, \d+ collections", lines["vector store (pgvector)"])
         assert "8 dimensions" in lines["model fake_openai"]
@@ -116,8 +130,11 @@ def test_doctor_with_everything_up_then_each_part_down(ops: Ops) -> None:
     assert code == 1 and lines["workers"] == f"FAIL no worker answers a ping → fix: start one: {WORKER_COMMAND}"
 
     code, lines = doctor_lines(ops.variant("broker", f"redis://{DEAD}/0"))
-    assert code == 1 and lines["broker"].startswith("FAIL") and "fix: start the broker, or fix broker.url" in \
-        lines["broker"]
+    assert (
+        code == 1
+        and lines["broker"].startswith("FAIL")
+        and "fix: start the broker, or fix broker.url" in lines["broker"]
+    )
     assert lines["workers"].startswith("FAIL not asked: the broker is down")
 
 
@@ -138,24 +155,36 @@ def _each_other_part_down(ops: Ops) -> None:
         assert code == expected_code, (part, lines)
         assert lines[part].startswith(status) and fix in lines[part], lines[part]
     store_down = ops.variant("state", ops.settings.vectors.url or "")  # the state stays where it is ...
-    store_down.write_text(re.sub(r'(\[vectors\]\nstore = "pgvector"\nurl = )"[^"]*"',
-                                 rf'\1"postgresql://{DEAD}/x"', store_down.read_text()))  # ... the store is gone
+    store_down.write_text(
+        re.sub(
+            r'(\[vectors\]\nstore = "pgvector"\nurl = )"[^"]*"', rf'\1"postgresql://{DEAD}/x"', store_down.read_text()
+        )
+    )  # ... the store is gone
     code, lines = doctor_lines(store_down)
     assert code == 1 and lines["state database"].startswith("ok")
-    assert lines["vector store (pgvector)"].startswith("FAIL") and "fix: start it, or fix vectors.url" in \
-        lines["vector store (pgvector)"]
+    assert (
+        lines["vector store (pgvector)"].startswith("FAIL")
+        and "fix: start it, or fix vectors.url" in lines["vector store (pgvector)"]
+    )
 
 
 def test_no_consumer_warning_once_then_the_run_completes_when_a_worker_starts(ops: Ops) -> None:
     ops.crm.insert([note(i) for i in range(1, 31)])
-    process = subprocess.Popen([sys.executable, "-m", "producer.cli", "reindex", ops.collection, "--wait"],
-                               cwd=ROOT, env=process_env(ops.config), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "producer.cli", "reindex", ops.collection, "--wait"],
+        cwd=ROOT,
+        env=process_env(ops.config),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert process.stderr is not None
         warning = process.stderr.readline()
-        assert warning.strip() == (f"warning: no worker consumes vectorsync.bulk: the work waits there until one "
-                                   f"does. Start one with `{WORKER_COMMAND}`")
+        assert warning.strip() == (
+            f"warning: no worker consumes vectorsync.bulk: the work waits there until one "
+            f"does. Start one with `{WORKER_COMMAND}`"
+        )
         with celery_worker(ops.config):
             stdout, stderr = process.communicate(timeout=180)
     finally:
@@ -196,8 +225,9 @@ def test_a_run_whose_worker_was_killed_is_flagged_stalled_with_the_reason(ops: O
     bulk = next(q for q in view["queues"] if q["name"] == "vectorsync.bulk")
     assert bulk["depth"] > 0 and bulk["consumers"] == [] and bulk["oldest_seconds"] > 0
     screen = run_on_terminal(ops.config, "status", columns=80)
-    assert f"run {run_id[:8]} ({ops.collection}) is stalled: no worker consumes vectorsync.bulk" in \
-        " ".join(screen.split())
+    assert f"run {run_id[:8]} ({ops.collection}) is stalled: no worker consumes vectorsync.bulk" in " ".join(
+        screen.split()
+    )
     ops.openai.always()
 
 
@@ -222,7 +252,9 @@ def test_status_fits_80_columns_on_a_terminal_without_cutting_ids(ops: Ops) -> N
     assert "…" not in screen
     [worker] = view["workers"]
     assert worker["name"].startswith("a-worker-with-a-rather-long-name@") and worker["queues"] == [
-        "vectorsync.bulk", "vectorsync.live"]
+        "vectorsync.bulk",
+        "vectorsync.live",
+    ]
     assert "a-worker-with-a-rather-long-na" in screen  # wrapped inside its cell if need be, never cut short
     run = view["runs"][0]
     assert run["collection"] == ops.collection and run["status"] == "done"

@@ -18,8 +18,9 @@ def test_search_and_ask_take_a_mode(tmp_path: Any, postgres_url: str) -> None:
     keyword = run_cli(config, "search", collection, "refunds acme", "--mode", "keyword", "--limit", "2")
     assert keyword.returncode == 0, keyword.stderr
     assert "acme-1:0" in keyword.stdout
-    hybrid = run_cli(config, "ask", collection, "how are acme refunds paid?", "--mode", "hybrid",
-                     "--filter", '{"tenant": "acme"}')
+    hybrid = run_cli(
+        config, "ask", collection, "how are acme refunds paid?", "--mode", "hybrid", "--filter", '{"tenant": "acme"}'
+    )
     assert hybrid.returncode == 0, hybrid.stderr
     assert hybrid.stdout.startswith("Refunds at Acme are paid within 14 days")
     bad = run_cli(config, "search", collection, "refunds", "--mode", "fuzzy")

@@ -38,8 +38,16 @@ def idle(tmp_path: Path, broker_redis_url: str, scratch_redis_url: str, postgres
     crm = CrmTable(postgres_url, f"crm_{collection}")
     crm.insert([note(i) for i in range(1, 31)])
     config = tmp_path / "vectorsync.toml"
-    config.write_text(settings_toml(broker=broker_redis_url, cache=scratch_redis_url, database=postgres_url,
-                                    openai_url="http://127.0.0.1:9/v1", table=crm.name, collection=collection))
+    config.write_text(
+        settings_toml(
+            broker=broker_redis_url,
+            cache=scratch_redis_url,
+            database=postgres_url,
+            openai_url="http://127.0.0.1:9/v1",
+            table=crm.name,
+            collection=collection,
+        )
+    )
     try:
         yield Idle(config, load_settings(config), collection)
     finally:

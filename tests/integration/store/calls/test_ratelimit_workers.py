@@ -33,8 +33,9 @@ REQUESTS_PER_MINUTE = 60
 BEYOND_THE_BURST = 14
 
 
-def config_text(*, broker: str, cache: str, database: str, openai_url: str, model: str, collection: str,
-                metrics_port: int) -> str:
+def config_text(
+    *, broker: str, cache: str, database: str, openai_url: str, model: str, collection: str, metrics_port: int
+) -> str:
     return f"""
 {worker_sections(broker=broker, database=database, dimensions=8, metrics_port=metrics_port)}
 [cache]
@@ -58,7 +59,8 @@ kind = "push"
 
 
 def test_four_worker_processes_stay_within_requests_per_minute(
-        tmp_path: Path, broker_redis_url: str, redis_url: str, postgres_url: str) -> None:
+    tmp_path: Path, broker_redis_url: str, redis_url: str, postgres_url: str
+) -> None:
     rate = REQUESTS_PER_MINUTE / 60
     burst = int(REQUESTS_PER_MINUTE / 60 * BURST_SECONDS)
     documents = burst + BEYOND_THE_BURST
@@ -66,8 +68,14 @@ def test_four_worker_processes_stay_within_requests_per_minute(
     ports = [free_port(), free_port()]
     with FakeOpenAI(dimensions=8) as server, ExitStack() as workers:
         # A model name of this test's own: a bucket no other run shares.
-        options = dict(broker=broker_redis_url, cache=redis_url, database=postgres_url, openai_url=server.url,
-                       model=f"text-embedding-{uuid.uuid4().hex[:12]}", collection=collection)
+        options = dict(
+            broker=broker_redis_url,
+            cache=redis_url,
+            database=postgres_url,
+            openai_url=server.url,
+            model=f"text-embedding-{uuid.uuid4().hex[:12]}",
+            collection=collection,
+        )
         configs = []
         for index, port in enumerate(ports):
             configs.append(tmp_path / f"worker{index}.toml")
@@ -83,17 +91,29 @@ def test_four_worker_processes_stay_within_requests_per_minute(
         for i in range(documents):
             producer.index_document(collection, i, f"note {i} about the renewal call")
         producer.close()
-        wait_for(lambda: len(server.arrivals()) >= documents, timeout=documents / rate + 10,
-                 what=f"{documents} provider calls")
-        wait_for(lambda: len(stored_chunks(postgres_url, f"vs_{collection}")) == documents, timeout=10,
-                 what="every document to be stored: calls wait for the budget, none is refused")
+        wait_for(
+            lambda: len(server.arrivals()) >= documents,
+            timeout=documents / rate + 10,
+            what=f"{documents} provider calls",
+        )
+        wait_for(
+            lambda: len(stored_chunks(postgres_url, f"vs_{collection}")) == documents,
+            timeout=10,
+            what="every document to be stored: calls wait for the budget, none is refused",
+        )
         scraped = urllib.request.urlopen(f"http://127.0.0.1:{ports[0]}/metrics", timeout=10).read().decode()
     times = server.arrivals()
-    print(f"{len(times)} calls over {times[-1] - times[0]:.1f}s, at most {server.busiest(BURST_SECONDS)} in "
-          f"{BURST_SECONDS:g}s, first {burst} within {times[burst - 1] - times[0]:.2f}s; waited {waited_text(scraped)}")
+    print(
+        f"{len(times)} calls over {times[-1] - times[0]:.1f}s, at most {server.busiest(BURST_SECONDS)} in "
+        f"{BURST_SECONDS:g}s, first {burst} within {times[burst - 1] - times[0]:.2f}s; waited {waited_text(scraped)}"
+    )
     assert len(times) == documents
-    over = [f"{j - i + 1} calls in {times[j] - times[i]:.2f}s" for i in range(len(times))
-            for j in range(i, len(times)) if j - i + 1 > burst + rate * (times[j] - times[i]) + 1]
+    over = [
+        f"{j - i + 1} calls in {times[j] - times[i]:.2f}s"
+        for i in range(len(times))
+        for j in range(i, len(times))
+        if j - i + 1 > burst + rate * (times[j] - times[i]) + 1
+    ]
     assert over == []
     # The budget was spent, not refused: the calls past the burst came at about the rate.
     assert times[-1] - times[0] >= (documents - burst - 1) / rate

@@ -72,8 +72,9 @@ def captured(postgres_url: str, pg: psycopg.Connection) -> Iterator[tuple[str, O
     name = unique_name("relayed")
     pg.execute(f"CREATE TABLE {name} (id int PRIMARY KEY, body text)")
     outbox = Outbox(postgres_url)
-    target = outbox.target(name, SourceSettings(kind="sql", url=postgres_url, table=name, text="{body}",
-                                                capture="trigger"))
+    target = outbox.target(
+        name, SourceSettings(kind="sql", url=postgres_url, table=name, text="{body}", capture="trigger")
+    )
     outbox.enable(target)
     yield name, outbox, target
     outbox.disable(target)
@@ -89,7 +90,8 @@ def pending(pg: psycopg.Connection, name: str) -> int:
 
 
 def test_a_few_changes_go_live_once_each_a_flood_in_full_batches(
-        pg: psycopg.Connection, captured: tuple[str, Outbox, Target]) -> None:
+    pg: psycopg.Connection, captured: tuple[str, Outbox, Target]
+) -> None:
     name, outbox, _ = captured
     sent = Recorder()
     relay = Relay(outbox, [name], sent, batch_size=100, claim_rows=5000)
@@ -107,7 +109,8 @@ def test_a_few_changes_go_live_once_each_a_flood_in_full_batches(
 
 
 def test_a_truncate_becomes_one_full_reindex_and_the_claims_ids_go_too(
-        pg: psycopg.Connection, captured: tuple[str, Outbox, Target]) -> None:
+    pg: psycopg.Connection, captured: tuple[str, Outbox, Target]
+) -> None:
     name, outbox, _ = captured
     sent = Recorder()
     pg.execute(f"INSERT INTO {name} VALUES (1, 'a'), (2, 'b')")
@@ -120,7 +123,8 @@ def test_a_truncate_becomes_one_full_reindex_and_the_claims_ids_go_too(
 
 
 def test_a_failed_send_keeps_every_row_of_the_claim_for_the_next(
-        pg: psycopg.Connection, captured: tuple[str, Outbox, Target]) -> None:
+    pg: psycopg.Connection, captured: tuple[str, Outbox, Target]
+) -> None:
     name, outbox, _ = captured
     sent = Recorder()
     relay = Relay(outbox, [name], sent)
@@ -134,7 +138,8 @@ def test_a_failed_send_keeps_every_row_of_the_claim_for_the_next(
 
 
 def test_claims_are_disjoint_so_two_relays_never_send_a_row_twice(
-        pg: psycopg.Connection, captured: tuple[str, Outbox, Target]) -> None:
+    pg: psycopg.Connection, captured: tuple[str, Outbox, Target]
+) -> None:
     name, outbox, _ = captured
     sent = Recorder()
     pg.execute(f"INSERT INTO {name} SELECT g, 'x' FROM generate_series(1, 3000) g")
@@ -150,8 +155,9 @@ def test_claims_are_disjoint_so_two_relays_never_send_a_row_twice(
     assert pending(pg, name) == 0
 
 
-def test_a_notify_wakes_the_relay_long_before_its_poll(pg: psycopg.Connection,
-                                                       captured: tuple[str, Outbox, Target]) -> None:
+def test_a_notify_wakes_the_relay_long_before_its_poll(
+    pg: psycopg.Connection, captured: tuple[str, Outbox, Target]
+) -> None:
     name, outbox, target = captured
     outbox.enable(dataclasses.replace(target, notify=True))  # NOTIFY is opt-in (source.capture_notify)
     sent = Recorder()
@@ -171,13 +177,15 @@ def test_a_notify_wakes_the_relay_long_before_its_poll(pg: psycopg.Connection,
     assert not thread.is_alive()
 
 
-def test_an_id_refused_before_sending_fails_alone_and_the_outbox_drains(postgres_url: str,
-                                                                       pg: psycopg.Connection) -> None:
+def test_an_id_refused_before_sending_fails_alone_and_the_outbox_drains(
+    postgres_url: str, pg: psycopg.Connection
+) -> None:
     name = unique_name("textids")
     pg.execute(f"CREATE TABLE {name} (code text PRIMARY KEY, body text)")
     outbox = Outbox(postgres_url)
-    target = outbox.target(name, SourceSettings(kind="sql", url=postgres_url, table=name, id="code",
-                                                text="{body}", capture="trigger"))
+    target = outbox.target(
+        name, SourceSettings(kind="sql", url=postgres_url, table=name, id="code", text="{body}", capture="trigger")
+    )
     outbox.enable(target)
     try:
         pg.execute(f"INSERT INTO {name} VALUES ('a', 'x'), ('', 'an empty key'), ('b', 'y')")

@@ -132,10 +132,12 @@ def test_endpoints_given_the_same_weights_share_cached_vectors(redis_url: str, m
     """``weights`` says two endpoints serve the same model: the second is never asked for what is cached."""
     with FakeOpenAI() as first, FakeOpenAI() as second:
         shared = {"weights": model_name}
-        made = Embeddings.from_settings(settings_for(first, models=[model_name], model=shared, cache_url=redis_url,
-                                                     cache_ttl_days=1)).embed("alpha")
-        again = Embeddings.from_settings(settings_for(second, models=[model_name], model=shared,
-                                                      cache_url=redis_url, cache_ttl_days=1)).embed("alpha")
+        made = Embeddings.from_settings(
+            settings_for(first, models=[model_name], model=shared, cache_url=redis_url, cache_ttl_days=1)
+        ).embed("alpha")
+        again = Embeddings.from_settings(
+            settings_for(second, models=[model_name], model=shared, cache_url=redis_url, cache_ttl_days=1)
+        ).embed("alpha")
         assert again == made and again.model == model_name
         assert (first.calls, second.calls) == (1, 0)
 

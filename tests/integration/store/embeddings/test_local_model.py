@@ -30,7 +30,10 @@ def reference() -> np.ndarray:
 @pytest.mark.local_model
 @pytest.mark.parametrize("backend", ["torch", "onnx"])
 def test_sorted_batches_give_each_text_its_own_vector(
-        backend: str, reference: np.ndarray, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory,
+    backend: str,
+    reference: np.ndarray,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     monkeypatch.setenv("VECTORSYNC_ONNX_CACHE", str(tmp_path_factory.getbasetemp() / "onnx"))
     monkeypatch.setattr(local, "ENCODE_BATCH", 2)  # several sorted batches out of a handful of texts
@@ -42,13 +45,13 @@ def test_sorted_batches_give_each_text_its_own_vector(
 
 
 @pytest.mark.local_model
-def test_int8_vectors_stay_close_to_the_float_ones(reference: np.ndarray, monkeypatch: pytest.MonkeyPatch,
-                                                  tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_int8_vectors_stay_close_to_the_float_ones(
+    reference: np.ndarray, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     monkeypatch.setenv("VECTORSYNC_ONNX_CACHE", str(tmp_path_factory.getbasetemp() / "onnx"))
     vectors = np.array(LocalProvider(name="m", settings=minilm(quantize=True, threads=1)).embed_batch(TEXTS))
     cosines = (vectors * reference).sum(axis=1)
     assert cosines.mean() > 0.98 and cosines.min() > 0.9  # least for a text of one word ("ok": 0.95)
-
 
 
 @pytest.mark.local_model

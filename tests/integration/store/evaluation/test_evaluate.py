@@ -13,12 +13,15 @@ from store.settings import Settings
 from store.vectors import VectorRecord, VectorStore
 from tests.backends import StoreFactory, make_store_factory, unique_name
 
-SETTINGS = Settings.model_validate({"vectors": {"store": "memory", "dimensions": 64},
-                                    "embeddings": {"cache_ttl_days": 0}})
+SETTINGS = Settings.model_validate(
+    {"vectors": {"store": "memory", "dimensions": 64}, "embeddings": {"cache_ttl_days": 0}}
+)
 #: Record id -> its chunks: each record has words of its own, and "kestrel" has two chunks.
 RECORDS = {
-    "kestrel": ["The kestrel hovers over motorway verges hunting voles.",
-                "A kestrel nest box faces east, two metres up a barn wall."],
+    "kestrel": [
+        "The kestrel hovers over motorway verges hunting voles.",
+        "A kestrel nest box faces east, two metres up a barn wall.",
+    ],
     "heron": ["The grey heron stands motionless in shallow water before striking at fish."],
     "swift": ["Swifts sleep on the wing and land only to nest under roof tiles."],
     "robin": ["Robins sing through winter to hold a feeding territory in gardens."],
@@ -44,10 +47,15 @@ def test_every_mode_over_a_real_collection(store: VectorStore) -> None:
     name = unique_name()
     embedder = Embeddings.from_settings(SETTINGS)
     collection = store.get_collection(name, create=True)
-    collection.upsert_many([
-        VectorRecord(f"{rid}:{n}", embedder.embed(text), text, {"record_id": rid, "chunk": n,
-                                                                "garden": rid == "robin"})
-        for rid, texts in RECORDS.items() for n, text in enumerate(texts)])
+    collection.upsert_many(
+        [
+            VectorRecord(
+                f"{rid}:{n}", embedder.embed(text), text, {"record_id": rid, "chunk": n, "garden": rid == "robin"}
+            )
+            for rid, texts in RECORDS.items()
+            for n, text in enumerate(texts)
+        ]
+    )
     report = evaluate(collection, parse_queries(LINES), k=3)
 
     assert [m.mode for m in report.modes] == ["vector", "keyword", "hybrid"]

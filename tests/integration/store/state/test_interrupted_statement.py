@@ -39,8 +39,9 @@ def soft_limit_after() -> Iterator[object]:
 
 
 @pytest.mark.parametrize("autocommit", [True, False], ids=["one-statement read", "transaction"])
-def test_a_soft_limit_inside_a_statement_is_raised_as_itself(engine: sa.Engine, soft_limit_after: object,
-                                                             autocommit: bool) -> None:
+def test_a_soft_limit_inside_a_statement_is_raised_as_itself(
+    engine: sa.Engine, soft_limit_after: object, autocommit: bool
+) -> None:
     """It was a StoreUnavailable (the failed rollback after it) or SQLAlchemy's StatementError (a bug, so the
     records failed) depending on where it landed."""
     target = engine.execution_options(isolation_level="AUTOCOMMIT") if autocommit else engine
@@ -56,8 +57,7 @@ def test_a_pooled_connection_left_mid_statement_is_replaced(postgres_url: str) -
     """Its pre-ping failed with "can't change 'autocommit' now: connection in transaction status ACTIVE",
     which reached the caller (a reindex run ended failed) instead of a fresh connection. Without a rollback on
     return, the pool keeps such a connection, as it can when the limit interrupts that rollback."""
-    engine = make_engine(postgres_url, setting="source.url", pool_size=1, pool_pre_ping=True,
-                         pool_reset_on_return=None)
+    engine = make_engine(postgres_url, setting="source.url", pool_size=1, pool_pre_ping=True, pool_reset_on_return=None)
     try:
         left = engine.raw_connection()
         left.dbapi_connection.pgconn.send_query(b"SELECT pg_sleep(1)")  # type: ignore[union-attr]

@@ -47,8 +47,9 @@ def _as_before_keyword_search(store: PgvectorStore, name: str) -> None:
     segments, no schema version recorded (test_pgvector_upgrades.py opens the tables that release made)."""
     table = store.schema.table(name).name
     with store.transaction() as conn:
-        conn.execute(sa.text(f'ALTER TABLE "{table}" DROP COLUMN keywords, DROP COLUMN keyword_length, '
-                             "DROP COLUMN kwdoc"))
+        conn.execute(
+            sa.text(f'ALTER TABLE "{table}" DROP COLUMN keywords, DROP COLUMN keyword_length, DROP COLUMN kwdoc')
+        )
         conn.execute(sa.text(f'DROP TABLE "{table}_kwstats", "{table}_kwsegs", "{table}_kwpost"'))
         conn.execute(sa.text(f'COMMENT ON TABLE "{table}" IS NULL'))
 
@@ -78,7 +79,9 @@ def test_a_table_from_before_keyword_search_gains_it_from_its_text_without_embed
 def test_another_language_analyzes_the_stored_text_again(pg: PgvectorStore) -> None:
     name = unique_name()
     pg.get_collection(name, create=True).upsert(VectorRecord("a", [1.0] * DIMENSIONS, "the configured options"))
-    assert pg.get_collection(name, create=True).search("configuring", mode="keyword")  # english: both stem to "configur"
+    assert pg.get_collection(name, create=True).search(
+        "configuring", mode="keyword"
+    )  # english: both stem to "configur"
     pg.configure_search(name, SearchSettings(language="simple"))
     assert pg.get_collection(name, create=True).search("configuring", mode="keyword") == []  # simple: words as they are
     assert [m.id for m in pg.get_collection(name, create=True).search("configured", mode="keyword")] == ["a"]
@@ -94,7 +97,7 @@ def test_statistics_stay_exact_under_concurrent_writers(pg: PgvectorStore) -> No
         try:
             mine = records[part::4]
             for start in range(0, len(mine), 10):
-                batch = mine[start:start + 10]
+                batch = mine[start : start + 10]
                 collection.replace_where(Filter.any_of("record_id", [r.id for r in batch]), batch)
                 collection.upsert_many(batch)  # the same rows again: replaced, counted once
         except BaseException as exc:  # reported below
@@ -109,11 +112,17 @@ def test_statistics_stay_exact_under_concurrent_writers(pg: PgvectorStore) -> No
     terms = ["merg", "conflict", "git_config"]
     with pg.transaction() as conn:
         n, avgdl, df = statistics(conn, collection.table, terms)  # type: ignore[attr-defined]
-        counted = conn.execute(sa.text(f'SELECT count(*), avg(keyword_length) FROM "{collection.table.name}" '  # type: ignore[attr-defined]
-                                       "WHERE keyword_length > 0")).one()
+        counted = conn.execute(
+            sa.text(
+                f'SELECT count(*), avg(keyword_length) FROM "{collection.table.name}" '  # type: ignore[attr-defined]
+                "WHERE keyword_length > 0"
+            )
+        ).one()
         for term in terms:
-            held = conn.execute(sa.text(f'SELECT count(*) FROM "{collection.table.name}" WHERE keywords ? :t'),  # type: ignore[attr-defined]
-                                {"t": term}).scalar_one()
+            held = conn.execute(
+                sa.text(f'SELECT count(*) FROM "{collection.table.name}" WHERE keywords ? :t'),  # type: ignore[attr-defined]
+                {"t": term},
+            ).scalar_one()
             assert df.get(term, 0) == held
     assert n == counted[0]
     assert avgdl == pytest.approx(float(counted[1]))
@@ -151,8 +160,13 @@ def test_statistics_equal_a_recount_after_two_writers_of_the_same_new_ids(pg: Pg
         "replace_records": lambda batch: collection.replace_records([r.id for r in batch], batch),
     }
     for round in range(20):
-        _racing(writes[path], [VectorRecord(r.id, r.embedding, r.text, {**r.metadata, "record_id": r.id})
-                               for r in records[round * 5:round * 5 + 5]])
+        _racing(
+            writes[path],
+            [
+                VectorRecord(r.id, r.embedding, r.text, {**r.metadata, "record_id": r.id})
+                for r in records[round * 5 : round * 5 + 5]
+            ],
+        )
     assert collection.count() == 100
     assert collection.recount_keywords() == 0
 
@@ -162,13 +176,14 @@ def test_a_recount_repairs_drifted_statistics(pg: PgvectorStore) -> None:
     collection.upsert_many(corpus(30))
     table = collection.table.name  # type: ignore[attr-defined]
     with pg.transaction() as conn:
-        conn.execute(sa.text(f'UPDATE "{table}_kwstats" SET docs = docs + 7 WHERE term IN (\'\', \'merg\')'))
+        conn.execute(sa.text(f"UPDATE \"{table}_kwstats\" SET docs = docs + 7 WHERE term IN ('', 'merg')"))
     assert collection.recount_keywords() == 2
     assert collection.recount_keywords() == 0
 
 
-def test_a_selective_filter_takes_the_exact_path_in_the_keyword_leg(pg: PgvectorStore,
-                                                                   caplog: pytest.LogCaptureFixture) -> None:
+def test_a_selective_filter_takes_the_exact_path_in_the_keyword_leg(
+    pg: PgvectorStore, caplog: pytest.LogCaptureFixture
+) -> None:
     name, records = unique_name(), corpus()
     collection = pg.get_collection(name, create=True)
     collection.upsert_many(records)

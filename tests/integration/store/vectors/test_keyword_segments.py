@@ -40,9 +40,10 @@ def small_classes(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def grouped(records: list[VectorRecord]) -> list[VectorRecord]:
     """``records`` with a ``group`` of 0-6 (6 is rare: a filter keeping few of the best-scored rows)."""
-    return [VectorRecord(r.id, r.embedding, r.text,
-                         {**r.metadata, "record_id": r.id, "group": 6 if i % 50 == 0 else i % 5})
-            for i, r in enumerate(records)]
+    return [
+        VectorRecord(r.id, r.embedding, r.text, {**r.metadata, "record_id": r.id, "group": 6 if i % 50 == 0 else i % 5})
+        for i, r in enumerate(records)
+    ]
 
 
 def assert_ranks_as_sql(store: PgvectorStore, collection: PgvectorCollection) -> None:
@@ -73,7 +74,7 @@ def test_segments_rank_as_sql_after_writes_replacements_and_deletes(pg: Pgvector
     assert isinstance(collection, PgvectorCollection)
     records = grouped(corpus(400))
     for start in range(0, 300, 7):  # 43 small transactions: segments of every class, merged as they fill
-        collection.upsert_many(records[start:start + 7])
+        collection.upsert_many(records[start : start + 7])
     assert_ranks_as_sql(pg, collection)
     again = grouped(corpus(400, seed=12))
     collection.upsert_many(again[:150])  # the same ids, new texts: their old postings are dead
@@ -124,8 +125,9 @@ def test_a_table_from_before_segments_gains_them_from_its_rows(postgres_url: str
         store.close()
 
 
-def test_concurrent_writers_of_the_same_rows_leave_segments_that_rank_as_sql(pg: PgvectorStore,
-                                                                             small_classes: None) -> None:
+def test_concurrent_writers_of_the_same_rows_leave_segments_that_rank_as_sql(
+    pg: PgvectorStore, small_classes: None
+) -> None:
     collection = pg.get_collection(unique_name(), create=True)
     assert isinstance(collection, PgvectorCollection)
     versions = [grouped(corpus(120, seed=seed)) for seed in (21, 22, 23, 24)]
@@ -134,7 +136,7 @@ def test_concurrent_writers_of_the_same_rows_leave_segments_that_rank_as_sql(pg:
     def write(records: list[VectorRecord]) -> None:
         try:
             for start in range(0, len(records), 5):
-                collection.upsert_many(records[start:start + 5])
+                collection.upsert_many(records[start : start + 5])
         except BaseException as exc:  # reported by the main thread
             errors.append(exc)
 
@@ -147,16 +149,19 @@ def test_concurrent_writers_of_the_same_rows_leave_segments_that_rank_as_sql(pg:
     assert_ranks_as_sql(pg, collection)
 
 
-def test_a_filter_keeping_few_of_the_best_rows_hands_over_to_the_sql_path(pg: PgvectorStore,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_filter_keeping_few_of_the_best_rows_hands_over_to_the_sql_path(
+    pg: PgvectorStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     collection = pg.get_collection(unique_name(), create=True)
     assert isinstance(collection, PgvectorCollection)
     collection.upsert_many(grouped(corpus(400)))
     monkeypatch.setattr(segments, "MAX_CANDIDATES", 40)
     with pg.transaction() as conn:
         terms = collection.analyzer.query_terms("merge conflict")
-        assert segments.best(conn, collection.table, terms, where=collection._where(Filter.eq("group", 6)),
-                             limit=25) is None
+        assert (
+            segments.best(conn, collection.table, terms, where=collection._where(Filter.eq("group", 6)), limit=25)
+            is None
+        )
     assert_ranks_as_sql(pg, collection)
 
 

@@ -37,11 +37,23 @@ def test_schema_has_the_documented_columns_and_indexes(pg: PgvectorStore) -> Non
     inspector = sa.inspect(pg.engine)
     table = collection.table.name  # type: ignore[attr-defined]
     columns = {c["name"] for c in inspector.get_columns(table)}
-    assert columns == {"id", "record_id", "chunk", "embedding", "text", "metadata", "model", "updated_at", "keywords",
-                       "keyword_length", "kwdoc"}
+    assert columns == {
+        "id",
+        "record_id",
+        "chunk",
+        "embedding",
+        "text",
+        "metadata",
+        "model",
+        "updated_at",
+        "keywords",
+        "keyword_length",
+        "kwdoc",
+    }
     with pg.transaction() as conn:
-        indexes = dict(conn.execute(sa.text("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = :t"),
-                                    {"t": table}).all())
+        indexes = dict(
+            conn.execute(sa.text("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = :t"), {"t": table}).all()
+        )
     definitions = " ".join(indexes.values())
     assert "USING hnsw (embedding vector_cosine_ops)" in definitions
     assert "USING gin (metadata jsonb_path_ops)" in definitions
@@ -52,14 +64,18 @@ def test_schema_has_the_documented_columns_and_indexes(pg: PgvectorStore) -> Non
 
 def test_the_hnsw_index_is_built_with_the_settings_parameters(postgres_url: str) -> None:
     defaults = VectorSettings()
-    for store in (PgvectorStore(postgres_url, dimensions=4), PgvectorStore(postgres_url, dimensions=4, hnsw_m=8,
-                                                                           hnsw_ef_construction=40)):
+    for store in (
+        PgvectorStore(postgres_url, dimensions=4),
+        PgvectorStore(postgres_url, dimensions=4, hnsw_m=8, hnsw_ef_construction=40),
+    ):
         m, ef_construction = store.schema.hnsw_m, store.schema.hnsw_ef_construction
         collection = store.get_collection(unique_name(), create=True)
         collection.upsert_many(VectorRecord(f"v{i}", [1.0, i, 0.0, 1.0]) for i in range(BULK_LOAD_ROWS))  # built after
         with store.transaction() as conn:
-            definition = conn.execute(sa.text("SELECT indexdef FROM pg_indexes WHERE indexname = :i"),
-                                      {"i": f"{collection.table.name}_embedding_idx"}).scalar_one()  # type: ignore[attr-defined]
+            definition = conn.execute(
+                sa.text("SELECT indexdef FROM pg_indexes WHERE indexname = :i"),
+                {"i": f"{collection.table.name}_embedding_idx"},
+            ).scalar_one()  # type: ignore[attr-defined]
         assert f"WITH (m='{m}', ef_construction='{ef_construction}')" in definition
         store.drop_collection(collection.name)
         store.close()
@@ -70,8 +86,13 @@ def test_record_id_and_chunk_metadata_fill_their_columns(pg: PgvectorStore) -> N
     collection = pg.get_collection(unique_name(), create=True)
     collection.upsert(VectorRecord("r1:2", np.ones(DIMENSIONS), "t", {"record_id": "r1", "chunk": 2}, model="m1"))
     with pg.transaction() as conn:
-        row = conn.execute(sa.select(collection.table.c.record_id, collection.table.c.chunk,  # type: ignore[attr-defined]
-                                     collection.table.c.model)).one()  # type: ignore[attr-defined]
+        row = conn.execute(
+            sa.select(
+                collection.table.c.record_id,
+                collection.table.c.chunk,  # type: ignore[attr-defined]
+                collection.table.c.model,
+            )
+        ).one()  # type: ignore[attr-defined]
     assert tuple(row) == ("r1", 2, "m1")
 
 
@@ -153,8 +174,10 @@ def test_an_empty_collection_defers_its_index_for_a_bulk_load_and_builds_it_afte
 
 def _chunks(record_id: str, texts: list[str], *, seed: int = 1) -> list[VectorRecord]:
     vectors = clustered(len(texts), seed=seed)
-    return [VectorRecord(f"{record_id}:{n}", vectors[n], text, {"record_id": record_id, "chunk": n})
-            for n, text in enumerate(texts)]
+    return [
+        VectorRecord(f"{record_id}:{n}", vectors[n], text, {"record_id": record_id, "chunk": n})
+        for n, text in enumerate(texts)
+    ]
 
 
 def _rows(pg: PgvectorStore, table: str) -> dict[str, tuple[str, str]]:

@@ -43,7 +43,8 @@ def load(url: str, dump: str) -> None:
     try:
         with engine.begin() as conn:  # a script of many statements, sent as one (no parameters)
             conn.connection.driver_connection.execute(  # type: ignore[union-attr]
-                (FIXTURES / f"pgvector_collection_{dump}.sql").read_text())
+                (FIXTURES / f"pgvector_collection_{dump}.sql").read_text()
+            )
     finally:
         engine.dispose()
 
@@ -70,29 +71,42 @@ def shape(url: str, table: str) -> dict[str, set[tuple[Any, ...]]]:
     like = {"t": table}
     queries = {
         "columns": "SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, a.attidentity, "
-                   "pg_get_expr(d.adbin, d.adrelid), col_description(c.oid, a.attnum) FROM pg_attribute a "
-                   "JOIN pg_class c ON c.oid = a.attrelid LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid "
-                   "AND d.adnum = a.attnum WHERE c.relkind = 'r' AND starts_with(c.relname, :t) AND a.attnum > 0 "
-                   "AND NOT a.attisdropped",
+        "pg_get_expr(d.adbin, d.adrelid), col_description(c.oid, a.attnum) FROM pg_attribute a "
+        "JOIN pg_class c ON c.oid = a.attrelid LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid "
+        "AND d.adnum = a.attnum WHERE c.relkind = 'r' AND starts_with(c.relname, :t) AND a.attnum > 0 "
+        "AND NOT a.attisdropped",
         "constraints": "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint "
-                       "WHERE starts_with(conrelid::regclass::text, :t)",
+        "WHERE starts_with(conrelid::regclass::text, :t)",
         "indexes": "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE starts_with(tablename, :t)",
         "tables": "SELECT relname, obj_description(oid, 'pg_class') FROM pg_class WHERE relkind = 'r' "
-                  "AND starts_with(relname, :t)",
+        "AND starts_with(relname, :t)",
     }
     found = {what: {tuple(row) for row in execute(url, query, like)} for what, query in queries.items()}
 
     def named(value: Any) -> Any:
-        return re.sub(r" WITH \(m='\d+', ef_construction='\d+'\)", "", value.replace(table, TABLE)) \
-            if isinstance(value, str) else value
+        return (
+            re.sub(r" WITH \(m='\d+', ef_construction='\d+'\)", "", value.replace(table, TABLE))
+            if isinstance(value, str)
+            else value
+        )
 
     return {what: {tuple(named(v) for v in row) for row in rows} for what, rows in found.items()}
 
 
 def as_written() -> list[tuple[Any, ...]]:
     """``records()`` as rows of ``_ROWS`` (updated_at left out)."""
-    rows = [(r["id"], r["metadata"].get("record_id"), r["metadata"].get("chunk"), r["embedding"], r["text"],
-             r["metadata"], r["model"]) for r in records()]
+    rows = [
+        (
+            r["id"],
+            r["metadata"].get("record_id"),
+            r["metadata"].get("chunk"),
+            r["embedding"],
+            r["text"],
+            r["metadata"],
+            r["model"],
+        )
+        for r in records()
+    ]
     return sorted(rows, key=lambda row: row[0])
 
 
@@ -101,8 +115,7 @@ def read_back(rows: list[Any]) -> list[tuple[Any, ...]]:
 
 
 @pytest.mark.parametrize(("dump", "made_at"), DUMPS)
-def test_an_older_table_keeps_every_row_and_ends_as_a_table_made_now(database: str, dump: str,
-                                                                     made_at: int) -> None:
+def test_an_older_table_keeps_every_row_and_ends_as_a_table_made_now(database: str, dump: str, made_at: int) -> None:
     load(database, dump)
     before = execute(database, _ROWS)
     assert read_back(before) == as_written()  # the dump holds what the test expects
@@ -122,8 +135,9 @@ def assert_keyword_search_reads_every_row(store: PgvectorStore, collection: Pgve
     """Every row's terms by today's analyzer, statistics as a recount makes them, one segment that ranks as SQL."""
     terms_of = analyzer("english").frequencies
     with store.transaction() as conn:
-        rows = conn.execute(sa.select(collection.table.c.text, collection.table.c.keywords,
-                                      collection.table.c.keyword_length)).all()
+        rows = conn.execute(
+            sa.select(collection.table.c.text, collection.table.c.keywords, collection.table.c.keyword_length)
+        ).all()
     assert [(dict(kw), n) for _, kw, n in rows] == [(dict(terms_of(t)), sum(terms_of(t).values())) for t, _, _ in rows]
     assert collection.recount_keywords() == 0
     _, posts = segments.posting_tables(collection.table)
@@ -133,8 +147,9 @@ def assert_keyword_search_reads_every_row(store: PgvectorStore, collection: Pgve
     for query in ("worker pool", "index settings", "café quotes", "line"):
         found = collection.search(query, mode="keyword", limit=30)
         with store.transaction() as conn:
-            expected = ranked(conn, collection.table, collection.analyzer.query_terms(query), where=sa.true(),
-                              limit=30) or []
+            expected = (
+                ranked(conn, collection.table, collection.analyzer.query_terms(query), where=sa.true(), limit=30) or []
+            )
         assert found and [m.id for m in found] == [r.id for r in expected]
         assert np.allclose([m.score for m in found], [r.score for r in expected], rtol=1e-12)
 
@@ -186,8 +201,10 @@ def test_a_table_a_newer_vectorsync_upgraded_is_refused(database: str) -> None:
     with engine.begin() as conn:
         record_version(conn, TABLE, CURRENT_VERSION + 1)
     engine.dispose()
-    message = (f"table '{TABLE}' is at schema version {CURRENT_VERSION + 1}, newer than this vectorsync knows "
-               f"({CURRENT_VERSION}): upgrade vectorsync on this machine")
+    message = (
+        f"table '{TABLE}' is at schema version {CURRENT_VERSION + 1}, newer than this vectorsync knows "
+        f"({CURRENT_VERSION}): upgrade vectorsync on this machine"
+    )
     store = PgvectorStore(database, dimensions=DIMENSIONS)
     try:
         with pytest.raises(SchemaTooNew, match=re.escape(message)):

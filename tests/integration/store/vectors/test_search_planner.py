@@ -38,8 +38,10 @@ def clustered(count: int, *, seed: int = 11) -> np.ndarray:
 
 
 def _records(vectors: np.ndarray) -> list[VectorRecord]:
-    return [VectorRecord(f"v{i}", vectors[i], "", {"bucket": i % 100, "tens": i % 10, "tags": [f"t{i % 7}"]})
-            for i in range(len(vectors))]
+    return [
+        VectorRecord(f"v{i}", vectors[i], "", {"bucket": i % 100, "tens": i % 10, "tags": [f"t{i % 7}"]})
+        for i in range(len(vectors))
+    ]
 
 
 @pytest.fixture
@@ -57,17 +59,19 @@ def _plans(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 FILTERS = [
-    Filter.eq("bucket", 7),                                   # 1%
-    Filter.any_of("bucket", [1, 2, 3]),                       # 3%
-    Filter.eq("tens", 4),                                     # 10%
-    Filter.eq("tags", "t3") & ~Filter.eq("tens", 0),          # a list field, negated part
+    Filter.eq("bucket", 7),  # 1%
+    Filter.any_of("bucket", [1, 2, 3]),  # 3%
+    Filter.eq("tens", 4),  # 10%
+    Filter.eq("tags", "t3") & ~Filter.eq("tens", 0),  # a list field, negated part
     Filter.eq("tens", 1) | Filter.eq("bucket", 52),
 ]
 
 
 @pytest.mark.parametrize("filter", FILTERS, ids=["eq", "any_of", "tenth", "list-and-not", "or"])
 def test_exact_and_hnsw_paths_return_the_same_ids(
-    loaded: tuple[PgvectorCollection, np.ndarray, list[VectorRecord]], pg: PgvectorStore, filter: Filter,
+    loaded: tuple[PgvectorCollection, np.ndarray, list[VectorRecord]],
+    pg: PgvectorStore,
+    filter: Filter,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     collection, queries, records = loaded
@@ -90,14 +94,15 @@ def _messages(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 def test_the_plan_follows_a_sampled_estimate_of_the_matching_rows(
-    loaded: tuple[PgvectorCollection, np.ndarray, list[VectorRecord]], pg: PgvectorStore,
+    loaded: tuple[PgvectorCollection, np.ndarray, list[VectorRecord]],
+    pg: PgvectorStore,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     collection, queries, _ = loaded  # a bulk load: analyzed, so the catalog knows its 3,000 rows
     pg.exact_search_rows = 100
     caplog.set_level(logging.DEBUG, logger="vectorsync.search")
-    few = collection.search(queries[0], filter=Filter.eq("bucket", 3), limit=5)   # 30 rows
-    many = collection.search(queries[0], filter=Filter.eq("tens", 3), limit=5)    # 300 rows
+    few = collection.search(queries[0], filter=Filter.eq("bucket", 3), limit=5)  # 30 rows
+    many = collection.search(queries[0], filter=Filter.eq("tens", 3), limit=5)  # 300 rows
     assert [m.metadata["bucket"] for m in few] == [3] * 5
     assert [m.metadata["tens"] for m in many] == [3] * 5
     messages = _messages(caplog)
@@ -112,16 +117,19 @@ def test_a_table_never_analyzed_is_counted_up_to_the_bound(pg: PgvectorStore, ca
     vectors = clustered(600)
     collection = pg.get_collection(unique_name(), create=True)
     for start in range(0, 600, 200):  # small writes: no bulk load, no ANALYZE
-        collection.upsert_many(_records(vectors)[start:start + 200])
+        collection.upsert_many(_records(vectors)[start : start + 200])
     pg.exact_search_rows = 100
     caplog.set_level(logging.DEBUG, logger="vectorsync.search")
     collection.search(vectors[0], filter=Filter.eq("bucket", 3), limit=5)  # 6 rows
-    collection.search(vectors[0], filter=Filter.eq("tens", 3), limit=5)    # 60 rows
+    collection.search(vectors[0], filter=Filter.eq("tens", 3), limit=5)  # 60 rows
     collection.search(vectors[0], filter=Filter.eq("tags", "t3"), limit=5)  # 86 rows
     collection.search(vectors[0], filter=Filter.any_of("tens", [1, 2]), limit=5)  # 120 rows
     assert [m.rsplit("(", 1)[-1] for m in _messages(caplog)] == [
-        "count; bound 100): exact path", "count; bound 100): exact path", "count; bound 100): exact path",
-        "count; bound 100): hnsw path"]
+        "count; bound 100): exact path",
+        "count; bound 100): exact path",
+        "count; bound 100): exact path",
+        "count; bound 100): hnsw path",
+    ]
     with pg.transaction() as conn:
         conn.execute(sa.text(f"ANALYZE {collection.table.name}"))  # type: ignore[attr-defined]
     pg.exact_search_rows = 1_000
@@ -130,14 +138,16 @@ def test_a_table_never_analyzed_is_counted_up_to_the_bound(pg: PgvectorStore, ca
 
 
 def test_an_estimate_that_was_too_low_hands_over_to_hnsw(
-    loaded: tuple[PgvectorCollection, np.ndarray, list[VectorRecord]], pg: PgvectorStore,
+    loaded: tuple[PgvectorCollection, np.ndarray, list[VectorRecord]],
+    pg: PgvectorStore,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     collection, queries, _ = loaded
     pg.exact_search_rows = 100
     with pg.transaction() as conn:  # the catalog says 50 rows: the planner will try the exact path
-        conn.execute(sa.text("UPDATE pg_class SET reltuples = 50 WHERE oid = to_regclass(:t)"),
-                     {"t": collection.table.name})
+        conn.execute(
+            sa.text("UPDATE pg_class SET reltuples = 50 WHERE oid = to_regclass(:t)"), {"t": collection.table.name}
+        )
     caplog.set_level(logging.DEBUG, logger="vectorsync.search")
     found = collection.search(queries[0], filter=Filter.any_of("tens", [3, 4]), limit=5)  # 600 rows > 3 x 100
     assert {m.metadata["tens"] for m in found} <= {3, 4} and len(found) == 5
@@ -165,12 +175,16 @@ def _explain(pg: PgvectorStore, collection: PgvectorCollection, filter: Filter) 
 
 
 def test_equality_filters_are_served_by_the_gin_index(
-    loaded: tuple[PgvectorCollection, np.ndarray, list[VectorRecord]], pg: PgvectorStore,
+    loaded: tuple[PgvectorCollection, np.ndarray, list[VectorRecord]],
+    pg: PgvectorStore,
 ) -> None:
     collection, _, _ = loaded
     gin = f"{collection.table.name}_metadata_idx"
-    for filter in (Filter.eq("bucket", 7), Filter.any_of("bucket", [1, 2]),
-                   Filter.eq("tags", "t1") & Filter.eq("tens", 2)):
+    for filter in (
+        Filter.eq("bucket", 7),
+        Filter.any_of("bucket", [1, 2]),
+        Filter.eq("tags", "t1") & Filter.eq("tens", 2),
+    ):
         assert gin in _explain(pg, collection, filter), filter
 
 
@@ -185,9 +199,17 @@ def test_declared_fields_get_btree_indexes_that_serve_ranges(pg: PgvectorStore) 
         found = set(conn.execute(query, {"t": table}).scalars())
     assert {field_index_name(table, f) for f in ("owner_id", "created_at", "owner.kind")} <= found
 
-    collection.upsert_many([VectorRecord(f"r{i}", [1.0] * DIMENSIONS, "", {
-        "owner_id": i, "created_at": f"2026-11-{1 + i % 28:02d}T00:00:00+00:00", "owner": {"kind": "team"}})
-        for i in range(200)])
+    collection.upsert_many(
+        [
+            VectorRecord(
+                f"r{i}",
+                [1.0] * DIMENSIONS,
+                "",
+                {"owner_id": i, "created_at": f"2026-11-{1 + i % 28:02d}T00:00:00+00:00", "owner": {"kind": "team"}},
+            )
+            for i in range(200)
+        ]
+    )
     assert collection.count(Filter.gte("owner_id", 150)) == 50
     assert collection.count(Filter.lt("created_at", "2026-11-02")) == len([i for i in range(200) if i % 28 == 0])
     assert field_index_name(table, "owner_id") in _explain(pg, collection, Filter.gt("owner_id", 10))
@@ -199,23 +221,33 @@ def test_a_field_declared_later_is_indexed_on_the_existing_collection(pg: Pgvect
     collection.upsert_many([VectorRecord("a", [1.0] * DIMENSIONS, "", {"n": 1})])
     collection.declare_indexes({"n": "integer"})
     with pg.transaction() as conn:
-        found = set(conn.execute(sa.text("SELECT indexname FROM pg_indexes WHERE tablename = :t"),
-                                 {"t": collection.table.name}).scalars())  # type: ignore[attr-defined]
+        found = set(
+            conn.execute(
+                sa.text("SELECT indexname FROM pg_indexes WHERE tablename = :t"), {"t": collection.table.name}
+            ).scalars()
+        )  # type: ignore[attr-defined]
     assert field_index_name(collection.table.name, "n") in found  # type: ignore[attr-defined]
     assert collection.count(Filter.gt("n", 0)) == 1
 
 
 @pytest.mark.parametrize("store_kind", ["memory", "pgvector"])
 def test_a_value_of_another_type_than_declared_is_refused_naming_it(store_kind: str, postgres_url: str) -> None:
-    store = memory_store(dimensions=DIMENSIONS) if store_kind == "memory" else PgvectorStore(
-        postgres_url, dimensions=DIMENSIONS)
+    store = (
+        memory_store(dimensions=DIMENSIONS)
+        if store_kind == "memory"
+        else PgvectorStore(postgres_url, dimensions=DIMENSIONS)
+    )
     name = unique_name()
     store.indexed[name] = {"owner_id": "integer"}
     collection = store.get_collection(name, create=True)
     collection.upsert_many([VectorRecord("kept", [1.0] * DIMENSIONS, "", {"owner_id": 1})])
     with pytest.raises(ConfigError, match=r"record 'bad': metadata field 'owner_id' = '7' is not a single integer"):
-        collection.upsert_many([VectorRecord("fine", [1.0] * DIMENSIONS, "", {"owner_id": 2}),
-                                VectorRecord("bad", [1.0] * DIMENSIONS, "", {"owner_id": "7"})])
+        collection.upsert_many(
+            [
+                VectorRecord("fine", [1.0] * DIMENSIONS, "", {"owner_id": 2}),
+                VectorRecord("bad", [1.0] * DIMENSIONS, "", {"owner_id": "7"}),
+            ]
+        )
     assert collection.count() == 1  # nothing of the refused batch was written, nothing stored was lost
     store.close()
 

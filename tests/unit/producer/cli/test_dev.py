@@ -28,8 +28,13 @@ def test_topic_rows_are_pythons_help_topics() -> None:
 
 
 def test_length_bucket() -> None:
-    assert [length_bucket("x" * n) for n in (0, 999, 1000, 4999, 5000)] == ["short", "short", "medium", "medium",
-                                                                           "long"]
+    assert [length_bucket("x" * n) for n in (0, 999, 1000, 4999, 5000)] == [
+        "short",
+        "short",
+        "medium",
+        "medium",
+        "long",
+    ]
 
 
 def test_crm_rows() -> None:
@@ -67,10 +72,16 @@ FAKE = ModelChoice("fake", "fake", "fake", "not installed")
 @pytest.mark.parametrize("model", [LOCAL, FAKE], ids=["local", "fake"])
 @pytest.mark.usefixtures("no_vectorsync_env")
 def test_settings_load_with_load_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: ModelChoice) -> None:
-    database = "postgresql://postgres:@/vectorsync?host=/tmp/a \"quoted\" dir"
+    database = 'postgresql://postgres:@/vectorsync?host=/tmp/a "quoted" dir'
     path = tmp_path / "vectorsync.toml"
-    path.write_text(settings_toml(broker_url="redis://127.0.0.1:6390/0", cache_url="redis://127.0.0.1:6390/1",
-                                  database_url=database, model=model))
+    path.write_text(
+        settings_toml(
+            broker_url="redis://127.0.0.1:6390/0",
+            cache_url="redis://127.0.0.1:6390/1",
+            database_url=database,
+            model=model,
+        )
+    )
     settings = load_settings(path)
     assert settings.broker.url == "redis://127.0.0.1:6390/0"
     assert settings.cache_url == "redis://127.0.0.1:6390/1"
@@ -82,8 +93,15 @@ def test_settings_load_with_load_settings(tmp_path: Path, monkeypatch: pytest.Mo
     assert settings.models[model.name].dimensions == 384
     assert set(settings.collections) == {"docs", "crm_notes"}
     assert settings.retrieval.answer == []  # the fake chat model
-    path.write_text(settings_toml(broker_url="redis://127.0.0.1:6390/0", cache_url="redis://127.0.0.1:6390/1",
-                                  database_url=database, model=model, chat=("http://127.0.0.1:8000/v1", "qwen")))
+    path.write_text(
+        settings_toml(
+            broker_url="redis://127.0.0.1:6390/0",
+            cache_url="redis://127.0.0.1:6390/1",
+            database_url=database,
+            model=model,
+            chat=("http://127.0.0.1:8000/v1", "qwen"),
+        )
+    )
     chatty = load_settings(path)
     assert chatty.retrieval.answer == ["chat"] and chatty.models["chat"].task == "chat"
     assert (chatty.models["chat"].base_url, chatty.models["chat"].model) == ("http://127.0.0.1:8000/v1", "qwen")
@@ -103,14 +121,23 @@ def test_sources_read_the_corpus_tables(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'corpus.db'}"
     load_corpus(url)
     path = tmp_path / "vectorsync.toml"
-    path.write_text(settings_toml(broker_url="redis://127.0.0.1:1/0", cache_url="redis://127.0.0.1:1/1",
-                                  database_url=url, model=FAKE))
+    path.write_text(
+        settings_toml(
+            broker_url="redis://127.0.0.1:1/0", cache_url="redis://127.0.0.1:1/1", database_url=url, model=FAKE
+        )
+    )
     settings = load_settings(path)
     for name, record_id in (("docs", "try"), ("crm_notes", "14")):
         source = settings.collections[name].source
         assert source.table and source.text
-        sql = SqlSource(url=url, table=source.table, id=source.id, text=source.text, metadata=source.metadata,
-                        updated_at=source.updated_at)
+        sql = SqlSource(
+            url=url,
+            table=source.table,
+            id=source.id,
+            text=source.text,
+            metadata=source.metadata,
+            updated_at=source.updated_at,
+        )
         try:
             record = sql.fetch([record_id])[record_id]
         finally:

@@ -13,7 +13,8 @@ from store.client import use_client
 
 @pytest.mark.parametrize("args", [["--chain", "large"], ["--switch"]])
 def test_migrate_without_a_state_database_says_so_in_one_line(
-        args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     config = tmp_path / "vectorsync.toml"
     config.write_text('[vectors]\nstore = "memory"\ndimensions = 4\n[collections.notes]\n')
     monkeypatch.setenv("VECTORSYNC_CONFIG", str(config))

@@ -15,8 +15,19 @@ WORKER = WorkerState("w1@host", ("vectorsync.bulk", "vectorsync.live"), active=0
 
 def run(*, idle: float, status: RunStatus = RunStatus.RUNNING) -> RunProgress:
     started = NOW - timedelta(seconds=idle + 60)
-    return RunProgress(run_id="a" * 32, collection="notes", status=status, total=100, done=10, skipped=0, failed=0,
-                       full=False, started_at=started, finished_at=None, moved_at=NOW - timedelta(seconds=idle))
+    return RunProgress(
+        run_id="a" * 32,
+        collection="notes",
+        status=status,
+        total=100,
+        done=10,
+        skipped=0,
+        failed=0,
+        full=False,
+        started_at=started,
+        finished_at=None,
+        moved_at=NOW - timedelta(seconds=idle),
+    )
 
 
 def bulk(depth: int, *consumers: str) -> QueueState:
@@ -60,8 +71,11 @@ def test_without_an_answer_from_the_broker_nothing_is_claimed() -> None:
 
 def test_ids_are_shortened_to_a_unique_prefix_of_at_least_eight() -> None:
     ids = ["0123456789abcdef", "0123456789abffff", "fedcba9876543210"]
-    assert short_ids(ids) == {"0123456789abcdef": "0123456789abc", "0123456789abffff": "0123456789abf",
-                              "fedcba9876543210": "fedcba98"}
+    assert short_ids(ids) == {
+        "0123456789abcdef": "0123456789abc",
+        "0123456789abffff": "0123456789abf",
+        "fedcba9876543210": "fedcba98",
+    }
 
 
 def test_consumers_are_the_workers_that_listen_on_the_queue() -> None:

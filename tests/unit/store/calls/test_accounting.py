@@ -40,8 +40,9 @@ def test_each_try_is_timed_and_each_failed_one_counted_by_kind() -> None:
             raise error
         return entry.name
 
-    failover = Failover([first, second], policy=ChainPolicy(max_attempts=2, max_wait_seconds=0.01,
-                                                            cooldown_seconds=0), what="rerank")
+    failover = Failover(
+        [first, second], policy=ChainPolicy(max_attempts=2, max_wait_seconds=0.01, cooldown_seconds=0), what="rerank"
+    )
     with pytest.raises(TransientError, match="429"):  # every entry failed, one of them transiently
         failover.run(call)
     assert sample("vectorsync_model_call_seconds_count", task="rerank", model=first.name) == 2
@@ -54,8 +55,17 @@ def test_each_try_is_timed_and_each_failed_one_counted_by_kind() -> None:
 
 
 def test_error_kinds() -> None:
-    kinds = [error_kind(e) for e in (TransientError("x"), TransientError("x", rate_limited=True), PermanentError("x"),
-                                     InputError("x"), ConfigError("x"), RuntimeError("x"))]
+    kinds = [
+        error_kind(e)
+        for e in (
+            TransientError("x"),
+            TransientError("x", rate_limited=True),
+            PermanentError("x"),
+            InputError("x"),
+            ConfigError("x"),
+            RuntimeError("x"),
+        )
+    ]
     assert kinds == ["transient", "rate_limited", "permanent", "input", "config", "other"]
 
 
@@ -75,10 +85,14 @@ def test_the_user_label_takes_at_most_max_user_labels_values_per_process(monkeyp
 
     monkeypatch.setattr(accounting, "_labelled", set())
     labels = [accounting.user_label(f"user-{i}") for i in range(accounting.MAX_USER_LABELS + 30)]
-    assert labels[:accounting.MAX_USER_LABELS] == [f"user-{i}" for i in range(accounting.MAX_USER_LABELS)]
-    assert set(labels[accounting.MAX_USER_LABELS:]) == {accounting.OTHER_USERS}
+    assert labels[: accounting.MAX_USER_LABELS] == [f"user-{i}" for i in range(accounting.MAX_USER_LABELS)]
+    assert set(labels[accounting.MAX_USER_LABELS :]) == {accounting.OTHER_USERS}
     assert accounting.user_label("user-3") == "user-3" and accounting.user_label("") == ""
     with accounting.attributed_to("someone-new"):
         accounting.record("embed", "text-embedding-test", tokens=5)
-    assert REGISTRY.get_sample_value("vectorsync_model_calls_total", {"task": "embed", "model": "text-embedding-test",
-                                                                      "user": "other"}) is not None
+    assert (
+        REGISTRY.get_sample_value(
+            "vectorsync_model_calls_total", {"task": "embed", "model": "text-embedding-test", "user": "other"}
+        )
+        is not None
+    )

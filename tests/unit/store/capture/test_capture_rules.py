@@ -30,13 +30,16 @@ def test_a_truncate_reindexes_its_collection_and_its_ids_are_sent_too() -> None:
     assert work.truncated == {"a"} and work.ids == {"a": ["3", "9"], "b": ["1"]}
 
 
-@pytest.mark.parametrize(("where", "expected"), [
-    (None, set()),
-    ("status <> 'draft'", {"status"}),
-    ("Status <> 'owner' AND \"Mixed\" IS NOT NULL", {"status", "Mixed"}),  # folded, quoted, not in literals
-    ("deleted_at IS NULL OR views > 3", {"deleted_at", "views"}),
-    ("lower(title) LIKE 'a%'", {"title"}),
-])
+@pytest.mark.parametrize(
+    ("where", "expected"),
+    [
+        (None, set()),
+        ("status <> 'draft'", {"status"}),
+        ("Status <> 'owner' AND \"Mixed\" IS NOT NULL", {"status", "Mixed"}),  # folded, quoted, not in literals
+        ("deleted_at IS NULL OR views > 3", {"deleted_at", "views"}),
+        ("lower(title) LIKE 'a%'", {"title"}),
+    ],
+)
 def test_where_columns_are_every_column_the_condition_names(where: str | None, expected: set[str]) -> None:
     columns = ["id", "status", "Mixed", "owner", "deleted_at", "views", "title"]
     assert where_columns(where, columns) == expected
@@ -54,8 +57,14 @@ def test_capture_on_anything_but_postgresql_is_refused_naming_the_fallback() -> 
 
 
 def test_captured_collections_are_the_sql_ones_that_ask() -> None:
-    settings = Settings(collections={"a": sql_collection(capture="trigger"), "b": sql_collection(),
-                                     "c": sql_collection(url="mysql://db/app"), "d": {"source": {"kind": "push"}}})
+    settings = Settings(
+        collections={
+            "a": sql_collection(capture="trigger"),
+            "b": sql_collection(),
+            "c": sql_collection(url="mysql://db/app"),
+            "d": {"source": {"kind": "push"}},
+        }
+    )
     assert set(sql_sources(settings)) == {"a", "b"} and set(captured(settings)) == {"a"}
 
 
@@ -69,8 +78,7 @@ def test_a_captured_collection_reconciles_on_its_own_longer_interval() -> None:
 
 def test_identifiers_in_the_ddl_are_quoted_as_postgresql_reads_them() -> None:
     assert quote('we"ird') == '"we""ird"'
-    target = Target(collection="notes", schema="public", table='Odd"Table', id="Id", compared=("body",),
-                    notify=False)
+    target = Target(collection="notes", schema="public", table='Odd"Table', id="Id", compared=("body",), notify=False)
     ddl = "\n".join(install_ddl(target))
     assert '"public"."Odd""Table"' in ddl and 'n."Id"::text' in ddl and "pg_notify" not in ddl
     assert len(remove_ddl(target)) == 5  # four triggers and the function; the outbox stays

@@ -26,8 +26,10 @@ def test_what_a_dead_redis_raises_is_store_unavailable_naming_what_failed_and_th
 
 def test_a_redis_that_is_not_there_is_unavailable() -> None:
     client = redis_client(f"redis://127.0.0.1:{free_port()}/0", timeout=0.5)
-    with pytest.raises(StoreUnavailable, match=r"^the clock cannot be read: Error 111"), \
-            unavailable("the clock cannot be read"):
+    with (
+        pytest.raises(StoreUnavailable, match=r"^the clock cannot be read: Error 111"),
+        unavailable("the clock cannot be read"),
+    ):
         client.ping()
     client.close()
 

@@ -100,8 +100,9 @@ def test_429_then_success_waits_retry_after(primary: FakeOpenAI) -> None:
     assert chain.stats.calls == {"m0": 2}
 
 
-def test_a_retry_after_longer_than_max_wait_is_honoured_by_failing_over(primary: FakeOpenAI,
-                                                                       backup: FakeOpenAI) -> None:
+def test_a_retry_after_longer_than_max_wait_is_honoured_by_failing_over(
+    primary: FakeOpenAI, backup: FakeOpenAI
+) -> None:
     primary.push(status=429, headers={"Retry-After": "30"})
     alone = chain_of(primary, max_wait_seconds=0.1)
     started = time.monotonic()
@@ -232,14 +233,21 @@ def test_a_vector_space_is_the_model_at_its_base_url_or_the_weights_named() -> N
     assert vector_space(model(), "text-embedding-3-small") == "text-embedding-3-small"
     at = ModelSettings(provider="openai", model="e5", dimensions=8, base_url="https://user:pw@gpu.example/v1/")
     assert vector_space(at, "e5") == "e5@https://gpu.example/v1"  # never the credentials
-    named = ModelSettings(provider="openai", model="e5", dimensions=8, base_url="https://gpu.example/v1",
-                          weights="e5-large-v2")
+    named = ModelSettings(
+        provider="openai", model="e5", dimensions=8, base_url="https://gpu.example/v1", weights="e5-large-v2"
+    )
     assert vector_space(named, "e5") == "e5-large-v2"
 
 
-@pytest.mark.parametrize(("space", "model"), [
-    ("text-embedding-3-small", "text-embedding-3-small"), ("e5@https://gpu.example/v1", "e5"),
-    ("all-MiniLM-L6-v2+int8", "all-MiniLM-L6-v2"), ("e5-large-v2", "e5-large-v2")])
+@pytest.mark.parametrize(
+    ("space", "model"),
+    [
+        ("text-embedding-3-small", "text-embedding-3-small"),
+        ("e5@https://gpu.example/v1", "e5"),
+        ("all-MiniLM-L6-v2+int8", "all-MiniLM-L6-v2"),
+        ("e5-large-v2", "e5-large-v2"),
+    ],
+)
 def test_a_recorded_space_reads_back_as_its_model_name(space: str, model: str) -> None:
     assert space_model(space) == model
 

@@ -21,8 +21,9 @@ from store.vectors.records import canonical_json, validate_metadata
 
 @pytest.fixture(scope="module")
 def embeddings() -> Embeddings:
-    return Embeddings.from_settings(Settings.model_validate({"vectors": {"dimensions": 32},
-                                                             "embeddings": {"cache_ttl_days": 0}}))
+    return Embeddings.from_settings(
+        Settings.model_validate({"vectors": {"dimensions": 32}, "embeddings": {"cache_ttl_days": 0}})
+    )
 
 
 def test_embed_and_embed_many_return_embeddings_with_their_model(embeddings: Embeddings) -> None:
@@ -82,7 +83,9 @@ def test_json_paths_carry_its_numbers_never_the_object() -> None:
     content_type, encoding, body = serialization.dumps([e.tolist()], serializer="json")
     assert serialization.loads(body, content_type, encoding, accept=[content_type]) == [[0.5, 0.25]]
     assert validate_metadata({"probe": e, "weight": np.float32(0.5)}, record_id="r") == {
-        "probe": [0.5, 0.25], "weight": 0.5}
+        "probe": [0.5, 0.25],
+        "weight": 0.5,
+    }
     assert canonical_json({"v": e}) == '{"v":[0.5,0.25]}'
 
 

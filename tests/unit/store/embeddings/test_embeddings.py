@@ -112,8 +112,9 @@ def test_each_vector_says_which_model_made_it(fake_openai: FakeOpenAI) -> None:
         settings = settings_for(fake_openai, backup, models=["model-a", "model-b"], allow_mixed_models=True)
         embeddings = Embeddings.from_settings(settings)
         # Each vector is recorded under its model's space: the name, and the base_url that served it.
-        assert embeddings.embed_many_with_models(["alpha"]) == [Embedding(hash_embed("alpha", 8),
-                                                                          f"model-b@{backup.url}")]
+        assert embeddings.embed_many_with_models(["alpha"]) == [
+            Embedding(hash_embed("alpha", 8), f"model-b@{backup.url}")
+        ]
         assert embeddings.space == f"model-a@{fake_openai.url}"
         assert embeddings.stats.failovers == {"m0": 1}
 

@@ -28,29 +28,33 @@ TEXTS = [
 
 
 def minilm(**extra: object) -> ModelSettings:
-    return ModelSettings.model_validate({"provider": "local", "model": "all-MiniLM-L6-v2", "dimensions": 384,
-                                         **extra})
+    return ModelSettings.model_validate({"provider": "local", "model": "all-MiniLM-L6-v2", "dimensions": 384, **extra})
 
 
 # -- the thread budget ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("cores", "processes", "override", "threads"), [
-    (2, 2, None, 1),   # vectorsync dev: two pool processes on two cores
-    (8, 3, None, 2),   # cores // processes, rounded down
-    (2, 4, None, 1),   # more processes than cores: never below 1
-    (4, 1, None, 4),   # one process takes every core
-    (2, 2, 3, 3),      # [models.NAME] threads wins
-    (8, 2, 0, 1),      # even an override never goes below 1
-])
+@pytest.mark.parametrize(
+    ("cores", "processes", "override", "threads"),
+    [
+        (2, 2, None, 1),  # vectorsync dev: two pool processes on two cores
+        (8, 3, None, 2),  # cores // processes, rounded down
+        (2, 4, None, 1),  # more processes than cores: never below 1
+        (4, 1, None, 4),  # one process takes every core
+        (2, 2, 3, 3),  # [models.NAME] threads wins
+        (8, 2, 0, 1),  # even an override never goes below 1
+    ],
+)
 def test_thread_budget_is_cores_over_processes_or_the_setting(
-        cores: int, processes: int, override: int | None, threads: int) -> None:
+    cores: int, processes: int, override: int | None, threads: int
+) -> None:
     assert cpu.thread_budget(cores, processes, override) == threads
 
 
 @pytest.mark.parametrize(("value", "processes"), [(None, 1), ("3", 3), ("0", 1), ("many", 1)])
 def test_processes_sharing_the_cores_come_from_the_environment(
-        monkeypatch: pytest.MonkeyPatch, value: str | None, processes: int) -> None:
+    monkeypatch: pytest.MonkeyPatch, value: str | None, processes: int
+) -> None:
     if value is None:
         monkeypatch.delenv(cpu.PROCESSES_ENV, raising=False)
     else:
@@ -97,7 +101,8 @@ def test_length_batches_cover_every_text_once_longest_first() -> None:
 
 
 def test_a_model_onnx_cannot_run_falls_back_to_torch_unless_int8_was_asked(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("VECTORSYNC_ONNX_CACHE", str(tmp_path / "onnx"))
     folder = tmp_path / "not-a-model"
     folder.mkdir()

@@ -35,8 +35,13 @@ def strict() -> Iterator[FakeOpenAI]:
 
 
 def provider_for(server: FakeOpenAI, **fields: object) -> OpenAIProvider:
-    values: dict[str, object] = {"provider": "openai", "model": "text-embedding-test",
-                                 "dimensions": DIMENSIONS, "base_url": server.url, "timeout": 2.0}
+    values: dict[str, object] = {
+        "provider": "openai",
+        "model": "text-embedding-test",
+        "dimensions": DIMENSIONS,
+        "base_url": server.url,
+        "timeout": 2.0,
+    }
     return OpenAIProvider(name="m", settings=ModelSettings.model_validate({**values, **fields}))
 
 

@@ -21,9 +21,7 @@ from tests.fake_openai import FakeOpenAI, served_embed
 
 
 def cosine(a: list[float], b: list[float]) -> float:
-    return sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(
-        sum(x * x for x in a) * sum(y * y for y in b)
-    )
+    return sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
 
 
 def openai_model(server: FakeOpenAI, **fields: object) -> ModelSettings:
@@ -153,9 +151,7 @@ def test_openai_timeout_and_refused_connection_are_transient(fake_openai: FakeOp
         provider.embed_batch(["alpha"])
 
 
-def test_openai_error_messages_never_carry_the_key(
-    fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_openai_error_messages_never_carry_the_key(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TEST_EMBED_KEY", "sk-secret-0123456789")
     fake_openai.push(status=401, message="Incorrect API key provided: sk-secret-0123456789.")
     provider = OpenAIProvider(name="m", settings=openai_model(fake_openai, api_key_env="TEST_EMBED_KEY"))

@@ -56,7 +56,8 @@ def test_ndcg_ideal_is_capped_at_k() -> None:
     # Three relevant, k=2: the ideal is two relevant at ranks 1 and 2, so finding both top is a perfect 1.
     assert ndcg_at_k(["a", "b", "x"], frozenset({"a", "b", "c"}), 2) == 1.0
     assert ndcg_at_k(["x", "a"], frozenset({"a", "b", "c"}), 2) == pytest.approx(
-        (1 / math.log2(3)) / (1 + 1 / math.log2(3)))
+        (1 / math.log2(3)) / (1 + 1 / math.log2(3))
+    )
 
 
 def test_nothing_found_scores_zero() -> None:

@@ -22,41 +22,59 @@ def refused(*lines: str) -> str:
 
 def test_good_lines_become_queries_with_their_line_numbers(tmp_path: Path) -> None:
     path = tmp_path / "q.jsonl"
-    path.write_text(f'{GOOD}\n\n{{"query": "acme", "relevant": ["1", "2"], "filter": {{"tenant": "acme"}}}}\n'
-                    '{"query": "any", "relevant": ["3"], "filter": null}\n')
+    path.write_text(
+        f'{GOOD}\n\n{{"query": "acme", "relevant": ["1", "2"], "filter": {{"tenant": "acme"}}}}\n'
+        '{"query": "any", "relevant": ["3"], "filter": null}\n'
+    )
     queries = load_queries(path)
-    assert queries == [EvalQuery("refunds", ("42",), None, 1),
-                       EvalQuery("acme", ("1", "2"), {"tenant": "acme"}, 3),
-                       EvalQuery("any", ("3",), None, 4)]
+    assert queries == [
+        EvalQuery("refunds", ("42",), None, 1),
+        EvalQuery("acme", ("1", "2"), {"tenant": "acme"}, 3),
+        EvalQuery("any", ("3",), None, 4),
+    ]
     assert queries[1].search_filter() == Filter.eq("tenant", "acme")
     assert queries[0].search_filter() is None
 
 
-@pytest.mark.parametrize(("line", "problem"), [
-    ('{"query": "x", "relevant": ["1"]', "line 2: not JSON (Expecting ',' delimiter at column 33)"),
-    ('["x", ["1"]]', "line 2: a JSON object is expected, got list"),
-    ('{"relevant": ["1"]}', "line 2: missing key(s) 'query'"),
-    ('{"query": "x"}', "line 2: missing key(s) 'relevant'"),
-    ('{"query": "x", "relevant": ["1"], "k": 3}',
-     "line 2: unknown key(s) 'k': use only query, relevant and filter"),
-    ('{"query": 7, "relevant": ["1"]}', "line 2: 'query' must be a string, got int 7"),
-    ('{"query": "  ", "relevant": ["1"]}', "line 2: 'query' is empty: write the text a user would search for"),
-    ('{"query": "x", "relevant": "1"}', "line 2: 'relevant' must be a list of record ids, got str \"1\""),
-    ('{"query": "x", "relevant": []}',
-     "line 2: 'relevant' is empty: name at least one record id that answers the query"),
-    ('{"query": "x", "relevant": [1]}',
-     "line 2: 'relevant' must hold non-empty strings (record ids, quoted), got int 1"),
-    ('{"query": "x", "relevant": ["1", "1"]}', "line 2: 'relevant' names '1' more than once"),
-    ('{"query": "x", "relevant": ["1"], "filter": "kind=call"}',
-     "line 2: 'filter' must be a JSON object like {\"kind\": \"call\"}, got str \"kind=call\""),
-    ('{"query": "x", "relevant": ["1"], "filter": {"bad field!": 1}}',
-     "line 2: bad 'filter': filter field 'bad field!' is not allowed"),
-    ('{"query": "x", "relevant": ["1"], "filter": {"n": {"$near": 2}}}', "line 2: bad 'filter': "),
-])
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ('{"query": "x", "relevant": ["1"]', "line 2: not JSON (Expecting ',' delimiter at column 33)"),
+        ('["x", ["1"]]', "line 2: a JSON object is expected, got list"),
+        ('{"relevant": ["1"]}', "line 2: missing key(s) 'query'"),
+        ('{"query": "x"}', "line 2: missing key(s) 'relevant'"),
+        (
+            '{"query": "x", "relevant": ["1"], "k": 3}',
+            "line 2: unknown key(s) 'k': use only query, relevant and filter",
+        ),
+        ('{"query": 7, "relevant": ["1"]}', "line 2: 'query' must be a string, got int 7"),
+        ('{"query": "  ", "relevant": ["1"]}', "line 2: 'query' is empty: write the text a user would search for"),
+        ('{"query": "x", "relevant": "1"}', "line 2: 'relevant' must be a list of record ids, got str \"1\""),
+        (
+            '{"query": "x", "relevant": []}',
+            "line 2: 'relevant' is empty: name at least one record id that answers the query",
+        ),
+        (
+            '{"query": "x", "relevant": [1]}',
+            "line 2: 'relevant' must hold non-empty strings (record ids, quoted), got int 1",
+        ),
+        ('{"query": "x", "relevant": ["1", "1"]}', "line 2: 'relevant' names '1' more than once"),
+        (
+            '{"query": "x", "relevant": ["1"], "filter": "kind=call"}',
+            'line 2: \'filter\' must be a JSON object like {"kind": "call"}, got str "kind=call"',
+        ),
+        (
+            '{"query": "x", "relevant": ["1"], "filter": {"bad field!": 1}}',
+            "line 2: bad 'filter': filter field 'bad field!' is not allowed",
+        ),
+        ('{"query": "x", "relevant": ["1"], "filter": {"n": {"$near": 2}}}', "line 2: bad 'filter': "),
+    ],
+)
 def test_each_kind_of_bad_line_is_named_with_its_number(line: str, problem: str) -> None:
     message = refused(GOOD, line, GOOD)
-    assert message.startswith("queries file 'q.jsonl' has 1 bad line(s), nothing was run; each line is one JSON "
-                              "object like ")
+    assert message.startswith(
+        "queries file 'q.jsonl' has 1 bad line(s), nothing was run; each line is one JSON object like "
+    )
     assert f"\n  {problem}" in message
 
 

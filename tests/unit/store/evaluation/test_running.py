@@ -16,8 +16,11 @@ from store.vectors.backends import memory_store
 
 #: Query text -> its vector: what the stub embedder answers.
 VECTORS = {"alpha": [1.0, 0.05, 0.0], "mixed": [0.6, 0.8, 0.0], "gamma": [0.0, 0.0, 1.0]}
-QUERIES = [EvalQuery("alpha", ("r1",), line=1), EvalQuery("mixed", ("r2", "r3"), line=2),
-           EvalQuery("gamma", ("r2",), {"kind": "b"}, line=3)]
+QUERIES = [
+    EvalQuery("alpha", ("r1",), line=1),
+    EvalQuery("mixed", ("r2", "r3"), line=2),
+    EvalQuery("gamma", ("r2",), {"kind": "b"}, line=3),
+]
 
 
 class Stub:
@@ -28,12 +31,14 @@ class Stub:
 @pytest.fixture
 def store():  # type: ignore[no-untyped-def]
     made = memory_store(dimensions=3, embedder=Stub())
-    made.get_collection("notes", create=True).upsert_many([
-        VectorRecord("r1:0", [1, 0, 0], "one", {"record_id": "r1", "kind": "a"}),
-        VectorRecord("r1:1", [0.9, 0.1, 0], "one more", {"record_id": "r1", "kind": "a"}),
-        VectorRecord("r2:0", [0, 1, 0], "two", {"record_id": "r2", "kind": "b"}),
-        VectorRecord("r3:0", [0, 0, 1], "three", {"record_id": "r3", "kind": "a"}),
-    ])
+    made.get_collection("notes", create=True).upsert_many(
+        [
+            VectorRecord("r1:0", [1, 0, 0], "one", {"record_id": "r1", "kind": "a"}),
+            VectorRecord("r1:1", [0.9, 0.1, 0], "one more", {"record_id": "r1", "kind": "a"}),
+            VectorRecord("r2:0", [0, 1, 0], "two", {"record_id": "r2", "kind": "b"}),
+            VectorRecord("r3:0", [0, 0, 1], "three", {"record_id": "r3", "kind": "a"}),
+        ]
+    )
     return made
 
 
@@ -72,13 +77,16 @@ def test_a_name_is_read_through_the_client(store) -> None:  # type: ignore[no-un
     json.dumps(report.as_dict())  # JSON-plain
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"modes": []}, "no search mode to evaluate: name one or more of vector, keyword, hybrid"),
-    ({"modes": ["semantic"]}, "search mode 'semantic' is not known: use vector, keyword, hybrid"),
-    ({"modes": ["vector", "vector"]}, "search modes vector, vector name one mode twice: name each once"),
-    ({"k": 0}, "k 0 is not allowed: use a whole number from 1 to 10000"),
-    ({"k": 5, "chunks": 3}, "chunks 3 is not allowed: use a whole number from k (5) to 10000"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"modes": []}, "no search mode to evaluate: name one or more of vector, keyword, hybrid"),
+        ({"modes": ["semantic"]}, "search mode 'semantic' is not known: use vector, keyword, hybrid"),
+        ({"modes": ["vector", "vector"]}, "search modes vector, vector name one mode twice: name each once"),
+        ({"k": 0}, "k 0 is not allowed: use a whole number from 1 to 10000"),
+        ({"k": 5, "chunks": 3}, "chunks 3 is not allowed: use a whole number from k (5) to 10000"),
+    ],
+)
 def test_bad_arguments_are_refused_before_any_search(store, kwargs, message) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ConfigError) as caught:
         evaluate(store.get_collection("notes", create=True), QUERIES, **{"modes": ["vector"], **kwargs})

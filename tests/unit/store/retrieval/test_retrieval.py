@@ -36,24 +36,40 @@ def servers() -> Iterator[tuple[FakeOpenAI, FakeOpenAI]]:
 
 
 def model(server: FakeOpenAI, task: str, provider: str = "openai", **extra: Any) -> dict[str, Any]:
-    return {"task": task, "provider": provider, "model": f"{task}-model", "base_url": server.url, "timeout": 2.0,
-            **extra}
+    return {
+        "task": task,
+        "provider": provider,
+        "model": f"{task}-model",
+        "base_url": server.url,
+        "timeout": 2.0,
+        **extra,
+    }
 
 
 def build(*, rerank: list[dict[str, Any]] | None = None, chat: list[dict[str, Any]] | None = None) -> Retrieval:
     models = {f"r{i}": m for i, m in enumerate(rerank or [])} | {f"c{i}": m for i, m in enumerate(chat or [])}
-    settings = Settings.model_validate({
-        "models": models,
-        "embeddings": {"cache_ttl_days": 0, **FAST_RETRIES},
-        "retrieval": {"rerank": [n for n in models if n.startswith("r")],
-                      "answer": [n for n in models if n.startswith("c")], "candidates": 5, "top": 3},
-        "vectors": {"store": "memory", "dimensions": 64},
-    })
+    settings = Settings.model_validate(
+        {
+            "models": models,
+            "embeddings": {"cache_ttl_days": 0, **FAST_RETRIES},
+            "retrieval": {
+                "rerank": [n for n in models if n.startswith("r")],
+                "answer": [n for n in models if n.startswith("c")],
+                "candidates": 5,
+                "top": 3,
+            },
+            "vectors": {"store": "memory", "dimensions": 64},
+        }
+    )
     store = memory_store(dimensions=64, embedder=Embeddings.from_settings(settings))
     notes = store.get_collection("notes", create=True)
     embedder = Embeddings.from_settings(settings)
-    notes.upsert_many([VectorRecord(f"{rid}:0", embedder.embed(text), text, {"record_id": rid, "tenant": tenant})
-                       for rid, tenant, text in NOTES])
+    notes.upsert_many(
+        [
+            VectorRecord(f"{rid}:0", embedder.embed(text), text, {"record_id": rid, "tenant": tenant})
+            for rid, tenant, text in NOTES
+        ]
+    )
     return Retrieval.from_settings(settings, store=store)
 
 
@@ -73,8 +89,11 @@ def test_the_fake_reranker_keeps_the_search_order_and_calls_nothing(servers: tup
 @pytest.mark.parametrize("kind", ["openai", "cohere", "tei"])
 def test_rerank_reorders_by_the_model_and_replaces_scores(kind: str, servers: tuple[FakeOpenAI, FakeOpenAI]) -> None:
     server = servers[0]
-    entry = model(server, "rerank") if kind == "openai" else \
-        model(server, "rerank", provider="http", base_url=server.root, rerank_api=kind)
+    entry = (
+        model(server, "rerank")
+        if kind == "openai"
+        else model(server, "rerank", provider="http", base_url=server.root, rerank_api=kind)
+    )
     ranked = build(rerank=[entry]).rerank("card refunds take days", CANDIDATES)
     assert [m.id for m in ranked] == ["m2", "m1", "m0"]
     assert ranked[0].score == pytest.approx(1.0) and ranked[-1].score == pytest.approx(0.0)
@@ -91,8 +110,7 @@ def test_a_reranker_that_scores_too_few_passages_fails_over(servers: tuple[FakeO
     assert [m.id for m in ranked] == ["m2"] and primary.calls == 1 and backup.calls == 1
 
 
-def test_an_answer_cites_real_passages_and_invented_numbers_are_dropped(servers: tuple[FakeOpenAI, FakeOpenAI]
-                                                                         ) -> None:
+def test_an_answer_cites_real_passages_and_invented_numbers_are_dropped(servers: tuple[FakeOpenAI, FakeOpenAI]) -> None:
     server = servers[0]
     server.reply_chat({"answer": "Within 14 days, to the card.", "sources": [1, 7, 1, -2], "answered": True})
     grounded = build(chat=[model(server, "chat")]).answer("notes", "how are acme refunds paid?")
@@ -115,12 +133,14 @@ def test_answered_false_passes_through_with_its_reason(servers: tuple[FakeOpenAI
     assert not grounded.answered and grounded.reason == "The passages do not mention parking."
 
 
-def test_the_callers_filter_keeps_another_tenants_passages_out_of_the_prompt(servers: tuple[FakeOpenAI, FakeOpenAI]
-                                                                              ) -> None:
+def test_the_callers_filter_keeps_another_tenants_passages_out_of_the_prompt(
+    servers: tuple[FakeOpenAI, FakeOpenAI],
+) -> None:
     server = servers[0]
     retrieval = build(chat=[model(server, "chat")])
-    grounded = retrieval.answer("notes", "how are refunds paid, and what is the secret merger?",
-                                filter={"tenant": "acme"})
+    grounded = retrieval.answer(
+        "notes", "how are refunds paid, and what is the secret merger?", filter={"tenant": "acme"}
+    )
     [prompt] = server.chat_prompts()
     assert "Refunds at Acme" in prompt
     assert "Globex" not in prompt and "Initech" not in prompt
@@ -201,10 +221,17 @@ def test_async_twins(servers: tuple[FakeOpenAI, FakeOpenAI]) -> None:
 
 def test_settings_check_tasks_and_the_local_reranker_says_what_it_needs(tmp_path: Any) -> None:
     with pytest.raises(ConfigError, match="retrieval.answer names 'e0', whose task is 'embed'"):
-        Retrieval.from_settings(Settings.model_validate({
-            "models": {"e0": {"provider": "fake", "model": "x", "dimensions": 4}},
-            "embeddings": {"chain": ["e0"]}, "retrieval": {"answer": ["e0"]},
-            "vectors": {"store": "memory", "dimensions": 4}}), store=memory_store(dimensions=4))
+        Retrieval.from_settings(
+            Settings.model_validate(
+                {
+                    "models": {"e0": {"provider": "fake", "model": "x", "dimensions": 4}},
+                    "embeddings": {"chain": ["e0"]},
+                    "retrieval": {"answer": ["e0"]},
+                    "vectors": {"store": "memory", "dimensions": 4},
+                }
+            ),
+            store=memory_store(dimensions=4),
+        )
     with pytest.raises(ValueError, match="provider 'ollama' cannot serve task 'chat'"):
         Settings.model_validate({"models": {"c": {"task": "chat", "provider": "ollama", "model": "x"}}})
     from store.retrieval.providers.local import LocalReranker
@@ -220,9 +247,13 @@ def test_doctor_makes_one_real_call_to_each_rerank_and_chat_model(servers: tuple
 
     primary, backup = servers
     backup.always(status=401, message="Incorrect API key provided")
-    settings = Settings.model_validate({
-        "models": {"r0": model(primary, "rerank"), "c0": model(primary, "chat"), "c1": model(backup, "chat")},
-        "retrieval": {"rerank": ["r0"], "answer": ["c0", "c1"]}, "vectors": {"store": "memory", "dimensions": 4}})
+    settings = Settings.model_validate(
+        {
+            "models": {"r0": model(primary, "rerank"), "c0": model(primary, "chat"), "c1": model(backup, "chat")},
+            "retrieval": {"rerank": ["r0"], "answer": ["c0", "c1"]},
+            "vectors": {"store": "memory", "dimensions": 4},
+        }
+    )
     found = {check.part: check for check in retrieval_checks(settings)}
     assert (found["rerank model r0"].status, found["chat model c0"].status) == ("ok", "ok")
     assert found["chat model c1"].status == "warn" and "answered 401" in found["chat model c1"].detail

@@ -36,8 +36,12 @@ def load(ids: list[str] | None) -> list[dict[str, object]]:
 
 def settings(chain: str = "small", *, kind: str = "python", store: str = "pgvector") -> Settings:
     source = {"kind": kind, "loader": f"{__name__}:load"} if kind == "python" else {"kind": kind}
-    return Settings(models=MODELS, embeddings={"chain": [chain]}, vectors={"store": store, "dimensions": 8},
-                    collections={"notes": {"source": source}})
+    return Settings(
+        models=MODELS,
+        embeddings={"chain": [chain]},
+        vectors={"store": store, "dimensions": 8},
+        collections={"notes": {"source": source}},
+    )
 
 
 def begin(registry: Generations, name: str, chain: str = "large", number: int = 2) -> Generation:
@@ -70,8 +74,9 @@ def test_plan_refuses_what_cannot_be_migrated_naming_the_fix() -> None:
         plan(settings(kind="push"), registry, "notes", ["large"])
     with pytest.raises(ConfigError, match="memory"):
         plan(settings(store="memory"), registry, "notes", ["large"])
-    local = settings(store="qdrant").model_copy(update={"vectors": settings().vectors.model_copy(
-        update={"store": "qdrant", "url": "/tmp/qdrant-folder"})})
+    local = settings(store="qdrant").model_copy(
+        update={"vectors": settings().vectors.model_copy(update={"store": "qdrant", "url": "/tmp/qdrant-folder"})}
+    )
     with pytest.raises(ConfigError, match="local mode"):
         plan(local, registry, "notes", ["large"])
     with pytest.raises(ConfigError, match="already"):
@@ -81,9 +86,16 @@ def test_plan_refuses_what_cannot_be_migrated_naming_the_fix() -> None:
     with pytest.raises(ConfigError, match="no configured model missing"):
         plan(settings(), registry, "notes", ["missing"])
     with pytest.raises(ConfigError, match="longer than 48"):
-        plan(Settings(models=MODELS, embeddings={"chain": ["small"]},
-                      collections={"n" * 47: {"source": {"kind": "python", "loader": "x:y"}}}),
-             registry, "n" * 47, ["large"])
+        plan(
+            Settings(
+                models=MODELS,
+                embeddings={"chain": ["small"]},
+                collections={"n" * 47: {"source": {"kind": "python", "loader": "x:y"}}},
+            ),
+            registry,
+            "n" * 47,
+            ["large"],
+        )
 
 
 def test_generation_1_is_what_the_ledger_says_embedded_it_even_when_the_settings_name_the_new_chain() -> None:
@@ -98,8 +110,14 @@ def test_generation_1_is_what_the_ledger_says_embedded_it_even_when_the_settings
 
 def test_a_batch_written_to_two_generations_counts_each_record_by_its_worst_outcome() -> None:
     live = BatchResult(indexed=["1", "2"], skipped=["3"], deleted=["4"], chunks=3)
-    building = BatchResult(indexed=["1", "3"], retry={"2": "EmbeddingError: down"}, deleted=["4"],
-                           failed={"5": "InputError: too long"}, chunks=2, retry_after=4.0)
+    building = BatchResult(
+        indexed=["1", "3"],
+        retry={"2": "EmbeddingError: down"},
+        deleted=["4"],
+        failed={"5": "InputError: too long"},
+        chunks=2,
+        retry_after=4.0,
+    )
     both = combined({"notes": live, "notes__g2": building})
     assert sorted(both.indexed) == ["1", "3"] and both.deleted == ["4"] and both.skipped == []
     assert both.retry == {"2": "notes__g2: EmbeddingError: down"}
@@ -123,18 +141,31 @@ def test_generation_1_reads_fallback_and_int8_model_names_as_the_ledger_records_
 
 
 def test_a_generation_a_worker_cannot_embed_fails_its_records_there_and_the_live_one_is_still_written(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from worker.process import WorkerContext
 
     monkeypatch.delenv("VS_TEST_MISSING_KEY", raising=False)
-    keyed = {"provider": "openai", "model": "text-embedding-3-small", "dimensions": 12,
-             "api_key_env": "VS_TEST_MISSING_KEY", "base_url": "http://127.0.0.1:9/v1"}
-    config = Settings(models={**MODELS, "keyed": keyed}, embeddings={"chain": ["small"], "cache_ttl_days": 0},
-                      vectors={"store": "memory", "dimensions": 8},
-                      collections={"notes": {"source": {"kind": "python", "loader": f"{__name__}:load"}}})
+    keyed = {
+        "provider": "openai",
+        "model": "text-embedding-3-small",
+        "dimensions": 12,
+        "api_key_env": "VS_TEST_MISSING_KEY",
+        "base_url": "http://127.0.0.1:9/v1",
+    }
+    config = Settings(
+        models={**MODELS, "keyed": keyed},
+        embeddings={"chain": ["small"], "cache_ttl_days": 0},
+        vectors={"store": "memory", "dimensions": 8},
+        collections={"notes": {"source": {"kind": "python", "loader": f"{__name__}:load"}}},
+    )
     ledger = MemoryLedger()
-    live, new = plan(config.model_copy(update={"vectors": config.vectors.model_copy(update={"store": "pgvector"})}),
-                     ledger.generations, "notes", ["keyed"])
+    live, new = plan(
+        config.model_copy(update={"vectors": config.vectors.model_copy(update={"store": "pgvector"})}),
+        ledger.generations,
+        "notes",
+        ["keyed"],
+    )
     ledger.generations.begin(live, new)
     ctx = WorkerContext.from_settings(config, ledger=ledger)
     try:
@@ -148,8 +179,9 @@ def test_a_generation_a_worker_cannot_embed_fails_its_records_there_and_the_live
 class GenerationsContract:
     """What every generations registry does; a subclass gives the ``registry`` fixture."""
 
-    def test_a_collection_never_migrated_is_its_own_generation_under_the_settings_chain(self,
-                                                                                        registry: Generations) -> None:
+    def test_a_collection_never_migrated_is_its_own_generation_under_the_settings_chain(
+        self, registry: Generations
+    ) -> None:
         name = unique_name("gen")
         assert registry.alias(name) is None
         [only] = writing(settings(), registry, name)
@@ -175,8 +207,9 @@ class GenerationsContract:
         with pytest.raises(ConfigError, match=rf"already migrating to {name}__g2.*collections drop {name}__g2"):
             begin(registry, name, "other", number=3)
 
-    def test_the_switch_is_compare_and_set_and_the_live_generation_cannot_be_forgotten(self,
-                                                                                       registry: Generations) -> None:
+    def test_the_switch_is_compare_and_set_and_the_live_generation_cannot_be_forgotten(
+        self, registry: Generations
+    ) -> None:
         name = unique_name("gen")
         begin(registry, name)
         assert not registry.switch(name, 2, expected=2)  # someone else's view of what is live: nothing happens
@@ -194,7 +227,8 @@ class GenerationsContract:
         assert registry.alias(name) is None
 
     def test_the_run_that_builds_a_generation_switches_it_only_when_done_without_failures(
-            self, registry: Generations) -> None:
+        self, registry: Generations
+    ) -> None:
         name = unique_name("gen")
         begin(registry, name)
         registry.set_run(name, 2, "r1")

@@ -40,8 +40,10 @@ class LedgerContract:
             held.record_indexed([entry("a", version=3, stamp="s"), entry("b", "other")])
         with ledger.locked(name, ["c", "b", "a", "d"], read=True) as held:
             assert held.entries(["a", "b", "c", "d"]) == ledger.entries(name, ["a", "b", "c", "d"])
-            assert held.entries(["a", "b", "c", "d"]) == {"a": entry("a", version=3, stamp="s"),
-                                                         "b": entry("b", "other")}
+            assert held.entries(["a", "b", "c", "d"]) == {
+                "a": entry("a", version=3, stamp="s"),
+                "b": entry("b", "other"),
+            }
             assert held.entries(["x"]) == {}  # not locked: asked again
             held.record_indexed([entry("d")])
         assert ledger.entries(name, ["d"]) == {"d": entry("d")}

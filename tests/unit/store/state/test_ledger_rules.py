@@ -29,19 +29,23 @@ from store.state.ledger.rules import (
 )
 
 
-@pytest.mark.parametrize(("status", "expected", "counted", "deferred", "moved"), [
-    (RunStatus.RUNNING, 4, 4, False, RunStatus.DONE),
-    (RunStatus.RUNNING, 4, 5, False, RunStatus.DONE),  # a batch counted twice over a redelivery still ends it
-    (RunStatus.RUNNING, 4, 4, True, RunStatus.INDEXING),  # the bulk path's index build comes next
-    (RunStatus.RUNNING, 4, 3, False, None),
-    (RunStatus.RUNNING, None, 7, False, None),  # the run is still sending batches: their number is not known
-    (RunStatus.RUNNING, 0, 0, False, RunStatus.DONE),  # nothing to index
-    (RunStatus.FAILED, 4, 4, False, None),
-    (RunStatus.INDEXING, 4, 4, True, None),  # complete_run ends it
-    (RunStatus.DONE, 4, 4, False, None),
-])
-def test_a_run_ends_once_its_batches_are_counted(status: RunStatus, expected: int | None, counted: int,
-                                                  deferred: bool, moved: RunStatus | None) -> None:
+@pytest.mark.parametrize(
+    ("status", "expected", "counted", "deferred", "moved"),
+    [
+        (RunStatus.RUNNING, 4, 4, False, RunStatus.DONE),
+        (RunStatus.RUNNING, 4, 5, False, RunStatus.DONE),  # a batch counted twice over a redelivery still ends it
+        (RunStatus.RUNNING, 4, 4, True, RunStatus.INDEXING),  # the bulk path's index build comes next
+        (RunStatus.RUNNING, 4, 3, False, None),
+        (RunStatus.RUNNING, None, 7, False, None),  # the run is still sending batches: their number is not known
+        (RunStatus.RUNNING, 0, 0, False, RunStatus.DONE),  # nothing to index
+        (RunStatus.FAILED, 4, 4, False, None),
+        (RunStatus.INDEXING, 4, 4, True, None),  # complete_run ends it
+        (RunStatus.DONE, 4, 4, False, None),
+    ],
+)
+def test_a_run_ends_once_its_batches_are_counted(
+    status: RunStatus, expected: int | None, counted: int, deferred: bool, moved: RunStatus | None
+) -> None:
     assert status_when_counted(status, expected=expected, counted=counted, deferred=deferred) == moved
 
 
@@ -49,8 +53,18 @@ AT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
 def progress(run_id: str = "r", *, status: RunStatus = RunStatus.RUNNING, started_at: datetime = AT) -> RunProgress:
-    return RunProgress(run_id=run_id, collection="notes", status=status, total=None, done=0, skipped=0, failed=0,
-                       full=False, started_at=started_at, finished_at=None)
+    return RunProgress(
+        run_id=run_id,
+        collection="notes",
+        status=status,
+        total=None,
+        done=0,
+        skipped=0,
+        failed=0,
+        full=False,
+        started_at=started_at,
+        finished_at=None,
+    )
 
 
 def test_a_new_run_is_running_with_nothing_counted_under_its_given_id_or_a_fresh_one() -> None:
@@ -60,20 +74,30 @@ def test_a_new_run_is_running_with_nothing_counted_under_its_given_id_or_a_fresh
     assert fresh[0] != fresh[1] and all(len(i) == 32 and int(i, 16) >= 0 for i in fresh)
 
 
-@pytest.mark.parametrize(("status", "moved"), [
-    (RunStatus.INDEXING, RunStatus.DONE),
-    (RunStatus.RUNNING, None),  # its batches are not all in: finish_batch ends it
-    (RunStatus.DONE, None),  # complete_run again: nothing moves
-    (RunStatus.FAILED, None),
-])
-def test_only_a_run_building_its_index_is_done_once_the_index_is_built(status: RunStatus,
-                                                                         moved: RunStatus | None) -> None:
+@pytest.mark.parametrize(
+    ("status", "moved"),
+    [
+        (RunStatus.INDEXING, RunStatus.DONE),
+        (RunStatus.RUNNING, None),  # its batches are not all in: finish_batch ends it
+        (RunStatus.DONE, None),  # complete_run again: nothing moves
+        (RunStatus.FAILED, None),
+    ],
+)
+def test_only_a_run_building_its_index_is_done_once_the_index_is_built(
+    status: RunStatus, moved: RunStatus | None
+) -> None:
     assert status_when_index_built(status) == moved
 
 
-@pytest.mark.parametrize(("status", "finished"), [
-    (RunStatus.DONE, AT), (RunStatus.FAILED, AT), (RunStatus.INDEXING, None), (RunStatus.RUNNING, None),
-])
+@pytest.mark.parametrize(
+    ("status", "finished"),
+    [
+        (RunStatus.DONE, AT),
+        (RunStatus.FAILED, AT),
+        (RunStatus.INDEXING, None),
+        (RunStatus.RUNNING, None),
+    ],
+)
 def test_a_run_finishes_when_it_moves_to_an_ended_status(status: RunStatus, finished: datetime | None) -> None:
     assert ended_at(status, AT) == finished
 

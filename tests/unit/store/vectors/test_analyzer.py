@@ -12,18 +12,21 @@ from store.vectors.keyword import analyzer
 from store.vectors.modes import SEARCH_MODES
 
 
-@pytest.mark.parametrize(("text", "terms"), [
-    ("git merge --no-ff", ["git", "merg", "no-ff", "ff"]),  # the option whole, unstemmed; "no" a stop word
-    ("set git_config", ["set", "git_config", "git", "config"]),
-    ("pylint E1101", ["pylint", "e1101"]),  # a word with a digit is kept as it is
-    ("os.path.join(a, b).", ["os.path.join", "os", "path", "join", "b"]),  # "a" a stop word; the last dot ends
-    ("__init__", ["init"]),  # leading and trailing connectors go
-    ("Configured OPTIONS", ["configur", "option"]),  # lower case, stemmed
-    ("it's Dana's", ["dana"]),  # apostrophes separate; "it" and "s" are stop words
-    ("\uff21\uff22\uff23 café", ["abc", "café"]),  # NFKC folds full-width letters
-    ("v1.2.3", ["v1.2.3", "v1", "2", "3"]),
-    ("", []),
-])
+@pytest.mark.parametrize(
+    ("text", "terms"),
+    [
+        ("git merge --no-ff", ["git", "merg", "no-ff", "ff"]),  # the option whole, unstemmed; "no" a stop word
+        ("set git_config", ["set", "git_config", "git", "config"]),
+        ("pylint E1101", ["pylint", "e1101"]),  # a word with a digit is kept as it is
+        ("os.path.join(a, b).", ["os.path.join", "os", "path", "join", "b"]),  # "a" a stop word; the last dot ends
+        ("__init__", ["init"]),  # leading and trailing connectors go
+        ("Configured OPTIONS", ["configur", "option"]),  # lower case, stemmed
+        ("it's Dana's", ["dana"]),  # apostrophes separate; "it" and "s" are stop words
+        ("\uff21\uff22\uff23 café", ["abc", "café"]),  # NFKC folds full-width letters
+        ("v1.2.3", ["v1.2.3", "v1", "2", "3"]),
+        ("", []),
+    ],
+)
 def test_english_terms(text: str, terms: list[str]) -> None:
     assert analyzer("english").terms(text) == terms
 

@@ -14,10 +14,18 @@ from store import Collection, ConfigError, Filter, VectorRecord
 from tests.backends import IN_PROCESS_BACKENDS, StoreFactory, make_store_factory, unique_name
 
 PEOPLE = [
-    VectorRecord("a", [1, 0, 0, 0], "alpha", {"kind": "call", "n": 1, "owner": {"id": "u1"}, "tags": ["x", "y"],
-                                              "at": "2026-10-01", "ok": True}),
-    VectorRecord("b", [0.9, 0.1, 0, 0], "beta", {"kind": "call", "n": 2.5, "owner": {"id": "u2"}, "tags": ["y"],
-                                                 "at": "2026-10-15", "ok": False}),
+    VectorRecord(
+        "a",
+        [1, 0, 0, 0],
+        "alpha",
+        {"kind": "call", "n": 1, "owner": {"id": "u1"}, "tags": ["x", "y"], "at": "2026-10-01", "ok": True},
+    ),
+    VectorRecord(
+        "b",
+        [0.9, 0.1, 0, 0],
+        "beta",
+        {"kind": "call", "n": 2.5, "owner": {"id": "u2"}, "tags": ["y"], "at": "2026-10-15", "ok": False},
+    ),
     VectorRecord("c", [0, 1, 0, 0], "gamma", {"kind": "email", "n": 3, "owner": {"id": "u1"}, "at": "2026-11-01"}),
     VectorRecord("d", [0, 0, 1, 0], "delta", {"kind": "email", "n": "3", "tags": "x"}),
     VectorRecord("e", [0, 0, 0, 1], "epsilon", {"kind": "note", "ok": 1}),
@@ -130,14 +138,19 @@ class VectorStoreContract:
         assert ids(people) == ["a", "b", "e", "f"]
 
     def test_replace_where_swaps_the_matching_set(self, notes: Collection) -> None:
-        notes.upsert_many([
-            VectorRecord("r1:0", [1, 0, 0, 0], "old 0", {"record_id": "r1", "chunk": 0}),
-            VectorRecord("r1:1", [1, 0, 0, 0], "old 1", {"record_id": "r1", "chunk": 1}),
-            VectorRecord("r2:0", [0, 1, 0, 0], "other", {"record_id": "r2", "chunk": 0}),
-        ])
-        notes.replace_where(Filter.eq("record_id", "r1"), [
-            VectorRecord("r1:0", [0, 0, 1, 0], "new 0", {"record_id": "r1", "chunk": 0}),
-        ])
+        notes.upsert_many(
+            [
+                VectorRecord("r1:0", [1, 0, 0, 0], "old 0", {"record_id": "r1", "chunk": 0}),
+                VectorRecord("r1:1", [1, 0, 0, 0], "old 1", {"record_id": "r1", "chunk": 1}),
+                VectorRecord("r2:0", [0, 1, 0, 0], "other", {"record_id": "r2", "chunk": 0}),
+            ]
+        )
+        notes.replace_where(
+            Filter.eq("record_id", "r1"),
+            [
+                VectorRecord("r1:0", [0, 0, 1, 0], "new 0", {"record_id": "r1", "chunk": 0}),
+            ],
+        )
         assert ids(notes) == ["r1:0", "r2:0"]
         assert [m.text for m in notes.search([0, 0, 1, 0], filter=Filter.eq("record_id", "r1"))] == ["new 0"]
 
@@ -162,8 +175,9 @@ class VectorStoreContract:
         assert name not in store.list_collections()
         assert store.get_collection(name, create=True).count() == 0
 
-    def test_reset_empties_a_collection_and_keeps_it_create_and_get_refuse_surprises(self,
-                                                                                     make_store: StoreFactory) -> None:
+    def test_reset_empties_a_collection_and_keeps_it_create_and_get_refuse_surprises(
+        self, make_store: StoreFactory
+    ) -> None:
         store = make_store(dimensions=4)
         name = unique_name()
         for refused in (store.reset_collection, store.get_collection):
@@ -180,8 +194,9 @@ class VectorStoreContract:
         assert ids(notes, Filter.eq("kind", "call")) == ["a", "b"]
 
     @pytest.mark.parametrize(("filter", "expected"), FILTER_CASES, ids=[repr(f) for f, _ in FILTER_CASES])
-    def test_filter_selects_the_same_records_everywhere(self, people: Collection, filter: Filter,
-                                                        expected: list[str]) -> None:
+    def test_filter_selects_the_same_records_everywhere(
+        self, people: Collection, filter: Filter, expected: list[str]
+    ) -> None:
         assert sorted(r.id for r in PEOPLE if filter.matches(r.metadata)) == expected  # the in-memory truth
         assert ids(people, filter) == expected
         assert people.count(filter) == len(expected)
@@ -210,8 +225,9 @@ class VectorStoreContract:
             ("euclidean", [1, 1, 1, 1], [1, 1, 1, 1], 1.0),
         ],
     )
-    def test_score_for_each_metric(self, make_store: StoreFactory, metric: str, query: list[float],
-                                   vector: list[float], expected: float) -> None:
+    def test_score_for_each_metric(
+        self, make_store: StoreFactory, metric: str, query: list[float], vector: list[float], expected: float
+    ) -> None:
         collection = make_store(dimensions=4, metric=metric).get_collection(unique_name(), create=True)
         collection.upsert(VectorRecord("v", vector))
         [match] = collection.search(query)
@@ -260,8 +276,9 @@ class VectorStoreContract:
             ({"record_id": 5}, "'record_id' of record 'r' is 5; it is reserved for a str"),
         ],
     )
-    def test_bad_metadata_is_rejected_and_nothing_is_written(self, notes: Collection, metadata: object,
-                                                             message: str) -> None:
+    def test_bad_metadata_is_rejected_and_nothing_is_written(
+        self, notes: Collection, metadata: object, message: str
+    ) -> None:
         notes.upsert(VectorRecord("keep", [1, 0, 0, 0], "kept", {"v": 1}))
         replacement = [VectorRecord("ok", [1, 0, 0, 0]), VectorRecord("r", [0, 1, 0, 0], "", metadata)]  # type: ignore[arg-type]
         with pytest.raises(ConfigError, match=message):
@@ -271,7 +288,8 @@ class VectorStoreContract:
         assert [m.id for m in notes.search([1, 0, 0, 0])] == ["keep"]
 
     def test_nul_characters_and_lone_surrogates_are_dropped_from_values_and_refused_in_keys(
-            self, notes: Collection) -> None:
+        self, notes: Collection
+    ) -> None:
         """A key losing its NUL could merge with another key, and key order chose which value survived."""
         notes.upsert(VectorRecord("n1", [1, 0, 0, 0], "a\x00b\ud800c", {"who": "d\x00a\udfffna"}))
         [match] = notes.search([1, 0, 0, 0])

@@ -16,17 +16,23 @@ def test_operators_build_the_tree() -> None:
 
 
 def test_from_dict_reads_the_documented_form() -> None:
-    f = Filter.from_dict({"kind": "call", "created_at": {"$gte": "2026-10-01"},
-                          "$or": [{"owner.id": 7}, {"tags": {"$in": ["a", "b"]}}]})
+    f = Filter.from_dict(
+        {"kind": "call", "created_at": {"$gte": "2026-10-01"}, "$or": [{"owner.id": 7}, {"tags": {"$in": ["a", "b"]}}]}
+    )
     assert f.matches({"kind": "call", "created_at": "2026-10-02", "owner": {"id": 7}})
     assert f.matches({"kind": "call", "created_at": "2026-10-02", "tags": ["b"]})
     assert not f.matches({"kind": "call", "created_at": "2026-09-30", "owner": {"id": 7}})
 
 
-@pytest.mark.parametrize("f", [
-    Filter.eq("a", 1), Filter.any_of("a", ["x", 2]), Filter.lte("a.b", "z"),
-    ~Filter.eq("a", True) & (Filter.gt("n", 1.5) | Filter.lt("n", -1)),
-])
+@pytest.mark.parametrize(
+    "f",
+    [
+        Filter.eq("a", 1),
+        Filter.any_of("a", ["x", 2]),
+        Filter.lte("a.b", "z"),
+        ~Filter.eq("a", True) & (Filter.gt("n", 1.5) | Filter.lt("n", -1)),
+    ],
+)
 def test_to_dict_round_trips(f: Filter) -> None:
     assert Filter.from_dict(f.to_dict()) == f
 

@@ -25,10 +25,23 @@ maintenance credential daemon mailmap attributes ignore ours theirs fast forward
 object tree blob packfile refspec signed gpg hash"""
 WORDS = tuple(_VOCABULARY.split())
 IDENTIFIERS = ["--no-ff", "git_config", "E1101", "core.autocrlf", "--force-with-lease", "merge.ff", "HEAD~2"]
-QUERIES = ["merge conflict", "fast forward merge --no-ff", "git_config option", "rebase upstream branch",
-           "E1101 error in the hook", "stash pop after a conflict", "detached head checkout", "core.autocrlf",
-           "signed tag gpg", "cherry pick a commit", "sparse checkout worktree", "prune remote tracking branch",
-           "the reflog history of head", "blame diff log", "clean ignore attributes"]
+QUERIES = [
+    "merge conflict",
+    "fast forward merge --no-ff",
+    "git_config option",
+    "rebase upstream branch",
+    "E1101 error in the hook",
+    "stash pop after a conflict",
+    "detached head checkout",
+    "core.autocrlf",
+    "signed tag gpg",
+    "cherry pick a commit",
+    "sparse checkout worktree",
+    "prune remote tracking branch",
+    "the reflog history of head",
+    "blame diff log",
+    "clean ignore attributes",
+]
 
 
 class WordsEmbedder:
@@ -53,13 +66,20 @@ def corpus(count: int = 300, *, seed: int = 11) -> list[VectorRecord]:
         if rng.random() < 0.3:
             words.insert(int(rng.integers(len(words))), str(rng.choice(IDENTIFIERS)))
         text = " ".join(words)
-        records.append(VectorRecord(f"d{i:03d}", hash_embed(text, DIMENSIONS), text,
-                                    {"team": int(i % 5), "kind": "faq" if i % 3 else "manual"}))
+        records.append(
+            VectorRecord(
+                f"d{i:03d}",
+                hash_embed(text, DIMENSIONS),
+                text,
+                {"team": int(i % 5), "kind": "faq" if i % 3 else "manual"},
+            )
+        )
     return records
 
 
-def reference_bm25(records: Sequence[VectorRecord], query: str, *, only: Filter | None = None,
-                   k1: float = 1.2, b: float = 0.75) -> list[tuple[str, float]]:
+def reference_bm25(
+    records: Sequence[VectorRecord], query: str, *, only: Filter | None = None, k1: float = 1.2, b: float = 0.75
+) -> list[tuple[str, float]]:
     """BM25 written out again, on the analyzer's terms: collection-wide statistics, the filter picks who scores."""
     terms_of = analyzer("english")
     docs = {r.id: Counter(terms_of.terms(r.text)) for r in records}
@@ -116,8 +136,11 @@ class KeywordContract:
 
     def test_filters_apply_to_the_keyword_leg(self, docs: Collection) -> None:
         records = corpus()
-        for only in (Filter.eq("team", 2), Filter.eq("kind", "manual") & Filter.gte("team", 3),
-                     Filter.any_of("team", [0, 4]) | Filter.eq("kind", "manual")):
+        for only in (
+            Filter.eq("team", 2),
+            Filter.eq("kind", "manual") & Filter.gte("team", 3),
+            Filter.any_of("team", [0, 4]) | Filter.eq("kind", "manual"),
+        ):
             for query in QUERIES[:6]:
                 expected = [id for id, _ in reference_bm25(records, query, only=only)[:5]]
                 found = docs.search(query, mode="keyword", filter=only, limit=5)
@@ -135,8 +158,10 @@ class KeywordContract:
         query, limit = "fast forward merge --no-ff", 5
         docs.search_settings = SearchSettings(vector_weight=1, keyword_weight=1, rrf_k=60)
         depth = window(limit, vector_weight=1, keyword_weight=1, rrf_k=60)
-        legs = [(1.0, docs.search(query, mode="vector", limit=depth)),
-                (1.0, docs.search(query, mode="keyword", limit=depth))]
+        legs = [
+            (1.0, docs.search(query, mode="vector", limit=depth)),
+            (1.0, docs.search(query, mode="keyword", limit=depth)),
+        ]
         expected = fuse(legs, rrf_k=60, limit=limit)
         found = docs.search(query, mode="hybrid", limit=limit)
         assert [m.id for m in found] == [m.id for m in expected]
@@ -153,17 +178,20 @@ class KeywordContract:
     def test_a_query_of_stop_words_finds_nothing_by_keyword(self, docs: Collection) -> None:
         assert docs.search("the of and", mode="keyword") == []
 
-    def test_a_vector_query_is_refused_in_keyword_and_hybrid_mode(self, docs: Collection,
-                                                                  embedder: WordsEmbedder) -> None:
+    def test_a_vector_query_is_refused_in_keyword_and_hybrid_mode(
+        self, docs: Collection, embedder: WordsEmbedder
+    ) -> None:
         for mode in ("keyword", "hybrid"):
-            with pytest.raises(ConfigError, match=f"a {mode} search of collection .* needs a text query.*"
-                                                  "mode='vector'"):
+            with pytest.raises(
+                ConfigError, match=f"a {mode} search of collection .* needs a text query.*mode='vector'"
+            ):
                 docs.search([0.0] * DIMENSIONS, mode=mode)  # type: ignore[arg-type]
         with pytest.raises(ConfigError, match="search mode 'fuzzy' is not allowed: use one of vector, keyword"):
             docs.search("merge", mode="fuzzy")  # type: ignore[arg-type]
 
-    def test_required_filter_is_refused_unscoped_in_every_mode(self, make_store: StoreFactory,
-                                                               embedder: WordsEmbedder) -> None:
+    def test_required_filter_is_refused_unscoped_in_every_mode(
+        self, make_store: StoreFactory, embedder: WordsEmbedder
+    ) -> None:
         store = make_store(dimensions=DIMENSIONS)
         store.embedder = embedder
         name = unique_name()
@@ -181,8 +209,9 @@ class KeywordContract:
     def test_min_score_drops_matches_below_it_on_the_modes_own_score(self, docs: Collection) -> None:
         keyword = docs.search("merge conflict", mode="keyword", limit=20)
         cut = keyword[5].score
-        assert [m.id for m in docs.search("merge conflict", mode="keyword", limit=20, min_score=cut)] == \
-            [m.id for m in keyword if m.score >= cut]
+        assert [m.id for m in docs.search("merge conflict", mode="keyword", limit=20, min_score=cut)] == [
+            m.id for m in keyword if m.score >= cut
+        ]
         fused = docs.search("merge conflict", mode="hybrid", limit=20)
         s = docs.search_settings  # the fused score's bound: (vector_weight + keyword_weight) / (rrf_k + 1)
         assert fused and all(m.score <= (s.vector_weight + s.keyword_weight) / (s.rrf_k + 1) for m in fused)

@@ -78,7 +78,9 @@ def test_points_are_stored_under_their_uuid5_with_the_payload_layout(tmp_path: P
 def test_reopening_a_folder_keeps_the_data(tmp_path: Path) -> None:
     folder = str(tmp_path / "qdrant")
     with QdrantStore(folder, dimensions=2) as store:
-        store.get_collection("notes", create=True).upsert_many([_record("a", [1, 0], k="x"), _record("b", [0, 1], k="y")])
+        store.get_collection("notes", create=True).upsert_many(
+            [_record("a", [1, 0], k="x"), _record("b", [0, 1], k="y")]
+        )
     with QdrantStore(folder, dimensions=2) as store:
         assert store.list_collections() == ["notes"]
         notes = store.get_collection("notes", create=True)
@@ -145,16 +147,15 @@ def test_split_keeps_native_parts_of_a_top_level_and_in_qdrant() -> None:
     assert where is not None
     assert residual == Filter.gte("at", "2026-10-01")
     assert split_filter(Filter.eq("kind", "call"))[1] is None
-    assert split_filter(Filter.eq("a", 1) | Filter.lt("at", "b")) == (
-        None, Filter.eq("a", 1) | Filter.lt("at", "b")
-    )
+    assert split_filter(Filter.eq("a", 1) | Filter.lt("at", "b")) == (None, Filter.eq("a", 1) | Filter.lt("at", "b"))
 
 
 def _dated(collection: Collection, total: int = 300, late: int = 8) -> None:
     """``total`` records; the ``late`` ones dated after October are the farthest from [1, 0, 0, 0]."""
     collection.upsert_many(
         _record(
-            f"r{i}", [1.0, i / 10, 0.0, 0.0],
+            f"r{i}",
+            [1.0, i / 10, 0.0, 0.0],
             created_at="2026-10-02" if i >= total - late else "2026-09-15",
             kind="call" if i % 2 else "note",
         )
@@ -281,8 +282,9 @@ class QdrantContract:
             (Filter.gte("x", 0) & ~Filter.eq("x", 0), {"int", "float", "list"}),
         ],
     )
-    def test_filters_are_typed_like_filter_matches(self, open_collection: Open, filter: Filter,
-                                                   expected: set[str]) -> None:
+    def test_filters_are_typed_like_filter_matches(
+        self, open_collection: Open, filter: Filter, expected: set[str]
+    ) -> None:
         collection = open_collection()
         collection.upsert_many(_record(id, [1, 0, 0, 0], **meta) for id, meta in TYPED_RECORDS.items())
         found = {m.id for m in collection.search([1, 0, 0, 0], filter=filter, limit=100)}
@@ -329,8 +331,11 @@ class QdrantContract:
     def test_replace_where_swaps_the_matching_records(self, open_collection: Open) -> None:
         collection = open_collection()
         collection.upsert_many(
-            [_record("a:0", [1, 0, 0, 0], record_id="a"), _record("a:1", [1, 0, 0, 0], record_id="a"),
-             _record("b:0", [1, 0, 0, 0], record_id="b")]
+            [
+                _record("a:0", [1, 0, 0, 0], record_id="a"),
+                _record("a:1", [1, 0, 0, 0], record_id="a"),
+                _record("b:0", [1, 0, 0, 0], record_id="b"),
+            ]
         )
         collection.replace_where(
             Filter.eq("record_id", "a"),
@@ -349,8 +354,13 @@ class QdrantContract:
     def test_answers_equal_the_memory_reference(self, open_collection: Open) -> None:
         records = [
             _record(
-                f"r{i}", [math.cos(i), math.sin(i), (i % 3) - 1.0, 0.5],
-                n=i, half=i / 2, tag=["a", "b"][: i % 3], at=f"2026-{1 + i % 12:02d}-01", flag=i % 4 == 0,
+                f"r{i}",
+                [math.cos(i), math.sin(i), (i % 3) - 1.0, 0.5],
+                n=i,
+                half=i / 2,
+                tag=["a", "b"][: i % 3],
+                at=f"2026-{1 + i % 12:02d}-01",
+                flag=i % 4 == 0,
             )
             for i in range(40)
         ]

@@ -27,9 +27,18 @@ def test_a_collection_from_before_keyword_search_gains_it_without_embedding() ->
     # As the release before keyword search made it: one unnamed vector, no sparse vector, no metadata.
     params = models.VectorParams(size=DIMENSIONS, distance=models.Distance.COSINE)
     client.create_collection("old", vectors_config=params)
-    client.upsert("old", points=[models.PointStruct(
-        id=point_id(r.id), vector=list(r.embedding),
-        payload={"id": r.id, "text": r.text, "model": "", "metadata": r.metadata}) for r in records], wait=True)
+    client.upsert(
+        "old",
+        points=[
+            models.PointStruct(
+                id=point_id(r.id),
+                vector=list(r.embedding),
+                payload={"id": r.id, "text": r.text, "model": "", "metadata": r.metadata},
+            )
+            for r in records
+        ],
+        wait=True,
+    )
     collection = store.get_collection("old", create=True)
     assert KEYWORDS in (client.get_collection("old").config.params.sparse_vectors or {})
     assert pinned(client, "old")["analyzer"] == "english/1"
@@ -48,6 +57,10 @@ def test_another_language_weighs_the_stored_text_again() -> None:
     assert [m.id for m in collection.search("configuring", mode="keyword")] == ["x"]  # english: "configur"
     store.configure_search("notes", SearchSettings(language="simple"))
     assert pinned(store._client, "notes")["analyzer"] == "simple/1"
-    assert store.get_collection("notes", create=True).search("configuring", mode="keyword") == []  # simple: words as they are
-    assert [m.id for m in store.get_collection("notes", create=True).search("the", mode="keyword")] == ["x"]  # no stop words
+    assert (
+        store.get_collection("notes", create=True).search("configuring", mode="keyword") == []
+    )  # simple: words as they are
+    assert [m.id for m in store.get_collection("notes", create=True).search("the", mode="keyword")] == [
+        "x"
+    ]  # no stop words
     store.close()

@@ -33,22 +33,25 @@ class CountingEmbedder:
         return [1.0, 0.0, 0.0, 0.0]
 
 
-@pytest.mark.parametrize(("filter", "pinned"), [
-    (None, set()),
-    ({"workspace_id": 7}, {"workspace_id"}),
-    ({"workspace_id": {"$in": [7]}}, {"workspace_id"}),
-    ({"workspace_id": {"$in": [7, 7]}}, {"workspace_id"}),
-    ({"workspace_id": {"$in": [7, 8]}}, set()),
-    ({"workspace_id": {"$in": [1, 1.0]}}, {"workspace_id"}),  # one number
-    ({"workspace_id": {"$in": [1, True]}}, set()),  # a number and a boolean never equal
-    ({"workspace_id": 7, "kind": "call"}, {"workspace_id", "kind"}),
-    ({"$and": [{"$and": [{"workspace_id": 7}]}, {"n": {"$gte": 2}}]}, {"workspace_id"}),
-    ({"$or": [{"workspace_id": 7}, {"workspace_id": 7}]}, set()),  # an OR never counts, even a safe one
-    ({"$or": [{"workspace_id": 7}, {"kind": "call"}]}, set()),
-    ({"$not": {"workspace_id": {"$ne": 7}}}, set()),
-    ({"workspace_id": {"$gte": 7, "$lte": 7}}, set()),
-    ({"workspace_id": {"$ne": 7}}, set()),
-])
+@pytest.mark.parametrize(
+    ("filter", "pinned"),
+    [
+        (None, set()),
+        ({"workspace_id": 7}, {"workspace_id"}),
+        ({"workspace_id": {"$in": [7]}}, {"workspace_id"}),
+        ({"workspace_id": {"$in": [7, 7]}}, {"workspace_id"}),
+        ({"workspace_id": {"$in": [7, 8]}}, set()),
+        ({"workspace_id": {"$in": [1, 1.0]}}, {"workspace_id"}),  # one number
+        ({"workspace_id": {"$in": [1, True]}}, set()),  # a number and a boolean never equal
+        ({"workspace_id": 7, "kind": "call"}, {"workspace_id", "kind"}),
+        ({"$and": [{"$and": [{"workspace_id": 7}]}, {"n": {"$gte": 2}}]}, {"workspace_id"}),
+        ({"$or": [{"workspace_id": 7}, {"workspace_id": 7}]}, set()),  # an OR never counts, even a safe one
+        ({"$or": [{"workspace_id": 7}, {"kind": "call"}]}, set()),
+        ({"$not": {"workspace_id": {"$ne": 7}}}, set()),
+        ({"workspace_id": {"$gte": 7, "$lte": 7}}, set()),
+        ({"workspace_id": {"$ne": 7}}, set()),
+    ],
+)
 def test_a_field_is_pinned_only_by_an_equality_anded_at_the_top(filter: dict | None, pinned: set[str]) -> None:
     assert pinned_fields(Filter.from_dict(filter) if filter else None) == pinned
 
@@ -100,8 +103,10 @@ def test_a_store_applies_the_required_filter_to_collections_it_opens_later() -> 
 @pytest.fixture
 def settings_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     config = tmp_path / "vectorsync.toml"
-    config.write_text('[vectors]\nstore = "memory"\ndimensions = 4\n[embeddings]\ncache_ttl_days = 0\n'
-                      '[collections.notes]\nrequired_filter = ["workspace_id"]\n')
+    config.write_text(
+        '[vectors]\nstore = "memory"\ndimensions = 4\n[embeddings]\ncache_ttl_days = 0\n'
+        '[collections.notes]\nrequired_filter = ["workspace_id"]\n'
+    )
     monkeypatch.setenv("VECTORSYNC_CONFIG", str(config))
     previous = use_client(None)  # the default client is built from this file at its first use
     yield config
@@ -172,5 +177,6 @@ def test_allow_drops_the_hits_the_app_refuses_before_any_model_sees_them() -> No
 
 
 def load_settings_for_memory() -> Settings:
-    return Settings.model_validate({"vectors": {"store": "memory", "dimensions": 4},
-                                    "embeddings": {"cache_ttl_days": 0}})
+    return Settings.model_validate(
+        {"vectors": {"store": "memory", "dimensions": 4}, "embeddings": {"cache_ttl_days": 0}}
+    )
