@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from store.errors import VectorsyncError
 from store.settings import Settings, load_settings
@@ -103,7 +103,7 @@ class Client:
     def _part(self, name: str, build: Callable[[], T]) -> T:
         part = self._parts.get(name)
         if part is not None:
-            return part
+            return cast(T, part)
         with self._lock:
             if self._closed:
                 raise VectorsyncError(
@@ -113,7 +113,7 @@ class Client:
         with lock:
             if self._parts.get(name) is None:
                 self._parts[name] = build()
-            return self._parts[name]
+            return cast(T, self._parts[name])
 
     @property
     def embeddings(self) -> Embeddings:
@@ -328,7 +328,7 @@ class _Deferred:
         self._build = build
 
     def embed(self, text: str) -> Sequence[float]:
-        return self._build().embed(text)
+        return cast("Sequence[float]", self._build().embed(text))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._build(), name)

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from celery import Celery
 
+    from store.calls.accounting import EmbeddingStats
     from store.capture.control import CaptureState
-    from store.embeddings.chain import EmbeddingStats
     from store.state.ledger import Ledger
     from worker.batches import BatchResult
 

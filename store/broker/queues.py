@@ -100,7 +100,7 @@ def _redis(url: str, queues: Sequence[str]) -> list[tuple[int, float | None]]:
 
 
 def _amqp(url: str, queues: Sequence[str]) -> list[tuple[int, float | None]]:
-    from kombu import Connection
+    from kombu.connection import Connection
 
     found = []
     with Connection(url, connect_timeout=2) as conn:

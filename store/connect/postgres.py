@@ -6,7 +6,7 @@ import logging
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 import sqlalchemy as sa
@@ -143,7 +143,7 @@ def driver(conn: sa.Connection) -> psycopg.Connection[Any]:
     raw = conn.connection.driver_connection
     if raw is None:
         raise StoreError("the database connection is closed")
-    return raw
+    return cast("psycopg.Connection[Any]", raw)
 
 
 def advisory_lock(conn: sa.Connection, key: str) -> None:
@@ -189,7 +189,7 @@ def interruption(exc: BaseException) -> BaseException | None:
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         if isinstance(current, SoftTimeLimitExceeded):
-            return current
+            return cast(BaseException, current)
         seen.add(id(current))
         orig = getattr(current, "orig", None)
         current = orig if isinstance(orig, BaseException) else current.__cause__ or current.__context__

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeAlias
 
@@ -254,7 +254,7 @@ class Or(Filter):
         return {"$or": [part.to_dict() for part in self.parts]}
 
 
-_FIELD_OPS = {
+_FIELD_OPS: dict[str, Callable[[str, Any], Filter]] = {
     "$eq": Filter.eq,
     "$in": Filter.any_of,
     "$gt": Filter.gt,

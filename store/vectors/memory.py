@@ -24,11 +24,12 @@ __all__ = ["MemoryCollection", "MemoryStore", "scores"]
 def scores(matrix: np.ndarray, query: np.ndarray, metric: Metric) -> np.ndarray:
     """Higher is closer: cosine similarity, dot product, or 1/(1+euclidean distance)."""
     if metric == "dot":
-        return matrix @ query
-    if metric == "cosine":
-        norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(query)
-        return (matrix @ query) / norms
-    return 1.0 / (1.0 + np.linalg.norm(matrix - query, axis=1))
+        found: np.ndarray = matrix @ query
+    elif metric == "cosine":
+        found = (matrix @ query) / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(query))
+    else:
+        found = 1.0 / (1.0 + np.linalg.norm(matrix - query, axis=1))
+    return found
 
 
 class MemoryCollection(Collection):

@@ -20,7 +20,7 @@ import os
 import re
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -114,7 +114,7 @@ class OpenAIProvider:
         response = self._client.embeddings.create(
             input=texts, model=self.model, encoding_format=encoding_format, **extra
         )
-        return response.data
+        return cast("Sequence[Any]", response.data)
 
     def _use_float(self, reason: str) -> None:
         """Ask this endpoint for float from now on; said once at INFO (the endpoint is already redacted)."""
@@ -155,7 +155,7 @@ def decode_vector(embedding: str | Sequence[float]) -> list[float]:
     Raises ValueError when the string is not base64 or not a whole number of float32 values.
     """
     if isinstance(embedding, str):
-        return np.frombuffer(base64.b64decode(embedding, validate=True), dtype="<f4").tolist()
+        return cast("list[float]", np.frombuffer(base64.b64decode(embedding, validate=True), dtype="<f4").tolist())
     return list(embedding)
 
 

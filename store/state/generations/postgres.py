@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -24,7 +25,7 @@ from store.state.tables import aliases, generations
 __all__ = ["PostgresGenerations"]
 
 
-def _generation(row: sa.Row) -> Generation:
+def _generation(row: sa.Row[Any]) -> Generation:
     return Generation(
         row.collection, row.number, tuple(row.chain), row.models, row.dimensions, row.run_id, row.created_at
     )

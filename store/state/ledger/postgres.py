@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -31,11 +32,11 @@ from store.vectors.records import escape_unstorable
 __all__ = ["PostgresLedger"]
 
 
-def _entry(row: sa.Row) -> LedgerEntry:
+def _entry(row: sa.Row[Any]) -> LedgerEntry:
     return LedgerEntry(row.record_id, row.content_hash, row.model, row.chunks, row.version, row.stamp)
 
 
-def _progress(row: sa.Row) -> RunProgress:
+def _progress(row: sa.Row[Any]) -> RunProgress:
     """A ``statements.RUN`` row as the run's progress (``rules.with_tally``)."""
     run = RunProgress(
         run_id=row.run_id,

@@ -207,7 +207,7 @@ class QdrantCollection(Collection):
         if residual is not None:
             return len(self._matching_ids(where, residual))
         with self._calling("count points"):
-            return self._client.count(self.name, count_filter=where, exact=True).count
+            return int(self._client.count(self.name, count_filter=where, exact=True).count)
 
     def _search(self, vector: list[float], filter: Filter | None, limit: int) -> list[VectorMatch]:
         where, residual = split_filter(filter)
@@ -246,7 +246,7 @@ class QdrantCollection(Collection):
     ) -> list[models.ScoredPoint]:
         sparse = isinstance(vector, models.SparseVector)
         with self._calling("search"):
-            return self._client.query_points(
+            found: list[models.ScoredPoint] = self._client.query_points(
                 self.name,
                 query=vector,
                 query_filter=where,
@@ -257,6 +257,7 @@ class QdrantCollection(Collection):
                 using=KEYWORDS if sparse else None,
                 search_params=None if sparse else self._search_params,
             ).points
+        return found
 
     def _match(self, point: models.ScoredPoint, *, keyword: bool = False) -> VectorMatch:
         payload = point.payload or {}

@@ -32,8 +32,9 @@ class LifecycleContract:
     def test_create_and_get_refuse_what_would_surprise_and_name_the_fix(self, collections: Collections) -> None:
         name = unique_name()
         missing = (
-            rf"collection '{name}' does not exist \(existing: .*\): check the name, "
-            rf"or create it \(vectorsync collections create {name}, or vectorsync init"
+            rf"collection '{name}' does not exist \(existing: .*\): check the name, or declare "
+            rf"\[collections.{name}\] and index it \(vectorsync reindex {name}\), or create it empty "
+            rf"\(vectorsync collections create {name}\)"
         )
         with pytest.raises(ConfigError, match=missing):
             collections.get(name)
