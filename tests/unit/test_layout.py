@@ -246,3 +246,23 @@ def test_architecture_names_every_package_folder() -> None:
         for p in (ROOT / package).rglob("__init__.py")
     }  # the full path: store/state/ledger/, not ledger/
     assert sorted(f for f in folders if f not in text) == []
+
+
+def test_each_core_module_has_a_test_module_at_its_own_path() -> None:
+    """Tests mirror the code (``worker/tasks.py`` -> ``tests/unit/worker/test_tasks.py``); the modules tested
+    only by scenario so far are listed, and the list only shrinks."""
+    listed = {
+        line.strip()
+        for line in (ROOT / "tests" / "unit" / "unmirrored_modules.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    unmirrored = set()
+    for path in modules().values():
+        if path.name == "__init__.py":
+            continue
+        relative = path.relative_to(ROOT)
+        mirror = Path(*relative.parts[:-1], f"test_{path.stem}.py")
+        if not any((ROOT / "tests" / kind / mirror).exists() for kind in ("unit", "integration")):
+            unmirrored.add(str(relative))
+    assert sorted(unmirrored - listed) == [], "a new module without its test module"
+    assert sorted(listed - unmirrored) == [], "these have their test module now: take them off the list"
