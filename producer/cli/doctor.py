@@ -213,9 +213,9 @@ def _cache(settings: Settings) -> Check | None:
         )
 
     def ping() -> str:
-        import redis
+        from store.connect.redis import redis_client
 
-        client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        client = redis_client(url, timeout=2)
         try:
             client.ping()
         finally:

@@ -304,7 +304,7 @@ def load_corpus(url: str) -> dict[str, int]:
     """
     import sqlalchemy as sa
 
-    from store.connect.postgres import engine_url
+    from store.connect.postgres import make_engine
 
     metadata = sa.MetaData()
     topics = sa.Table(
@@ -327,7 +327,7 @@ def load_corpus(url: str) -> dict[str, int]:
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), server_default=sa.func.current_timestamp(), nullable=False),
     )
-    engine = sa.create_engine(engine_url(url))
+    engine = make_engine(url, setting="the demo database")
     try:
         with engine.begin() as conn:
             metadata.drop_all(conn)

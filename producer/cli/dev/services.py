@@ -237,8 +237,10 @@ def redis_server_binary() -> tuple[str, str]:
 def redis_answers(url: str) -> bool:
     import redis
 
+    from store.connect.redis import redis_client
+
     try:
-        client = redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=0.5)
+        client = redis_client(url, timeout=0.5)
         try:
             return bool(client.ping())
         finally:
