@@ -35,7 +35,7 @@ from bench.report import Row, print_table, write_json
 from bench.servers import database
 from store import VectorRecord
 from store.settings import VectorSettings, default
-from store.vectors.pgvector import PgvectorStore
+from store.vectors.pgvector import PgvectorStore, PgvectorTuning
 from store.vectors.pgvector.table import PgvectorCollection, build_memory_mb
 
 DIMENSIONS = 384
@@ -104,7 +104,9 @@ def _stat(pid: int) -> list[str]:
 def build(url: str, name: str, m: int, ef_construction: int) -> tuple[PgvectorStore, float, float, list[str]]:
     """A store with these HNSW parameters, its index on ``name`` rebuilt: the store, wall and server CPU
     seconds, server notices."""
-    store = PgvectorStore(url, dimensions=DIMENSIONS, hnsw_m=m, hnsw_ef_construction=ef_construction)
+    store = PgvectorStore(
+        url, dimensions=DIMENSIONS, tuning=PgvectorTuning(hnsw_m=m, hnsw_ef_construction=ef_construction)
+    )
     notices: list[str] = []
     sa.event.listen(
         store.engine,

@@ -26,7 +26,7 @@ from celery.exceptions import Reject, Retry
 from kombu import serialization
 
 from store.broker.producer import Producer
-from store.client import Client, use_client
+from store.client import Client, Hooks, use_client
 from store.errors import ConfigError, VectorsyncError
 from store.settings import CacheSettings, FlowerSettings, Settings, StateSettings, load_settings
 from store.state.ledger import Ledger, MemoryLedger
@@ -91,7 +91,7 @@ class TaskQueue:
         #: Every task run so far, in order.
         self.done: list[SentTask] = []
         #: What the app's calls and the tasks both use: memory parts, and a producer that sends here.
-        self.client = Client(settings, ledger=MemoryLedger(), send=self.send_task)
+        self.client = Client(settings, ledger=MemoryLedger(), hooks=Hooks(send=self.send_task))
         self.context = WorkerContext.of(self.client)
 
     @property

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from store.errors import VectorsyncError
@@ -45,9 +46,18 @@ if TYPE_CHECKING:
     from store.vectors.modes import SearchMode
     from store.vectors.records import VectorMatch
 
-__all__ = ["Client", "ProcessDefault", "default_client", "use_client"]
+__all__ = ["Client", "Hooks", "ProcessDefault", "default_client", "use_client"]
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """What a client calls back: ``send`` sends its producer's tasks (None: through the broker), and
+    ``on_embeddings`` is given each Embeddings it builds (the worker watches their stats)."""
+
+    send: Sender | None = None
+    on_embeddings: Callable[[Embeddings], Any] | None = None
 
 
 class Client:
@@ -65,8 +75,7 @@ class Client:
         embeddings: Embeddings | None = None,
         ledger: Ledger | None = None,
         retrieval: Retrieval | None = None,
-        send: Sender | None = None,
-        on_embeddings: Callable[[Embeddings], Any] | None = None,
+        hooks: Hooks = Hooks(),
     ) -> None:
         self.settings = settings
         self._given = {
@@ -85,8 +94,8 @@ class Client:
             "ledger": ledger,
             "retrieval": retrieval,
         }
-        self._send = send
-        self._on_embeddings = on_embeddings
+        self._send = hooks.send
+        self._on_embeddings = hooks.on_embeddings
         #: One lock per part, so a slow build (a local model, a state database upgrading) holds up only the
         #: callers of that part; ``_lock`` guards the table of them and ``close``.
         self._building: dict[str, threading.Lock] = {}
@@ -272,7 +281,7 @@ class Client:
 
         return Matches(self.retrieval.rerank(query, matches, top=top, user=user), called="rerank")
 
-    def answer(
+    def answer(  # noqa: PLR0913 - the documented keyword-only query API (query.answer's twin): options stay keywords
         self,
         collection: str,
         question: str,

@@ -43,7 +43,7 @@ def store_from_settings(settings: Settings) -> VectorStore:
     return open_store(settings, embedder=Embeddings.from_settings(settings))
 
 
-def search(
+def search(  # noqa: PLR0913 - the documented keyword-only query API (docs/store.md): options stay keywords
     collection: str,
     query: str | Sequence[float],
     *,
@@ -88,7 +88,7 @@ def _configured() -> dict[str, CollectionSettings]:
         return {}
 
 
-def asearch(
+def asearch(  # noqa: PLR0913 - the documented keyword-only query API (docs/store.md): options stay keywords
     collection: str,
     query: str | Sequence[float],
     *,
@@ -137,7 +137,7 @@ def arerank(
     return Pending(asyncio.to_thread(rerank, query, matches, top=top, user=user, retrieval=retrieval), "arerank")
 
 
-def answer(
+def answer(  # noqa: PLR0913 - the documented keyword-only query API (docs/store.md): options stay keywords
     collection: str,
     question: str,
     *,
@@ -162,7 +162,7 @@ def answer(
     )
 
 
-def aanswer(
+def aanswer(  # noqa: PLR0913 - the documented keyword-only query API (docs/store.md): options stay keywords
     collection: str,
     question: str,
     *,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from store.embeddings import Embedding, Embeddings
 from store.errors import ConfigError, EmbeddingError, InputError, StoreError, StoreUnavailable
@@ -26,9 +26,18 @@ from worker.metrics import stage
 from worker.sources.base import Source, SourceRecord
 from worker.sources.push import PushSource
 
-__all__ = ["BatchResult", "Document", "Indexer", "Leftovers", "content_hash"]
+__all__ = ["BatchResult", "Document", "Indexer", "Leftovers", "Recipe", "content_hash"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How a record's text becomes vectors: ``chunker`` cuts it, ``embeddings`` embeds the chunks. Both are in
+    the record's content hash, so a change to either makes its chunks anew."""
+
+    chunker: Chunker
+    embeddings: Embeddings
 
 
 class Indexer:
@@ -40,8 +49,7 @@ class Indexer:
         name: str,
         collection: Collection,
         source: Source,
-        chunker: Chunker,
-        embeddings: Embeddings,
+        recipe: Recipe,
         ledger: Ledger,
         limits: LimitSettings | None = None,
     ) -> None:
@@ -49,8 +57,8 @@ class Indexer:
         self.name = name
         self.collection = collection
         self.source = source
-        self.chunker = chunker
-        self.embeddings = embeddings
+        self.chunker = recipe.chunker
+        self.embeddings = recipe.embeddings
         self.ledger = ledger
 
     # -- entry points ---------------------------------------------------------------

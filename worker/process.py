@@ -18,7 +18,7 @@ from typing import Any
 from celery.exceptions import Retry, SoftTimeLimitExceeded
 
 from store.broker.coalescing import Coalescer
-from store.client import Client, ProcessDefault
+from store.client import Client, Hooks, ProcessDefault
 from store.embeddings import Embeddings
 from store.errors import ConfigError, StoreUnavailable
 from store.settings import Settings, load_settings
@@ -29,7 +29,7 @@ from store.vectors.base import VectorStore
 from worker.batches import BatchResult
 from worker.chunking import Chunker
 from worker.metrics import watch_embeddings
-from worker.pipeline import Indexer
+from worker.pipeline import Indexer, Recipe
 from worker.policy import as_failed, as_retry
 from worker.pooling import LeftoverPool
 from worker.sources import Source, source_from_settings
@@ -60,7 +60,7 @@ class WorkerContext:
             Client(
                 settings,
                 ledger=ledger if ledger is not None else ledger_from_settings(settings),
-                on_embeddings=lambda built: watch_embeddings(built.stats),
+                hooks=Hooks(on_embeddings=lambda built: watch_embeddings(built.stats)),
             )
         )
 
@@ -179,8 +179,9 @@ class WorkerContext:
             name=generation.physical,
             collection=self.router.collection(generation),
             source=self._sources[collection],
-            chunker=Chunker.from_settings(config.chunker),
-            embeddings=embeddings if embeddings is not None else self.embeddings,
+            recipe=Recipe(
+                Chunker.from_settings(config.chunker), embeddings if embeddings is not None else self.embeddings
+            ),
             ledger=self.ledger,
             limits=self.settings.limits,
         )

@@ -52,7 +52,7 @@ def index_record(self: Task, collection: str, record_id: str) -> dict[str, int]:
 
 
 @app.task(bind=True, name=INDEX_BATCH, **_RETRIED)
-def index_batch(
+def index_batch(  # noqa: PLR0913 - its arguments are the message contract of batches already queued
     self: Task,
     collection: str,
     ids: list[str],

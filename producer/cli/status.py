@@ -160,6 +160,16 @@ def _table(*columns: str) -> Table:
 
 def render(view: Snapshot) -> None:
     """Print the snapshot as tables; data is printed literally (never read as markup)."""
+    _render_broker(view)
+    _render_runs(view)
+    if view.capture:
+        captured = _table("captured", "capture", "pending", "lag", "problem")
+        for row in capture_rows(view.capture):
+            captured.add_row(*(Text(cell) for cell in row))
+        out.print(captured)
+
+
+def _render_broker(view: Snapshot) -> None:
     if view.workers is not None:
         workers = _table("worker", "queues", "active")
         for w in view.workers:
@@ -175,6 +185,9 @@ def render(view: Snapshot) -> None:
         out.print(queues)
     if view.broker_error:
         say(view.broker_error)
+
+
+def _render_runs(view: Snapshot) -> None:
     ids = short_ids([r.run_id for r, _ in view.runs])
     runs = _table("run", "collection", "kind", "status", "progress", "failed", "started")
     for run, stalled in view.runs:
@@ -193,11 +206,6 @@ def render(view: Snapshot) -> None:
     for run, stalled in view.runs:
         if stalled:
             say(f"run {ids[run.run_id]} ({run.collection}) is stalled: {stalled}")
-    if view.capture:
-        captured = _table("captured", "capture", "pending", "lag", "problem")
-        for row in capture_rows(view.capture):
-            captured.add_row(*(Text(cell) for cell in row))
-        out.print(captured)
 
 
 def to_json(view: Snapshot) -> str:

@@ -9,14 +9,14 @@ whatever ``Client.search`` takes later) pass through to ``Client.search`` unchan
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from store.client import Client, as_filter, default_client
 from store.retrieval.matches import Matches
 from store.vectors.filters import Filter
 from store.vectors.records import VectorMatch
 
-__all__ = ["FilterLike", "asearch", "merged", "search"]
+__all__ = ["FilterLike", "Scope", "asearch", "merged", "search"]
 
 #: A Filter, or its JSON form (``Filter.from_dict``).
 FilterLike = Filter | Mapping[str, Any]
@@ -30,34 +30,44 @@ def merged(fixed: FilterLike | None, call: FilterLike | None) -> Filter | None:
     return first & second
 
 
+class Scope(Protocol):
+    """What an adapter is built over: a ``collection`` searched through ``client`` (None: the default client)
+    inside its fixed ``filter``."""
+
+    @property
+    def client(self) -> Client | None: ...
+
+    @property
+    def collection(self) -> str: ...
+
+    @property
+    def filter(self) -> FilterLike | None: ...
+
+
 def search(
-    client: Client | None,
-    collection: str,
+    scope: Scope,
     query: str | Sequence[float],
     *,
-    fixed: FilterLike | None,
     filter: FilterLike | None = None,
     limit: int,
     options: Mapping[str, Any] | None = None,
 ) -> Matches:
-    """``Client.search`` of ``collection`` (None: the default client) under ``fixed`` AND ``filter``.
-    Raises ConfigError (a bad filter or option, a required filter not pinned), StoreUnavailable, EmbeddingError."""
-    return (client or default_client()).search(
-        collection, query, filter=merged(fixed, filter), limit=limit, **dict(options or {})
+    """``Client.search`` of the scope's collection under its filter AND ``filter``. Raises ConfigError (a bad
+    filter or option, a required filter not pinned), StoreUnavailable, EmbeddingError."""
+    return (scope.client or default_client()).search(
+        scope.collection, query, filter=merged(scope.filter, filter), limit=limit, **dict(options or {})
     )
 
 
 async def asearch(
-    client: Client | None,
-    collection: str,
+    scope: Scope,
     query: str | Sequence[float],
     *,
-    fixed: FilterLike | None,
     filter: FilterLike | None = None,
     limit: int,
     options: Mapping[str, Any] | None = None,
 ) -> list[VectorMatch]:
     """``search`` without blocking the event loop (``Client.asearch``, in a worker thread)."""
-    return await (client or default_client()).asearch(
-        collection, query, filter=merged(fixed, filter), limit=limit, **dict(options or {})
+    return await (scope.client or default_client()).asearch(
+        scope.collection, query, filter=merged(scope.filter, filter), limit=limit, **dict(options or {})
     )

@@ -83,18 +83,14 @@ class VectorsyncRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         k, call_filter, options = self._options(kwargs)
-        matches = search(
-            self.client, self.collection, query, fixed=self.filter, filter=call_filter, limit=k, options=options
-        )
+        matches = search(self, query, filter=call_filter, limit=k, options=options)
         return [document(m) for m in matches]
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         k, call_filter, options = self._options(kwargs)
-        matches = await asearch(
-            self.client, self.collection, query, fixed=self.filter, filter=call_filter, limit=k, options=options
-        )
+        matches = await asearch(self, query, filter=call_filter, limit=k, options=options)
         return [document(m) for m in matches]
 
 
@@ -248,9 +244,7 @@ class VectorsyncVectorStore(VectorStore):
 
     def _search(self, query: str | Sequence[float], k: int, kwargs: dict[str, Any]) -> list[tuple[Document, float]]:
         call_filter = kwargs.pop("filter", None)
-        matches = search(
-            self.client, self.collection, query, fixed=self.filter, filter=call_filter, limit=k, options=kwargs
-        )
+        matches = search(self, query, filter=call_filter, limit=k, options=kwargs)
         return [(document(m), m.score) for m in matches]
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:

@@ -60,7 +60,7 @@ class VectorsyncRetriever(BaseRetriever):
     filter, or one that does not pin the collection's ``required_filter``), StoreUnavailable, EmbeddingError.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - mirrors LlamaIndex retrievers (similarity_top_k, callback_manager, verbose)
         self,
         collection: str,
         *,
@@ -81,23 +81,9 @@ class VectorsyncRetriever(BaseRetriever):
         self.client = client
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        matches = search(
-            self.client,
-            self.collection,
-            query_bundle.query_str,
-            fixed=self.filter,
-            limit=self.similarity_top_k,
-            options=self.search_kwargs,
-        )
+        matches = search(self, query_bundle.query_str, limit=self.similarity_top_k, options=self.search_kwargs)
         return [node(m) for m in matches]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        matches = await asearch(
-            self.client,
-            self.collection,
-            query_bundle.query_str,
-            fixed=self.filter,
-            limit=self.similarity_top_k,
-            options=self.search_kwargs,
-        )
+        matches = await asearch(self, query_bundle.query_str, limit=self.similarity_top_k, options=self.search_kwargs)
         return [node(m) for m in matches]

@@ -28,6 +28,7 @@ import random
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from store.connect.redis import REDIS_ERRORS, redis_client
@@ -41,6 +42,7 @@ __all__ = [
     "MAX_SLEEP_SECONDS",
     "RETRY_SECONDS",
     "SLOW_SECONDS",
+    "Budget",
     "Limiter",
     "RateLimiter",
     "bucket_key",
@@ -149,6 +151,17 @@ def bucket_key(model: ModelSettings, *, prefix: str = RATE_LIMIT_KEY_PREFIX) -> 
     return prefix + digest
 
 
+@dataclass(frozen=True)
+class Budget:
+    """A model's rate limit: its rates (None: that one unlimited), the seconds of them a full bucket holds, and
+    the longest pause a 429 imposes."""
+
+    requests_per_minute: int | None
+    tokens_per_minute: int | None
+    burst_seconds: float = BURST_SECONDS
+    max_pause: float = float("inf")
+
+
 class RateLimiter:
     """One model's shared budget; see the module docstring. Thread-safe."""
 
@@ -158,10 +171,7 @@ class RateLimiter:
         *,
         name: str,
         key: str,
-        requests_per_minute: int | None,
-        tokens_per_minute: int | None,
-        max_pause: float = float("inf"),
-        burst_seconds: float = BURST_SECONDS,
+        budget: Budget,
         retry_seconds: float = RETRY_SECONDS,
         where: str = "Redis",
     ) -> None:
@@ -169,10 +179,7 @@ class RateLimiter:
         #: The ``[models.NAME]`` entry, for metrics and messages.
         self.name = name
         self.key = key
-        self.requests_per_minute = requests_per_minute
-        self.tokens_per_minute = tokens_per_minute
-        self.max_pause = max_pause
-        self.burst_seconds = burst_seconds
+        self.budget = budget
         self.retry_seconds = retry_seconds
         #: Where the budget lives, without credentials: for the one warning when it cannot be reached.
         self.where = where
@@ -186,9 +193,8 @@ class RateLimiter:
         return cls(redis_client(url, network, timeout=SOCKET_TIMEOUT), where=without_credentials(url), **options)
 
     def __repr__(self) -> str:
-        return (
-            f"<RateLimiter {self.name!r} {self.requests_per_minute} requests/min {self.tokens_per_minute} tokens/min>"
-        )
+        rates = f"{self.budget.requests_per_minute} requests/min {self.budget.tokens_per_minute} tokens/min"
+        return f"<RateLimiter {self.name!r} {rates}>"
 
     def take(self, *, tokens: int = 0) -> float:
         """Take one request of ``tokens`` now and return 0, or return the seconds until it would fit.
@@ -209,18 +215,20 @@ class RateLimiter:
         return waited
 
     def penalize(self, retry_after: float | None) -> None:
-        """Empty the bucket, pause it for ``retry_after`` (at most ``max_pause``), then refill at half rate."""
-        pause = min(retry_after if retry_after is not None else DEFAULT_PAUSE_SECONDS, self.max_pause)
+        """Empty the bucket, pause it for ``retry_after`` (at most the budget's ``max_pause``), then refill at half
+        rate."""
+        pause = min(retry_after if retry_after is not None else DEFAULT_PAUSE_SECONDS, self.budget.max_pause)
         self._run("penalize", 0, 0, max(pause, 0.0), SLOW_SECONDS)
 
     def _run(self, mode: str, requests: int, tokens: int, pause: float, slow: float) -> int:
         if time.monotonic() < self._down_until:
             return 0
-        per_second = [(limit or 0) / 60 for limit in (self.requests_per_minute, self.tokens_per_minute)]
+        budget = self.budget
+        per_second = [(limit or 0) / 60 for limit in (budget.requests_per_minute, budget.tokens_per_minute)]
         try:
             return int(
                 self._script(
-                    keys=[self.key], args=[mode, *per_second, self.burst_seconds, requests, tokens, pause, slow]
+                    keys=[self.key], args=[mode, *per_second, budget.burst_seconds, requests, tokens, pause, slow]
                 )
             )
         except REDIS_ERRORS as exc:
@@ -263,9 +271,7 @@ def rate_limiters(
             client,
             name=name,
             key=bucket_key(model),
-            max_pause=max_pause,
-            requests_per_minute=model.requests_per_minute,
-            tokens_per_minute=model.tokens_per_minute,
+            budget=Budget(model.requests_per_minute, model.tokens_per_minute, max_pause=max_pause),
             where=without_credentials(url),
         )
         for name, model in limited

@@ -110,7 +110,7 @@ class Retrieval:
         order = sorted(range(len(matches)), key=lambda index: -scores[index])  # stable: ties keep search order
         return [_rescored(matches[index], scores[index]) for index in order[:top]]
 
-    def answer(
+    def answer(  # noqa: PLR0913 - the documented keyword-only query API (query.answer's twin): options stay keywords
         self,
         collection: str,
         question: str,

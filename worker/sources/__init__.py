@@ -28,14 +28,4 @@ def source_from_settings(
         raise ConfigError(f"collections.{collection}.source needs {', '.join(missing)} for kind = 'sql'")
     from worker.sources.sql import SqlSource
 
-    assert settings.url and settings.table and settings.text
-    return SqlSource(
-        url=settings.url,
-        table=settings.table,
-        id=settings.id,
-        text=settings.text,
-        metadata=settings.metadata,
-        updated_at=settings.updated_at,
-        where=settings.where,
-        network=network,
-    )
+    return SqlSource(settings, network=network)

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from store.connect.postgres import make_engine, safe_url, transaction
 from store.errors import ConfigError, StoreUnavailable
-from store.settings import NetworkSettings
+from store.settings import NetworkSettings, SourceSettings
 from store.settings.templates import template_fields
 from worker.sources.base import SourceRecord
 
@@ -51,18 +51,13 @@ def _integer_bound(column_type: Any) -> int | None:
 class SqlSource:
     """Rows of one table; the id column gives record ids (as strings) and the paging order."""
 
-    def __init__(
-        self,
-        *,
-        url: str,
-        table: str,
-        id: str = "id",
-        text: str,
-        metadata: Sequence[str] = (),
-        updated_at: str | None = None,
-        where: str | None = None,
-        network: NetworkSettings | None = None,
-    ) -> None:
+    def __init__(self, settings: SourceSettings, *, network: NetworkSettings | None = None) -> None:
+        """The table ``settings`` names (``[collections.NAME.source]``; its ``kind`` is not read). Raises ConfigError
+        for a missing url, table or text, or a table or column not in the database; StoreUnavailable."""
+        url, table, text = settings.url, settings.table, settings.text
+        if not (url and table and text):
+            missing = [key for key in ("url", "table", "text") if not getattr(settings, key)]
+            raise ConfigError(f"a SQL source needs source.{', source.'.join(missing)}")
         self.engine = make_engine(url, setting="source.url", network=network, pool_pre_ping=True)
         self.safe_url = safe_url(url)
         self.template = text
@@ -72,9 +67,10 @@ class SqlSource:
             raise ConfigError(f"source table {table!r} does not exist in {self.safe_url} (source.table)") from None
         except sa.exc.DBAPIError as exc:
             raise StoreUnavailable(f"source database {self.safe_url} failed: {exc.orig}") from exc
-        self.id_column = self._column(id, "source.id")
+        self.id_column = self._column(settings.id, "source.id")
         self.text_columns = [self._column(name, "source.text") for name in template_fields(text)]
-        self.metadata_columns = [self._column(name, "source.metadata") for name in metadata]
+        self.metadata_columns = [self._column(name, "source.metadata") for name in settings.metadata]
+        updated_at, where = settings.updated_at, settings.where
         self.updated_at = self._column(updated_at, "source.updated_at") if updated_at else None
         self.where = sa.text(where) if where else sa.true()
         self._id_type = self._python_type(self.id_column)

@@ -6,7 +6,7 @@ Filter becomes SQL, ``collection`` how rows are read and written.
 """
 
 from store.vectors.pgvector.filters import compile_filter
-from store.vectors.pgvector.store import PgvectorStore
+from store.vectors.pgvector.store import PgvectorStore, PgvectorTuning
 from store.vectors.pgvector.table import PgvectorCollection
 
-__all__ = ["PgvectorCollection", "PgvectorStore", "compile_filter"]
+__all__ = ["PgvectorCollection", "PgvectorStore", "PgvectorTuning", "compile_filter"]

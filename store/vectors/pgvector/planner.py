@@ -28,6 +28,7 @@ __all__ = [
     "OVERSHOOT",
     "SAMPLE_ROWS",
     "Plan",
+    "Ranking",
     "choose_path",
     "exact_search",
     "observe",
@@ -95,20 +96,28 @@ def choose_path(estimate: int, rows: int, exact_rows: int) -> Literal["exact", "
     return "hnsw" if estimate > exact_rows or estimate >= HNSW_SHARE * rows else "exact"
 
 
+@dataclass(frozen=True)
+class Ranking:
+    """How a search ranks rows: by ``distance`` (an SQL expression, lower is nearer), shown as ``score(distance)``."""
+
+    distance: Any
+    score: Score
+
+
 def exact_search(
     conn: sa.Connection,
     table: sa.Table,
     *,
     where: sa.ColumnElement[bool],
-    distance: Any,
-    score: Score,
+    ranking: Ranking,
     limit: int,
     exact_rows: int,
 ) -> list[Any] | None:
-    """The ``limit`` rows matching ``where`` nearest by ``distance``, sorted exactly (no index walk).
+    """The ``limit`` rows matching ``where`` nearest by ``ranking``, sorted exactly (no index walk).
 
     None when more than ``OVERSHOOT * exact_rows`` rows match: the estimate was low, and HNSW is the way.
     """
+    distance, score = ranking.distance, ranking.score
     cap = OVERSHOOT * exact_rows
     # MATERIALIZED keeps PostgreSQL from answering the ORDER BY with the HNSW index: this sort is exact.
     candidates = (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,10 +21,36 @@ from store.vectors.pgvector.keywords import stats_table
 from store.vectors.pgvector.schema import Schema
 from store.vectors.pgvector.table import PgvectorCollection
 
-__all__ = ["MAX_SCAN_TUPLES", "PgvectorStore"]
+__all__ = ["MAX_SCAN_TUPLES", "PgvectorStore", "PgvectorTuning"]
 
 #: Rows a filtered iterative scan may visit before it gives up (pgvector's hnsw.max_scan_tuples).
 MAX_SCAN_TUPLES = 100_000
+
+
+@dataclass(frozen=True)
+class PgvectorTuning:
+    """How a pgvector store builds and searches its tables: the ``[vectors]`` settings of the same names, and
+    the size of its connection pool."""
+
+    hnsw_m: int = default(VectorSettings, "hnsw_m")
+    hnsw_ef_construction: int = default(VectorSettings, "hnsw_ef_construction")
+    ef_search: int = default(VectorSettings, "ef_search")
+    table_prefix: str = default(VectorSettings, "table_prefix")
+    exact_search_rows: int = default(VectorSettings, "exact_search_rows")
+    index_build_workers: int = default(VectorSettings, "index_build_workers")
+    pool_size: int = 5
+
+    @classmethod
+    def from_settings(cls, vectors: VectorSettings) -> PgvectorTuning:
+        """The tuning ``[vectors]`` describes."""
+        return cls(
+            hnsw_m=vectors.hnsw_m,
+            hnsw_ef_construction=vectors.hnsw_ef_construction,
+            ef_search=vectors.ef_search,
+            table_prefix=vectors.table_prefix,
+            exact_search_rows=vectors.exact_search_rows,
+            index_build_workers=vectors.index_build_workers,
+        )
 
 
 class PgvectorStore(VectorStore):
@@ -35,32 +62,28 @@ class PgvectorStore(VectorStore):
         *,
         dimensions: int,
         metric: Metric = DEFAULT_METRIC,
-        hnsw_m: int = default(VectorSettings, "hnsw_m"),
-        hnsw_ef_construction: int = default(VectorSettings, "hnsw_ef_construction"),
-        ef_search: int = default(VectorSettings, "ef_search"),
-        table_prefix: str = default(VectorSettings, "table_prefix"),
-        exact_search_rows: int = default(VectorSettings, "exact_search_rows"),
-        index_build_workers: int = default(VectorSettings, "index_build_workers"),
+        tuning: PgvectorTuning = PgvectorTuning(),
         embedder: QueryEmbedder | None = None,
-        pool_size: int = 5,
         network: NetworkSettings | None = None,
     ) -> None:
         super().__init__(dimensions=dimensions, metric=metric, embedder=embedder)
         self.schema = Schema(
             dimensions=dimensions,
             metric=metric,
-            hnsw_m=hnsw_m,
-            hnsw_ef_construction=hnsw_ef_construction,
-            table_prefix=table_prefix,
+            hnsw_m=tuning.hnsw_m,
+            hnsw_ef_construction=tuning.hnsw_ef_construction,
+            table_prefix=tuning.table_prefix,
         )
         self.url = url
         self.safe_url = safe_url(url)
-        self.ef_search = ef_search
+        self.ef_search = tuning.ef_search
         #: A filter matching at most this many rows is searched exactly (see ``planner``).
-        self.exact_search_rows = exact_search_rows
+        self.exact_search_rows = tuning.exact_search_rows
         #: PostgreSQL's parallel workers for an HNSW build (max_parallel_maintenance_workers).
-        self.index_build_workers = index_build_workers
-        self.engine = make_engine(url, setting="vectors.url", network=network, pool_size=pool_size, pool_pre_ping=True)
+        self.index_build_workers = tuning.index_build_workers
+        self.engine = make_engine(
+            url, setting="vectors.url", network=network, pool_size=tuning.pool_size, pool_pre_ping=True
+        )
         self._create_extension()
         sa.event.listen(self.engine, "connect", lambda dbapi, _record: register_vector(dbapi))
 
@@ -72,12 +95,7 @@ class PgvectorStore(VectorStore):
             v.url,
             dimensions=v.dimensions,
             metric=v.metric,
-            hnsw_m=v.hnsw_m,
-            hnsw_ef_construction=v.hnsw_ef_construction,
-            ef_search=v.ef_search,
-            table_prefix=v.table_prefix,
-            exact_search_rows=v.exact_search_rows,
-            index_build_workers=v.index_build_workers,
+            tuning=PgvectorTuning.from_settings(v),
             embedder=embedder,
             network=settings.network,
         )

@@ -25,7 +25,7 @@ from store.vectors.filters import Filter
 from store.vectors.indexed import IndexedFields
 from store.vectors.pgvector.filters import compile_filter
 from store.vectors.pgvector.keywords import Delta, count_rows, ranked
-from store.vectors.pgvector.planner import OVERSHOOT, Plan, exact_search, observe, plan
+from store.vectors.pgvector.planner import OVERSHOOT, Plan, Ranking, exact_search, observe, plan
 from store.vectors.pgvector.schema import bulk_indexes, ensure_field_indexes
 from store.vectors.records import VectorMatch, VectorRecord, canonical_json
 
@@ -137,8 +137,7 @@ class PgvectorCollection(Collection):
                         conn,
                         self.table,
                         where=where,
-                        distance=distance,
-                        score=self._score,
+                        ranking=Ranking(distance, self._score),
                         limit=limit,
                         exact_rows=exact_rows,
                     )

@@ -7,6 +7,6 @@ points, ``client`` translates qdrant-client's errors.
 
 from store.vectors.qdrant.filters import split_filter
 from store.vectors.qdrant.points import POINT_NAMESPACE, QdrantCollection, point_id
-from store.vectors.qdrant.store import QdrantStore
+from store.vectors.qdrant.store import QdrantStore, QdrantTuning
 
-__all__ = ["POINT_NAMESPACE", "QdrantCollection", "QdrantStore", "point_id", "split_filter"]
+__all__ = ["POINT_NAMESPACE", "QdrantCollection", "QdrantStore", "QdrantTuning", "point_id", "split_filter"]

@@ -11,18 +11,21 @@ import uuid
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from qdrant_client import QdrantClient, models
+from qdrant_client import models
 
 from store.errors import ConfigError
-from store.vectors.base import Collection, Metric, QueryEmbedder
+from store.vectors.base import Collection
 from store.vectors.filters import Filter
 from store.vectors.indexed import IndexedFields
 from store.vectors.qdrant.client import translated
 from store.vectors.qdrant.filters import METADATA_KEY, excluding, payload_key, split_filter
 from store.vectors.qdrant.keywords import KEYWORDS, pin, query_vector, sparse_vector
 from store.vectors.records import VectorMatch, VectorRecord
+
+if TYPE_CHECKING:
+    from store.vectors.qdrant.store import QdrantStore
 
 __all__ = [
     "DELETE_BATCH",
@@ -88,21 +91,11 @@ class QdrantCollection(Collection):
     both.
     """
 
-    def __init__(
-        self,
-        name: str,
-        *,
-        client: QdrantClient,
-        where: str,
-        dimensions: int,
-        metric: Metric,
-        embedder: QueryEmbedder | None = None,
-        ef_search: int | None = None,
-    ):
-        super().__init__(name, dimensions=dimensions, metric=metric, embedder=embedder)
-        self._client = client
-        self._where = where
-        self._search_params = models.SearchParams(hnsw_ef=ef_search) if ef_search else None
+    def __init__(self, store: QdrantStore, name: str):
+        super().__init__(name, dimensions=store.dimensions, metric=store.metric, embedder=store.embedder)
+        self._client = store._client
+        self._where = store.url
+        self._search_params = store.search_params
         #: The mean length the keyword weights use (``keywords.py``); None until the first terms are written.
         self.avgdl: float | None = None
 

@@ -7,7 +7,7 @@ payload indexes, so none are asked for there.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from qdrant_client import QdrantClient, models
@@ -26,7 +26,7 @@ from store.vectors.qdrant.points import QdrantCollection
 if TYPE_CHECKING:
     from store.settings import Settings
 
-__all__ = ["ALWAYS_INDEXED", "QdrantStore"]
+__all__ = ["ALWAYS_INDEXED", "QdrantStore", "QdrantTuning"]
 
 #: Metadata fields always indexed on a server: the pipeline deletes and replaces by record_id.
 ALWAYS_INDEXED = ("record_id",)
@@ -36,6 +36,26 @@ _DISTANCES: dict[str, models.Distance] = {
     "dot": models.Distance.DOT,
     "euclidean": models.Distance.EUCLID,
 }
+
+
+@dataclass(frozen=True)
+class QdrantTuning:
+    """How a Qdrant store builds and searches its collections: the ``[vectors]`` settings of the same names."""
+
+    hnsw_m: int = default(VectorSettings, "hnsw_m")
+    hnsw_ef_construction: int = default(VectorSettings, "hnsw_ef_construction")
+    ef_search: int = default(VectorSettings, "ef_search")
+    index_fields: tuple[str, ...] = ()
+
+    @classmethod
+    def from_settings(cls, vectors: VectorSettings) -> QdrantTuning:
+        """The tuning ``[vectors]`` describes."""
+        return cls(
+            hnsw_m=vectors.hnsw_m,
+            hnsw_ef_construction=vectors.hnsw_ef_construction,
+            ef_search=vectors.ef_search,
+            index_fields=tuple(vectors.index_fields),
+        )
 
 
 class QdrantStore(VectorStore):
@@ -48,11 +68,8 @@ class QdrantStore(VectorStore):
         dimensions: int,
         metric: Metric = DEFAULT_METRIC,
         api_key: str | None = None,
-        index_fields: Iterable[str] = (),
         embedder: QueryEmbedder | None = None,
-        hnsw_m: int = default(VectorSettings, "hnsw_m"),
-        hnsw_ef_construction: int = default(VectorSettings, "hnsw_ef_construction"),
-        ef_search: int = default(VectorSettings, "ef_search"),
+        tuning: QdrantTuning = QdrantTuning(),
     ):
         super().__init__(dimensions=dimensions, metric=metric, embedder=embedder)
         if not isinstance(url_or_location, str) or not url_or_location:
@@ -61,10 +78,13 @@ class QdrantStore(VectorStore):
                 "or a folder (vectors.url)"
             )
         self.url = without_credentials(url_or_location)
-        self.index_fields = tuple(dict.fromkeys((*ALWAYS_INDEXED, *map(check_field, index_fields))))
+        self.index_fields = tuple(dict.fromkeys((*ALWAYS_INDEXED, *map(check_field, tuning.index_fields))))
         self._server = is_server(url_or_location)
-        self._hnsw = models.HnswConfigDiff(m=hnsw_m, ef_construct=hnsw_ef_construction)
-        self._ef_search = ef_search
+        self._hnsw = models.HnswConfigDiff(m=tuning.hnsw_m, ef_construct=tuning.hnsw_ef_construction)
+        #: What its collections' vector searches ask of the HNSW index (on a server; local mode is sent nothing).
+        self.search_params = (
+            models.SearchParams(hnsw_ef=tuning.ef_search) if self._server and tuning.ef_search else None
+        )
         self._client = self._connect(url_or_location, api_key)
 
     def __repr__(self) -> str:
@@ -81,11 +101,8 @@ class QdrantStore(VectorStore):
             dimensions=vectors.dimensions,
             metric=vectors.metric,
             api_key=vectors.key.get_secret_value() if vectors.key else None,
-            index_fields=vectors.index_fields,
             embedder=embedder,
-            hnsw_m=vectors.hnsw_m,
-            hnsw_ef_construction=vectors.hnsw_ef_construction,
-            ef_search=vectors.ef_search,
+            tuning=QdrantTuning.from_settings(vectors),
         )
 
     def _connect(self, location: str, api_key: str | None) -> QdrantClient:
@@ -121,15 +138,7 @@ class QdrantStore(VectorStore):
             avgdl = upgrade(self._client, name, terms_by)
         if self._server:
             self._index(name)
-        collection = QdrantCollection(
-            name,
-            client=self._client,
-            where=self.url,
-            dimensions=self.dimensions,
-            metric=self.metric,
-            embedder=self.embedder,
-            ef_search=self._ef_search if self._server else None,
-        )
+        collection = QdrantCollection(self, name)
         collection.avgdl = avgdl
         return collection
 

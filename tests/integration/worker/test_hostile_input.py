@@ -10,6 +10,7 @@ import sqlalchemy as sa
 
 from store import ConfigError, Filter, StoreError, StoreUnavailable, VectorRecord
 from store.connect.postgres import engine_url
+from store.settings import SourceSettings
 from store.vectors.backends import memory_store
 from tests.backends import unique_name
 from tests.unit.worker.test_hostile_input import make_indexer
@@ -34,7 +35,10 @@ def hostile_table(postgres_url: str) -> Iterator[str]:
 
 
 def test_sql_rows_whose_values_cannot_be_converted_fail_alone(hostile_table: str, postgres_url: str) -> None:
-    source = SqlSource(url=postgres_url, table=hostile_table, text="{body}", metadata=["amount", "due"])
+    settings = SourceSettings(
+        kind="sql", url=postgres_url, table=hostile_table, text="{body}", metadata=["amount", "due"]
+    )
+    source = SqlSource(settings)
     indexer = make_indexer(source)
     result = indexer.index(["1", "2", "3", "4", "99999999999999999999"])
     assert sorted(result.indexed) == ["1", "4"]

@@ -5,19 +5,18 @@ checked."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
 from store.embeddings import Embeddings
-from store.settings import Settings
+from store.settings import Settings, SourceSettings
 from store.state.ledger import MemoryLedger
 from store.vectors.backends import memory_store
 from tests.backends import unique_name
 from tests.workers import CrmTable
 from worker.chunking import Chunker
-from worker.pipeline import Indexer
+from worker.pipeline import Indexer, Recipe
 from worker.sources.base import SourceRecord
 from worker.sources.sql import SqlSource
 
@@ -25,8 +24,8 @@ from worker.sources.sql import SqlSource
 class CountingSource(SqlSource):
     """A SqlSource that remembers which ids were read in full (and so hashed)."""
 
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
+    def __init__(self, settings: SourceSettings) -> None:
+        super().__init__(settings)
         self.read: list[str] = []
 
     def fetch(self, ids: Sequence[str]) -> dict[str, SourceRecord]:
@@ -47,15 +46,21 @@ def make_indexer(postgres_url: str, table: str, *, updated_at: str | None) -> tu
         {"vectors": {"store": "memory", "dimensions": 16}, "embeddings": {"cache_ttl_days": 0}}
     )
     source = CountingSource(
-        url=postgres_url, table=table, text="{title}\n\n{body}", metadata=["kind"], updated_at=updated_at
+        SourceSettings(
+            kind="sql",
+            url=postgres_url,
+            table=table,
+            text="{title}\n\n{body}",
+            metadata=["kind"],
+            updated_at=updated_at,
+        )
     )
     name = unique_name()
     indexer = Indexer(
         name=name,
         collection=memory_store(dimensions=16).get_collection(name, create=True),
         source=source,
-        chunker=Chunker(),
-        embeddings=Embeddings.from_settings(settings),
+        recipe=Recipe(Chunker(), Embeddings.from_settings(settings)),
         ledger=MemoryLedger(),
     )
     return indexer, source

@@ -9,7 +9,7 @@ import pytest
 from producer.testing import memory_settings
 from store import Client, ConfigError, Settings, VectorRecord, VectorsyncError
 from store import query as query_module
-from store.client import ProcessDefault, default_client, use_client
+from store.client import Hooks, ProcessDefault, default_client, use_client
 from store.state.ledger import MemoryLedger
 from store.vectors.backends import memory_store
 
@@ -83,7 +83,7 @@ def test_the_producer_of_a_client_given_a_ledger_creates_its_runs_there() -> Non
     sent: list[tuple[str, Any]] = []
     notes = {"source": {"kind": "python", "loader": "tests.unit.worker.test_hostile_input:load_records"}}
     send = lambda name, **kw: sent.append((name, kw["args"]))  # noqa: E731
-    with Client(settings(notes=notes), ledger=ledger, send=send) as client:
+    with Client(settings(notes=notes), ledger=ledger, hooks=Hooks(send=send)) as client:
         run_id = client.producer.reindex_all("notes")  # a collection with a source: pushed ones have none to read
     assert ledger.run(run_id).collection == "notes"
     assert sent == [("vectorsync.reindex_all", ("notes", False, run_id, False))]

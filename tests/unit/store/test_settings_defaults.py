@@ -13,8 +13,8 @@ from store.embeddings.providers import FakeProvider, Limits
 from store.settings import CollectionSettings, ModelSettings, Settings
 from store.vectors import VectorStore
 from store.vectors.backends import memory_store
-from store.vectors.pgvector import PgvectorStore
-from store.vectors.qdrant import QdrantStore
+from store.vectors.pgvector import PgvectorStore, PgvectorTuning
+from store.vectors.qdrant import QdrantStore, QdrantTuning
 from worker.chunking import Chunker
 from worker.policy import RetryPolicy
 
@@ -62,9 +62,14 @@ def test_store_constructor_defaults_are_the_vector_settings(store: Any) -> None:
     assert found.get("metric") == DEFAULTS.vectors.metric
 
 
+@pytest.mark.parametrize("tuning", [PgvectorTuning, QdrantTuning])
+def test_store_tuning_defaults_are_the_vector_settings(tuning: Any) -> None:
+    assert tuning() == tuning.from_settings(DEFAULTS.vectors)
+
+
 def test_pgvector_takes_every_index_setting_from_the_settings() -> None:
     index = ("hnsw_m", "hnsw_ef_construction", "ef_search", "table_prefix", "exact_search_rows", "index_build_workers")
-    defaults = signature_defaults(PgvectorStore)
+    defaults = signature_defaults(PgvectorTuning)
     assert {k: defaults.get(k, "no such parameter") for k in index} == {k: getattr(DEFAULTS.vectors, k) for k in index}
 
 

@@ -23,7 +23,7 @@ from store.vectors.records import VectorRecord
 from tests.backends import unique_name
 from worker.chunking import Chunker
 from worker.fanout import count_run, fan_out
-from worker.pipeline import Indexer
+from worker.pipeline import Indexer, Recipe
 from worker.policy import RetryPolicy, decide
 from worker.sources.base import SourceRecord
 from worker.sources.python import PythonSource
@@ -132,8 +132,7 @@ def make_rig(source: Any) -> Rig:
         name=name,
         collection=Chunks(),
         source=source,  # type: ignore[arg-type]
-        chunker=Chunker(max_tokens=8, overlap=2),
-        embeddings=Embeddings.from_settings(settings),
+        recipe=Recipe(Chunker(max_tokens=8, overlap=2), Embeddings.from_settings(settings)),
         ledger=ledger,
     )
     return Rig(indexer, ledger)

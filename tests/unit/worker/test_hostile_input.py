@@ -17,7 +17,7 @@ from store.vectors.backends import memory_store
 from tests.backends import unique_name
 from tests.unit.worker.test_pipeline import CountingEmbeddings
 from worker.chunking import Chunker
-from worker.pipeline import Document, Indexer
+from worker.pipeline import Document, Indexer, Recipe
 from worker.sources.push import PushSource
 from worker.sources.python import PythonSource
 
@@ -50,10 +50,9 @@ def make_indexer(
         name=name,
         collection=store.get_collection(name, create=True),
         source=source or PushSource(name),
-        chunker=Chunker(max_tokens=8, overlap=2),
+        recipe=Recipe(Chunker(max_tokens=8, overlap=2), StrictEmbeddings(Embeddings.from_settings(settings))),
         ledger=MemoryLedger(),
         limits=limits,
-        embeddings=StrictEmbeddings(Embeddings.from_settings(settings)),
     )
 
 

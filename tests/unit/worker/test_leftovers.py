@@ -23,7 +23,7 @@ from store.vectors.backends import memory_store
 from tests.backends import unique_name
 from worker.batches import BatchResult
 from worker.chunking import Chunker
-from worker.pipeline import Indexer
+from worker.pipeline import Indexer, Recipe
 from worker.sources.python import PythonSource
 
 CALL = 16
@@ -71,8 +71,7 @@ def indexer() -> Indexer:
         name=name,
         collection=store.get_collection(name, create=True),
         source=PythonSource(loader=f"{__name__}:load_records"),
-        chunker=Chunker(max_tokens=8, overlap=2),
-        embeddings=embeddings,
+        recipe=Recipe(Chunker(max_tokens=8, overlap=2), embeddings),
         ledger=MemoryLedger(),
     )
 

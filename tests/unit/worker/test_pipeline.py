@@ -18,7 +18,7 @@ from store.vectors.backends import memory_store
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI, settings_for
 from worker.chunking import Chunker
-from worker.pipeline import Document, Indexer
+from worker.pipeline import Document, Indexer, Recipe
 from worker.sources.push import PushSource
 from worker.sources.python import PythonSource
 
@@ -60,8 +60,7 @@ def make_indexer(
         name=name,
         collection=collection,
         source=source or PushSource(name),
-        chunker=Chunker(max_tokens=8, overlap=2),
-        embeddings=embeddings,
+        recipe=Recipe(Chunker(max_tokens=8, overlap=2), embeddings),
         ledger=ledger,
     )
     return indexer, embeddings

@@ -12,7 +12,7 @@ import pytest
 import redis
 
 from store.calls import ratelimit
-from store.calls.ratelimit import RateLimiter, bucket_key
+from store.calls.ratelimit import Budget, RateLimiter, bucket_key
 from store.embeddings import Embeddings
 from store.embeddings.chain import FailoverChain
 from store.retrieval import Retrieval
@@ -35,11 +35,10 @@ def limiter(client: Any) -> Iterator[Any]:
     """Makes limiters on a key of this test's own; deletes the keys afterwards."""
     keys: list[str] = []
 
-    def make(**options: Any) -> RateLimiter:
+    def make(**budget: Any) -> RateLimiter:
         keys.append(f"vectorsync-test:ratelimit:{uuid.uuid4().hex}")
-        options.setdefault("name", f"m-{uuid.uuid4().hex[:8]}")
-        options.setdefault("tokens_per_minute", None)
-        return RateLimiter(client, key=keys[-1], **options)
+        budget.setdefault("tokens_per_minute", None)
+        return RateLimiter(client, name=f"m-{uuid.uuid4().hex[:8]}", key=keys[-1], budget=Budget(**budget))
 
     yield make
     if keys:
@@ -208,9 +207,7 @@ def test_a_limiter_whose_redis_comes_back_limits_again(monkeypatch: pytest.Monke
         f"redis://127.0.0.1:{port}/0",
         name="m",
         key=f"t:{uuid.uuid4().hex}",
-        requests_per_minute=600,
-        tokens_per_minute=None,
-        burst_seconds=1,
+        budget=Budget(requests_per_minute=600, tokens_per_minute=None, burst_seconds=1),
         retry_seconds=0.2,
     )
     assert takes_until_refused_or(bucket, 30) == 30  # no Redis: no limit

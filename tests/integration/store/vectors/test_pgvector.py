@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from store import ConfigError, VectorRecord
 from store.settings import VectorSettings
-from store.vectors.pgvector import PgvectorStore
+from store.vectors.pgvector import PgvectorStore, PgvectorTuning
 from store.vectors.pgvector.schema import embedding_type
 from store.vectors.pgvector.table import BULK_LOAD_ROWS
 from tests.backends import unique_name
@@ -20,7 +20,7 @@ DIMENSIONS = 64
 
 @pytest.fixture
 def pg(postgres_url: str) -> Iterator[PgvectorStore]:
-    store = PgvectorStore(postgres_url, dimensions=DIMENSIONS, metric="cosine", ef_search=40)
+    store = PgvectorStore(postgres_url, dimensions=DIMENSIONS, metric="cosine", tuning=PgvectorTuning(ef_search=40))
     yield store
     store.close()
 
@@ -66,7 +66,7 @@ def test_the_hnsw_index_is_built_with_the_settings_parameters(postgres_url: str)
     defaults = VectorSettings()
     for store in (
         PgvectorStore(postgres_url, dimensions=4),
-        PgvectorStore(postgres_url, dimensions=4, hnsw_m=8, hnsw_ef_construction=40),
+        PgvectorStore(postgres_url, dimensions=4, tuning=PgvectorTuning(hnsw_m=8, hnsw_ef_construction=40)),
     ):
         m, ef_construction = store.schema.hnsw_m, store.schema.hnsw_ef_construction
         collection = store.get_collection(unique_name(), create=True)

@@ -14,7 +14,7 @@ from psycopg.types.json import Jsonb
 
 from store import ConfigError, Filter, VectorRecord
 from store.vectors.backends import memory_store
-from store.vectors.pgvector import PgvectorStore
+from store.vectors.pgvector import PgvectorStore, PgvectorTuning
 from store.vectors.pgvector.schema import field_index_name
 from store.vectors.pgvector.table import PgvectorCollection
 from tests.backends import unique_name
@@ -25,7 +25,7 @@ ROWS = 3_000
 
 @pytest.fixture
 def pg(postgres_url: str) -> Iterator[PgvectorStore]:
-    store = PgvectorStore(postgres_url, dimensions=DIMENSIONS, ef_search=400)
+    store = PgvectorStore(postgres_url, dimensions=DIMENSIONS, tuning=PgvectorTuning(ef_search=400))
     yield store
     store.close()
 

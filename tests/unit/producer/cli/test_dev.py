@@ -129,15 +129,8 @@ def test_sources_read_the_corpus_tables(tmp_path: Path) -> None:
     settings = load_settings(path)
     for name, record_id in (("docs", "try"), ("crm_notes", "14")):
         source = settings.collections[name].source
-        assert source.table and source.text
-        sql = SqlSource(
-            url=url,
-            table=source.table,
-            id=source.id,
-            text=source.text,
-            metadata=source.metadata,
-            updated_at=source.updated_at,
-        )
+        assert source.url == url
+        sql = SqlSource(source)
         try:
             record = sql.fetch([record_id])[record_id]
         finally:

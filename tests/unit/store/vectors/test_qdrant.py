@@ -23,7 +23,7 @@ from store.settings import Settings, VectorSettings
 from store.vectors.base import Collection, Metric
 from store.vectors.filters import Filter
 from store.vectors.memory import MemoryStore
-from store.vectors.qdrant import POINT_NAMESPACE, QdrantStore, point_id, split_filter
+from store.vectors.qdrant import POINT_NAMESPACE, QdrantStore, QdrantTuning, point_id, split_filter
 from store.vectors.records import VectorRecord
 from tests.services import free_port
 
@@ -182,7 +182,7 @@ def test_from_settings_builds_a_local_store() -> None:
 
 def test_index_fields_are_checked() -> None:
     with pytest.raises(ConfigError, match="filter field 'owner id' is not allowed"):
-        QdrantStore(":memory:", dimensions=2, index_fields=["owner id"])
+        QdrantStore(":memory:", dimensions=2, tuning=QdrantTuning(index_fields=("owner id",)))
 
 
 def test_an_unreachable_server_is_store_unavailable_and_the_key_is_not_shown() -> None:
