@@ -108,8 +108,6 @@ def celery_worker(
         "worker",
         "--loglevel",
         "INFO",
-        "-P",
-        "prefork",
         "-c",
         str(concurrency),
         "-n",

@@ -28,8 +28,12 @@ log = logging.getLogger(__name__)
 
 
 def _config() -> dict[str, Any]:
-    # The worker's own consumer: Celery's, with a heartbeat whose publish gives up (worker.heartbeat).
-    return celery_config(load_settings()) | {"worker_consumer": "worker.heartbeat:Consumer"}
+    # The worker's own consumer: Celery's, with a heartbeat whose publish gives up (worker.heartbeat); its own
+    # prefork pool, whose processes write each result whole (worker.prefork).
+    return celery_config(load_settings()) | {
+        "worker_consumer": "worker.heartbeat:Consumer",
+        "worker_pool": "worker.prefork:TaskPool",
+    }
 
 
 prepare_environment()  # before any pool process starts

@@ -71,8 +71,6 @@ def test_a_worker_s_start_refuses_a_newer_schema(too_new: str, redis_url: str, t
             "worker",
             "--loglevel",
             "INFO",
-            "-P",
-            "prefork",
             "-c",
             "1",
             "--without-gossip",

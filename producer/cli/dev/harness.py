@@ -305,8 +305,6 @@ def _start(dev: _Dev, *, fresh: bool, workers: int, serve: bool, model: str, cha
             "worker",
             "--loglevel",
             "INFO",
-            "-P",
-            "prefork",
             "-c",
             "1",
             "-n",

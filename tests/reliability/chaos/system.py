@@ -88,8 +88,6 @@ class System:
                 "worker",
                 "--loglevel",
                 "INFO",
-                "-P",
-                "prefork",
                 "-c",
                 "2",
                 "-n",
