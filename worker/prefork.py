@@ -9,7 +9,9 @@ frame after the half-written first. The main process reads the two as one and fa
 chaos run (seed 11) lost a worker this way 6 times.
 
 Here the soft limit's signal is held off while a frame is written; one that came meanwhile is dropped, as its
-task is over. ``worker_pool`` (``store.broker.config``) names this pool; ``-P prefork`` would bypass it.
+task is over. And a process killed before the worker's consumer first runs does not end the worker
+(``TaskPool.did_start_ok``). ``worker_pool`` (``worker/celery.py``) names this pool; ``-P prefork`` would
+bypass it.
 """
 
 from __future__ import annotations
@@ -61,3 +63,11 @@ class TaskPool(prefork.TaskPool):
     """Celery's prefork pool (``-P prefork``) with ``_Worker`` processes."""
 
     Pool = _Pool
+
+    def did_start_ok(self) -> bool:
+        """Whether the pool's processes could start, as the worker asks once its consumer first runs, which is
+        late when the broker is down at start. Celery's answer is no as soon as one has exited: a process killed
+        meanwhile (kill -9, the OOM killer) ended the worker (chaos seed 11: "Could not start worker
+        processes"). Only a process that exited by itself with an error failed to start; a killed one is
+        replaced as usual."""
+        return not any((process.exitcode or 0) > 0 for process in self._pool._pool)

@@ -71,3 +71,18 @@ def test_the_worker_runs_this_pool() -> None:
     from worker.celery import app
 
     assert app.conf.worker_pool == "worker.prefork:TaskPool"
+
+
+def test_a_process_killed_before_the_consumer_runs_is_no_failure_to_start() -> None:
+    """The broker was down at start; a pool process killed meanwhile made Celery give the worker up."""
+    from types import SimpleNamespace
+
+    from worker.prefork import TaskPool
+
+    def pool(*exitcodes: int | None) -> Any:
+        found = TaskPool.__new__(TaskPool)
+        found._pool = SimpleNamespace(_pool=[SimpleNamespace(exitcode=code) for code in exitcodes])
+        return found
+
+    assert pool(None, None).did_start_ok() and pool(None, -9).did_start_ok()
+    assert not pool(None, 1).did_start_ok()  # it exited by itself: it could not start
