@@ -84,8 +84,16 @@ def wait_until(
         time.sleep(every)
 
 
+#: The signals ``vectorsync dev`` stops on. Held off while a service starts, so that a service started is a
+#: service known to the stop: a SIGTERM that landed between the spawn and the bookkeeping left a restarted
+#: worker running after ``vectorsync dev`` had exited (a loaded CI run).
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Linux: SIGTERM this child when the process that started it dies (PR_SET_PDEATHSIG)."""
+    """Linux: SIGTERM this child when the process that started it dies (PR_SET_PDEATHSIG). And take the stop
+    signals back, which the parent holds off while it starts the child."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     if sys.platform.startswith("linux"):
         import ctypes
 
@@ -131,6 +139,7 @@ class Processes:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log = self.log_dir / f"{name}.log"
         handle = log.open("ab")
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         try:
             process = subprocess.Popen(
                 list(command),
@@ -142,11 +151,13 @@ class Processes:
                 start_new_session=True,
                 preexec_fn=_die_with_parent,
             )
+            service = Service(name, process, log, tier, handle)
+            self.services.append(service)
         except BaseException:
             handle.close()
             raise
-        service = Service(name, process, log, tier, handle)
-        self.services.append(service)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a stop that came meanwhile is raised here
         return service
 
     def stop(self, services: Sequence[Service], *, timeout: float = STOP_SECONDS) -> None:
