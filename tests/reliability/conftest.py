@@ -104,6 +104,8 @@ class Redis:
         self.folder, self.persistent, self.port, self.host = folder, persistent, free_port(), host
         self.url = f"redis://{host}:{self.port}/0"
         self.process: subprocess.Popen[bytes] | None = None
+        #: Every server start() began, so that close() leaves none behind.
+        self.started: list[subprocess.Popen[bytes]] = []
         #: Set by ``close``: a restart still sleeping then starts nothing (the chaos run's ended with a
         #: redis-server that nothing stopped).
         self.closed = False
@@ -113,7 +115,7 @@ class Redis:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
         aof = ["--appendonly", "yes", "--appendfsync", "always"] if self.persistent else ["--appendonly", "no"]
-        self.process = subprocess.Popen(
+        self.process = process = subprocess.Popen(
             [
                 redis_server_binary()[0],
                 "--port",
@@ -132,7 +134,13 @@ class Redis:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        wait_for(lambda: redis_answers(self.url), timeout=10, what="redis-server to start")
+        self.started.append(process)
+        try:
+            wait_for(lambda: redis_answers(self.url), timeout=10, what="redis-server to start")
+        finally:
+            if self.closed:  # closed while this started it
+                process.kill()
+                process.wait(timeout=10)
 
     def kill(self) -> None:
         if self.process is not None:
@@ -143,13 +151,17 @@ class Redis:
         self.kill()
         time.sleep(down_seconds)
         self.start()
-        if self.closed:  # closed while this started it
-            self.kill()
 
     def close(self) -> None:
-        """Kill it for good: no restart under way starts it again."""
+        """Kill it for good: no restart under way starts it again, and every server it ever started is gone (a
+        chaos run left one running: a restart whose server did not answer in time raised before its caller
+        could kill it)."""
         self.closed = True
         self.kill()
+        for process in self.started:
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=10)
 
 
 @dataclass
