@@ -20,7 +20,7 @@ from store.state.ledger import RunProgress
 from worker.batches import BatchResult
 from worker.delivery import delivered_again_if_unsent
 from worker.metrics import observe_batch
-from worker.policy import Decision, as_failed, as_retry, combined, decide
+from worker.policy import Decision, RetryPolicy, as_failed, as_retry, combined, decide
 from worker.process import context
 from worker.retries import retry_or_give_up, task_policy
 from worker.runs import batch_kwargs, flush_when_due, run_finished
@@ -62,9 +62,7 @@ class Work:
 
     def __call__(self) -> dict[str, BatchResult]:
         ids, fresh = self.batch.ids, self.fresh
-        return context().written(
-            self.batch.collection, ids, lambda indexer: indexer.index(ids, fresh=True) if fresh else indexer.index(ids)
-        )
+        return context().written(self.batch.collection, ids, lambda indexer: indexer.index(ids, fresh=fresh))
 
     def ready_to_count(self) -> bool:
         """False puts the count off (the pool batch, while records wait in the pool)."""
@@ -112,7 +110,7 @@ def process(task: Task, work: Work) -> dict[str, int]:
         args, kwargs = batch.retried(decision.retry, decision.counts) if batch.number is not None else (None, None)
         raise task.retry(args=args, kwargs=kwargs, countdown=decision.countdown, max_retries=policy.max_retries)
     if batch.run_id is not None and batch.number is not None:
-        _count(task, work, result, decision.counts)
+        _count(task, work, result, decision.counts, policy)
     return decision.counts
 
 
@@ -151,7 +149,7 @@ def _record_failure(collection: str, record_id: str, error: str, *, run_id: str 
         log.exception("could not record the failure of %r in %s: %s", record_id, collection, error)
 
 
-def _count(task: Task, work: Work, result: BatchResult, counts: dict[str, int]) -> None:
+def _count(task: Task, work: Work, result: BatchResult, counts: dict[str, int], policy: RetryPolicy) -> None:
     """Count a run's batch once; a count the database cannot take is retried until it can, never lost."""
     batch = work.batch
     assert batch.run_id is not None and batch.number is not None
@@ -161,9 +159,7 @@ def _count(task: Task, work: Work, result: BatchResult, counts: dict[str, int]) 
     try:
         progress = context().ledger.finish_batch(batch.run_id, batch.number, **counts)
     except StoreUnavailable as exc:  # the batch is done; counting it must not be lost with the database
-        raise task.retry(
-            exc=exc, countdown=task_policy(task).countdown(task.request.retries), max_retries=None
-        ) from exc
+        raise task.retry(exc=exc, countdown=policy.countdown(task.request.retries), max_retries=None) from exc
     with delivered_again_if_unsent(task):
         work.counted(progress, result)
         run_finished(batch.collection, progress)

@@ -92,7 +92,10 @@ def _server_notices_silence(engine: sa.Engine, parameters: Mapping[str, Any]) ->
     One statement per new connection; a server that refuses a setting (older than PostgreSQL 12) is left as
     it is, said once."""
     keepalive = server_settings(parameters)
-    statements = [_set_config(keepalive | {CLIENT_CHECK: CLIENT_CHECK_INTERVAL}), _set_config(keepalive)]
+    # The fallback sets the keepalive alone; over a Unix socket there is none, and nothing to fall back to.
+    statements = [
+        _set_config(values) for values in (keepalive | {CLIENT_CHECK: CLIENT_CHECK_INTERVAL}, keepalive) if values
+    ]
 
     @sa.event.listens_for(engine, "connect")
     def _configure(dbapi_connection: Any, _record: Any) -> None:

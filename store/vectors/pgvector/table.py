@@ -94,7 +94,7 @@ class PgvectorCollection(Collection):
             with self._store.transaction() as conn:
                 if self._deferred(conn):
                     return  # a first load: ensure_index merges every segment once, at its end
-                segments.merge(_driver(conn), self.table)
+                segments.merge(driver(conn), self.table)
         except StoreError as exc:
             _log.warning("keyword segments of %s not merged now (%s); the next write merges them", self.name, exc)
 
@@ -109,7 +109,7 @@ class PgvectorCollection(Collection):
                 delta = Delta(conn, self.table)  # the keyword statistics: the rows deleted out, the rows copied in
                 delta.delete(sa.delete(self.table).where(self.table.c.record_id.in_(record_ids)))
                 if records:
-                    self.copy_rows(_driver(conn), self.table.name, records)
+                    self.copy_rows(driver(conn), self.table.name, records)
                     delta.add(
                         sa.select(self.table.c.keywords, self.table.c.keyword_length).where(
                             self.table.c.record_id.in_(record_ids)
@@ -220,13 +220,13 @@ class PgvectorCollection(Collection):
             self._prepare_build(conn)
             for index in bulk_indexes(self.table):
                 index.create(conn, checkfirst=True)
-            segments.compact(_driver(conn), self.table)
+            segments.compact(driver(conn), self.table)
             self._analyze(conn)
 
     def recount_keywords(self) -> int:
         with self._store.transaction() as conn:
             advisory_lock(conn, f"{self.table.name}:recount")
-            _driver(conn).execute(sql.SQL("LOCK TABLE {} IN SHARE MODE").format(sql.Identifier(self.table.name)))
+            driver(conn).execute(sql.SQL("LOCK TABLE {} IN SHARE MODE").format(sql.Identifier(self.table.name)))
             return count_rows(conn, self.table)  # writers wait for the recount, which sees every committed row
 
     def _deferred(self, conn: sa.Connection) -> bool:
@@ -243,7 +243,7 @@ class PgvectorCollection(Collection):
             self._load_then_index(conn, records)
             return
         staging = f"vs_staging_{self.table.name}"
-        raw = _driver(conn)
+        raw = driver(conn)
         raw.execute(
             sql.SQL("CREATE TEMP TABLE IF NOT EXISTS {} (LIKE {} INCLUDING DEFAULTS) ON COMMIT DROP").format(
                 sql.Identifier(staging), sql.Identifier(self.table.name)
@@ -285,7 +285,7 @@ class PgvectorCollection(Collection):
 
     def _empty_for_bulk(self, conn: sa.Connection) -> bool:
         lock_table = sql.SQL("LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE").format(sql.Identifier(self.table.name))
-        _driver(conn).execute(lock_table)
+        driver(conn).execute(lock_table)
         return conn.execute(sa.select(sa.exists().select_from(self.table))).scalar_one() is False
 
     def _load_then_index(self, conn: sa.Connection, records: list[VectorRecord]) -> None:
@@ -293,7 +293,7 @@ class PgvectorCollection(Collection):
         indexes = bulk_indexes(self.table)
         for index in indexes:
             index.drop(conn, checkfirst=True)
-        self.copy_rows(_driver(conn), self.table.name, records)
+        self.copy_rows(driver(conn), self.table.name, records)
         count_rows(conn, self.table)
         self._prepare_build(conn)
         for index in indexes:
@@ -302,7 +302,7 @@ class PgvectorCollection(Collection):
 
     def _analyze(self, conn: sa.Connection) -> None:
         """Fresh row count and statistics after a bulk load: the search planner reads the row count."""
-        _driver(conn).execute(sql.SQL("ANALYZE {}").format(sql.Identifier(self.table.name)))
+        driver(conn).execute(sql.SQL("ANALYZE {}").format(sql.Identifier(self.table.name)))
 
     def _prepare_build(self, conn: sa.Connection) -> None:
         schema = self._store.schema
@@ -340,10 +340,6 @@ class PgvectorCollection(Collection):
                 )
                 posted.append(segments.Posted(kwdoc, terms))
         segments.write(raw, self.table, posted)
-
-
-def _driver(conn: sa.Connection) -> psycopg.Connection[Any]:
-    return driver(conn)
 
 
 def _prepare_build(conn: sa.Connection, table: sa.Table, *, dimensions: int, m: int, workers: int) -> None:
