@@ -18,6 +18,10 @@ provider calls instead of one changed record per batch paying a call alone.
 The batch re-checks every hash, so a record judged here that changes again
 meanwhile is still indexed as it is. The ids the fan-out found unchanged are
 counted in the run as one batch of skipped records (``count_run``).
+
+A full reindex then sends the records the ledger holds and the source no longer has (``send_gone``) as
+batches of the same run, which re-check each against the source and delete it: a TRUNCATE leaves thousands,
+and deleting them inside the fan-out made it outlast its time limit, so that every retry began again.
 """
 
 from __future__ import annotations
@@ -29,10 +33,7 @@ from store.errors import ConfigError
 from store.state.ledger import Ledger, RunProgress
 from worker.pipeline import Indexer
 
-__all__ = ["GONE_PAGE", "FanOut", "changed_ids", "count_run", "drop_gone", "fan_out"]
-
-#: Ledger ids a full reindex re-checks per step when it drops records gone from the source.
-GONE_PAGE = 500
+__all__ = ["FanOut", "changed_ids", "count_run", "fan_out", "send_gone"]
 #: Sends one batch: its ids and its number in the run (0, 1, ...).
 Send = Callable[[list[str], int], None]
 
@@ -47,6 +48,8 @@ class FanOut:
     batches: int = 0
     #: Ids found unchanged, never sent.
     unchanged: int = 0
+    #: Ids the ledger holds and the source no longer has, sent to be deleted (a full reindex's).
+    gone: int = 0
     #: Every id the source has (only when asked for: a full reindex drops the ledger's others).
     seen: set[str] = field(default_factory=set)
 
@@ -109,7 +112,7 @@ def fan_out(
 
 
 def count_run(ledger: Ledger, run_id: str, found: FanOut, *, pooled: bool = False) -> RunProgress:
-    """Fix a reindex run's total once its batches are sent: every record of the source.
+    """Fix a reindex run's total once its batches are sent: every record of the source, and those gone from it.
 
     The unchanged records, never sent, are counted here as one more batch of
     skipped records, so the run reads as it always did (N records, M unchanged)
@@ -123,17 +126,22 @@ def count_run(ledger: Ledger, run_id: str, found: FanOut, *, pooled: bool = Fals
         batches += 1
     if pooled and found.batches:
         batches += 1
-    return ledger.set_run_total(run_id, total=found.total, batches=batches)
+    return ledger.set_run_total(run_id, total=found.total + found.gone, batches=batches)
 
 
-def drop_gone(collection: str, indexer: Indexer, known: set[str], seen: set[str], *, allow_empty: bool) -> None:
-    """A full reindex's last step: the records the ledger ``known`` that the fan-out has not ``seen`` are
-    re-checked against the source, then deleted. Refused when the source returned nothing at all."""
-    if not seen and not allow_empty and indexer.collection.count() > 0:
+def send_gone(
+    collection: str, indexer: Indexer, found: FanOut, *, batch_size: int, send: Send, allow_empty: bool
+) -> None:
+    """A full reindex's last step: send the ids the ledger holds that the fan-out has not seen, in batches
+    numbered after its own, to be re-checked against the source and deleted. Refused when the source returned
+    nothing at all and the collection holds chunks, unless ``allow_empty``."""
+    if not found.seen and not allow_empty and indexer.collection.count() > 0:
         raise ConfigError(
             f"the source of {collection!r} returned no records; a full reindex would empty the collection. "
             "Check the source, or pass allow_empty (vectorsync reindex --full --allow-empty)"
         )
-    gone = sorted(known - seen)
-    for start in range(0, len(gone), GONE_PAGE):
-        indexer.index(gone[start : start + GONE_PAGE])
+    gone = sorted(indexer.ledger.record_ids(indexer.name) - found.seen)
+    for start in range(0, len(gone), batch_size):
+        send(gone[start : start + batch_size], found.batches)
+        found.batches += 1
+    found.gone += len(gone)

@@ -7,6 +7,11 @@ each enqueuing the same thousands of records again while the batches of the one 
 backlog grew faster than workers drained it (a 30-minute chaos run never settled). A sweep now ends at once
 while another run of its collection is at work; a run that lost its tasks is closed first, so it blocks no
 sweep for long.
+
+A run is at work while its batches are out (it has a total) or its fan-out moved within
+``worker.stall_seconds``. A fan-out that has counted nothing for longer lost its task or waits on a retry, and
+may stay so for as long as the broker's visibility timeout: the sweep does not wait on it (its batches and the
+fan-out's are the same idempotent work), or rows a TRUNCATE emptied stay searchable meanwhile (chaos seed 11).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from store.state.ledger import RunProgress
 from worker.celery import app
 from worker.process import context
 
-__all__ = ["close_lost_runs", "older_than", "running_runs"]
+__all__ = ["at_work", "close_lost_runs", "older_than", "running_runs", "yielded_to"]
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +42,11 @@ def running_runs(collection: str, current: str) -> list[RunProgress]:
         for r in context().ledger.recent_runs(RUNNING_LIMIT, running=True)
         if parse_name(r.collection)[0] == collection and r.run_id != current
     ]
+
+
+def at_work(run: RunProgress, *, now: datetime, stall: float) -> bool:
+    """Whether a sweep yields to ``run``: its batches are out, or it moved within ``stall`` seconds."""
+    return run.total is not None or (now - (run.moved_at or run.started_at)).total_seconds() <= stall
 
 
 def older_than(runs: list[RunProgress], current: str) -> list[RunProgress]:
@@ -74,3 +84,9 @@ def close_lost_runs(collection: str, current: str) -> list[RunProgress]:
             f"{stall}s or more); reconcile {current} brought the index back in line",
         )
     return [r for r in running if r not in idle]
+
+
+def yielded_to(collection: str, current: str) -> list[RunProgress]:
+    """The runs of ``collection`` the sweep ``current`` yields to: older ones at work, once lost ones are closed."""
+    now, stall = datetime.now(UTC), context().settings.worker.stall_seconds
+    return [r for r in older_than(close_lost_runs(collection, current), current) if at_work(r, now=now, stall=stall)]

@@ -20,13 +20,13 @@ from store.vectors.records import check_collection_name
 from worker.batches import BatchResult, Document
 from worker.celery import app
 from worker.delivery import RedeliveredTask, delivered_again_if_unsent
-from worker.fanout import count_run, drop_gone, fan_out
+from worker.fanout import count_run, fan_out, send_gone
 from worker.flow import Batch, Work, process
 from worker.pooling.batches import PoolBatch, PooledBatch
 from worker.process import context
 from worker.retries import again, message_run_id, retry_or_give_up, task_policy
 from worker.runs import flush_when_due, run_finished, send_batch
-from worker.sweeps import close_lost_runs, older_than
+from worker.sweeps import yielded_to
 
 __all__ = ["build_index", "index_batch", "index_document", "index_record", "reconcile", "reindex_all"]
 
@@ -125,16 +125,17 @@ def reindex_all(
                 collection, ids, run_id=run_id, batch=batch, pooled=pooled, fresh=fresh
             )
 
+        batch_size = ctx.settings.worker.batch_size
         found = fan_out(
             indexer,
-            batch_size=ctx.settings.worker.batch_size,
+            batch_size=batch_size,
             keep_ids=full,
             changed_only=not again(self),
             send=sender(False),
             fresh=sender(True),
         )
         if full:
-            drop_gone(collection, indexer, ctx.ledger.record_ids(indexer.name), found.seen, allow_empty=allow_empty)
+            send_gone(collection, indexer, found, batch_size=batch_size, send=sender(False), allow_empty=allow_empty)
         progress = count_run(ctx.ledger, run_id, found, pooled=pooled)
     except (StoreUnavailable, SoftTimeLimitExceeded) as exc:  # a fan-out cut short fans out again, in full
         retry_or_give_up(
@@ -225,7 +226,7 @@ def _stale_pages(collection: str, run_id: str) -> list[list[str]]:
     """The sweep's batches, its total written: none while an older run of the collection is at work."""
     ctx, size = context(), context().settings.worker.batch_size
     indexer = ctx.started(collection)
-    busy = older_than(close_lost_runs(collection, run_id), run_id)
+    busy = yielded_to(collection, run_id)
     if busy:  # its batches may still wait in the queue: enqueuing them again would only grow the backlog
         log.info("reconcile %s of %s skipped: run %s is still at work", run_id, collection, busy[0].run_id)
         ctx.ledger.set_run_total(run_id, total=0, batches=0)

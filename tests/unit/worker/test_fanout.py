@@ -22,7 +22,7 @@ from store.vectors.filters import AnyOf
 from store.vectors.records import VectorRecord
 from tests.backends import unique_name
 from worker.chunking import Chunker
-from worker.fanout import count_run, fan_out
+from worker.fanout import count_run, fan_out, send_gone
 from worker.pipeline import Indexer, Recipe
 from worker.policy import RetryPolicy, decide
 from worker.sources.base import SourceRecord
@@ -91,9 +91,12 @@ class Rig:
 
     indexer: Indexer
     ledger: MemoryLedger
+    chunks: Chunks
     sent: list[list[str]] = field(default_factory=list)
     #: Ids the last fan-out read in full (a StampedSource's reads; its batches' reads come after).
     fan_out_read: list[str] = field(default_factory=list)
+    #: The record ids the store held once the last fan-out had sent its batches, before they ran.
+    stored_after_fan_out: set[str] = field(default_factory=set)
 
     @property
     def calls(self) -> int:
@@ -107,7 +110,11 @@ class Rig:
         read: list[str] = getattr(self.indexer.source, "read", [])
         start = len(read)
         found = fan_out(self.indexer, batch_size=BATCH, keep_ids=full, send=lambda ids, n: batches.append((ids, n)))
+        if full:
+            send = lambda ids, n: batches.append((ids, n))  # noqa: E731
+            send_gone(self.indexer.name, self.indexer, found, batch_size=BATCH, send=send, allow_empty=False)
         self.sent, self.fan_out_read = [ids for ids, _ in batches], read[start:]
+        self.stored_after_fan_out = set(self.chunks.by_record)
         progress = count_run(self.ledger, run_id, found)
         for ids, number in batches:
             counts = decide(self.indexer.index(ids), retries=0, policy=RetryPolicy(0, 0.0)).counts
@@ -127,15 +134,15 @@ def make_rig(source: Any) -> Rig:
             "embeddings": {"cache_ttl_days": 0, "batch_size": EMBED_BATCH},
         }
     )
-    name, ledger = unique_name(), MemoryLedger()
+    name, ledger, chunks = unique_name(), MemoryLedger(), Chunks()
     indexer = Indexer(
         name=name,
-        collection=Chunks(),
-        source=source,  # type: ignore[arg-type]
+        collection=chunks,  # type: ignore[arg-type]
+        source=source,
         recipe=Recipe(Chunker(max_tokens=8, overlap=2), Embeddings.from_settings(settings)),
         ledger=ledger,
     )
-    return Rig(indexer, ledger)
+    return Rig(indexer, ledger, chunks)
 
 
 def stamped_rig(rng: random.Random) -> tuple[Rig, StampedSource]:
@@ -248,6 +255,21 @@ def test_a_full_reindex_still_sees_every_id() -> None:
     found = fan_out(rig.indexer, batch_size=BATCH, keep_ids=True, send=lambda ids, n: None)
     assert found.seen == set(source.records) and found.batches == 0
     assert rig.ledger.record_ids(rig.indexer.name) - found.seen == set(deleted)  # what reindex_all then drops
+
+
+def test_a_full_reindex_sends_the_records_gone_from_the_source_as_batches_of_its_run() -> None:
+    """A TRUNCATE left thousands of gone records; deleting them inside the fan-out made it outlast its time limit,
+    and each retry began again (chaos seed 11). They go out as the run's own batches, after the source's."""
+    rig, source = stamped_rig(random.Random(9))
+    rig.reindex()
+    gone = sorted(source.records)[::2]
+    for i in gone:
+        del source.records[i]
+    progress = rig.reindex(full=True)
+    assert rig.stored_after_fan_out == set(source.records) | set(gone)  # the fan-out itself deleted nothing
+    assert [i for ids in rig.sent for i in ids] == gone  # the kept records are unchanged: only the gone are sent
+    assert (progress.status, progress.total, progress.done) == (RunStatus.DONE, RECORDS, len(gone))
+    assert set(rig.chunks.by_record) == set(source.records)
 
 
 def test_a_second_attempt_of_a_run_sends_every_id_page_numbered_as_in_a_first_load() -> None:
