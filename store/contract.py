@@ -23,6 +23,7 @@ __all__ = [
     "QUEUES",
     "RATE_LIMIT_KEY_PREFIX",
     "RECONCILE",
+    "REDELIVERED_KEY_PREFIX",
     "REDIS_SCHEMES",
     "REINDEX_ALL",
     "ROUTES",
@@ -68,6 +69,8 @@ POOL_BATCH = -1
 CACHE_KEY_PREFIX = "vectorsync:emb:"
 #: Prefix of the shared rate limits' buckets, one per model endpoint (``store.calls.ratelimit``).
 RATE_LIMIT_KEY_PREFIX = "vectorsync:ratelimit:"
+#: Prefix of the keys counting how often a task's message came back after its worker died or killed it.
+REDELIVERED_KEY_PREFIX = "vectorsync:redelivered:"
 #: Message header holding when a task was sent (epoch seconds): how long a queue has waited.
 SENT_AT_HEADER = "vectorsync_sent_at"
 #: How to start a worker that consumes every queue (said when none does).

@@ -22,7 +22,7 @@ from worker.delivery import delivered_again_if_unsent
 from worker.metrics import observe_batch
 from worker.policy import Decision, RetryPolicy, as_failed, as_retry, combined, decide
 from worker.process import context
-from worker.retries import retry_or_give_up, task_policy
+from worker.retries import DeliveredTooOften, check_redeliveries, retry_or_give_up, task_policy
 from worker.runs import batch_kwargs, flush_when_due, run_finished
 
 __all__ = ["POOL_WAIT_SECONDS", "Batch", "Work", "process"]
@@ -83,8 +83,12 @@ def process(task: Task, work: Work) -> dict[str, int]:
     batch, ctx, policy, retries = work.batch, context(), task_policy(task), task.request.retries
     outcomes: dict[str, BatchResult] = {}
     try:
+        check_redeliveries(task)
         outcomes = work()
         result = combined(outcomes)
+    except DeliveredTooOften as exc:  # the work itself kills its worker: it fails alone, its run goes on
+        log.error("%d records of %s given up: %s", len(batch.ids), batch.collection, exc)
+        result = as_failed(batch.ids, exc)
     except (StoreUnavailable, SoftTimeLimitExceeded) as exc:  # the hard limit follows: retried, not lost with it
         cause = _cause(batch, exc)
         retry_or_give_up(task, cause)

@@ -18,6 +18,7 @@ from typing import Any
 from celery.exceptions import Retry, SoftTimeLimitExceeded
 
 from store.broker.coalescing import Coalescer
+from store.broker.redeliveries import Redeliveries
 from store.client import Client, Hooks, ProcessDefault
 from store.embeddings import Embeddings
 from store.errors import ConfigError, StoreUnavailable
@@ -51,6 +52,7 @@ class WorkerContext:
     _sources: dict[str, Source] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _pool: list[LeftoverPool | None] = field(default_factory=list)
+    _redeliveries: list[Redeliveries] = field(default_factory=list)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, ledger: Ledger | None = None) -> WorkerContext:
@@ -105,6 +107,16 @@ class WorkerContext:
                     LeftoverPool.from_url(self.settings.cache_url, network=self.settings.network) if usable else None
                 )
             return self._pool[0]
+
+    def redeliveries(self) -> Redeliveries:
+        """The count of each message's redeliveries, in the cache's Redis; kept for as long as a message may
+        take to come back that many times (the visibility timeout each)."""
+        with self._lock:
+            if not self._redeliveries:
+                settings = self.settings
+                ttl = settings.broker.visibility_timeout * (settings.worker.max_redeliveries + 2)
+                self._redeliveries.append(Redeliveries(settings.cache_url, ttl_seconds=ttl, network=settings.network))
+            return self._redeliveries[0]
 
     def indexer(self, name: str) -> Indexer:
         """The Indexer of the generation a read of ``name`` goes to: a collection's live one, or the generation
@@ -193,6 +205,8 @@ class WorkerContext:
             if pool is not None:
                 pool.close()
         self.coalescer.close()
+        for redeliveries in self._redeliveries:
+            redeliveries.close()
         ledger = self.ledger  # given to the client (``of``), so its close leaves it open
         self.client.close()
         ledger.close()

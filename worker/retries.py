@@ -1,5 +1,5 @@
-"""Retry or give up: the one path by which every task acts on its ``worker.policy.RetryPolicy``, and how a task
-knows an attempt of itself from the first."""
+"""Retry or give up: the one path by which every task acts on its ``worker.policy.RetryPolicy``, how a task
+knows an attempt of itself from the first, and when it gives up on a message that keeps coming back."""
 
 from __future__ import annotations
 
@@ -9,10 +9,16 @@ from typing import Any
 from celery import Task
 
 from store.contract import INDEX_DOCUMENT
+from store.errors import VectorsyncError
 from worker.policy import RetryPolicy
 from worker.process import context
 
-__all__ = ["again", "message_run_id", "retry_or_give_up", "task_policy"]
+__all__ = ["DeliveredTooOften", "again", "check_redeliveries", "message_run_id", "retry_or_give_up", "task_policy"]
+
+
+class DeliveredTooOften(VectorsyncError):
+    """A task's message came back more than ``worker.max_redeliveries`` times: the task gives up on it, as on
+    an error retrying cannot fix (its records go to failures, its run ends failed)."""
 
 
 def task_policy(task: Task) -> RetryPolicy:
@@ -46,3 +52,20 @@ def message_run_id(task: Task) -> str | None:
         return uuid.UUID(str(task.request.id)).hex
     except ValueError:
         return None
+
+
+def check_redeliveries(task: Task) -> None:
+    """Count this delivery if it is a redelivery (``store.broker.redeliveries``); raise DeliveredTooOften past
+    ``worker.max_redeliveries``. A first delivery, or a retry's, costs nothing."""
+    if not (task.request.delivery_info or {}).get("redelivered"):
+        return
+    ctx = context()
+    times = ctx.redeliveries().count(str(task.request.id), task.request.retries)
+    worker = ctx.settings.worker
+    if times > worker.max_redeliveries:
+        raise DeliveredTooOften(
+            f"its task came back {times} times after its worker process died under it or was killed at "
+            f"worker.time_limit ({worker.time_limit}s), more than worker.max_redeliveries "
+            f"({worker.max_redeliveries}): given up. The worker log says why (out of memory, a crash, the time "
+            "limit); fix that or raise worker.time_limit, then send it again"
+        )

@@ -24,7 +24,7 @@ from worker.fanout import count_run, fan_out, send_gone
 from worker.flow import Batch, Work, process
 from worker.pooling.batches import PoolBatch, PooledBatch
 from worker.process import context
-from worker.retries import again, message_run_id, retry_or_give_up, task_policy
+from worker.retries import DeliveredTooOften, again, check_redeliveries, message_run_id, retry_or_give_up, task_policy
 from worker.runs import flush_when_due, run_finished, send_batch
 from worker.sweeps import yielded_to
 
@@ -112,6 +112,7 @@ def reindex_all(
     check_collection_name(collection)
     run_id = ctx.ledger.create_run(collection, full=full, run_id=run_id or message_run_id(self))
     try:
+        check_redeliveries(self)
         indexer = ctx.started(collection)
         indexer.source.page_ids(after=None, limit=1)  # a pushed collection has nothing to read: refuse first
         indexer.forget_if_lost()
@@ -144,7 +145,7 @@ def reindex_all(
         ctx.ledger.fail_run(run_id, str(exc) or type(exc).__name__)
         log.error("reindex %s of %s failed: %s", run_id, collection, exc)
         return run_id
-    except (ConfigError, StoreError) as exc:
+    except (ConfigError, StoreError, DeliveredTooOften) as exc:
         ctx.ledger.fail_run(run_id, str(exc))
         raise
     except Exception as exc:  # a bug: the run ends failed, saying what happened
@@ -170,6 +171,7 @@ def build_index(self: Task, collection: str, run_id: str) -> str:
     """Build the vector index a bulk load deferred (a no-op when it exists), then call the run done."""
     ctx = context()
     try:
+        check_redeliveries(self)
         ctx.indexer(collection).collection.ensure_index()
     except StoreUnavailable as exc:
         retry_or_give_up(self, exc)
@@ -202,6 +204,7 @@ def reconcile(self: Task, collection: str, run_id: str | None = None) -> str:
             )
         return run_id
     try:
+        check_redeliveries(self)
         pages = _stale_pages(collection, run_id)
     except StoreUnavailable as exc:  # retried with backoff, as the same run: the sweep goes on once it is back
         retry_or_give_up(self, exc, args=(collection,), kwargs={"run_id": run_id})

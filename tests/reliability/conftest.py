@@ -277,12 +277,14 @@ def settings_text(
     backup: str,
     time_limit: int = 12,
     broker_keys: str = "",
+    worker_keys: str = "",
     sections: str = "",
     capture: bool = False,
 ) -> str:
     """The rig's settings: tasks of ``time_limit`` seconds (the index build one more, the visibility timeout
-    one more again); ``broker_keys`` adds lines to [broker], ``sections`` whole sections (TOML: a section is
-    written once); ``capture``: triggers write the collection's changes to the outbox, the workers relay them."""
+    one more again); ``broker_keys`` and ``worker_keys`` add lines to [broker] and [worker], ``sections`` whole
+    sections (TOML: a section is written once); ``capture``: triggers write the collection's changes to the
+    outbox, the workers relay them."""
     return f"""
 [broker]
 url = "{broker}"
@@ -296,6 +298,7 @@ batch_size = 50
 max_retries = 7
 retry_delay = 1
 stall_seconds = 3
+{worker_keys}
 
 [cache]
 url = "{broker.rsplit("/", 1)[0]}/1"
@@ -335,8 +338,8 @@ def make_rig(
     folder: Path, database: str, *, persistent: bool = False, host: str = "127.0.0.1", **settings: Any
 ) -> Iterator[Rig]:
     """A rig in ``folder``: its own broker (with AOF when ``persistent``), model servers and source table.
-    Its servers listen on ``host``; ``settings`` are ``settings_text``'s (time_limit, broker_keys, sections,
-    capture)."""
+    Its servers listen on ``host``; ``settings`` are ``settings_text``'s (time_limit, broker_keys, worker_keys,
+    sections, capture)."""
     broker = Redis(folder / "redis", persistent=persistent, host=host)
     broker.start()
     collection = unique_name("rel")

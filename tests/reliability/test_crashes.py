@@ -13,8 +13,10 @@ import sqlalchemy as sa
 from kombu.exceptions import OperationalError
 
 from producer.client import Producer
+from store.broker.config import soft_time_limit
 from store.connect.postgres import engine_url
-from tests.reliability.conftest import Rig, kill_tree, restart_postgres
+from store.contract import RunStatus
+from tests.reliability.conftest import Rig, kill_tree, make_rig, restart_postgres
 from tests.workers import note, pool_processes, run_cli, wait_for
 
 
@@ -201,3 +203,32 @@ def test_batches_killed_at_their_hard_time_limit_are_redelivered(rig: Rig) -> No
         assert "Hard time limit" in log, "no batch ran into its limit: the scenario tested nothing"
     locker.dispose()
     producer.close()
+
+
+def test_a_batch_killed_at_its_hard_time_limit_every_time_is_given_up(tmp_path: Path, postgres_url: str) -> None:
+    """With no soft limit (a hard limit under about 12 s leaves no time for one), a batch that outlasts its hard
+    limit every time was redelivered for ever and its run never ended. After worker.max_redeliveries its
+    records go to failures, naming the cause and the fix, and the run ends."""
+    with make_rig(tmp_path, postgres_url, worker_keys="max_redeliveries = 1") as rig:
+        assert soft_time_limit(rig.settings.worker.time_limit, rig.settings) is None
+        producer, locker = rig.producer(), sa.create_engine(engine_url(rig.database))
+        rig.crm.insert([note(i) for i in range(1, 51)])  # one batch
+        with rig.worker(concurrency=1):
+            first = producer.reindex_all(rig.collection)
+            wait_for(lambda: producer.reindex_status(first).status == RunStatus.DONE, timeout=60, what="the load")
+            for i in range(1, 51):
+                rig.crm.update(i, body=f"edited note {i}")
+            with locker.begin() as conn:  # the batch's writes wait on the lock past its hard limit; reads do not
+                conn.execute(sa.text(f'LOCK TABLE "{rig.table}" IN EXCLUSIVE MODE'))  # test-owned name
+                run_id = producer.reindex_all(rig.collection)
+                wait_for(lambda: producer.reindex_status(run_id).status.ended, timeout=120, what="the run to end")
+            log = Path(rig.config.parent, "w1.log").read_text()
+        run, ledger = producer.reindex_status(run_id), rig.ledger()
+        errors = {f.error for f in ledger.failures(rig.collection)}
+        ledger.close()
+        assert (run.status, run.failed, run.total) == (RunStatus.DONE, 50, 50), run
+        [error] = errors
+        assert "came back 2 times" in error and "worker.max_redeliveries (1)" in error, error
+        assert log.count("Hard time limit") == 2, "the batch was not killed at its limit twice"
+        locker.dispose()
+        producer.close()

@@ -10,7 +10,7 @@ import pytest
 from celery.exceptions import Retry
 
 from store.errors import StoreUnavailable
-from worker.retries import again, message_run_id, retry_or_give_up
+from worker.retries import DeliveredTooOften, again, check_redeliveries, message_run_id, retry_or_give_up
 
 
 class _Task:
@@ -27,10 +27,25 @@ class _Task:
         return Retry("retried")
 
 
+class _Counter:
+    """Redeliveries in a dict (``store.broker.redeliveries`` keeps them in Redis)."""
+
+    def __init__(self) -> None:
+        self.counted: dict[tuple[str, int], int] = {}
+
+    def count(self, message_id: str, attempt: int) -> int:
+        self.counted[message_id, attempt] = self.counted.get((message_id, attempt), 0) + 1
+        return self.counted[message_id, attempt]
+
+
+COUNTER = _Counter()
+
+
 @pytest.fixture(autouse=True)
 def _policy(monkeypatch: pytest.MonkeyPatch) -> None:
-    settings = SimpleNamespace(worker=SimpleNamespace(max_retries=2, retry_delay=1.0))
-    monkeypatch.setattr("worker.retries.context", lambda: SimpleNamespace(settings=settings))
+    worker = SimpleNamespace(max_retries=2, retry_delay=1.0, max_redeliveries=2, time_limit=12)
+    context = SimpleNamespace(settings=SimpleNamespace(worker=worker), redeliveries=lambda: COUNTER)
+    monkeypatch.setattr("worker.retries.context", lambda: context)
 
 
 def test_a_task_is_retried_with_backoff_while_its_policy_allows_then_gives_up() -> None:
@@ -59,3 +74,14 @@ def test_a_run_task_sent_without_a_run_id_takes_its_message_id_in_every_attempt(
 
 def test_again_tells_a_retry_or_a_redelivery_from_a_first_attempt() -> None:
     assert not again(_Task(0)) and again(_Task(1)) and again(_Task(0, redelivered=True))
+
+
+def test_a_message_that_keeps_coming_back_is_given_up_after_max_redeliveries() -> None:
+    message = str(uuid.uuid4())
+    check_redeliveries(_Task(0, task_id=message))  # a first delivery is not counted
+    check_redeliveries(_Task(0, task_id=message, redelivered=True))
+    check_redeliveries(_Task(0, task_id=message, redelivered=True))
+    with pytest.raises(DeliveredTooOften, match=r"came back 3 times .* worker.max_redeliveries \(2\)"):
+        check_redeliveries(_Task(0, task_id=message, redelivered=True))
+    check_redeliveries(_Task(1, task_id=message, redelivered=True))  # its retry counts afresh
+    assert COUNTER.counted[message, 0] == 3
