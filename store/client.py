@@ -25,7 +25,7 @@ import asyncio
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack, cast
 
 from store.errors import VectorsyncError
 from store.settings import Settings, load_settings
@@ -35,15 +35,15 @@ if TYPE_CHECKING:
     from store.broker.producer import Producer, Sender
     from store.embeddings import Embeddings
     from store.lifecycle import Collections
-    from store.retrieval import Allow, GroundedAnswer, Retrieval
+    from store.retrieval import GroundedAnswer, Retrieval
     from store.retrieval.matches import Matches
+    from store.retrieval.options import AnswerOptions, SearchOptions
     from store.retrieval.twins import Pending
     from store.state.generations import Generations
     from store.state.generations.routing import Router
     from store.state.ledger import Ledger
     from store.vectors.base import Collection, VectorStore
     from store.vectors.filters import Filter
-    from store.vectors.modes import SearchMode
     from store.vectors.records import VectorMatch
 
 __all__ = ["Client", "Hooks", "ProcessDefault", "default_client", "use_client"]
@@ -232,45 +232,23 @@ class Client:
         collection is created empty; a name that is neither declared nor stored is a ConfigError."""
         return self.router.read(name)
 
-    def search(
-        self,
-        collection: str,
-        query: str | Sequence[float],
-        *,
-        filter: Filter | Mapping[str, Any] | None = None,
-        limit: int = DEFAULT_LIMIT,
-        min_score: float | None = None,
-        mode: SearchMode | None = None,
-    ) -> Matches:
-        """The ``limit`` best matches for a text or vector ``query`` in ``collection``'s live generation, in search
-        ``mode`` (None: the collection's ``search.mode``). ``filter`` is a Filter or its JSON form.
-        Raises ConfigError, StoreUnavailable, EmbeddingError."""
-        from store.retrieval.matches import Matches
+    def search(self, collection: str, query: str | Sequence[float], **options: Unpack[SearchOptions]) -> Matches:
+        """The ``limit`` best matches for a text or vector ``query`` in ``collection``'s live generation; ``options``
+        as ``store.query.search``'s (``SearchOptions``). Raises ConfigError, StoreUnavailable, EmbeddingError."""
+        from store.retrieval.options import SearchOptions, refuse_unknown
 
-        matches = self.open(collection).search(
-            query, filter=as_filter(filter), limit=limit, min_score=min_score, mode=mode
-        )
-        return Matches(matches, called="search")
+        refuse_unknown("Client.search", options, SearchOptions.__optional_keys__)
+        return searched(self.open(collection), query, options)
 
     def asearch(
-        self,
-        collection: str,
-        query: str | Sequence[float],
-        *,
-        filter: Filter | Mapping[str, Any] | None = None,
-        limit: int = DEFAULT_LIMIT,
-        min_score: float | None = None,
-        mode: SearchMode | None = None,
+        self, collection: str, query: str | Sequence[float], **options: Unpack[SearchOptions]
     ) -> Pending[Matches]:
         """``search`` without blocking the event loop (it runs in a worker thread): ``await client.asearch()``."""
+        from store.retrieval.options import SearchOptions, refuse_unknown
         from store.retrieval.twins import Pending
 
-        return Pending(
-            asyncio.to_thread(
-                self.search, collection, query, filter=filter, limit=limit, min_score=min_score, mode=mode
-            ),
-            "asearch",
-        )
+        refuse_unknown("Client.asearch", options, SearchOptions.__optional_keys__)
+        return Pending(asyncio.to_thread(self.search, collection, query, **options), "asearch")
 
     def rerank(
         self, query: str, matches: Sequence[VectorMatch], *, top: int | None = None, user: str | None = None
@@ -281,23 +259,14 @@ class Client:
 
         return Matches(self.retrieval.rerank(query, matches, top=top, user=user), called="rerank")
 
-    def answer(  # noqa: PLR0913 - the documented keyword-only query API (query.answer's twin): options stay keywords
-        self,
-        collection: str,
-        question: str,
-        *,
-        filter: Filter | Mapping[str, Any] | None = None,
-        candidates: int | None = None,
-        top: int | None = None,
-        user: str | None = None,
-        allow: Allow | None = None,
-        mode: SearchMode | None = None,
-    ) -> GroundedAnswer:
-        """Answer ``question`` from ``collection``'s passages that ``filter`` and ``allow`` let through, found in
-        search ``mode``, citing them; see ``Retrieval.answer``. Raises ConfigError, StoreUnavailable, ProviderError."""
-        return self.retrieval.answer(
-            collection, question, filter=filter, candidates=candidates, top=top, user=user, allow=allow, mode=mode
-        )
+    def answer(self, collection: str, question: str, **options: Unpack[AnswerOptions]) -> GroundedAnswer:
+        """Answer ``question`` from ``collection``'s passages that ``filter`` and ``allow`` let through, citing them;
+        ``options`` as ``Retrieval.answer``'s (``AnswerOptions``). Raises ConfigError, StoreUnavailable,
+        ProviderError."""
+        from store.retrieval.options import AnswerOptions, refuse_unknown
+
+        refuse_unknown("Client.answer", options, AnswerOptions.__optional_keys__)
+        return self.retrieval.answer(collection, question, **options)
 
     # -- closing -------------------------------------------------------------------------
 
@@ -328,6 +297,20 @@ def as_filter(filter: Filter | Mapping[str, Any] | None) -> Filter | None:
 
         return Filter.from_dict(filter)
     return filter
+
+
+def searched(target: Collection, query: str | Sequence[float], options: SearchOptions) -> Matches:
+    """``target``'s matches for ``query`` under ``options``: the one place a search's defaults are applied."""
+    from store.retrieval.matches import Matches
+
+    found = target.search(
+        query,
+        filter=as_filter(options.get("filter")),
+        limit=options.get("limit", DEFAULT_LIMIT),
+        min_score=options.get("min_score"),
+        mode=options.get("mode"),
+    )
+    return Matches(found, called="search")
 
 
 class _Deferred:

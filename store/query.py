@@ -18,19 +18,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Unpack
 
-from store.client import as_filter, default_client
+from store.client import default_client, searched
 from store.errors import ConfigError
-from store.retrieval import Allow, GroundedAnswer, Retrieval
+from store.retrieval import GroundedAnswer, Retrieval
 from store.retrieval.matches import Matches
+from store.retrieval.options import AnswerOptions, SearchOptions, refuse_unknown
 from store.retrieval.twins import Pending
 from store.settings import CollectionSettings, Settings
 from store.state.generations.routing import open_declared
 from store.vectors.backends import open_store
-from store.vectors.base import DEFAULT_LIMIT, Collection, VectorStore
-from store.vectors.filters import Filter
-from store.vectors.modes import SearchMode
+from store.vectors.base import Collection, VectorStore
 from store.vectors.records import VectorMatch
 
 __all__ = ["aanswer", "answer", "arerank", "asearch", "open_collection", "rerank", "search", "store_from_settings"]
@@ -43,29 +42,21 @@ def store_from_settings(settings: Settings) -> VectorStore:
     return open_store(settings, embedder=Embeddings.from_settings(settings))
 
 
-def search(  # noqa: PLR0913 - the documented keyword-only query API (docs/store.md): options stay keywords
-    collection: str,
-    query: str | Sequence[float],
-    *,
-    filter: Filter | Mapping[str, Any] | None = None,
-    limit: int = DEFAULT_LIMIT,
-    min_score: float | None = None,
-    store: VectorStore | None = None,
-    mode: SearchMode | None = None,
+def search(
+    collection: str, query: str | Sequence[float], *, store: VectorStore | None = None, **options: Unpack[SearchOptions]
 ) -> Matches:
     """The ``limit`` best matches for a text or vector ``query`` in ``collection``, as a list.
 
-    ``mode`` is ``vector``, ``keyword`` or ``hybrid`` (None: the collection's ``search.mode``; keyword and hybrid
+    ``options`` (``SearchOptions``): ``filter`` (a Filter or its JSON form), ``limit`` (10), ``min_score``,
+    ``mode`` (``vector``, ``keyword`` or ``hybrid``; None: the collection's ``search.mode``; keyword and hybrid
     need a text). ``collection`` reads its live generation. With ``store``, the name given is read in that store
-    as it is: no alias is consulted (pass ``NAME__gN`` for one generation). ``filter`` is a Filter or its JSON form.
+    as it is: no alias is consulted (pass ``NAME__gN`` for one generation).
     Raises ConfigError, StoreUnavailable, EmbeddingError.
     """
+    refuse_unknown("search", options, SearchOptions.__optional_keys__)
     if store is None:
-        return default_client().search(collection, query, filter=filter, limit=limit, min_score=min_score, mode=mode)
-    target = open_collection(store, collection)
-    return Matches(
-        target.search(query, filter=as_filter(filter), limit=limit, min_score=min_score, mode=mode), called="search"
-    )
+        return default_client().search(collection, query, **options)
+    return searched(open_collection(store, collection), query, options)
 
 
 def open_collection(
@@ -88,23 +79,12 @@ def _configured() -> dict[str, CollectionSettings]:
         return {}
 
 
-def asearch(  # noqa: PLR0913 - the documented keyword-only query API (docs/store.md): options stay keywords
-    collection: str,
-    query: str | Sequence[float],
-    *,
-    filter: Filter | Mapping[str, Any] | None = None,
-    limit: int = DEFAULT_LIMIT,
-    min_score: float | None = None,
-    store: VectorStore | None = None,
-    mode: SearchMode | None = None,
+def asearch(
+    collection: str, query: str | Sequence[float], *, store: VectorStore | None = None, **options: Unpack[SearchOptions]
 ) -> Pending[Matches]:
     """``search`` without blocking the event loop (it runs in a worker thread): ``await asearch(...)``."""
-    return Pending(
-        asyncio.to_thread(
-            search, collection, query, filter=filter, limit=limit, min_score=min_score, store=store, mode=mode
-        ),
-        "asearch",
-    )
+    refuse_unknown("asearch", options, SearchOptions.__optional_keys__)
+    return Pending(asyncio.to_thread(search, collection, query, store=store, **options), "asearch")
 
 
 def rerank(
@@ -137,56 +117,24 @@ def arerank(
     return Pending(asyncio.to_thread(rerank, query, matches, top=top, user=user, retrieval=retrieval), "arerank")
 
 
-def answer(  # noqa: PLR0913 - the documented keyword-only query API (docs/store.md): options stay keywords
-    collection: str,
-    question: str,
-    *,
-    filter: Filter | Mapping[str, Any] | None = None,
-    candidates: int | None = None,
-    top: int | None = None,
-    user: str | None = None,
-    allow: Allow | None = None,
-    retrieval: Retrieval | None = None,
-    mode: SearchMode | None = None,
+def answer(
+    collection: str, question: str, *, retrieval: Retrieval | None = None, **options: Unpack[AnswerOptions]
 ) -> GroundedAnswer:
     """Answer ``question`` from the passages of ``collection`` that ``filter`` allows, citing them.
 
-    Retrieves ``candidates`` matches (``retrieval.candidates``), keeps those ``allow(matches)`` returns
-    (the app's access check, before any model sees them), reranks them to ``top`` (``retrieval.top``) and
-    asks the chat chain; invented citations are dropped and ``answered`` is False, with a reason, when the
-    passages do not hold the answer. ``user`` names the caller in the cost metrics; ``mode`` is the search
-    mode of the retrieval (None: the collection's). Raises ConfigError, StoreUnavailable, ProviderError.
+    ``options`` (``AnswerOptions``): retrieves ``candidates`` matches (``retrieval.candidates``) in search
+    ``mode`` (None: the collection's), keeps those ``allow(matches)`` returns (the app's access check, before
+    any model sees them), reranks them to ``top`` (``retrieval.top``) and asks the chat chain; invented
+    citations are dropped and ``answered`` is False, with a reason, when the passages do not hold the answer.
+    ``user`` names the caller in the cost metrics. Raises ConfigError, StoreUnavailable, ProviderError.
     """
-    return (retrieval or default_client().retrieval).answer(
-        collection, question, filter=filter, candidates=candidates, top=top, user=user, allow=allow, mode=mode
-    )
+    refuse_unknown("answer", options, AnswerOptions.__optional_keys__)
+    return (retrieval or default_client().retrieval).answer(collection, question, **options)
 
 
-def aanswer(  # noqa: PLR0913 - the documented keyword-only query API (docs/store.md): options stay keywords
-    collection: str,
-    question: str,
-    *,
-    filter: Filter | Mapping[str, Any] | None = None,
-    candidates: int | None = None,
-    top: int | None = None,
-    user: str | None = None,
-    allow: Allow | None = None,
-    retrieval: Retrieval | None = None,
-    mode: SearchMode | None = None,
+def aanswer(
+    collection: str, question: str, *, retrieval: Retrieval | None = None, **options: Unpack[AnswerOptions]
 ) -> Pending[GroundedAnswer]:
     """``answer`` without blocking the event loop: ``await aanswer(...)`` (``allow`` runs in the worker thread)."""
-    return Pending(
-        asyncio.to_thread(
-            answer,
-            collection,
-            question,
-            filter=filter,
-            candidates=candidates,
-            top=top,
-            user=user,
-            allow=allow,
-            retrieval=retrieval,
-            mode=mode,
-        ),
-        "aanswer",
-    )
+    refuse_unknown("aanswer", options, AnswerOptions.__optional_keys__)
+    return Pending(asyncio.to_thread(answer, collection, question, retrieval=retrieval, **options), "aanswer")

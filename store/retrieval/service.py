@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Any
+from typing import Unpack
 
 from store.calls import accounting
 from store.calls.accounting import CallStats
@@ -21,9 +21,10 @@ from store.calls.tokens import estimate_tokens
 from store.errors import ConfigError, PermanentError
 from store.retrieval.base import Chat, Reranker
 from store.retrieval.grounding import ANSWER_SCHEMA, GroundedAnswer, check_answer, excerpt, messages
+from store.retrieval.options import AnswerOptions, refuse_unknown
 from store.retrieval.providers import FakeChat, FakeReranker, build_chat, build_reranker
 from store.settings import RetrievalSettings, Settings
-from store.vectors import Collection, Filter, SearchMode, VectorMatch, VectorStore
+from store.vectors import Collection, Filter, VectorMatch, VectorStore
 
 __all__ = ["Allow", "Retrieval", "allowed"]
 
@@ -110,37 +111,28 @@ class Retrieval:
         order = sorted(range(len(matches)), key=lambda index: -scores[index])  # stable: ties keep search order
         return [_rescored(matches[index], scores[index]) for index in order[:top]]
 
-    def answer(  # noqa: PLR0913 - the documented keyword-only query API (query.answer's twin): options stay keywords
-        self,
-        collection: str,
-        question: str,
-        *,
-        filter: Filter | Mapping[str, Any] | None = None,
-        candidates: int | None = None,
-        top: int | None = None,
-        user: str | None = None,
-        allow: Allow | None = None,
-        mode: SearchMode | None = None,
-    ) -> GroundedAnswer:
+    def answer(self, collection: str, question: str, **options: Unpack[AnswerOptions]) -> GroundedAnswer:
         """Search ``collection`` with the caller's ``filter`` (in search ``mode``; None: the collection's), rerank,
         and ask the chat chain for an answer that cites the passages. ``answered`` is False, with a reason, when
-        they do not hold one.
+        they do not hold one. ``options``: ``AnswerOptions``, whose defaults are applied here.
 
         ``allow(matches)`` returns the matches the caller may read (the app's own access rules); the others
         are dropped before any model sees them. ``user`` names the caller in the cost metrics.
         Raises ConfigError, StoreUnavailable, ProviderError.
         """
+        refuse_unknown("Retrieval.answer", options, AnswerOptions.__optional_keys__)
+        filter, allow = options.get("filter"), options.get("allow")
         _check_text(question, "question")
-        wanted = candidates or self.settings.candidates
-        shown = top or self.settings.top
-        with accounting.attributed_to(user):
+        wanted = options.get("candidates") or self.settings.candidates
+        shown = options.get("top") or self.settings.top
+        with accounting.attributed_to(options.get("user")):
             where = Filter.from_dict(filter) if isinstance(filter, Mapping) else filter
             target = (
                 self.opener(collection, self.declared)
                 if self.opener is not None  # never a table for a typo
                 else self.store.get_collection(collection, create=collection in self.declared)
             )
-            found = target.search(question, filter=where, limit=wanted, mode=mode)
+            found = target.search(question, filter=where, limit=wanted, mode=options.get("mode"))
             if allow is not None and found:
                 found = allowed(found, allow)
             if not found:  # the same reason when allow dropped them all: it never tells that hidden passages exist
