@@ -18,7 +18,7 @@ built is ANDed with each query's (``store.adapters.base``), and the collection's
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
@@ -26,11 +26,12 @@ from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle
 
 from store.adapters.base import FilterLike, asearch, search
 from store.client import Client
+from store.retrieval.options import refuse_unknown
 from store.vectors.base import DEFAULT_LIMIT
 from store.vectors.modes import SearchMode
 from store.vectors.records import VectorMatch
 
-__all__ = ["VectorsyncRetriever", "node"]
+__all__ = ["RetrieverOptions", "VectorsyncRetriever", "node"]
 
 #: Metadata that says where a chunk belongs, not what it is about: neither the LLM nor an embedder reads it.
 _BOOKKEEPING = ["record_id", "chunk"]
@@ -51,34 +52,43 @@ def node(match: VectorMatch) -> NodeWithScore:
     return NodeWithScore(node=text, score=match.score)
 
 
+class RetrieverOptions(TypedDict, total=False):
+    """How a ``VectorsyncRetriever`` runs, apart from what it searches: ``client`` (None: this process's default
+    client), and LlamaIndex's own ``callback_manager`` (None) and ``verbose`` (False), given to BaseRetriever."""
+
+    client: Client | None
+    callback_manager: CallbackManager | None
+    verbose: bool
+
+
 class VectorsyncRetriever(BaseRetriever):
     """The ``similarity_top_k`` chunks of ``collection`` closest to a query.
 
     ``filter`` is a Filter or its JSON form; ``mode`` the search mode (``vector``, ``keyword``, ``hybrid``; None:
     the collection's ``search.mode``); ``search_kwargs`` go to ``Client.search`` as they are (``min_score``
-    today); ``client`` None is this process's default client. Raises ConfigError (a bad
-    filter, or one that does not pin the collection's ``required_filter``), StoreUnavailable, EmbeddingError.
+    today); ``options``: ``RetrieverOptions`` (``client``, None: this process's default client). Raises
+    ConfigError (a bad filter, or one that does not pin the collection's ``required_filter``), StoreUnavailable,
+    EmbeddingError.
     """
 
-    def __init__(  # noqa: PLR0913 - mirrors LlamaIndex retrievers (similarity_top_k, callback_manager, verbose)
+    def __init__(
         self,
         collection: str,
         *,
         similarity_top_k: int = DEFAULT_LIMIT,
         filter: FilterLike | None = None,
         search_kwargs: Mapping[str, Any] | None = None,
-        client: Client | None = None,
-        callback_manager: CallbackManager | None = None,
-        verbose: bool = False,
         mode: SearchMode | None = None,
+        **options: Unpack[RetrieverOptions],
     ) -> None:
-        super().__init__(callback_manager=callback_manager, verbose=verbose)
+        refuse_unknown("VectorsyncRetriever.__init__", options, RetrieverOptions.__optional_keys__)
+        super().__init__(callback_manager=options.get("callback_manager"), verbose=options.get("verbose", False))
         self.collection = collection
         self.similarity_top_k = similarity_top_k
         self.filter = filter
         self.search_kwargs = {**({"mode": mode} if mode is not None else {}), **dict(search_kwargs or {})}
         self.mode = mode
-        self.client = client
+        self.client = options.get("client")
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         matches = search(self, query_bundle.query_str, limit=self.similarity_top_k, options=self.search_kwargs)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from llama_index.core.callbacks import CallbackManager
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import MetadataMode, NodeWithScore
@@ -79,3 +80,17 @@ async def test_the_async_path_and_a_required_filter(indexed: testing.TaskQueue) 
     engine = RetrieverQueryEngine.from_args(VectorsyncRetriever("scoped", filter={"workspace": 1}), llm=MockLLM())
     response = await engine.aquery("onboarding")
     assert sorted(n.node.node_id for n in response.source_nodes) == ["n1:0", "n2:0"]
+
+
+def test_its_run_options_reach_the_retriever_and_llamaindex_and_an_unknown_one_is_refused(
+    indexed: testing.TaskQueue,
+) -> None:
+    """``client``, ``callback_manager`` and ``verbose`` are keywords of ``RetrieverOptions``: each lands where it
+    did as a named parameter, and a keyword outside them is the TypeError of a plain signature."""
+    manager = CallbackManager([])
+    retriever = VectorsyncRetriever("notes", client=indexed.client, callback_manager=manager, verbose=True)
+    assert (retriever.client, retriever.callback_manager, retriever._verbose) == (indexed.client, manager, True)
+    assert VectorsyncRetriever("notes")._verbose is False
+    assert [n.node.node_id for n in retriever.retrieve("onboarding call")][:1] == ["n1:0"]
+    with pytest.raises(TypeError, match=r"^VectorsyncRetriever.__init__\(\) got an unexpected keyword argument 'k'$"):
+        VectorsyncRetriever("notes", k=3)
