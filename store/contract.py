@@ -8,6 +8,7 @@ between producers and workers of different versions.
 from __future__ import annotations
 
 import enum
+from typing import TypedDict
 
 __all__ = [
     "BUILD_INDEX",
@@ -29,6 +30,7 @@ __all__ = [
     "ROUTES",
     "SENT_AT_HEADER",
     "WORKER_COMMAND",
+    "BatchMessage",
     "RunStatus",
     "pending_key",
 ]
@@ -80,6 +82,19 @@ WORKER_COMMAND = "celery -A worker worker -Q " + ",".join(QUEUES)
 def pending_key(collection: str, record_id: str) -> str:
     """Redis key marking a record whose index task is queued and not yet started."""
     return f"{PENDING_KEY_PREFIX}{collection}:{record_id}"
+
+
+class BatchMessage(TypedDict, total=False):
+    """The keyword arguments of an ``index_batch`` message, after ``collection`` and ``ids``, each optional:
+    its run (``run_id``, None), its number in the run (``batch``, None; ``POOL_BATCH``: the pool batch), what
+    earlier attempts counted (``carried``, None), whether its run pools leftovers (``pooled``, False), and
+    whether the ledger held none of its ids when the fan-out looked (``fresh``, False)."""
+
+    run_id: str | None
+    batch: int | None
+    carried: dict[str, int] | None
+    pooled: bool
+    fresh: bool
 
 
 class RunStatus(enum.StrEnum):

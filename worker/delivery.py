@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from celery import Task
@@ -36,7 +36,7 @@ BROKER_ERRORS: tuple[type[BaseException], ...] = (OperationalError, *REDIS_ERROR
 _UNSENT: tuple[type[BaseException], ...] = (BrokerUnavailable, *BROKER_ERRORS)
 
 
-def send(task: Task, *, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None, **options: Any) -> None:
+def send(task: Task, *, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None = None, **options: Any) -> None:
     """``task.apply_async`` from inside a task, within ``PUBLISH_RETRY_POLICY`` (``store.broker.config``).
     Raises BrokerUnavailable (a StoreUnavailable) when the broker cannot take it."""
     try:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from celery import Task
 from celery.exceptions import Retry, SoftTimeLimitExceeded
 
+from store.contract import BatchMessage
 from store.errors import ConfigError, StoreUnavailable
 from store.state.ledger import RunProgress
 from worker.batches import BatchResult
@@ -45,7 +45,7 @@ class Batch:
     carried: dict[str, int] | None = None
     pooled: bool = False
 
-    def retried(self, ids: list[str], counts: dict[str, int]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    def retried(self, ids: list[str], counts: dict[str, int]) -> tuple[tuple[str, list[str]], BatchMessage]:
         """The arguments of this batch's retry for ``ids``, carrying what this attempt ``counts``."""
         return (self.collection, ids), batch_kwargs(self.run_id, self.number, counts, self.pooled)
 

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from store.broker.config import soft_time_limit
 from store.broker.queues import sent_headers
-from store.contract import BUILD_INDEX, BULK_QUEUE, INDEX_BATCH, POOL_BATCH
+from store.contract import BUILD_INDEX, BULK_QUEUE, INDEX_BATCH, POOL_BATCH, BatchMessage
 from store.state.generations import parse_name
 from store.state.generations.routing import switch_when_built
 from store.state.ledger import RunProgress, RunStatus
@@ -17,17 +15,21 @@ from worker.process import context
 __all__ = ["batch_kwargs", "flush_when_due", "run_finished", "send_batch"]
 
 
-def batch_kwargs(run_id: str | None, batch: int | None, carried: dict[str, int] | None, pooled: bool) -> dict[str, Any]:
+def batch_kwargs(run_id: str | None, batch: int | None, carried: dict[str, int] | None, pooled: bool) -> BatchMessage:
     """The keyword arguments of an ``index_batch`` (its run, its number, what earlier attempts counted)."""
-    kwargs: dict[str, Any] = {"run_id": run_id, "batch": batch, "carried": carried}
-    return kwargs | {"pooled": True} if pooled else kwargs
+    kwargs = BatchMessage(run_id=run_id, batch=batch, carried=carried)
+    if pooled:
+        kwargs["pooled"] = True
+    return kwargs
 
 
 def send_batch(
     collection: str, ids: list[str], *, run_id: str, batch: int, pooled: bool = False, fresh: bool = False
 ) -> None:
     """Send batch number ``batch`` of a run to the bulk queue; ``fresh``: the ledger held none of ``ids``."""
-    kwargs = batch_kwargs(run_id, batch, None, pooled) | ({"fresh": True} if fresh else {})
+    kwargs = batch_kwargs(run_id, batch, None, pooled)
+    if fresh:
+        kwargs["fresh"] = True
     send(app.tasks[INDEX_BATCH], args=(collection, ids), kwargs=kwargs, queue=BULK_QUEUE, headers=sent_headers())
 
 

@@ -9,13 +9,23 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Any
+from typing import Any, Unpack
 
 from celery import Task
 from celery.exceptions import SoftTimeLimitExceeded
 
-from store.contract import BUILD_INDEX, INDEX_BATCH, INDEX_DOCUMENT, INDEX_RECORD, POOL_BATCH, RECONCILE, REINDEX_ALL
+from store.contract import (
+    BUILD_INDEX,
+    INDEX_BATCH,
+    INDEX_DOCUMENT,
+    INDEX_RECORD,
+    POOL_BATCH,
+    RECONCILE,
+    REINDEX_ALL,
+    BatchMessage,
+)
 from store.errors import ConfigError, StoreError, StoreUnavailable
+from store.retrieval.options import refuse_unknown
 from store.vectors.records import check_collection_name
 from worker.batches import BatchResult, Document
 from worker.celery import app
@@ -52,22 +62,15 @@ def index_record(self: Task, collection: str, record_id: str) -> dict[str, int]:
 
 
 @app.task(bind=True, name=INDEX_BATCH, **_RETRIED)
-def index_batch(  # noqa: PLR0913 - its arguments are the message contract of batches already queued
-    self: Task,
-    collection: str,
-    ids: list[str],
-    run_id: str | None = None,
-    batch: int | None = None,
-    carried: dict[str, int] | None = None,
-    pooled: bool = False,
-    fresh: bool = False,
-) -> dict[str, int]:
-    """Index a batch of record ids (bulk queue); counted once in its run. ``pooled``: the run has a leftover
-    pool (``worker.pooling``), so the batch makes only full provider calls; batch ``POOL_BATCH`` empties it.
-    ``fresh``: the ledger held none of the ids when the fan-out looked, so a first attempt does not read it
-    (``Indexer.index``)."""
-    work = Batch(collection, [str(i) for i in ids], run_id, batch, carried, pooled)
-    fresh = fresh and not again(self)
+def index_batch(self: Task, collection: str, ids: list[str], **message: Unpack[BatchMessage]) -> dict[str, int]:
+    """Index a batch of record ids (bulk queue); counted once in its run. ``message``: the run's part of it
+    (``BatchMessage``, its defaults applied here). ``pooled``: the run has a leftover pool (``worker.pooling``),
+    so the batch makes only full provider calls; batch ``POOL_BATCH`` empties it. ``fresh``: the ledger held
+    none of the ids when the fan-out looked, so a first attempt does not read it (``Indexer.index``)."""
+    refuse_unknown("index_batch", message, BatchMessage.__optional_keys__)
+    run_id, batch, pooled = message.get("run_id"), message.get("batch"), message.get("pooled", False)
+    work = Batch(collection, [str(i) for i in ids], run_id, batch, message.get("carried"), pooled)
+    fresh = message.get("fresh", False) and not again(self)
     pool = context().leftovers() if pooled and run_id is not None and batch is not None else None
     if pool is None:
         return process(self, Work(work, fresh=fresh))

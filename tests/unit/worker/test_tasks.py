@@ -72,3 +72,25 @@ def test_a_sweep_delivered_again_after_it_sent_batches_ends_its_run(notes: str) 
         run = queue.ledger.run(run_id)
         assert run.status == RunStatus.FAILED and "stopped while it sent" in (run.error or "")
         assert not [t for t in queue.done if t.name == INDEX_BATCH]
+
+
+def test_a_queued_batch_message_with_every_keyword_is_still_run(notes: str) -> None:
+    """Messages sent before ``BatchMessage`` carry ``run_id, batch, carried, pooled, fresh`` as keywords: each
+    is read as before (a pooled batch with no pool configured is indexed as a plain one)."""
+    with testing.queue(notes_settings(notes, max_retries=3)) as queue:
+        run_id = queue.ledger.create_run("notes")
+        queue.ledger.set_run_total(run_id, total=3, batches=1)
+        message = {"run_id": run_id, "batch": 0, "carried": None, "pooled": True, "fresh": True}
+        queue.send_task(INDEX_BATCH, args=("notes", ["1", "2", "3"]), kwargs=message)
+        queue.run_queue()
+        run = queue.ledger.run(run_id)
+        assert (run.status, run.done, run.failed) == (RunStatus.DONE, 3, 0)
+
+
+def test_a_batch_message_with_a_keyword_it_does_not_know_is_refused(notes: str) -> None:
+    """``**message`` would take any keyword: one outside ``BatchMessage`` is refused, as the named parameters
+    refused it, never silently dropped."""
+    with testing.queue(notes_settings(notes, max_retries=3)) as queue:
+        queue.send_task(INDEX_BATCH, args=("notes", ["1"]), kwargs={"run": "r1"})
+        with pytest.raises(TypeError, match=r"^index_batch\(\) got an unexpected keyword argument 'run'$"):
+            queue.run_queue()
