@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -19,3 +20,16 @@ def notes(tmp_path: Path) -> Iterator[str]:
         conn.execute(sa.text("INSERT INTO notes VALUES (1, 'renewal call'), (2, 'pricing email'), (3, 'pilot')"))
     engine.dispose()
     yield url
+
+
+@pytest.fixture
+def notes_settings(notes: str) -> Callable[..., dict[str, Any]]:
+    """Settings over the ``notes`` table for ``producer.testing.queue``: ``notes_settings(max_retries=3)``."""
+
+    def settings(*, max_retries: int) -> dict[str, Any]:
+        return {
+            "worker": {"max_retries": max_retries, "batch_size": 10},
+            "collections": {"notes": {"source": {"kind": "sql", "url": notes, "table": "notes", "text": "{body}"}}},
+        }
+
+    return settings

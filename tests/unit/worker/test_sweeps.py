@@ -4,8 +4,10 @@ once, enqueuing nothing (worker.sweeps). Run with the worker's own task code in 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -13,15 +15,14 @@ from producer import testing
 from store.broker.queues import QueueState
 from store.contract import BULK_QUEUE, INDEX_BATCH
 from store.state.ledger import RunProgress, RunStatus
-from tests.unit.worker.test_time_limits import notes_settings
 from worker import sweeps
 from worker.sweeps import at_work
 
 
-def test_a_sweep_behind_a_run_at_work_enqueues_nothing(notes: str) -> None:
+def test_a_sweep_behind_a_run_at_work_enqueues_nothing(notes_settings: Callable[..., dict[str, Any]]) -> None:
     """In the 30-minute chaos run, sweeps sent every 20 s waited behind a backlog, then ran back to back, each
     enqueuing the same thousands of records again: the index never caught up."""
-    with testing.queue(notes_settings(notes, max_retries=3)) as queue:
+    with testing.queue(notes_settings(max_retries=3)) as queue:
         busy = queue.producer.reindex_all("notes")  # its fan-out not run yet: the run is at work
         sweep = queue.producer.reconcile("notes")
         queue.run_pending()  # the reindex fans out, the sweep finds it running
@@ -35,9 +36,9 @@ def test_a_sweep_behind_a_run_at_work_enqueues_nothing(notes: str) -> None:
         assert queue.ledger.run(again).status == RunStatus.DONE
 
 
-def test_of_two_sweeps_started_together_the_first_goes_on(notes: str) -> None:
+def test_of_two_sweeps_started_together_the_first_goes_on(notes_settings: Callable[..., dict[str, Any]]) -> None:
     """Sweeps queued behind a backlog ran at the same moment and each yielded to the other: none ran."""
-    with testing.queue(notes_settings(notes, max_retries=3)) as queue:
+    with testing.queue(notes_settings(max_retries=3)) as queue:
         first, second = queue.producer.reconcile("notes"), queue.producer.reconcile("notes")
         queue.run_pending()
         assert queue.ledger.run(second).total == 0  # yielded to the first
@@ -46,14 +47,14 @@ def test_of_two_sweeps_started_together_the_first_goes_on(notes: str) -> None:
 
 
 def test_a_fan_out_that_has_not_moved_for_stall_seconds_holds_no_sweep_back(
-    notes: str, monkeypatch: pytest.MonkeyPatch
+    notes_settings: Callable[..., dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Chaos seed 11: full reindexes whose fan-out had lost its task stayed running with no total, and every sweep
     yielded to them, so the rows a TRUNCATE emptied were never dropped. Batches of other collections wait in the
     bulk queue, as they did there, so the lost run cannot be closed as lost."""
     waiting = [QueueState(BULK_QUEUE, depth=40, oldest_seconds=5.0)]
     monkeypatch.setattr(sweeps, "queue_states", lambda *args, **kwargs: waiting)
-    settings = notes_settings(notes, max_retries=3)
+    settings = notes_settings(max_retries=3)
     settings["worker"]["stall_seconds"] = 1
     with testing.queue(settings) as queue:
         lost = queue.ledger.create_run("notes", full=True)  # its reindex_all message gone: no total, no move

@@ -12,7 +12,6 @@ from producer import testing
 from store.contract import INDEX_BATCH, RECONCILE, REINDEX_ALL
 from store.errors import StoreUnavailable
 from store.state.ledger import RunProgress, RunStatus
-from tests.unit.worker.test_time_limits import notes_settings
 
 
 def _failing_once(method: Callable[..., RunProgress]) -> Callable[..., RunProgress]:
@@ -28,12 +27,12 @@ def _failing_once(method: Callable[..., RunProgress]) -> Callable[..., RunProgre
 
 
 def test_a_sweep_retried_after_its_total_was_lost_ends_the_run_it_began(
-    notes: str, monkeypatch: pytest.MonkeyPatch
+    notes_settings: Callable[..., dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """In a 2-minute chaos run, a sweep sent its batches and could not write its total (the database went
     silent): Celery retried the task as beat sent it, without a run id, so a new run began and the first stayed
     ``running`` with no total, and every later sweep yielded to it. A retry goes on with the run it began."""
-    with testing.queue(notes_settings(notes, max_retries=3)) as queue:
+    with testing.queue(notes_settings(max_retries=3)) as queue:
         monkeypatch.setattr(queue.ledger, "set_run_total", _failing_once(queue.ledger.set_run_total))
         sweep = queue.producer.reconcile("notes")
         queue.run_queue()
@@ -42,9 +41,11 @@ def test_a_sweep_retried_after_its_total_was_lost_ends_the_run_it_began(
         assert sum(len(t.args[1]) for t in queue.done if t.name == INDEX_BATCH) == 3  # each record sent once
 
 
-def test_a_reindex_retried_without_a_run_id_ends_the_run_it_began(notes: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_reindex_retried_without_a_run_id_ends_the_run_it_began(
+    notes_settings: Callable[..., dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """App code may send ``reindex_all`` with the collection alone: a retry must not begin a second run."""
-    with testing.queue(notes_settings(notes, max_retries=3)) as queue:
+    with testing.queue(notes_settings(max_retries=3)) as queue:
         queue.send_task(REINDEX_ALL, args=("notes",))
         monkeypatch.setattr(queue.ledger, "set_run_total", _failing_once(queue.ledger.set_run_total))
         queue.run_queue()
@@ -52,19 +53,23 @@ def test_a_reindex_retried_without_a_run_id_ends_the_run_it_began(notes: str, mo
         assert [(r.status, r.total) for r in runs] == [(RunStatus.DONE, 3)]
 
 
-def test_a_sweep_sent_by_beat_and_retried_stays_one_run(notes: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_sweep_sent_by_beat_and_retried_stays_one_run(
+    notes_settings: Callable[..., dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Beat sends a sweep with no run id: its retries go on with the run named after its message."""
-    with testing.queue(notes_settings(notes, max_retries=3)) as queue:
+    with testing.queue(notes_settings(max_retries=3)) as queue:
         monkeypatch.setattr(queue.ledger, "set_run_total", _failing_once(queue.ledger.set_run_total))
         queue.send_task(RECONCILE, args=("notes",))
         queue.run_queue()
         assert [(r.kind, r.status, r.total) for r in queue.ledger.recent_runs(10)] == [("reconcile", RunStatus.DONE, 3)]
 
 
-def test_a_sweep_delivered_again_after_it_sent_batches_ends_its_run(notes: str) -> None:
+def test_a_sweep_delivered_again_after_it_sent_batches_ends_its_run(
+    notes_settings: Callable[..., dict[str, Any]],
+) -> None:
     """Its worker was killed while it sent: how many batches went out is unknown, so counting anew could end the
     run early or never. The run ends failed, saying so, and nothing more is sent; the next sweep sends the rest."""
-    with testing.queue(notes_settings(notes, max_retries=3)) as queue:
+    with testing.queue(notes_settings(max_retries=3)) as queue:
         run_id = queue.ledger.create_run("notes", kind="reconcile")
         queue.ledger.set_run_total(run_id, total=3, batches=1)
         queue.send_task(RECONCILE, args=("notes",), kwargs={"run_id": run_id})
@@ -74,10 +79,10 @@ def test_a_sweep_delivered_again_after_it_sent_batches_ends_its_run(notes: str) 
         assert not [t for t in queue.done if t.name == INDEX_BATCH]
 
 
-def test_a_queued_batch_message_with_every_keyword_is_still_run(notes: str) -> None:
+def test_a_queued_batch_message_with_every_keyword_is_still_run(notes_settings: Callable[..., dict[str, Any]]) -> None:
     """Messages sent before ``BatchMessage`` carry ``run_id, batch, carried, pooled, fresh`` as keywords: each
     is read as before (a pooled batch with no pool configured is indexed as a plain one)."""
-    with testing.queue(notes_settings(notes, max_retries=3)) as queue:
+    with testing.queue(notes_settings(max_retries=3)) as queue:
         run_id = queue.ledger.create_run("notes")
         queue.ledger.set_run_total(run_id, total=3, batches=1)
         message = {"run_id": run_id, "batch": 0, "carried": None, "pooled": True, "fresh": True}
@@ -87,10 +92,12 @@ def test_a_queued_batch_message_with_every_keyword_is_still_run(notes: str) -> N
         assert (run.status, run.done, run.failed) == (RunStatus.DONE, 3, 0)
 
 
-def test_a_batch_message_with_a_keyword_it_does_not_know_is_refused(notes: str) -> None:
+def test_a_batch_message_with_a_keyword_it_does_not_know_is_refused(
+    notes_settings: Callable[..., dict[str, Any]],
+) -> None:
     """``**message`` would take any keyword: one outside ``BatchMessage`` is refused, as the named parameters
     refused it, never silently dropped."""
-    with testing.queue(notes_settings(notes, max_retries=3)) as queue:
+    with testing.queue(notes_settings(max_retries=3)) as queue:
         queue.send_task(INDEX_BATCH, args=("notes", ["1"]), kwargs={"run": "r1"})
         with pytest.raises(TypeError, match=r"^index_batch\(\) got an unexpected keyword argument 'run'$"):
             queue.run_queue()

@@ -4,6 +4,7 @@ run ends. Run with the worker's own task code in this process (``producer.testin
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,13 +15,6 @@ from store.contract import INDEX_BATCH, REINDEX_ALL
 from store.state.ledger import RunStatus
 from worker import tasks
 from worker.pipeline import Indexer
-
-
-def notes_settings(url: str, max_retries: int) -> dict[str, Any]:
-    return {
-        "worker": {"max_retries": max_retries, "batch_size": 10},
-        "collections": {"notes": {"source": {"kind": "sql", "url": url, "table": "notes", "text": "{body}"}}},
-    }
 
 
 def _slow(monkeypatch: pytest.MonkeyPatch, times: int) -> None:
@@ -37,10 +31,10 @@ def _slow(monkeypatch: pytest.MonkeyPatch, times: int) -> None:
 
 
 def test_a_batch_that_runs_into_its_soft_time_limit_is_retried_and_its_run_ends(
-    notes: str, monkeypatch: pytest.MonkeyPatch
+    notes_settings: Callable[..., dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _slow(monkeypatch, times=1)
-    with testing.queue(notes_settings(notes, max_retries=3)) as queue:
+    with testing.queue(notes_settings(max_retries=3)) as queue:
         run_id = queue.producer.reindex_all("notes")
         queue.run_queue()
         assert [t.retries for t in queue.done if t.name == INDEX_BATCH] == [0, 1]
@@ -49,10 +43,10 @@ def test_a_batch_that_runs_into_its_soft_time_limit_is_retried_and_its_run_ends(
 
 
 def test_one_that_keeps_running_into_it_is_given_up_into_failures_and_its_run_ends(
-    notes: str, monkeypatch: pytest.MonkeyPatch
+    notes_settings: Callable[..., dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _slow(monkeypatch, times=10)
-    with testing.queue(notes_settings(notes, max_retries=2)) as queue:
+    with testing.queue(notes_settings(max_retries=2)) as queue:
         run_id = queue.producer.reindex_all("notes")
         queue.run_queue()
         run = queue.ledger.run(run_id)
@@ -62,7 +56,7 @@ def test_one_that_keeps_running_into_it_is_given_up_into_failures_and_its_run_en
 
 
 def test_a_fan_out_that_runs_into_its_soft_time_limit_is_retried_rather_than_failing_its_run(
-    notes: str, monkeypatch: pytest.MonkeyPatch
+    notes_settings: Callable[..., dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fan_out, left = tasks.fan_out, [1]
 
@@ -73,7 +67,7 @@ def test_a_fan_out_that_runs_into_its_soft_time_limit_is_retried_rather_than_fai
         return fan_out(*args, **kwargs)
 
     monkeypatch.setattr(tasks, "fan_out", slow)
-    with testing.queue(notes_settings(notes, max_retries=3)) as queue:
+    with testing.queue(notes_settings(max_retries=3)) as queue:
         run_id = queue.producer.reindex_all("notes")
         queue.run_queue()
         assert [t.retries for t in queue.done if t.name == REINDEX_ALL] == [0, 1]
