@@ -36,6 +36,9 @@ from tests.services import embedded_postgres, redis_server
 from tests.workers import CrmTable, celery_worker, settings_toml
 
 DIMENSIONS = 384
+#: A bulk load of 20,000 records runs far past the tests' short time limits: these, and a visibility timeout
+#: above them, so that no batch is handed to a second worker while the first still runs it.
+LIMITS = {"time_limit": 600, "index_time_limit": 900, "visibility_timeout": 1200}
 WORDS = [
     "onboarding",
     "rollout",
@@ -107,10 +110,8 @@ def rig(folder: Path, records: int) -> Iterator[Rig]:
                 max_tokens=256,
                 overlap=32,
                 batch_size=100,
+                limits=LIMITS,
             )
-            .replace("time_limit = 50", "time_limit = 600")
-            .replace("index_time_limit = 55", "index_time_limit = 900")
-            .replace("visibility_timeout = 60", "visibility_timeout = 1200")
         )
         store = PgvectorStore(database, dimensions=DIMENSIONS)
         try:

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import termios
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ __all__ = [
     "METRICS_FOLDER_ENV",
     "OUTBOX",
     "ROOT",
+    "SHORT_LIMITS",
     "CrmTable",
     "Psql",
     "celery_worker",
@@ -303,21 +304,22 @@ def settings_toml(
     extra: str = "",
     capture: bool = False,
     source_url: str | None = None,
+    limits: Mapping[str, float] | None = None,
 ) -> str:
     """A vectorsync.toml for integration tests: SQL source (``capture``: with triggers; ``source_url``: read
-    through a role of its own), fake OpenAI server, pgvector."""
+    through a role of its own), fake OpenAI server, pgvector; ``limits`` in place of ``SHORT_LIMITS``."""
+    worker = {"batch_size": batch_size, "max_retries": 2, "retry_delay": 0.2, "metrics_port": metrics_port}
+    head = worker_sections(broker=broker, database=database, dimensions=dimensions, **worker, **(limits or {}))
+    source = sql_collection(
+        database=source_url or database,
+        table=table,
+        collection=collection,
+        max_tokens=max_tokens,
+        overlap=overlap,
+        capture=capture,
+    )
     return f"""
-{
-        worker_sections(
-            broker=broker,
-            database=database,
-            dimensions=dimensions,
-            batch_size=batch_size,
-            max_retries=2,
-            retry_delay=0.2,
-            metrics_port=metrics_port,
-        )
-    }
+{head}
 [cache]
 url = "{cache}"
 
@@ -335,27 +337,24 @@ max_attempts = 2
 max_wait_seconds = 0.2
 cooldown_seconds = 1
 
-{
-        sql_collection(
-            database=source_url or database,
-            table=table,
-            collection=collection,
-            max_tokens=max_tokens,
-            overlap=overlap,
-            capture=capture,
-        )
-    }
+{source}
 {extra}
 """
 
 
+#: The tests' workers' short [worker] time limits, and the broker's visibility timeout above them.
+SHORT_LIMITS = {"time_limit": 50, "index_time_limit": 55, "visibility_timeout": 60}
+
+
 def worker_sections(*, broker: str, database: str, dimensions: int, **worker: float) -> str:
-    """The [broker], [worker] and [vectors] sections every integration test's settings share: short task time
-    limits under a visibility timeout above them, pgvector at ``database``; ``worker`` adds [worker] keys."""
-    added = "".join(f"{key} = {value}\n" for key, value in worker.items())
+    """The [broker], [worker] and [vectors] sections every integration test's settings share: ``SHORT_LIMITS``
+    (``worker`` may replace them), pgvector at ``database``; ``worker`` adds [worker] keys."""
+    limits = SHORT_LIMITS | worker
+    visibility_timeout = limits.pop("visibility_timeout")
+    keys = "".join(f"{key} = {value}\n" for key, value in limits.items())
     return (
-        f'[broker]\nurl = "{broker}"\nvisibility_timeout = 60\n\n'
-        f"[worker]\ntime_limit = 50\nindex_time_limit = 55\n{added}\n"
+        f'[broker]\nurl = "{broker}"\nvisibility_timeout = {visibility_timeout}\n\n'
+        f"[worker]\n{keys}\n"
         f'[vectors]\nstore = "pgvector"\nurl = "{database}"\ndimensions = {dimensions}\n'
     )
 
