@@ -21,6 +21,7 @@ __all__ = [
     "PENDING_KEY_PREFIX",
     "POOL_BATCH",
     "POOL_KEY_PREFIX",
+    "PUSHED_KEY_PREFIX",
     "QUEUES",
     "RATE_LIMIT_KEY_PREFIX",
     "RECONCILE",
@@ -71,6 +72,8 @@ POOL_BATCH = -1
 CACHE_KEY_PREFIX = "vectorsync:emb:"
 #: Prefix of the shared rate limits' buckets, one per model endpoint (``store.calls.ratelimit``).
 RATE_LIMIT_KEY_PREFIX = "vectorsync:ratelimit:"
+#: Prefix of the keys keeping each pushed document until a worker indexed it (``store.broker.pushes``).
+PUSHED_KEY_PREFIX = "vectorsync:pushed:"
 #: Prefix of the keys counting how often a task's message came back after its worker died or killed it.
 REDELIVERED_KEY_PREFIX = "vectorsync:redelivered:"
 #: Message header holding when a task was sent (epoch seconds): how long a queue has waited.

@@ -18,6 +18,7 @@ from typing import Any
 from celery.exceptions import Retry, SoftTimeLimitExceeded
 
 from store.broker.coalescing import Coalescer
+from store.broker.pushes import Pushes
 from store.broker.redeliveries import Redeliveries
 from store.client import Client, Hooks, ProcessDefault
 from store.embeddings import Embeddings
@@ -53,6 +54,7 @@ class WorkerContext:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _pool: list[LeftoverPool | None] = field(default_factory=list)
     _redeliveries: list[Redeliveries] = field(default_factory=list)
+    _pushes: list[Pushes] = field(default_factory=list)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, ledger: Ledger | None = None) -> WorkerContext:
@@ -117,6 +119,13 @@ class WorkerContext:
                 ttl = settings.broker.visibility_timeout * (settings.worker.max_redeliveries + 2)
                 self._redeliveries.append(Redeliveries(settings.cache_url, ttl_seconds=ttl, network=settings.network))
             return self._redeliveries[0]
+
+    def pushes(self) -> Pushes:
+        """The pushed documents kept until indexed (``store.broker.pushes``), in the cache's Redis."""
+        with self._lock:
+            if not self._pushes:
+                self._pushes.append(Pushes(self.settings.cache_url, network=self.settings.network))
+            return self._pushes[0]
 
     def indexer(self, name: str) -> Indexer:
         """The Indexer of the generation a read of ``name`` goes to: a collection's live one, or the generation
@@ -207,6 +216,8 @@ class WorkerContext:
         self.coalescer.close()
         for redeliveries in self._redeliveries:
             redeliveries.close()
+        for pushes in self._pushes:
+            pushes.close()
         ledger = self.ledger  # given to the client (``of``), so its close leaves it open
         self.client.close()
         ledger.close()

@@ -12,7 +12,7 @@ import logging
 from typing import Any, Unpack
 
 from celery import Task
-from celery.exceptions import SoftTimeLimitExceeded
+from celery.exceptions import Retry, SoftTimeLimitExceeded
 
 from store.contract import (
     BUILD_INDEX,
@@ -27,13 +27,14 @@ from store.contract import (
 from store.errors import ConfigError, StoreError, StoreUnavailable
 from store.retrieval.options import refuse_unknown
 from store.vectors.records import check_collection_name
-from worker.batches import BatchResult, Document
+from worker.batches import Document
 from worker.celery import app
 from worker.delivery import RedeliveredTask, delivered_again_if_unsent
 from worker.fanout import count_run, fan_out, send_gone
 from worker.flow import Batch, Work, process
 from worker.pooling.batches import PoolBatch, PooledBatch
 from worker.process import context
+from worker.pushed import Pushed, is_pushed, send_lost
 from worker.retries import DeliveredTooOften, again, check_redeliveries, message_run_id, retry_or_give_up, task_policy
 from worker.runs import flush_when_due, run_finished, send_batch
 from worker.sweeps import yielded_to
@@ -79,29 +80,21 @@ def index_batch(self: Task, collection: str, ids: list[str], **message: Unpack[B
     return process(self, PooledBatch(work, pool, fresh=fresh))
 
 
-class _Pushed(Work):
-    """A pushed document's work: index its content, or delete it (``text`` None)."""
-
-    def __init__(self, collection: str, document: Document, *, deleted: bool) -> None:
-        super().__init__(Batch(collection, [document.id]))
-        self.document, self.deleted = document, deleted
-
-    def __call__(self) -> dict[str, BatchResult]:
-        collection, document = self.batch.collection, self.document
-        if self.deleted:
-            return context().written(
-                collection, [document.id], lambda i: i.delete_documents([document.id], version=document.version)
-            )
-        return context().written(collection, [document.id], lambda i: i.index_documents([document]))
-
-
 @app.task(bind=True, name=INDEX_DOCUMENT, **_RETRIED)
 def index_document(
     self: Task, collection: str, id: str, text: str | None, metadata: dict[str, Any] | None = None, version: int = 0
 ) -> dict[str, int]:
-    """Index a document pushed with its content; ``text=None`` deletes it."""
-    document = Document(str(id), text or "", metadata or {}, version)
-    return process(self, _Pushed(collection, document, deleted=text is None))
+    """Index a document pushed with its content; ``text=None`` deletes it. Its copy kept in Redis goes once done."""
+    work = Pushed(collection, Document(str(id), text or "", metadata or {}, version), deleted=text is None)
+    try:
+        counts = process(self, work)
+    except Retry:
+        raise
+    except Exception:  # no attempt will do better: sending it again from a sweep would fail the same way
+        work.settle()
+        raise
+    work.settle()
+    return counts
 
 
 @app.task(bind=True, name=REINDEX_ALL, **_RETRIED)
@@ -208,6 +201,9 @@ def reconcile(self: Task, collection: str, run_id: str | None = None) -> str:
         return run_id
     try:
         check_redeliveries(self)
+        if is_pushed(collection):  # no source to compare with: the pushes a worker never took are sent again
+            ctx.ledger.set_run_total(run_id, total=send_lost(collection), batches=0)
+            return run_id
         pages = _stale_pages(collection, run_id)
     except StoreUnavailable as exc:  # retried with backoff, as the same run: the sweep goes on once it is back
         retry_or_give_up(self, exc, args=(collection,), kwargs={"run_id": run_id})

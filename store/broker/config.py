@@ -135,12 +135,13 @@ def _transport_options(settings: Settings) -> dict[str, Any]:
 
 
 def beat_schedule(settings: Settings) -> dict[str, Any]:
-    """A reconcile sweep per collection that has a source to compare with: every ``worker.reconcile_seconds``,
-    and every ``capture.reconcile_seconds`` for a collection whose changes triggers capture (there it is only
-    the safety net for writes no trigger sees)."""
+    """A reconcile sweep per collection: every ``worker.reconcile_seconds``, and every
+    ``capture.reconcile_seconds`` for a collection whose changes triggers capture (there it is only the safety
+    net for writes no trigger sees). A pushed collection's sweep sends again the pushes no worker took
+    (``store.broker.pushes``), which needs a Redis to keep them in."""
     schedule = {}
     for name, collection in sorted(settings.collections.items()):
-        if collection.source.kind == "push":
+        if collection.source.kind == "push" and not settings.cache_url.startswith(REDIS_SCHEMES):
             continue
         captured = collection.source.capture == "trigger"
         every = settings.capture.reconcile_seconds if captured else settings.worker.reconcile_seconds

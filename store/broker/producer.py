@@ -5,6 +5,7 @@ App code reaches it as ``Client.producer`` (``store.client``) or through ``produ
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, overload
 
@@ -13,8 +14,10 @@ from celery import Celery
 from store.broker.coalescing import Coalescer
 from store.broker.config import celery_config
 from store.broker.documents import document_id
+from store.broker.pushes import Push, Pushes
 from store.broker.queues import QueueState, WorkerState, queue_states, sent_headers, worker_states
 from store.broker.versions import DocumentClock
+from store.connect.redis import unavailable
 from store.contract import (
     BULK_QUEUE,
     INDEX_BATCH,
@@ -68,6 +71,8 @@ class Producer:
         self.clock = DocumentClock(
             settings.cache_url, network=settings.network, shared=not settings.broker.url.startswith("memory://")
         )
+        #: Each push kept until indexed, so that a sweep sends a lost one again (``store.broker.pushes``).
+        self.pushes = Pushes(settings.cache_url, network=settings.network)
         self._ledger: Ledger | None = ledger
         self._open_ledger = open_ledger
         #: Whether the ledger is this producer's to close (not given, nor a client's).
@@ -151,8 +156,20 @@ class Producer:
             )
         clean = validate_metadata(metadata or {}, record_id=label)
         key = self._document_id(collection, text, clean, id, config)
-        self._send(INDEX_DOCUMENT, (collection, key, text, clean, self._version(version, key)), LIVE_QUEUE)
+        self.send_push(collection, Push(key, text, dict(clean), self._version(version, key), time.time()))
         return key
+
+    def send_push(self, collection: str, push: Push) -> None:
+        """Keep ``push`` (``store.broker.pushes``), then send it. Raises StoreUnavailable when either fails."""
+        with unavailable(
+            f"pushed document {push.id!r} could not be kept in Redis until indexed", "send it again once Redis answers"
+        ):
+            self.pushes.keep(collection, push)
+        try:
+            self._send(INDEX_DOCUMENT, (collection, push.id, push.text, push.metadata, push.version), LIVE_QUEUE)
+        except Exception:  # the caller is told it was not sent: no sweep sends it behind the caller's back
+            self.pushes.settle(collection, push.id, push.version)
+            raise
 
     def _version(self, version: int | None, label: str) -> int:
         if version is None:
@@ -182,11 +199,7 @@ class Producer:
         """Enqueue the removal of a pushed document; ``version`` as ``index_document``'s."""
         self._require_pushed(collection)
         key = self._id(id)
-        self._send(
-            INDEX_DOCUMENT,
-            (check_collection_name(collection), key, None, None, self._version(version, key)),
-            LIVE_QUEUE,
-        )
+        self.send_push(check_collection_name(collection), Push(key, None, {}, self._version(version, key), time.time()))
 
     def reindex_all(self, collection: str, *, full: bool = False, allow_empty: bool = False) -> str:
         """Start a reindex of the whole collection and return its run id at once. Raises ConfigError for a
@@ -227,9 +240,10 @@ class Producer:
         return switch_now(registry, collection, run)
 
     def reconcile(self, collection: str) -> str:
-        """Start a reconcile sweep (what beat runs periodically) and return its run id. Raises ConfigError as
-        ``reindex_all`` does."""
-        collection = self._declared(collection, read=True)
+        """Start a reconcile sweep (what beat runs periodically) and return its run id: of a pushed collection,
+        it sends again the pushes no worker took (``store.broker.pushes``). Raises ConfigError for a collection
+        the settings do not declare."""
+        collection = self._declared(collection)
         run_id = self.ledger.create_run(collection, kind="reconcile")
         self._send(RECONCILE, (collection, run_id), BULK_QUEUE)
         return run_id
@@ -250,7 +264,7 @@ class Producer:
         if read and collection in declared and declared[collection].source.kind == "push":
             raise ConfigError(
                 f"collection {collection!r} has its records pushed (source.kind = 'push'): there is "
-                "no source to read, so nothing to index by id, reindex or reconcile; push the "
+                "no source to read, so nothing to index by id or reindex; push the "
                 "documents again (index_document)"
             )
         return collection
@@ -287,6 +301,7 @@ class Producer:
     def close(self) -> None:
         self.coalescer.close()
         self.clock.close()
+        self.pushes.close()
         if self._ledger is not None and self._owns_ledger:
             self._ledger.close()
         self.app.close()

@@ -90,3 +90,11 @@ def test_a_target_of_a_non_sql_collection_is_refused() -> None:
 
     with pytest.raises(ConfigError, match="follows SQL sources only"):
         read_target("n", SourceSettings(kind="push"), None)  # type: ignore[arg-type]
+
+
+def test_a_pushed_collection_is_swept_only_where_a_redis_keeps_its_pushes() -> None:
+    """Its sweep sends again the pushes no worker took (store.broker.pushes), which a Redis keeps."""
+    pushed = {"d": {"source": {"kind": "push"}}}
+    assert beat_schedule(Settings(collections=pushed))["reconcile-d"]["schedule"] == 3600.0
+    rabbit = Settings(collections=pushed, broker={"url": "amqp://guest@localhost//"})
+    assert beat_schedule(rabbit) == {}
