@@ -238,6 +238,7 @@ def system(folder: Path) -> Iterator[System]:
                 backup=backup.url,
                 time_limit=TIME_LIMIT,
                 broker_keys="socket_timeout = 3",
+                worker_keys="reconcile_seconds = 20",  # the pushed collection's sweep: it sends lost pushes again
                 sections=SECTIONS,
                 capture=True,
             )
