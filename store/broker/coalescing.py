@@ -42,6 +42,16 @@ class Coalescer:
             log.warning("coalescing off, Redis failed: %s", exc)
             return True
 
+    def queued(self, collection: str, record_id: str) -> bool | None:
+        """Whether the record's "queued" mark is set; None when nothing is coalesced or Redis cannot say."""
+        if self.client is None:
+            return None
+        try:
+            return bool(self.client.exists(pending_key(collection, record_id)))
+        except REDIS_ERRORS as exc:
+            log.warning("could not read the queued mark of %s/%s: %s", collection, record_id, exc)
+            return None
+
     def release(self, collection: str, record_id: str) -> None:
         """The record's task has started: later changes must enqueue again."""
         if self.client is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 
 import sqlalchemy as sa
 
@@ -15,7 +16,7 @@ from store.connect.postgres import advisory_lock, make_engine, safe_url, transac
 from store.errors import ConfigError
 from store.settings import NetworkSettings, SourceSettings
 
-__all__ = ["Change", "Installation", "Outbox", "Pending"]
+__all__ = ["Change", "Installation", "Outbox", "Pending", "Waiting"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +36,14 @@ class Pending:
     collection: str
     rows: int
     lag_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """The outbox rows that will reindex one record (its own, or a TRUNCATE of its table), and the oldest's time."""
+
+    rows: int
+    since: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +163,16 @@ class Outbox:
                 return []
             rows = conn.execute(sql.stats(self._outbox_schema(conn)))
             return [Pending(str(c), int(n), float(lag)) for c, n, lag in rows]
+
+    def waiting(self, collection: str, record_id: str) -> Waiting:
+        """The rows waiting for ``record_id`` of ``collection``; none when there is no outbox."""
+        with transaction(self.engine, f"source database {self.safe_url}") as conn:
+            if not self._exists(conn):
+                return Waiting(0, None)
+            found = conn.execute(
+                sql.waiting(self._outbox_schema(conn)), {"collection": collection, "record_id": record_id}
+            ).one()
+            return Waiting(int(found[0]), found[1])
 
     @contextmanager
     def claim(self, names: Sequence[str], limit: int) -> Iterator[list[Change]]:

@@ -29,6 +29,7 @@ __all__ = [
     "quote",
     "remove_ddl",
     "stats",
+    "waiting",
 ]
 
 #: The outbox table, in the schema the source URL's role creates tables in (``current_schema()``, read once
@@ -196,6 +197,15 @@ def stats(schema: str) -> sa.TextClause:
     return sa.text(
         f"SELECT collection, count(*), extract(epoch FROM clock_timestamp() - min(created_at)) "
         f"FROM {quote(schema)}.{OUTBOX} GROUP BY collection ORDER BY collection"
+    )
+
+
+def waiting(schema: str) -> sa.TextClause:
+    """The rows that will reindex one record of a collection (its id, or a TRUNCATE marker), and the oldest's
+    time."""
+    return sa.text(
+        f"SELECT count(*), min(created_at) FROM {quote(schema)}.{OUTBOX} "
+        "WHERE collection = :collection AND (record_id = :record_id OR truncated)"
     )
 
 

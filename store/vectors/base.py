@@ -20,7 +20,14 @@ from store.vectors.fusion import hybrid
 from store.vectors.indexed import IndexedFields, check_declared, check_indexed
 from store.vectors.keyword.analyzer import Analyzer, analyzer
 from store.vectors.modes import SearchMode, check_mode
-from store.vectors.records import VectorMatch, VectorRecord, check_collection_name, validate_record, validate_vector
+from store.vectors.records import (
+    StoredChunk,
+    VectorMatch,
+    VectorRecord,
+    check_collection_name,
+    validate_record,
+    validate_vector,
+)
 from store.vectors.tenancy import check_scoped, required_fields
 from store.vectors.timing import observe_search
 
@@ -157,6 +164,11 @@ class Collection:
         """How many records match ``filter`` (all when None). Raises StoreUnavailable."""
         return self._count(self._filter(filter))
 
+    def chunks_of(self, record_id: str) -> list[StoredChunk]:
+        """The chunks stored for ``record_id`` (the pipeline's ``record_id`` metadata), in chunk order.
+        Raises StoreUnavailable."""
+        return sorted(self._chunks_of(str(record_id)), key=lambda c: (c.chunk, c.id))
+
     def is_empty(self) -> bool:
         """Whether the collection holds no record. Raises StoreUnavailable."""
         return self._count(None) == 0
@@ -263,6 +275,9 @@ class Collection:
         raise NotImplementedError
 
     def _count(self, filter: Filter | None) -> int:
+        raise NotImplementedError
+
+    def _chunks_of(self, record_id: str) -> list[StoredChunk]:
         raise NotImplementedError
 
     def _index_fields(self, fields: IndexedFields) -> None:

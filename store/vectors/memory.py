@@ -16,7 +16,7 @@ import numpy as np
 from store.vectors.base import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
 from store.vectors.filters import Filter
 from store.vectors.keyword import bm25
-from store.vectors.records import VectorMatch, VectorRecord
+from store.vectors.records import StoredChunk, VectorMatch, VectorRecord
 
 __all__ = ["MemoryCollection", "MemoryStore", "scores"]
 
@@ -116,6 +116,12 @@ class MemoryCollection(Collection):
 
     def _count(self, filter: Filter | None) -> int:
         return len(self._matching(filter))
+
+    def _chunks_of(self, record_id: str) -> list[StoredChunk]:
+        return [
+            StoredChunk(r.id, int(r.metadata.get("chunk", 0)), r.text, r.model)
+            for r in self._matching(Filter.eq("record_id", record_id))
+        ]
 
 
 class MemoryStore(VectorStore):

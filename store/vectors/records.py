@@ -7,6 +7,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from store.errors import ConfigError
@@ -15,6 +16,7 @@ from store.settings.collection_names import check_collection_name
 
 __all__ = [
     "RESERVED_METADATA",
+    "StoredChunk",
     "VectorMatch",
     "VectorRecord",
     "canonical_json",
@@ -56,6 +58,18 @@ class VectorMatch:
     score: float
     text: str
     metadata: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChunk:
+    """One stored chunk of a record as its backend keeps it: ``written_at`` is None where the backend keeps no
+    write time (memory, Qdrant)."""
+
+    id: str
+    chunk: int
+    text: str
+    model: str
+    written_at: datetime | None = None
 
 
 def clean_text(text: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
@@ -42,6 +42,8 @@ class LedgerEntry:
     chunks: int
     version: int = 0
     stamp: str = ""
+    #: When the ledger wrote the entry (which run or task did is not recorded); not part of its value.
+    indexed_at: datetime | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,7 +97,7 @@ class MemoryLedger:
             key = (collection, entry.record_id)
             known = self._entries.get(key)
             version = rules.kept_version(entry.version, known.version if known is not None else None)
-            self._entries[key] = replace(entry, version=version)
+            self._entries[key] = replace(entry, version=version, indexed_at=now())
             self._failures.pop(key, None)
 
     def _forget(self, collection: str, record_ids: list[str]) -> None:

@@ -33,7 +33,7 @@ __all__ = ["PostgresLedger"]
 
 
 def _entry(row: sa.Row[Any]) -> LedgerEntry:
-    return LedgerEntry(row.record_id, row.content_hash, row.model, row.chunks, row.version, row.stamp)
+    return LedgerEntry(row.record_id, row.content_hash, row.model, row.chunks, row.version, row.stamp, row.indexed_at)
 
 
 def _progress(row: sa.Row[Any]) -> RunProgress:

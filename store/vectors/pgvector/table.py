@@ -27,7 +27,7 @@ from store.vectors.pgvector.filters import compile_filter
 from store.vectors.pgvector.keywords import Delta, count_rows, ranked
 from store.vectors.pgvector.planner import OVERSHOOT, Plan, Ranking, exact_search, observe, plan
 from store.vectors.pgvector.schema import bulk_indexes, ensure_field_indexes
-from store.vectors.records import VectorMatch, VectorRecord, canonical_json
+from store.vectors.records import StoredChunk, VectorMatch, VectorRecord, canonical_json
 
 if TYPE_CHECKING:
     from store.vectors.pgvector.store import PgvectorStore
@@ -196,6 +196,12 @@ class PgvectorCollection(Collection):
         query = sa.select(sa.func.count()).select_from(self.table).where(self._where(filter))
         with self._store.transaction() as conn:
             return int(conn.execute(query).scalar_one())
+
+    def _chunks_of(self, record_id: str) -> list[StoredChunk]:
+        t = self.table
+        query = sa.select(t.c.id, t.c.chunk, t.c.text, t.c.model, t.c.updated_at).where(t.c.record_id == record_id)
+        with self._store.transaction() as conn:
+            return [StoredChunk(r.id, r.chunk or 0, r.text, r.model, r.updated_at) for r in conn.execute(query)]
 
     def _index_fields(self, fields: IndexedFields) -> None:
         with self._store.transaction() as conn:

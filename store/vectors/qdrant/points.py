@@ -22,7 +22,7 @@ from store.vectors.indexed import IndexedFields
 from store.vectors.qdrant.client import translated
 from store.vectors.qdrant.filters import METADATA_KEY, excluding, payload_key, split_filter
 from store.vectors.qdrant.keywords import KEYWORDS, pin, query_vector, sparse_vector
-from store.vectors.records import VectorMatch, VectorRecord
+from store.vectors.records import StoredChunk, VectorMatch, VectorRecord
 
 if TYPE_CHECKING:
     from store.vectors.qdrant.store import QdrantStore
@@ -70,6 +70,14 @@ def _point(record: VectorRecord, keywords: models.SparseVector | None) -> models
     if keywords is not None:
         vector[KEYWORDS] = keywords
     return models.PointStruct(id=point_id(record.id), vector=vector, payload=payload)
+
+
+def _chunk(payload: dict[str, Any]) -> StoredChunk:
+    """A point's payload as the chunk it holds; Qdrant keeps no write time."""
+    chunk = _metadata(payload).get("chunk", 0)
+    return StoredChunk(
+        str(payload.get("id", "")), int(chunk), str(payload.get("text", "")), str(payload.get("model", ""))
+    )
 
 
 def _metadata(payload: dict[str, Any] | None) -> dict[str, Any]:
@@ -177,6 +185,11 @@ class QdrantCollection(Collection):
             yield from points
             if offset is None:
                 return
+
+    def _chunks_of(self, record_id: str) -> list[StoredChunk]:
+        where, _ = split_filter(Filter.eq("record_id", record_id))  # an equality on a string: Qdrant's own
+        points = (point.payload or {} for point in self._scroll(where))
+        return [_chunk(payload) for payload in points if _metadata(payload).get("record_id") == record_id]
 
     def _matching_ids(self, where: models.Filter | None, residual: Filter) -> list[str]:
         found = []

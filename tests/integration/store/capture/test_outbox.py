@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from store.capture import Outbox, Target
 from store.capture.control import report
+from store.capture.outbox import Waiting
 from store.errors import ConfigError
 from store.settings import Settings, SourceSettings
 from tests.backends import unique_name
@@ -293,3 +294,18 @@ def test_nobody_but_its_owner_can_attach_the_capture_function_to_another_table(
         pg.execute(f"DROP SCHEMA {schema} CASCADE")
         pg.execute(f"DROP OWNED BY {role}")
         pg.execute(f"DROP ROLE {role}")
+
+
+def test_waiting_counts_the_rows_that_will_reindex_one_record(
+    pg: psycopg.Connection, table: str, installed: tuple[Outbox, Target]
+) -> None:
+    outbox, _ = installed
+    assert outbox.waiting(table, "1") == Waiting(0, None)
+    pg.execute(f"INSERT INTO {table} (id, title, status) VALUES (1, 'one', 'ok'), (2, 'two', 'ok')")
+    pg.execute(f"UPDATE {table} SET title = 'one again' WHERE id = 1")
+    first = outbox.waiting(table, "1")
+    assert first.rows == 2 and first.since is not None
+    assert outbox.waiting(table, "2").rows == 1
+    assert outbox.waiting(table, "3").rows == 0
+    pg.execute(f"TRUNCATE {table}")  # a TRUNCATE reindexes every record
+    assert outbox.waiting(table, "3").rows == 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -33,6 +34,13 @@ class LedgerContract:
         assert ledger.entries(name, ["a", "b", "c"]) == {"a": entry("a", stamp="2026-11-30T00:00:00"), "b": entry("b")}
         assert ledger.record_ids(name) == {"a", "b"}
         assert ledger.entries(unique_name(), ["a"]) == {}  # collections are apart
+
+    def test_an_entry_read_back_says_when_it_was_written(self, ledger: Ledger) -> None:
+        name, before = unique_name(), datetime.now(UTC)
+        with ledger.locked(name, ["a"]) as held:
+            held.record_indexed([entry("a")])
+        written = ledger.entries(name, ["a"])["a"].indexed_at
+        assert written is not None and before - timedelta(seconds=5) <= written <= datetime.now(UTC)
 
     def test_rows_read_with_the_locks_are_the_rows_entries_reads(self, ledger: Ledger) -> None:
         name = unique_name()

@@ -111,6 +111,21 @@ class VectorStoreContract:
         assert (match.id, match.text, match.metadata) == ("n1", "hello", {"kind": "note", "owner": {"id": 7}})
         assert match.score == pytest.approx(1.0, abs=1e-6)
 
+    def test_chunks_of_returns_a_records_chunks_in_order_and_nothing_of_others(self, notes: Collection) -> None:
+        chunks = [
+            VectorRecord(f"r1:{i}", [1, 0, 0, i], f"part {i}", {"record_id": "r1", "chunk": i}, model="m1")
+            for i in (1, 0)
+        ]
+        notes.replace_records(["r1", "r2"], [*chunks, VectorRecord("r2:0", [0, 1, 0, 0], "other", {"record_id": "r2"})])
+        found = notes.chunks_of("r1")
+        assert [(c.id, c.chunk, c.text, c.model) for c in found] == [
+            ("r1:0", 0, "part 0", "m1"),
+            ("r1:1", 1, "part 1", "m1"),
+        ]
+        assert notes.chunks_of("r3") == []
+        notes.replace_records(["r1"], [])
+        assert notes.chunks_of("r1") == []
+
     def test_upsert_replaces_a_record_with_the_same_id(self, notes: Collection) -> None:
         notes.upsert(VectorRecord("n1", [1, 0, 0, 0], "old", {"v": 1}))
         notes.upsert(VectorRecord("n1", [0, 1, 0, 0], "new", {"v": 2}))
