@@ -34,6 +34,7 @@ from store.vectors.base import DEFAULT_LIMIT
 if TYPE_CHECKING:
     from store.broker.producer import Producer, Sender
     from store.embeddings import Embeddings
+    from store.explain import Facts, SourceReader
     from store.lifecycle import Collections
     from store.retrieval import GroundedAnswer, Retrieval
     from store.retrieval.matches import Matches
@@ -249,6 +250,15 @@ class Client:
 
         refuse_unknown("Client.asearch", options, SearchOptions.__optional_keys__)
         return Pending(asyncio.to_thread(self.search, collection, query, **options), "asearch")
+
+    def explain(self, collection: str, record_id: str | int, *, source: SourceReader | None = None) -> Facts:
+        """Where one record stands: its source row, its content hash now and the ledger's, its stored chunks, its
+        failure, and a change waiting (outbox row, queued mark); ``.verdict`` says what it adds up to. ``source``
+        reads the record as a worker would (``worker.explaining.SourceReading(client)``); None: the source is
+        not read, and the facts say so. Raises ConfigError for an unknown collection or a bad record id."""
+        from store.explain import gather
+
+        return gather(self, collection, str(record_id), source=source)
 
     def rerank(
         self, query: str, matches: Sequence[VectorMatch], *, top: int | None = None, user: str | None = None

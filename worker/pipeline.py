@@ -263,6 +263,11 @@ class Indexer:
             clean, chunker=self.chunker, model=self.embeddings.space, dimensions=self.embeddings.dimensions
         )
 
+    def content_hash(self, record: SourceRecord) -> str:
+        """The content hash this indexer gives ``record`` as the source returned it (``explain`` compares it with
+        the ledger's). Raises ConfigError."""
+        return self._content_hash(record)
+
     def _content_hash(self, record: SourceRecord) -> str:
         """The content hash of the record as it will be stored. Raises ConfigError."""
         return self._clean_content_hash(self._clean(record))

@@ -207,7 +207,9 @@ class WorkerContext:
             limits=self.settings.limits,
         )
 
-    def close(self) -> None:
+    def close(self, *, client: bool = True) -> None:
+        """Release the sources, pools and coalescer; with ``client``, the client and its ledger too (False: a
+        context over a client its caller still uses, as ``explain``'s is)."""
         for source in self._sources.values():
             source.close()
         for pool in self._pool:
@@ -218,6 +220,8 @@ class WorkerContext:
             redeliveries.close()
         for pushes in self._pushes:
             pushes.close()
+        if not client:
+            return
         ledger = self.ledger  # given to the client (``of``), so its close leaves it open
         self.client.close()
         ledger.close()

@@ -1,0 +1,136 @@
+"""The facts ``explain`` judges, read from each part through its own seam: the source (through a
+``SourceReader``), the ledger's entry and failures, the chunks the store holds, the capture outbox and the
+coalescing mark. A part that cannot be read leaves its fact unknown and a note that says why; only bad input
+raises."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
+
+from store.errors import ConfigError, VectorsyncError
+from store.explain.facts import Facts, SourceFacts
+from store.state.generations.base import parse_name
+from store.vectors.records import check_record_id
+
+if TYPE_CHECKING:
+    from store.broker.producer import Producer
+    from store.settings import CollectionSettings, Settings
+    from store.state.generations.routing import Router
+    from store.state.ledger import Failure, Ledger
+
+__all__ = ["Parts", "SourceReader", "gather", "no_source"]
+
+#: The stores that keep no write time of a chunk.
+NO_WRITE_TIME = ("memory", "qdrant")
+
+
+class SourceReader(Protocol):
+    """Reads one record as a worker would: its row and the content hash a worker would give it now
+    (``worker.explaining.SourceReading`` is the worker's)."""
+
+    def read(self, collection: str, record_id: str) -> SourceFacts:
+        """The record in its source; a read that fails is a ``SourceFacts`` with ``found`` None and a note."""
+        ...
+
+
+class Parts(Protocol):
+    """What ``gather`` reads from: a ``store.Client`` is one."""
+
+    settings: Settings
+
+    @property
+    def router(self) -> Router: ...
+
+    @property
+    def ledger(self) -> Ledger: ...
+
+    @property
+    def producer(self) -> Producer: ...
+
+
+def declared(settings: Settings, collection: str) -> CollectionSettings:
+    """The settings of ``collection`` (or of the collection a generation's name ``NAME__gN`` belongs to).
+    Raises ConfigError naming the configured ones."""
+    config = settings.collections.get(parse_name(collection)[0])
+    if config is None:
+        known = ", ".join(sorted(settings.collections)) or "none"
+        raise ConfigError(
+            f"collection {collection!r} is not configured (configured: {known}): check the name, or add "
+            f"[collections.{collection}] to the settings"
+        )
+    return config
+
+
+def no_source(kind: str) -> SourceFacts:
+    """The source facts when no reader was given: pushed records have nothing to read in any case."""
+    if kind == "push":
+        return SourceFacts(kind, None, note="its records are pushed: the app holds their content")
+    return SourceFacts(kind, None, note="the source was not read (no source reader was given)")
+
+
+def gather(parts: Parts, collection: str, record_id: str, *, source: SourceReader | None = None) -> Facts:
+    """Everything known of ``record_id`` in ``collection``. Raises ConfigError for an unknown collection or a
+    record id no store could hold."""
+    settings = parts.settings
+    config = declared(settings, collection)
+    record_id = check_record_id(str(record_id), max_chars=settings.limits.max_id_chars)
+    kind = config.source.kind
+    base = parse_name(collection)[0]
+    read = source.read(collection, record_id) if source is not None and kind != "push" else no_source(kind)
+    generation = parts.router.reading(collection).physical
+    chunks = parts.router.read(collection).chunks_of(record_id)
+    notes = _notes(settings.vectors.store, read)
+    rows, since = _outbox(settings, config, base, record_id, notes)
+    queued = parts.producer.coalescer.queued(base, record_id)
+    if queued is None:
+        notes.append("queued mark: cannot tell (coalescing is off, or Redis did not answer)")
+    return Facts(
+        collection=collection,
+        record_id=record_id,
+        generation=generation,
+        backend=settings.vectors.store,
+        source=read,
+        entry=parts.ledger.entries(generation, [record_id]).get(record_id),
+        chunks=chunks,
+        failure=_failure(parts.ledger, generation, record_id),
+        outbox_rows=rows,
+        outbox_since=since,
+        queued=queued,
+        notes=notes,
+    )
+
+
+def _notes(backend: str, read: SourceFacts) -> list[str]:
+    notes = ["the ledger records when a record was written, not which run or task wrote it"]
+    if backend in NO_WRITE_TIME:
+        notes.append(f"the {backend} store keeps no write time of a chunk")
+    if read.note:
+        notes.append(f"source: {read.note}")
+    notes.append(
+        "a task already in the broker's queue is not looked for there (change capture sends without a queued mark)"
+    )
+    return notes
+
+
+def _failure(ledger: Ledger, generation: str, record_id: str) -> Failure | None:
+    return next((f for f in ledger.failures(generation) if f.record_id == record_id), None)
+
+
+def _outbox(
+    settings: Settings, config: CollectionSettings, collection: str, record_id: str, notes: list[str]
+) -> tuple[int | None, datetime | None]:
+    """The outbox rows waiting for the record and the oldest's time; (None, None) without capture."""
+    if config.source.capture != "trigger" or not config.source.url:
+        return None, None
+    from store.capture.outbox import Outbox
+
+    outbox = Outbox(config.source.url, network=settings.network)
+    try:
+        waiting = outbox.waiting(collection, record_id)
+    except VectorsyncError as exc:
+        notes.append(f"capture outbox: could not be read ({exc})")
+        return None, None
+    finally:
+        outbox.close()
+    return waiting.rows, waiting.since
