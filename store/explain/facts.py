@@ -154,7 +154,21 @@ def _missing(facts: Facts) -> Verdict | None:
         lost = f"the store holds {len(facts.chunks)} of the {entry.chunks} chunks the ledger recorded"
     else:
         lost = f"the store lost its {entry.chunks} chunks (the ledger still records them)"
-    return Verdict(State.MISSING, f"missing: {lost}, {_index_command(facts)}")
+    return Verdict(State.MISSING, f"missing: {lost}; {_restore_command(facts)}")
+
+
+def _restore_command(facts: Facts) -> str:
+    """What restores lost chunks today: indexing the record again is skipped, since its hash is the ledger's."""
+    name = facts.collection
+    if facts.pushed:
+        return (
+            "a push of the same content is skipped as unchanged: `vectorsync collections reset "
+            f"{name} --yes`, then push its documents again"
+        )
+    return (
+        f"`vectorsync index` skips it as unchanged: `vectorsync collections reset {name} --yes` then "
+        f"`vectorsync reindex {name}` restores it, with the whole collection"
+    )
 
 
 def _not_indexed(facts: Facts) -> Verdict | None:

@@ -18,9 +18,12 @@ if TYPE_CHECKING:
     from store.settings import CollectionSettings, Settings
     from store.state.generations.routing import Router
     from store.state.ledger import Failure, Ledger
+    from store.vectors.base import Collection
 
 __all__ = ["Parts", "SourceReader", "gather", "no_source"]
 
+#: The backends, as ``vectors.store`` names them.
+BACKENDS = ("pgvector", "qdrant", "memory")
 #: The stores that keep no write time of a chunk.
 NO_WRITE_TIME = ("memory", "qdrant")
 
@@ -79,8 +82,9 @@ def gather(parts: Parts, collection: str, record_id: str, *, source: SourceReade
     base = parse_name(collection)[0]
     read = source.read(collection, record_id) if source is not None and kind != "push" else no_source(kind)
     generation = parts.router.reading(collection).physical
-    chunks = parts.router.read(collection).chunks_of(record_id)
-    notes = _notes(settings.vectors.store, read)
+    stored = parts.router.read(collection)
+    chunks, backend = stored.chunks_of(record_id), _backend(stored)
+    notes = _notes(backend, read)
     rows, since = _outbox(settings, config, base, record_id, notes)
     queued = parts.producer.coalescer.queued(base, record_id)
     if queued is None:
@@ -89,7 +93,7 @@ def gather(parts: Parts, collection: str, record_id: str, *, source: SourceReade
         collection=collection,
         record_id=record_id,
         generation=generation,
-        backend=settings.vectors.store,
+        backend=backend,
         source=read,
         entry=parts.ledger.entries(generation, [record_id]).get(record_id),
         chunks=chunks,
@@ -99,6 +103,13 @@ def gather(parts: Parts, collection: str, record_id: str, *, source: SourceReade
         queued=queued,
         notes=notes,
     )
+
+
+def _backend(collection: Collection) -> str:
+    """Which backend holds ``collection``, by the module of its class (a store passed to the Client may differ
+    from ``vectors.store``)."""
+    module = type(collection).__module__
+    return next((name for name in BACKENDS if f".{name}" in module), type(collection).__name__)
 
 
 def _notes(backend: str, read: SourceFacts) -> list[str]:

@@ -66,7 +66,10 @@ def test_a_record_whose_chunks_the_store_lost_is_missing(tasks: testing.TaskQueu
     tasks.client.open("notes").replace_records(["1"], [])
     facts = explained(tasks)
     assert facts.verdict.state == State.MISSING
-    assert facts.verdict.line.endswith("run `vectorsync index notes 1`")
+    assert "`vectorsync index` skips it as unchanged" in facts.verdict.line
+    tasks.producer.index_record("notes", "1")  # which is why the verdict does not name it
+    tasks.run_queue()
+    assert explained(tasks).verdict.state == State.MISSING
 
 
 def test_a_deleted_record_is_gone_and_its_chunks_go_once_its_task_runs(tasks: testing.TaskQueue) -> None:
@@ -96,3 +99,31 @@ def test_a_pushed_record_is_not_read_from_any_source(tasks: testing.TaskQueue) -
     facts = explained(tasks, "d1", "docs")
     assert (facts.source.found, facts.verdict.state) == (None, State.INDEXED)
     assert "version 3" in facts.verdict.line
+
+
+def test_on_a_qdrant_store_the_verdicts_read_its_points() -> None:
+    """Qdrant's local mode (the suite's in-process Qdrant), indexed by the worker's own Indexer."""
+    from store.client import Client
+    from store.state.ledger import MemoryLedger
+    from store.vectors.qdrant import QdrantStore
+    from worker.process import WorkerContext
+
+    RECORDS.clear()
+    RECORDS["1"] = {"id": "1", "text": "renewal call about pricing and the onboarding timeline"}
+    settings = testing.memory_settings(SETTINGS)
+    store = QdrantStore(":memory:", dimensions=settings.vectors.dimensions)
+    client = Client(settings, store=store, ledger=MemoryLedger())
+    context = WorkerContext.of(client)
+    try:
+        context.indexer("notes").index(["1"])
+        with SourceReading(client) as reading:
+            facts = client.explain("notes", "1", source=reading)
+            assert (facts.backend, facts.verdict.state) == ("qdrant", State.CURRENT)
+            assert facts.chunks and all(c.written_at is None for c in facts.chunks)
+            assert "the qdrant store keeps no write time of a chunk" in facts.notes
+            store.get_collection("notes").replace_records(["1"], [])
+            assert client.explain("notes", "1", source=reading).verdict.state == State.MISSING
+    finally:
+        context.close(client=False)
+        client.close()
+        store.close()

@@ -84,20 +84,25 @@ def test_missing_when_the_store_lost_every_chunk() -> None:
     found = facts(chunks=[]).verdict
     assert found.state == State.MISSING
     assert found.line == (
-        "missing: the store lost its 2 chunks (the ledger still records them), run `vectorsync index notes 42`"
+        "missing: the store lost its 2 chunks (the ledger still records them); `vectorsync index` skips it as "
+        "unchanged: `vectorsync collections reset notes --yes` then `vectorsync reindex notes` restores it, with "
+        "the whole collection"
     )
 
 
 def test_missing_when_the_store_holds_some_of_the_chunks() -> None:
     found = facts(chunks=CHUNKS[:1]).verdict
-    assert found.line == (
-        "missing: the store holds 1 of the 2 chunks the ledger recorded, run `vectorsync index notes 42`"
-    )
+    assert found.line.startswith("missing: the store holds 1 of the 2 chunks the ledger recorded; ")
+
+
+def test_missing_chunks_of_a_pushed_record_are_pushed_again() -> None:
+    found = facts(source=SourceFacts("push", None), chunks=[]).verdict
+    assert found.line.endswith("`vectorsync collections reset notes --yes`, then push its documents again")
 
 
 def test_an_id_the_shell_would_split_is_quoted_in_the_command() -> None:
-    found = facts(record_id="a b's", chunks=[]).verdict
-    assert found.line.endswith("run `vectorsync index notes 'a b'\\''s'`")
+    found = facts(record_id="a b's", source=changed()).verdict
+    assert found.line.endswith("nothing is queued: run `vectorsync index notes 'a b'\\''s'`")
 
 
 def test_gone_from_the_source_with_nothing_stored() -> None:
