@@ -16,6 +16,7 @@ from producer.cli.collections import collections_app
 from producer.cli.dev import dev
 from producer.cli.doctor import doctor
 from producer.cli.eval import evaluate
+from producer.cli.explain import explain
 from producer.cli.failures import failures
 from producer.cli.index import index
 from producer.cli.init import init
@@ -47,7 +48,22 @@ def _options(
 #: Commands named otherwise than their function (``eval`` is a builtin's name).
 NAMES: dict[object, str] = {evaluate: "eval"}
 # The order here is the order ``vectorsync --help`` lists them in (Typer lists groups after commands).
-for command in (reindex, index, reconcile, search, ask, evaluate, status, doctor, failures, init, migrate, relay, dev):
+for command in (
+    reindex,
+    index,
+    reconcile,
+    search,
+    ask,
+    evaluate,
+    status,
+    doctor,
+    failures,
+    explain,
+    init,
+    migrate,
+    relay,
+    dev,
+):
     app.command(name=NAMES.get(command), cls=TypedValues)(command)
 app.add_typer(collections_app, name="collections")
 app.add_typer(capture_app, name="capture")
