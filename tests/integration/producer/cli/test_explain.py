@@ -147,3 +147,38 @@ def test_the_text_form_ends_with_the_verdict_and_bad_input_exits_2(rig: Rig) -> 
         "[collections.nope] to the settings"
     )
     assert unknown.stdout == ""
+
+
+def test_a_change_waiting_in_the_capture_outbox_is_a_change_queued(
+    tmp_path: Path, broker_redis_url: str, scratch_redis_url: str, postgres_url: str
+) -> None:
+    from store.capture.control import disable, enable
+
+    collection = unique_name("captured")
+    crm = CrmTable(postgres_url, f"crm_{collection}")
+    config = tmp_path / "vectorsync.toml"
+    config.write_text(
+        settings_toml(
+            broker=broker_redis_url,
+            cache=scratch_redis_url,
+            database=postgres_url,
+            openai_url="http://127.0.0.1:9",  # nothing is embedded here
+            table=crm.name,
+            collection=collection,
+            capture=True,
+        )
+    )
+    settings = load_settings(config)
+    enable(settings, collection)
+    try:
+        crm.insert([note(1)])  # the trigger writes the outbox row; no relay runs here
+        result = run_cli(config, "explain", collection, "1", "--json")
+        assert result.returncode == 0, result.stderr
+        facts = json.loads(result.stdout)
+        assert (facts["outbox_rows"], facts["queued"]) == (1, False)
+        assert facts["verdict"] == {"state": "not indexed", "line": "not indexed yet: a change is queued"}
+    finally:
+        disable(settings, collection)
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute("DELETE FROM vectorsync_outbox WHERE collection = %s", (collection,))
+        crm.close()
