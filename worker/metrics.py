@@ -57,6 +57,7 @@ class _Metrics:
     chunks: Any
     stats: dict[str, Any]
     cache: Any
+    reused: Any
     stages: Any
 
 
@@ -73,6 +74,7 @@ def _metrics() -> _Metrics:
             "failovers": Counter("vectorsync_provider_failovers", "Failovers away from a model", ["model"]),
         },
         cache=Counter("vectorsync_embedding_cache", "Embedding cache lookups", ["result"]),
+        reused=Counter("vectorsync_vectors_reused", "Chunk vectors found already stored, not bought again"),
         stages=Histogram(
             "vectorsync_stage_seconds",
             "Time per pipeline stage",
@@ -104,6 +106,8 @@ def _on_stat(counter: str, key: str | None, amount: int) -> None:
         metrics.stats[counter].labels(key).inc(amount)
     elif counter in ("cache_hits", "cache_misses"):
         metrics.cache.labels("hit" if counter == "cache_hits" else "miss").inc(amount)
+    elif counter == "reused":
+        metrics.reused.inc(amount)
 
 
 def watch_embeddings(stats: EmbeddingStats) -> None:

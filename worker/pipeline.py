@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from store.embeddings import Embedding, Embeddings
+from store.embeddings import Embedding, Embeddings, Reuse
 from store.errors import ConfigError, EmbeddingError, InputError, StoreError, StoreUnavailable
 from store.settings import LimitSettings
 from store.state.ledger import Held, Ledger, LedgerEntry
@@ -80,10 +80,14 @@ class Indexer:
         ids = storable(list(dict.fromkeys(str(i) for i in ids)), result, max_chars=self.limits.max_id_chars)
         with stage("load"):
             planned = self._load(ids, result, fresh=fresh)
+            reuse = None if fresh else self._stored(planned)
             if leftovers is not None and planned:
-                planned += self._fill_up(planned, leftovers, set(ids), result)
+                planned += self._fill_up(planned, leftovers, set(ids), result, reuse)
         with stage("embed"):
-            ready = self._embed(planned, result) if leftovers is None else self._embed_whole(planned, result, leftovers)
+            if leftovers is None:
+                ready = self._embed(planned, result, reuse)
+            else:
+                ready = self._embed_whole(planned, result, leftovers, reuse)
         with stage("write"):
             self._swap(ready, result, check=WriteCheck(self._same_in_source))
         return result
@@ -96,11 +100,11 @@ class Indexer:
         return self._plan(list(current.values()), result, entries={} if fresh else None)
 
     def _fill_up(
-        self, planned: list[Planned], leftovers: Leftovers, own: set[str], result: BatchResult
+        self, planned: list[Planned], leftovers: Leftovers, own: set[str], result: BatchResult, reuse: Reuse | None
     ) -> list[Planned]:
         """More records, from ``leftovers``, whose texts fill the batch's last provider call up (in
         ``result.claimed``: their own batches count them)."""
-        texts = len(self.embeddings.uncached([t for p in planned for t in p.texts]))
+        texts = len(self.embeddings.uncached([t for p in planned for t in p.texts], reuse=reuse))
         short = -texts % self.embeddings.call_size
         if not short:
             return []
@@ -113,14 +117,14 @@ class Indexer:
         return self._load(claimed, result) if claimed else []
 
     def _embed_whole(
-        self, planned: list[Planned], result: BatchResult, leftovers: Leftovers
+        self, planned: list[Planned], result: BatchResult, leftovers: Leftovers, reuse: Reuse | None
     ) -> list[tuple[Planned, list[Embedding]]]:
         """Embed in whole provider calls; the records of the partly filled last one go to ``leftovers``. On a
         failure, as ``_embed`` (each record alone); when ``leftovers`` cannot take them, they are embedded now."""
         try:
-            found, _ = self.embeddings.embed_whole_calls([t for p in planned for t in p.texts])
+            found, _ = self.embeddings.embed_whole_calls([t for p in planned for t in p.texts], reuse=reuse)
         except EmbeddingError:
-            return self._embed(planned, result)
+            return self._embed(planned, result, reuse)
         ready: list[tuple[Planned, list[Embedding]]] = []
         later: dict[str, int] = {}
         waiting: list[Planned] = []
@@ -138,7 +142,7 @@ class Indexer:
                 log.warning(
                     "could not leave %d records for a fuller provider call (%s): embedding them now", len(later), exc
                 )
-                ready += self._embed(waiting, result)
+                ready += self._embed(waiting, result, reuse)
         return ready
 
     def index_documents(self, documents: Sequence[Document]) -> BatchResult:
@@ -154,7 +158,8 @@ class Indexer:
                 newest[doc.id] = doc
         records = [SourceRecord(d.id, d.text, dict(d.metadata)) for d in newest.values()]
         planned = self._plan(records, result, versions={d.id: d.version for d in newest.values()})
-        self._swap(self._embed(planned, result), result, check=WriteCheck(self._newest_push, reads_ledger=True))
+        ready = self._embed(planned, result, self._stored(planned))
+        self._swap(ready, result, check=WriteCheck(self._newest_push, reads_ledger=True))
         return result
 
     def delete_documents(self, ids: Sequence[str], *, version: int = 0) -> BatchResult:
@@ -346,19 +351,38 @@ class Indexer:
         model embedded is embedded again once that model is back)."""
         return known.content_hash == digest and known.model == self.embeddings.space
 
-    def _embed(self, planned: list[Planned], result: BatchResult) -> list[tuple[Planned, list[Embedding]]]:
-        """Embed every chunk of the batch together; on failure, each record alone, so one bad record
-        fails by itself."""
+    def _stored(self, planned: list[Planned]) -> Reuse:
+        """Where the vectors the chain's first model made for the chunks ``planned`` records have stored now are
+        found, so that a text stored already is not bought again: a metadata-only edit, an edit's unchanged
+        chunks, a chunker change that keeps texts, with the embedding cache expired or flushed. Asked only for
+        the texts the cache lacks, once per record (``planned`` may grow: a pooled batch's fill-up)."""
+        held: dict[str, list[float]] = {}
+        asked: set[str] = set()
+
+        def stored(texts: list[str]) -> dict[str, list[float]]:
+            ids = [p.record.id for p in planned if p.record.id not in asked]
+            if ids:
+                held.update(self.collection.vectors_of(ids, model=self.embeddings.space))
+                asked.update(ids)
+            return {text: held[text] for text in texts if text in held}
+
+        return stored
+
+    def _embed(
+        self, planned: list[Planned], result: BatchResult, reuse: Reuse | None = None
+    ) -> list[tuple[Planned, list[Embedding]]]:
+        """Embed every chunk of the batch together (``reuse``: vectors stored already); on failure, each record
+        alone, so one bad record fails by itself."""
         if not planned:
             return []
         try:
-            vectors = self.embeddings.embed_many([t for p in planned for t in p.texts])
+            vectors = self.embeddings.embed_many([t for p in planned for t in p.texts], reuse=reuse)
         except EmbeddingError as exc:
             if len(planned) == 1:
                 self._record_error(planned[0], exc, result)
                 return []
             log.info("batch of %d records failed to embed (%s); embedding them one by one", len(planned), exc)
-            return [pair for p in planned for pair in self._embed([p], result)]
+            return [pair for p in planned for pair in self._embed([p], result, reuse)]
         ready, start = [], 0
         for plan in planned:
             ready.append((plan, vectors[start : start + len(plan.texts)]))

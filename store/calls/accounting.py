@@ -49,7 +49,8 @@ CALL_SECONDS_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60
 
 @dataclass(kw_only=True)
 class CallStats:
-    """Counters for metrics: provider calls, retries and failovers per entry, cache hits and misses.
+    """Counters for metrics: provider calls, retries and failovers per entry, cache hits and misses, vectors
+    reused from the store.
 
     Keys are ``[models.NAME]`` entry names. Updated from several threads: use ``add``.
     """
@@ -59,6 +60,8 @@ class CallStats:
     failovers: Counter[str] = field(default_factory=Counter)
     cache_hits: int = 0
     cache_misses: int = 0
+    #: Texts whose vectors were found already stored, not bought again (``Embeddings`` with ``reuse``).
+    reused: int = 0
     #: Called after every ``add`` with (counter, key, amount): how metrics exporters follow along.
     listener: Callable[[str, str | None, int], None] | None = field(default=None, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)

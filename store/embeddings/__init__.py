@@ -9,6 +9,6 @@ Redis cache, ``providers`` one module per technology behind one seam.
 from store.calls.accounting import EmbeddingStats
 from store.embeddings.chain import ChainPolicy, FailoverChain
 from store.embeddings.embedding import Embedding
-from store.embeddings.embeddings import Embeddings
+from store.embeddings.embeddings import Embeddings, Reuse
 
-__all__ = ["ChainPolicy", "Embedding", "EmbeddingStats", "Embeddings", "FailoverChain"]
+__all__ = ["ChainPolicy", "Embedding", "EmbeddingStats", "Embeddings", "FailoverChain", "Reuse"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from store.calls.accounting import EmbeddingStats
 from store.contract import REDIS_SCHEMES
@@ -26,13 +26,17 @@ from store.settings import EmbeddingSettings, Settings, default
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_PARALLELISM", "Embedding", "Embeddings"]
+__all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_PARALLELISM", "Embedding", "Embeddings", "Reuse"]
 
 #: Texts per provider call unless told otherwise.
 DEFAULT_BATCH_SIZE: int = default(EmbeddingSettings, "batch_size")
 #: Provider calls in flight per ``embed_many`` unless told otherwise.
 DEFAULT_PARALLELISM: int = default(EmbeddingSettings, "parallelism")
 SECONDS_PER_DAY = 86_400
+
+
+#: Given texts the cache lacks, the vectors of ``Embeddings.space`` already stored for some of them, by text.
+Reuse = Callable[[list[str]], Mapping[str, Sequence[float]]]
 
 
 class Embeddings:
@@ -107,19 +111,20 @@ class Embeddings:
         """The ``Embedding`` of one text. Raises what ``embed_many`` raises."""
         return self.embed_many([text])[0]
 
-    def embed_many(self, texts: Sequence[str]) -> list[Embedding]:
-        """One ``Embedding`` per text, in input order; a repeated text is embedded once.
+    def embed_many(self, texts: Sequence[str], *, reuse: Reuse | None = None) -> list[Embedding]:
+        """One ``Embedding`` per text, in input order; a repeated text is embedded once. ``reuse``: where the
+        vectors of ``space`` already stored for some texts are found, asked for the texts the cache lacks.
 
         Raises ConfigError (not a list of strings; a model of the wrong size), InputError
         (a text over the token limit or refused by the provider), TransientError or
         PermanentError (every model in the chain failed).
         """
-        return self.embed_many_with_models(texts)
+        return self.embed_many_with_models(texts, reuse=reuse)
 
-    def embed_many_with_models(self, texts: Sequence[str]) -> list[Embedding]:
+    def embed_many_with_models(self, texts: Sequence[str], *, reuse: Reuse | None = None) -> list[Embedding]:
         """``embed_many``, by its older name (each ``Embedding`` carries its model)."""
         unique = list(dict.fromkeys(_check_texts(texts)))
-        found = self._from_cache(unique)
+        found = self._known(unique, reuse)
         misses = [text for text in unique if text not in found]
         if misses:
             made = self._from_chain(misses)
@@ -132,19 +137,21 @@ class Embeddings:
         """The most texts one provider call takes: ``batch_size``, or fewer when the first model says so."""
         return max(1, min(self.batch_size, self.chain.limits.max_inputs))
 
-    def uncached(self, texts: Sequence[str]) -> list[str]:
-        """The distinct texts the cache does not hold (all of them without a cache): what embedding costs."""
+    def uncached(self, texts: Sequence[str], *, reuse: Reuse | None = None) -> list[str]:
+        """The distinct texts neither the cache nor ``reuse`` holds: what embedding costs."""
         unique = list(dict.fromkeys(_check_texts(texts)))
-        found = self._from_cache(unique, count=False)
+        found = self._known(unique, reuse, count=False)
         return [text for text in unique if text not in found]
 
-    def embed_whole_calls(self, texts: Sequence[str]) -> tuple[dict[str, Embedding], list[str]]:
-        """Embed ``texts`` in whole provider calls only: the cache first, then every call that is full; the
-        texts of a last, partly filled call come back unembedded, for a later call to fill up. Returns the
-        ``Embedding`` of each text embedded (or found in the cache) and the texts left. Raises what
-        ``embed_many`` raises."""
+    def embed_whole_calls(
+        self, texts: Sequence[str], *, reuse: Reuse | None = None
+    ) -> tuple[dict[str, Embedding], list[str]]:
+        """Embed ``texts`` in whole provider calls only: the cache and ``reuse`` first, then every call that is
+        full; the texts of a last, partly filled call come back unembedded, for a later call to fill up. Returns
+        the ``Embedding`` of each text embedded (or found) and the texts left. Raises what ``embed_many``
+        raises."""
         unique = list(dict.fromkeys(_check_texts(texts)))
-        found = self._from_cache(unique)
+        found = self._known(unique, reuse)
         misses = [text for text in unique if text not in found]
         batches = plan_batches(
             misses, batch_size=self.batch_size, limits=self.chain.limits, model=self.chain.providers[0].model
@@ -166,6 +173,24 @@ class Embeddings:
             close = getattr(provider, "close", None)
             if close is not None:
                 close()
+
+    def _known(self, texts: list[str], reuse: Reuse | None, *, count: bool = True) -> dict[str, Embedding]:
+        """What need not be bought: the cache's vectors, then those ``reuse`` finds stored for the rest (each of
+        ``dimensions``; put in the cache, so the next lookup finds them there)."""
+        found = self._from_cache(texts, count=count)
+        missing = [text for text in texts if text not in found] if reuse is not None else []
+        if reuse is None or not missing:
+            return found
+        wanted = set(missing)
+        stored = {
+            text: Embedding(list(vector), self.space)
+            for text, vector in reuse(missing).items()
+            if text in wanted and len(vector) == self.dimensions
+        }
+        if stored and count:
+            self.stats.add("reused", amount=len(stored))
+            self._to_cache(stored)
+        return found | stored
 
     def _from_cache(self, texts: list[str], *, count: bool = True) -> dict[str, Embedding]:
         if self.cache is None:

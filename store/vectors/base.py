@@ -169,6 +169,13 @@ class Collection:
         Raises StoreUnavailable."""
         return sorted(self._chunks_of(str(record_id)), key=lambda c: (c.chunk, c.id))
 
+    def vectors_of(self, record_ids: Sequence[str], *, model: str) -> dict[str, list[float]]:
+        """The vector of each chunk text stored for ``record_ids`` that ``model`` made, by text: what a new
+        version of those records need not buy again (``worker.pipeline``). Raises StoreUnavailable."""
+        if not record_ids:
+            return {}
+        return {text: vector for text, vector in self._vectors_of([str(i) for i in record_ids], model)}
+
     def is_empty(self) -> bool:
         """Whether the collection holds no record. Raises StoreUnavailable."""
         return self._count(None) == 0
@@ -278,6 +285,10 @@ class Collection:
         raise NotImplementedError
 
     def _chunks_of(self, record_id: str) -> list[StoredChunk]:
+        raise NotImplementedError
+
+    def _vectors_of(self, record_ids: list[str], model: str) -> Iterable[tuple[str, list[float]]]:
+        """(text, vector) of the chunks of ``record_ids`` that ``model`` made."""
         raise NotImplementedError
 
     def _index_fields(self, fields: IndexedFields) -> None:

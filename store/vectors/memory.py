@@ -123,6 +123,14 @@ class MemoryCollection(Collection):
             for r in self._matching(Filter.eq("record_id", record_id))
         ]
 
+    def _vectors_of(self, record_ids: list[str], model: str) -> list[tuple[str, list[float]]]:
+        wanted = set(record_ids)
+        with self._lock:
+            records = list(self._records.values())
+        return [
+            (r.text, list(r.embedding)) for r in records if r.model == model and r.metadata.get("record_id") in wanted
+        ]
+
 
 class MemoryStore(VectorStore):
     """Collections that live as long as the process."""

@@ -203,6 +203,12 @@ class PgvectorCollection(Collection):
         with self._store.transaction() as conn:
             return [StoredChunk(r.id, r.chunk or 0, r.text, r.model, r.updated_at) for r in conn.execute(query)]
 
+    def _vectors_of(self, record_ids: list[str], model: str) -> list[tuple[str, list[float]]]:
+        t = self.table
+        query = sa.select(t.c.text, t.c.embedding).where(t.c.record_id.in_(record_ids), t.c.model == model)
+        with self._store.transaction() as conn:
+            return [(r.text, _floats(r.embedding)) for r in conn.execute(query)]
+
     def _index_fields(self, fields: IndexedFields) -> None:
         with self._store.transaction() as conn:
             ensure_field_indexes(conn, self.table.name, fields)
@@ -361,3 +367,9 @@ def build_memory_mb(rows: int, *, dimensions: int, m: int) -> int:
     """The maintenance_work_mem an HNSW build of ``rows`` vectors gets: the whole graph, 30% spare, capped."""
     per_row = dimensions * 4 + m * 2 * 16 + 200  # the vector, its neighbour lists, the element's bookkeeping
     return min(max(64, int(rows * per_row * 1.3 / 2**20)), MAX_BUILD_MEMORY_MB)
+
+
+def _floats(value: Any) -> list[float]:
+    """A stored vector as floats: a ``vector`` column reads as a list or an array, a ``halfvec`` as a HalfVector."""
+    items = value.to_list() if hasattr(value, "to_list") else value
+    return [float(x) for x in items]

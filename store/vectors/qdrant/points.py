@@ -169,8 +169,8 @@ class QdrantCollection(Collection):
 
     # -- reads ----------------------------------------------------------------------------
 
-    def _scroll(self, where: models.Filter | None) -> Iterator[models.Record]:
-        """Every point matching ``where``, with its payload and without its vector, page by page."""
+    def _scroll(self, where: models.Filter | None, *, vectors: bool = False) -> Iterator[models.Record]:
+        """Every point matching ``where``, with its payload (and its vector with ``vectors``), page by page."""
         offset: Any = None
         while True:
             with self._calling("scroll points"):
@@ -180,7 +180,7 @@ class QdrantCollection(Collection):
                     limit=SCROLL_PAGE,
                     offset=offset,
                     with_payload=True,
-                    with_vectors=False,
+                    with_vectors=vectors,
                 )
             yield from points
             if offset is None:
@@ -190,6 +190,15 @@ class QdrantCollection(Collection):
         where, _ = split_filter(Filter.eq("record_id", record_id))  # an equality on a string: Qdrant's own
         points = (point.payload or {} for point in self._scroll(where))
         return [_chunk(payload) for payload in points if _metadata(payload).get("record_id") == record_id]
+
+    def _vectors_of(self, record_ids: list[str], model: str) -> Iterator[tuple[str, list[float]]]:
+        where, _ = split_filter(Filter.any_of("record_id", record_ids))
+        for point in self._scroll(where, vectors=True):
+            payload, vector = point.payload or {}, point.vector
+            if isinstance(vector, dict):
+                vector = vector.get("")
+            if _chunk(payload).model == model and isinstance(vector, list):
+                yield _chunk(payload).text, [float(x) for x in vector]
 
     def _matching_ids(self, where: models.Filter | None, residual: Filter) -> list[str]:
         found = []

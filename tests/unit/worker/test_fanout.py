@@ -81,6 +81,10 @@ class Chunks:
     def replace_records(self, record_ids: list[str], records: list[VectorRecord]) -> None:
         self.replace_where(AnyOf("record_id", tuple(record_ids)), records)
 
+    def vectors_of(self, record_ids: list[str], *, model: str) -> dict[str, list[float]]:
+        held = (r for i in record_ids for r in self.by_record.get(i, []))
+        return {r.text: list(r.embedding) for r in held if r.model == model}
+
     def is_empty(self) -> bool:
         return not self.by_record
 

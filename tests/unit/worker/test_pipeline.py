@@ -35,9 +35,9 @@ class CountingEmbeddings(Embeddings):
         super().__init__(inner.chain, cache=None)
         self.texts: list[str] = []
 
-    def embed_many_with_models(self, texts: Any) -> Any:
+    def embed_many_with_models(self, texts: Any, *, reuse: Any = None) -> Any:
         self.texts.extend(texts)
-        return super().embed_many_with_models(texts)
+        return super().embed_many_with_models(texts, reuse=reuse)
 
 
 @pytest.fixture
@@ -192,3 +192,30 @@ def test_a_record_is_embedded_again_when_another_endpoint_serves_its_model(ledge
         assert new.index(["a"]).indexed == ["a"] and embeddings.texts == ["alpha beta gamma"]
         assert new.index(["a"]).skipped == ["a"]  # and once only
         assert second.calls == 1
+
+
+def test_a_metadata_only_edit_buys_no_vector_and_an_edit_buys_only_its_new_chunks(ledger: MemoryLedger) -> None:
+    """With no embedding cache (expired, flushed or off), a record whose text a change left as it was re-embedded
+    every chunk: the store held those vectors all along (issue: vectors never bought twice)."""
+    RECORDS.clear()
+    words = [f"word{i}" for i in range(40)]
+    RECORDS["a"] = {"id": "a", "text": " ".join(words), "metadata": {"kind": "x"}}
+    indexer, embeddings = make_indexer(ledger, source=PythonSource(loader=f"{__name__}:load_records"))
+    assert indexer.embeddings.cache is None
+    indexer.index(["a"])
+    chunks = {c.text for c in indexer.collection.chunks_of("a")}
+    calls = sum(embeddings.stats.calls.values())
+
+    RECORDS["a"]["metadata"] = {"kind": "y"}
+    assert indexer.index(["a"]).indexed == ["a"]
+    assert sum(embeddings.stats.calls.values()) == calls and embeddings.stats.reused == len(chunks)
+    assert {m.metadata["kind"] for m in indexer.collection.search([1.0] * 16, filter=Filter.eq("record_id", "a"))} == {
+        "y"
+    }
+
+    RECORDS["a"]["text"] = " ".join([*words[:-3], "changed", "at", "end"])
+    indexer.index(["a"])
+    now = {c.text for c in indexer.collection.chunks_of("a")}
+    assert embeddings.stats.reused == len(chunks) + len(now & chunks)  # the unchanged chunks, from the store
+    assert sum(embeddings.stats.calls.values()) == calls + 1  # the new chunks alone, in one call
+    assert 0 < len(now - chunks) < len(now)

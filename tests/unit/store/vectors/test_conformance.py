@@ -126,6 +126,25 @@ class VectorStoreContract:
         notes.replace_records(["r1"], [])
         assert notes.chunks_of("r1") == []
 
+    def test_vectors_of_gives_each_stored_text_its_vector_of_one_model_and_of_those_records_only(
+        self, notes: Collection
+    ) -> None:
+        notes.replace_records(
+            ["r1", "r2", "r3"],
+            [
+                VectorRecord("r1:0", [1, 0, 0, 0], "kept", {"record_id": "r1", "chunk": 0}, model="m1"),
+                VectorRecord("r1:1", [0, 0.6, 0.8, 0], "also", {"record_id": "r1", "chunk": 1}, model="m1"),
+                VectorRecord("r2:0", [0, 1, 0, 0], "backup", {"record_id": "r2", "chunk": 0}, model="m2"),
+                VectorRecord("r3:0", [0, 0, 1, 0], "other", {"record_id": "r3", "chunk": 0}, model="m1"),
+            ],
+        )
+        found = notes.vectors_of(["r1", "r2", "r9"], model="m1")
+        assert set(found) == {"kept", "also"}
+        assert found["kept"] == pytest.approx([1, 0, 0, 0], abs=1e-6) and found["also"] == pytest.approx(
+            [0, 0.6, 0.8, 0], abs=1e-6
+        )
+        assert notes.vectors_of([], model="m1") == {}
+
     def test_upsert_replaces_a_record_with_the_same_id(self, notes: Collection) -> None:
         notes.upsert(VectorRecord("n1", [1, 0, 0, 0], "old", {"v": 1}))
         notes.upsert(VectorRecord("n1", [0, 1, 0, 0], "new", {"v": 2}))
