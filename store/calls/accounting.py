@@ -31,20 +31,25 @@ from store.errors import ConfigError, InputError, PermanentError, TransientError
 
 __all__ = [
     "CALL_SECONDS_BUCKETS",
+    "ERROR_KINDS",
     "MAX_USER_LABELS",
     "OTHER_USERS",
     "CallStats",
     "EmbeddingStats",
     "attributed_to",
+    "call_counters",
     "current_user",
     "error_kind",
     "observe_try",
     "record",
+    "try_metrics",
     "user_label",
 ]
 
 #: Histogram buckets of one model call, in seconds: a local model's milliseconds to a slow chat's minute.
 CALL_SECONDS_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+#: Every ``kind`` label of ``vectorsync_model_errors_total``: what ``error_kind`` returns.
+ERROR_KINDS = ("rate_limited", "transient", "permanent", "input", "config", "other")
 
 
 @dataclass(kw_only=True)
@@ -91,7 +96,8 @@ _tries: tuple[Any, Any] | None = None
 _lock = threading.Lock()
 
 
-def _counters() -> tuple[Any, Any]:
+def call_counters() -> tuple[Any, Any]:
+    """``vectorsync_model_calls`` and ``vectorsync_model_tokens``, made once in this process."""
     # Made once, under a lock: embedding batches run in parallel threads, and a counter registered twice
     # is an error of prometheus_client's.
     global _made
@@ -107,7 +113,8 @@ def _counters() -> tuple[Any, Any]:
         return _made
 
 
-def _try_metrics() -> tuple[Any, Any]:
+def try_metrics() -> tuple[Any, Any]:
+    """``vectorsync_model_call_seconds`` and ``vectorsync_model_errors``, made once in this process."""
     global _tries
     with _lock:
         if _tries is None:
@@ -142,7 +149,7 @@ def error_kind(error: BaseException) -> str:
 
 def observe_try(task: str, entry: str, seconds: float, error: BaseException | None = None) -> None:
     """Time one try of the ``[models.NAME]`` entry ``entry`` doing ``task``; count it when it raised ``error``."""
-    histogram, errors = _try_metrics()
+    histogram, errors = try_metrics()
     histogram.labels(task, entry).observe(seconds)
     if error is not None:
         errors.labels(task, entry, error_kind(error)).inc()
@@ -184,7 +191,7 @@ def user_label(user: str) -> str:
 
 def record(task: str, model: str, *, tokens: int) -> None:
     """Count one call of ``model`` doing ``task`` (embed, rerank, chat) and its tokens."""
-    calls, spent = _counters()
+    calls, spent = call_counters()
     labels = (task, model, user_label(_user.get()))
     calls.labels(*labels).inc()
     if tokens:

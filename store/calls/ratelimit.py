@@ -47,6 +47,7 @@ __all__ = [
     "RateLimiter",
     "bucket_key",
     "rate_limiters",
+    "wait_histogram",
 ]
 
 log = logging.getLogger(__name__)
@@ -211,7 +212,7 @@ class RateLimiter:
             step = min(wait, MAX_SLEEP_SECONDS) * random.uniform(1.0, 1.05)  # waiters woken together spread out
             time.sleep(step)
             waited += step
-        _wait_histogram().labels(self.name).observe(waited)  # 0 too: the share of calls that waited shows
+        wait_histogram().labels(self.name).observe(waited)  # 0 too: the share of calls that waited shows
         return waited
 
     def penalize(self, retry_after: float | None) -> None:
@@ -293,7 +294,8 @@ def _warn_once(message: str) -> None:
     log.warning(message)
 
 
-def _wait_histogram() -> Any:
+def wait_histogram() -> Any:
+    """``vectorsync_rate_limit_wait_seconds``, made once in this process."""
     # Made once, under a lock, as store.calls.accounting's counters: calls wait in parallel threads.
     global _histogram
     with _lock:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-__all__ = ["SEARCH_SECONDS_BUCKETS", "observe_search"]
+__all__ = ["SEARCH_SECONDS_BUCKETS", "observe_search", "search_histogram"]
 
 #: Histogram buckets of one search, in seconds.
 SEARCH_SECONDS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -20,7 +20,8 @@ _histogram: Any = None
 _lock = threading.Lock()
 
 
-def _made() -> Any:
+def search_histogram() -> Any:
+    """``vectorsync_search_seconds``, made once in this process."""
     global _histogram
     with _lock:  # searches run in threads; a metric registered twice is an error of prometheus_client's
         if _histogram is None:
@@ -37,4 +38,4 @@ def _made() -> Any:
 
 def observe_search(collection: str, seconds: float) -> None:
     """Count one search of ``collection`` that took ``seconds``."""
-    _made().labels(collection).observe(seconds)
+    search_histogram().labels(collection).observe(seconds)

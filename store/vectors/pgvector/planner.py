@@ -26,6 +26,7 @@ __all__ = [
     "ALWAYS_EXACT_ROWS",
     "HNSW_SHARE",
     "OVERSHOOT",
+    "PATHS",
     "SAMPLE_ROWS",
     "Plan",
     "Ranking",
@@ -33,6 +34,7 @@ __all__ = [
     "exact_search",
     "observe",
     "plan",
+    "plan_metrics",
 ]
 
 log = logging.getLogger("vectorsync.search")
@@ -50,6 +52,8 @@ HNSW_SHARE = 0.05
 SAMPLE_ROWS = 2_000
 #: An estimate may be low: the exact path sorts up to this many times the bound, else it hands over to HNSW.
 OVERSHOOT = 3
+#: Every path a filtered search may take: the ``plan`` label of ``vectorsync_search_plans_total``.
+PATHS = ("exact", "hnsw")
 
 
 @dataclass(frozen=True)
@@ -144,7 +148,8 @@ _metrics: tuple[Any, Any] | None = None
 _lock = threading.Lock()
 
 
-def _made() -> tuple[Any, Any]:
+def plan_metrics() -> tuple[Any, Any]:
+    """``vectorsync_search_plans`` and ``vectorsync_search_filter_rows``, made once in this process."""
     global _metrics
     with _lock:  # searches run in threads; a metric registered twice is an error of prometheus_client's
         if _metrics is None:
@@ -172,6 +177,6 @@ def observe(collection: str, plan: Plan, *, exact_rows: int) -> None:
         exact_rows,
         plan.path,
     )
-    plans, rows = _made()
+    plans, rows = plan_metrics()
     plans.labels(collection=collection, plan=plan.path).inc()
     rows.labels(collection=collection).observe(plan.estimate)
