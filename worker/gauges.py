@@ -16,12 +16,17 @@ process when Prometheus scrapes it. Every worker serves the same values, so dash
 - ``vectorsync_failed_records`` {collection}: records in the failures table (``vectorsync failures``);
 - ``vectorsync_capture_pending``, ``vectorsync_capture_lag_seconds`` {collection}: each captured collection's
   outbox (``CaptureLag``).
+
+Once the ledger answers, every run state and every declared collection has its series: 0 runs, 0 failed
+records, and NaN idle seconds and progress for a collection with no running run (0 would say a run is there,
+moving, at its start), as Prometheus's instrumentation guide advises for a value that 0 would misstate.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+import math
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -108,8 +113,9 @@ class CaptureLag:
         yield from (pending, lag)
 
 
-def run_gauges(overview: Overview, *, now: datetime) -> dict[str, dict[str, float]]:
-    """The values of the run and failure gauges, by metric and label value (see the module docstring)."""
+def run_gauges(overview: Overview, *, now: datetime, collections: Iterable[str] = ()) -> dict[str, dict[str, float]]:
+    """The values of the run and failure gauges, by metric and label value, each of ``collections`` (the
+    declared ones) and each run state included (see the module docstring)."""
     idle: dict[str, float] = {}
     progress: dict[str, float] = {}
     for run in overview.open_runs:  # newest first
@@ -119,11 +125,14 @@ def run_gauges(overview: Overview, *, now: datetime) -> dict[str, dict[str, floa
         idle[run.collection] = max(idle.get(run.collection, 0.0), seconds)
         if run.total and run.collection not in progress:
             progress[run.collection] = min(run.processed / run.total, 1.0)
+    known = dict.fromkeys(collections, math.nan)
     return {
-        "vectorsync_runs": {str(status): float(count) for status, count in overview.runs.items()},
-        "vectorsync_run_idle_seconds": idle,
-        "vectorsync_run_progress": progress,
-        "vectorsync_failed_records": {name: float(count) for name, count in overview.failures.items()},
+        "vectorsync_runs": dict.fromkeys(map(str, RunStatus), 0.0)
+        | {str(status): float(count) for status, count in overview.runs.items()},
+        "vectorsync_run_idle_seconds": known | idle,
+        "vectorsync_run_progress": known | progress,
+        "vectorsync_failed_records": dict.fromkeys(collections, 0.0)
+        | {name: float(count) for name, count in overview.failures.items()},
     }
 
 
@@ -141,10 +150,12 @@ _RUN_GAUGES = {
 
 class LedgerGauges:
     """Runs per state, open runs' idle time and progress, failed records: the ledger's ``overview()`` when
-    scraped. The ledger is opened at the first scrape and kept; one that fails is opened again at the next."""
+    scraped, with a series for each of ``collections`` (the declared ones). The ledger is opened at the first
+    scrape and kept; one that fails is opened again at the next."""
 
-    def __init__(self, open_ledger: Callable[[], Ledger]) -> None:
+    def __init__(self, open_ledger: Callable[[], Ledger], *, collections: tuple[str, ...] = ()) -> None:
         self.open_ledger = open_ledger
+        self.collections = collections
         self._ledger: Ledger | None = None
 
     def collect(self) -> Iterator[Any]:
@@ -154,7 +165,7 @@ class LedgerGauges:
         try:
             if self._ledger is None:
                 self._ledger = self.open_ledger()
-            values = run_gauges(self._ledger.overview(), now=datetime.now(UTC))
+            values = run_gauges(self._ledger.overview(), now=datetime.now(UTC), collections=self.collections)
         except Exception as exc:  # a scrape must not fail because the state database is down
             log.warning("run metrics unavailable: %s", exc)
             self._close()

@@ -5,6 +5,7 @@ Scraped from a real worker: tests/integration/deploy/test_observability.py.
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 
 from store.state.ledger import Ledger, MemoryLedger, Overview, RunProgress, RunStatus
@@ -71,3 +72,23 @@ def test_a_ledger_that_fails_leaves_the_gauges_empty_and_is_opened_again_at_the_
     again = _samples(collector)
     assert ledgers == [] and ({"status": "running"}, 1.0) in again["vectorsync_runs"]
     assert [labels for labels, _ in again["vectorsync_run_idle_seconds"]] == [{"collection": "notes"}]
+
+
+def test_each_declared_collection_and_run_state_has_its_series_before_anything_happened() -> None:
+    """Series from the first scrape: 0 runs and failed records; NaN, not a misleading 0, for the idle time and
+    progress of a collection with no running run."""
+    overview = Overview(runs={RunStatus.RUNNING: 1}, open_runs=[progress("notes", idle=400)], failures={})
+    values = run_gauges(overview, now=NOW, collections=("notes", "docs"))
+    assert values["vectorsync_runs"] == {"running": 1.0, "indexing": 0.0, "done": 0.0, "failed": 0.0}
+    assert values["vectorsync_failed_records"] == {"notes": 0.0, "docs": 0.0}
+    assert values["vectorsync_run_idle_seconds"]["notes"] == 400.0
+    assert values["vectorsync_run_progress"]["notes"] == 0.5
+    assert math.isnan(values["vectorsync_run_idle_seconds"]["docs"])
+    assert math.isnan(values["vectorsync_run_progress"]["docs"])
+
+
+def test_a_fresh_ledger_gives_every_declared_collection_its_series() -> None:
+    samples = _samples(LedgerGauges(MemoryLedger, collections=("notes",)))
+    assert samples["vectorsync_failed_records"] == [({"collection": "notes"}, 0.0)]
+    assert [labels for labels, _ in samples["vectorsync_run_progress"]] == [{"collection": "notes"}]
+    assert len(samples["vectorsync_runs"]) == len(RunStatus)
