@@ -17,10 +17,9 @@ from celery.signals import worker_init, worker_process_init, worker_process_shut
 
 from store.broker.config import celery_config
 from store.calls.threads import PROCESSES_ENV
-from store.contract import QUEUES
 from store.errors import SchemaTooNew, VectorsyncError
 from store.settings import Settings, load_settings
-from worker.metrics import prepare_environment, process_exited, serve
+from worker.metrics import known_labels, prepare_environment, process_exited, serve, start_series
 
 __all__ = ["app", "start_state"]
 
@@ -135,10 +134,13 @@ def _create_declared_collections(**_: Any) -> None:
 
 @worker_ready.connect
 def _serve_metrics(**_: Any) -> None:
+    """Serve the metrics, every series known from the settings at 0 from the first scrape (in this main process,
+    which lives as long as the worker: see ``start_series``)."""
     from store.state.ledger import in_process_only, ledger_from_settings
 
     settings = load_settings()
     if settings.worker.metrics_port:
+        start_series(settings)
         from store.capture import captured
         from store.capture.control import report
 
@@ -149,7 +151,7 @@ def _serve_metrics(**_: Any) -> None:
             settings.worker.metrics_port,
             app=app,
             broker_url=settings.broker.url,
-            queues=QUEUES,
+            known=known_labels(settings),
             capture=capture,
             open_ledger=ledger,
         )

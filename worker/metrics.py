@@ -5,18 +5,23 @@ Every pool process writes its samples to files in ``PROMETHEUS_MULTIPROC_DIR``
 worker's main process serves them all on ``worker.metrics_port``, with the
 broker's queues, the state database's runs and failures and the capture
 outboxes read at scrape time (``worker.gauges``).
+
+Every series whose labels are known when the worker starts is there from its first scrape, at 0
+(``start_series``): ``rate()`` and ``increase()`` need a sample before the first event. The label values
+are listed once, in ``known_labels``.
 """
 
 from __future__ import annotations
 
 import atexit
 import functools
+import itertools
 import os
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -26,12 +31,35 @@ if TYPE_CHECKING:
 
     from store.calls.accounting import EmbeddingStats
     from store.capture.control import CaptureState
+    from store.settings import Settings
     from store.state.ledger import Ledger
     from worker.batches import BatchResult
 
-__all__ = ["observe_batch", "prepare_environment", "serve", "stage", "watch_embeddings"]
+__all__ = [
+    "CACHE_RESULTS",
+    "OUTCOMES",
+    "STAGES",
+    "KnownLabels",
+    "known_labels",
+    "observe_batch",
+    "prepare_environment",
+    "serve",
+    "stage",
+    "start_series",
+    "watch_embeddings",
+]
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+#: The ``outcome`` label of ``vectorsync_records_total``, each a part of a batch's result.
+OUTCOMES = ("indexed", "skipped", "deleted", "superseded", "failed")
+#: The ``stage`` label of ``vectorsync_stage_seconds``: the pipeline's stages (``worker.pipeline``).
+STAGES = ("load", "embed", "write")
+#: The ``result`` label of ``vectorsync_embedding_cache_total``.
+CACHE_RESULTS = ("hit", "miss")
+#: The ``task`` label of the embedding chain's model metrics (``store.calls.failover.TASKS``).
+EMBED_TASK = "embed"
+#: The ``user`` label of calls no one is named for: a worker's.
+NO_USER = ""
 
 
 def prepare_environment() -> str:
@@ -86,7 +114,7 @@ def _metrics() -> _Metrics:
 
 def observe_batch(collection: str, result: BatchResult) -> None:
     """Count a batch's outcomes."""
-    outcomes = {
+    outcomes = {  # the keys of OUTCOMES
         "indexed": len(result.indexed),
         "skipped": len(result.skipped),
         "deleted": len(result.deleted),
@@ -125,29 +153,111 @@ def stage(name: str) -> Iterator[None]:
         _metrics().stages.labels(name).observe(time.perf_counter() - start)
 
 
+@dataclass(frozen=True, kw_only=True)
+class KnownLabels:
+    """The label values a worker knows when it starts, from its settings (the fixed ones are constants)."""
+
+    #: The ``[models.NAME]`` entries of the embedding chain: the ``model`` of the provider and try metrics.
+    entries: tuple[str, ...]
+    #: Their models' names at their API: the ``model`` of ``vectorsync_model_calls`` and ``_tokens``.
+    models: tuple[str, ...]
+    #: The entries with a shared rate limit (``requests_per_minute`` or ``tokens_per_minute``).
+    limited: tuple[str, ...]
+    #: The declared collections.
+    collections: tuple[str, ...]
+    #: The queues the worker's metrics read (``store.contract.QUEUES``).
+    queues: tuple[str, ...]
+    #: Whether searches go through pgvector's planner, which counts their plans.
+    planned: bool
+
+
+def known_labels(settings: Settings) -> KnownLabels:
+    """The label values known from ``settings``: the one place a worker decides its series at start."""
+    from store.contract import QUEUES
+
+    chain = [(name, settings.models[name]) for name in settings.embeddings.chain if name in settings.models]
+    return KnownLabels(
+        entries=tuple(name for name, _ in chain),
+        models=tuple(dict.fromkeys(model.model for _, model in chain)),
+        limited=tuple(
+            name
+            for name, model in chain
+            if model.requests_per_minute is not None or model.tokens_per_minute is not None
+        ),
+        collections=tuple(settings.collections),
+        queues=tuple(QUEUES),
+        planned=settings.vectors.store == "pgvector",
+    )
+
+
+def _series(known: KnownLabels) -> Iterator[tuple[Any, Iterable[tuple[str, ...]]]]:
+    """Each labelled metric this worker writes, with the label values of every series known at start."""
+    from store.calls.accounting import ERROR_KINDS, call_counters, try_metrics
+    from store.calls.ratelimit import wait_histogram
+    from store.vectors.timing import search_histogram
+
+    metrics = _metrics()
+    collections = [(name,) for name in known.collections]
+    entries = [(entry,) for entry in known.entries]
+    yield metrics.records, itertools.product(known.collections, OUTCOMES)
+    yield metrics.chunks, collections
+    for counter in metrics.stats.values():
+        yield counter, entries
+    yield metrics.cache, [(result,) for result in CACHE_RESULTS]
+    yield metrics.stages, [(name,) for name in STAGES]
+    for counter in call_counters():
+        yield counter, itertools.product([EMBED_TASK], known.models, [NO_USER])
+    seconds, errors = try_metrics()
+    yield seconds, itertools.product([EMBED_TASK], known.entries)
+    yield errors, itertools.product([EMBED_TASK], known.entries, ERROR_KINDS)
+    yield wait_histogram(), [(entry,) for entry in known.limited]
+    yield search_histogram(), collections
+    if known.planned:
+        from store.vectors.pgvector.planner import PATHS, plan_metrics
+
+        plans, rows = plan_metrics()
+        yield plans, itertools.product(known.collections, PATHS)
+        yield rows, collections
+
+
+def start_series(settings: Settings) -> int:
+    """Make every series whose labels ``settings`` tell at 0 (histograms with no observations); their count.
+
+    Called in the worker's main process as it starts serving: in multiprocess mode its files hold the zeros
+    for as long as the worker lives, summed with the pool processes' counts, so a pool process that has not
+    yet touched a series (or one that replaced a dead one) leaves no gap.
+    """
+    made = 0
+    for metric, label_sets in _series(known_labels(settings)):
+        for labels in label_sets:
+            metric.labels(*labels)
+            made += 1
+    return made
+
+
 def serve(
     port: int,
     *,
     app: Celery,
     broker_url: str,
-    queues: tuple[str, ...],
+    known: KnownLabels,
     capture: Callable[[], list[CaptureState]] | None = None,
     open_ledger: Callable[[], Ledger] | None = None,
 ) -> Any:
     """Serve every pool process's metrics, plus what is read at each scrape (``worker.gauges``): the queues,
-    with ``capture`` the outbox of each captured collection, with ``open_ledger`` the runs and failures; on
-    ``port`` (0.0.0.0)."""
+    with ``capture`` the outbox of each captured collection, with ``open_ledger`` the runs and failures (each
+    of the ``known`` collections' too); on ``port`` (0.0.0.0)."""
     from prometheus_client import CollectorRegistry, multiprocess, start_http_server
 
     from worker.gauges import CaptureLag, LedgerGauges, QueueGauges
 
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry)
-    registry.register(QueueGauges(app, broker_url, queues))
+    registry.register(QueueGauges(app, broker_url, known.queues))
     if capture is not None:
         registry.register(CaptureLag(capture))
     if open_ledger is not None:
-        registry.register(LedgerGauges(open_ledger))
+        registry.register(LedgerGauges(open_ledger, collections=known.collections))
     server, _thread = start_http_server(port, registry=registry)
     return server
 

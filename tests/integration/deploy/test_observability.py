@@ -8,6 +8,9 @@
   the run is open; and of an app process that searches a pgvector collection with a filter under a user, through a
   rate-limited model, and serves prometheus_client's default registry, as an app exports its metrics. The names
   change capture adds are served for the captured collection of the scrape.
+- A fresh worker's first scrape, before any task, fault or failure, already holds every one of those names, with
+  a series for each label value its settings tell (models, collections, queues) at 0: ``rate()`` and
+  ``increase()`` need a sample before the first event.
 
 promtool comes from Debian's ``prometheus`` package (tests/integration/deploy/promtool.py); without it these
 tests skip, saying why. The files themselves, read without tools: tests/unit/deploy/test_observability_files.py.
@@ -15,9 +18,11 @@ tests skip, saying why. The files themselves, read without tools: tests/unit/dep
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import textwrap
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -28,6 +33,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from producer.client import Producer
 from store.capture.control import enable
+from store.contract import QUEUES
 from store.settings import load_settings
 from store.state.ledger import RunStatus
 from tests.backends import unique_name
@@ -36,6 +42,7 @@ from tests.integration.deploy.promtool import promtool_path
 from tests.services import free_port
 from tests.unit.deploy.test_observability_files import ALERTS, alert_rules, dashboard_queries, used_metric_names
 from tests.workers import ROOT, CrmTable, celery_worker, note, process_env, settings_toml, wait_for
+from worker.metrics import OUTCOMES
 
 RECORDS = 60
 BATCH = 5  # 12 index_batch tasks of half a second each: the run is open for several scrapes
@@ -221,3 +228,70 @@ def test_every_metric_the_rules_and_the_dashboard_read_is_in_a_real_scrape(
     assert missing == [], f"read by the dashboard or the rules, in no scrape: {missing}"
     assert {"vectorsync_search_seconds_bucket", "vectorsync_search_plans_total"} <= app
     assert {"vectorsync_provider_failovers_total", "vectorsync_failed_records"} <= worker
+
+
+def _first_scrape(url: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """The first answer of a metrics endpoint that is starting: (labels, value) of each sample, by name."""
+
+    def answer() -> str | None:
+        try:
+            with urllib.request.urlopen(url, timeout=30) as response:
+                return str(response.read().decode())
+        except (urllib.error.URLError, ConnectionError):
+            return None
+
+    text = wait_for(answer, timeout=60, every=0.05, what=f"{url} to answer")
+    samples: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples.setdefault(sample.name, []).append((sample.labels, sample.value))
+    return samples
+
+
+def _values(samples: list[tuple[dict[str, str], float]], label: str) -> dict[str, float]:
+    return {labels[label]: value for labels, value in samples}
+
+
+@pytest.mark.slow
+def test_a_fresh_workers_first_scrape_holds_every_series_the_rules_and_the_dashboard_read_at_zero(
+    tmp_path: Path, broker_redis_url: str, scratch_redis_url: str, postgres_url: str
+) -> None:
+    redis.Redis.from_url(broker_redis_url).flushdb()
+    collection = unique_name("fresh")
+    port = free_port()
+    with FakeOpenAI(dimensions=8) as primary, FakeOpenAI(dimensions=8) as backup:
+        crm = CrmTable(postgres_url, f"crm_{collection}")
+        try:
+            config = _config(
+                tmp_path,
+                broker=broker_redis_url,
+                cache=scratch_redis_url,
+                database=postgres_url,
+                primary=primary,
+                backup=backup,
+                table=crm.name,
+                collection=collection,
+                metrics_port=port,
+            )
+            limited = config.read_text().replace("[models.backup]\n", "[models.backup]\nrequests_per_minute = 600\n")
+            config.write_text(limited)
+            enable(load_settings(config), collection)
+            with celery_worker(config, concurrency=1):
+                scrape = _first_scrape(f"http://127.0.0.1:{port}/metrics")
+            assert primary.calls == backup.calls == 0  # no model called: no task ran
+        finally:
+            crm.close()
+    missing = sorted(used_metric_names() - set(scrape))
+    assert missing == [], f"read by the dashboard or the rules, not in a fresh worker's first scrape: {missing}"
+    for name in ("vectorsync_provider_failovers_total", "vectorsync_provider_retries_total"):
+        assert _values(scrape[name], "model") == {"fake_openai": 0.0, "backup": 0.0}, name
+    errors = scrape["vectorsync_model_errors_total"]
+    assert {(labels["model"], labels["kind"]) for labels, _ in errors} >= {("backup", "rate_limited")}
+    assert {value for _, value in errors} == {0.0}
+    assert _values(scrape["vectorsync_rate_limit_wait_seconds_count"], "model") == {"backup": 0.0}
+    records = {(labels["collection"], labels["outcome"]): value for labels, value in scrape["vectorsync_records_total"]}
+    assert records == {(collection, outcome): 0.0 for outcome in OUTCOMES}
+    assert _values(scrape["vectorsync_failed_records"], "collection")[collection] == 0.0  # the database is shared
+    assert math.isnan(_values(scrape["vectorsync_run_progress"], "collection")[collection])
+    assert set(_values(scrape["vectorsync_runs"], "status")) == set(map(str, RunStatus))
+    assert set(_values(scrape["vectorsync_queue_depth"], "queue")) == set(QUEUES)
