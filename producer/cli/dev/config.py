@@ -107,7 +107,8 @@ answer = ["chat"]
 def _services(*, broker_url: str, cache_url: str, database_url: str, model: ModelChoice) -> str:
     db = _toml(database_url)
     return f"""\
-# Written by `vectorsync dev`: the services it started, and two collections over its sample tables.
+# Written by `vectorsync dev`: the services it started, and two collections over its sample tables, with
+# change capture: triggers write each change to an outbox and the workers relay it (docs/capture.md).
 # Use it from another terminal with VECTORSYNC_CONFIG=<this file>. It is rewritten at every start.
 
 [broker]
@@ -141,6 +142,7 @@ id = "topic"
 text = "{{topic}}\\n\\n{{body}}"
 metadata = ["kind", "topic", "length"]
 updated_at = "updated_at"
+capture = "trigger"          # any writer's change (psql too) reaches the index: docs/capture.md
 
 [collections.docs.chunker]
 max_tokens = 200
@@ -156,6 +158,7 @@ id = "id"
 text = "{{title}}\\n\\n{{body}}"
 metadata = ["kind", "owner", "created_at"]
 updated_at = "updated_at"
+capture = "trigger"
 
 [collections.crm_notes.chunker]
 max_tokens = 128

@@ -1,4 +1,5 @@
-"""What ``vectorsync dev`` shows once both collections are indexed: three filtered searches and one grounded answer."""
+"""What ``vectorsync dev`` shows once both collections are indexed: three filtered searches, one grounded answer,
+and a plain SQL ``UPDATE`` that a search finds within a second through change capture."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from rich.text import Text
 from producer.cli.console import out, say, short, styled
 from store.settings import Settings
 
-__all__ = ["ASK", "SEARCHES", "show"]
+__all__ = ["ASK", "CHANGE", "SEARCHES", "show"]
 
 #: The searches: (collection, query, filter).
 SEARCHES: tuple[tuple[str, str, dict[str, Any]], ...] = (
@@ -22,6 +23,16 @@ SEARCHES: tuple[tuple[str, str, dict[str, Any]], ...] = (
 )
 #: The question answered from the passages, with citations: (collection, question, filter).
 ASK: tuple[str, str, dict[str, Any]] = ("crm_notes", "What worries customers about onboarding?", {"kind": "call"})
+
+#: A note changed with plain SQL, as psql or another service would, and the search that then finds it:
+#: (id, new body, query).
+CHANGE = (
+    2,
+    "Northwind signed for three years at 12% off; invoices go out in Norwegian kroner.",
+    "invoices in Norwegian kroner",
+)
+#: Seconds the change may take to be found before the demo says it was not.
+CHANGE_SECONDS = 10.0
 
 
 def _metadata_text(metadata: Mapping[str, Any]) -> str:
@@ -41,6 +52,7 @@ def show(settings: Settings, closers: list[Callable[[], Any]]) -> None:
     closers.append(store.close)
     _searches(store)
     _answer(Retrieval.from_settings(settings, store=store), settings)
+    _captured_change(store, settings)
 
 
 def _searches(store: Any) -> None:
@@ -95,3 +107,50 @@ def _answer(retrieval: Any, settings: Settings) -> None:
     say(f"  {short(grounded.answer, 300)}")
     for source in grounded.sources:
         say(f"  [{source.number}] {source.record_id} ({source.score:.2f}): {short(source.excerpt, 90)}")
+
+
+def _captured_change(store: Any, settings: Settings) -> None:
+    """UPDATE a note over a connection of its own (no vectorsync call), then search until the new text is found."""
+    import sqlalchemy as sa
+
+    from store.connect.postgres import make_engine
+
+    record_id, body, query = CHANGE
+    url = settings.collections["crm_notes"].source.url
+    assert url is not None
+    engine = make_engine(url, setting="the demo database")
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text("UPDATE crm_notes SET body = :body WHERE id = :id"), {"body": body, "id": record_id})
+    finally:
+        engine.dispose()
+    start = time.monotonic()
+    out.print(
+        styled("\n", ("change capture", "bold"), f" UPDATE crm_notes SET body = '{body}' WHERE id = {record_id}"),
+        highlight=False,
+        soft_wrap=True,
+    )
+    found = _search_until(store, query, record_id, body, start + CHANGE_SECONDS)
+    if found is None:
+        say(f"  not found {_elapsed(start)} after the commit: see `vectorsync capture status` and the worker logs")
+        return
+    say(
+        f"  plain SQL, no vectorsync call: search crm_notes {json.dumps(query)} finds {found} "
+        f"{time.monotonic() - start:.2f}s after the commit"
+    )
+    say(
+        f"  how: a trigger wrote id {record_id} to vectorsync_outbox in the UPDATE's own transaction; a worker's relay "
+        "(polling every 0.5s) sent it to the live queue, where a worker indexed the row"
+    )
+
+
+def _search_until(store: Any, query: str, record_id: int, body: str, deadline: float) -> str | None:
+    """The id of the chunk of ``record_id`` holding ``body`` once a search finds it; None at ``deadline``."""
+    from store.query import search
+
+    while time.monotonic() < deadline:
+        for match in search("crm_notes", query, limit=3, store=store):
+            if match.metadata.get("record_id") == str(record_id) and body in match.text:
+                return str(match.id)
+        time.sleep(0.05)
+    return None

