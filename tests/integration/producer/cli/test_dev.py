@@ -4,7 +4,9 @@ The sample corpus and the settings the command writes are checked in
 tests/unit/producer/cli/test_dev.py. These slow tests run the real thing:
 ``vectorsync dev --no-serve`` from this checkout, and the README's main-job command ``scripts/dev`` in a fresh clone
 with a temporary HOME, which bootstraps its own .venv, serves, and must stop
-every process it started on SIGINT.
+every process it started on SIGINT. While it serves, the psql ``UPDATE`` its
+printout suggests must reach the search it suggests next within 2 s, with
+nothing else run: change capture, on in the settings the dev system writes.
 """
 
 from __future__ import annotations
@@ -23,14 +25,19 @@ from pathlib import Path
 import psutil
 import pytest
 
+from producer.cli.dev.corpus import CRM_NOTES
 from producer.cli.dev.demo import SEARCHES
-from producer.cli.dev.harness import SERVING
+from producer.cli.dev.harness import SERVING, TRY_QUERY, TRY_UPDATE
 from store.settings import load_settings
 from tests.workers import ROOT, child_env
 
 #: A match line: indented score, then the chunk id ("try:0", "14:0").
 MATCH = re.compile(r"^\s+-?\d+\.\d{3}\s+\S+:\d+\s")
 HEADER = re.compile(r"^search (\d+)/(\d+) .*: (\d+) matches")
+#: Seconds from a psql UPDATE to a search that finds its text: the relay polls the outbox every 0.5 s.
+CAPTURE_SECONDS = 2.0
+#: The word the printout's UPDATE brings into the sample notes.
+NEW_WORD = "Zurich"
 
 
 def _referring_to(folder: Path) -> list[str]:
@@ -130,6 +137,39 @@ def _clean_env(home: Path) -> dict[str, str]:
     return env
 
 
+def _printed(lines: list[str], needle: str) -> str:
+    """The one suggested command of the printout that holds ``needle``."""
+    found = [line.strip() for line in lines if needle in line]
+    assert len(found) == 1, f"{needle!r} in {len(found)} lines of the printout:\n" + "\n".join(lines[-30:])
+    return found[0]
+
+
+def _shell(line: str, clone: Path, env: dict[str, str]) -> str:
+    """``line`` as a user types it in a terminal in ``clone``; its output."""
+    result = subprocess.run(["bash", "-c", line], cwd=clone, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, f"{line}\n{result.stdout[-2000:]}{result.stderr[-2000:]}"
+    return result.stdout
+
+
+def _psql_update_reaches_search(clone: Path, lines: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """The printout's psql UPDATE (a connection of its own, no vectorsync code), then its search until the new
+    text shows, as a user would with nothing else run: seconds from the UPDATE to the start and to the end of
+    the search that found it, which must start within CAPTURE_SECONDS."""
+    update = _printed(lines, TRY_UPDATE)
+    search = _printed(lines, f'search crm_notes "{TRY_QUERY}"')
+    assert "vectorsync index" not in "\n".join(lines), "capture needs no `vectorsync index`"
+    assert NEW_WORD in TRY_UPDATE and not any(NEW_WORD in note[4] for note in CRM_NOTES)
+    assert NEW_WORD not in _shell(search, clone, env)
+    start = time.monotonic()
+    assert _shell(update, clone, env).strip() == "UPDATE 1"
+    while True:
+        began = time.monotonic() - start
+        if began > CAPTURE_SECONDS:
+            pytest.fail(f"{NEW_WORD!r} not found {began:.1f}s after {update}\nby {search}")
+        if NEW_WORD in _shell(search, clone, env):
+            return began, time.monotonic() - start
+
+
 @pytest.fixture
 def fresh_clone(tmp_path: Path) -> Iterator[Path]:
     if not (ROOT / ".git").exists():
@@ -174,6 +214,9 @@ def test_scripts_dev_in_a_fresh_clone_serves_and_stops_on_ctrl_c(fresh_clone: Pa
         assert re.search(r"Redis \(broker, cache\):\s+redis://127\.0\.0\.1:\d+/0", text)
         assert "PostgreSQL (vectors, state):  postgresql://" in text
         assert _referring_to(fresh_clone), "nothing runs in the clone while it serves?"
+        began, found = _psql_update_reaches_search(fresh_clone, output.lines, {**env, "VECTORSYNC_CONFIG": str(config)})
+        demo = re.search(r"search crm_notes .* finds 2:0 (\d+\.\d+)s after the commit", text)
+        assert demo and float(demo.group(1)) < CAPTURE_SECONDS, text[-3000:]
 
         os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the foreground process group
         stop = time.monotonic()
@@ -197,7 +240,10 @@ def test_scripts_dev_in_a_fresh_clone_serves_and_stops_on_ctrl_c(fresh_clone: Pa
             ["git", "status", "--porcelain"], cwd=fresh_clone, capture_output=True, text=True, check=True
         ).stdout
         assert status == "", f"the first try left the checkout dirty:\n{status}"
-        print(f"scripts/dev: serving after {ready:.0f}s, stopped {stopped:.1f}s after Ctrl-C")
+        print(
+            f"scripts/dev: serving after {ready:.0f}s; a psql UPDATE found by the search started {began:.2f}s "
+            f"after it (done {found:.2f}s after); stopped {stopped:.1f}s after Ctrl-C"
+        )
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
