@@ -21,10 +21,12 @@ from store.vectors.indexed import IndexedFields, check_declared, check_indexed
 from store.vectors.keyword.analyzer import Analyzer, analyzer
 from store.vectors.modes import SearchMode, check_mode
 from store.vectors.records import (
+    ChunkDigest,
     StoredChunk,
     VectorMatch,
     VectorRecord,
     check_collection_name,
+    text_digest,
     validate_record,
     validate_vector,
 )
@@ -176,6 +178,22 @@ class Collection:
             return {}
         return {text: vector for text, vector in self._vectors_of([str(i) for i in record_ids], model)}
 
+    def chunk_digests(self, record_ids: Sequence[str]) -> list[ChunkDigest]:
+        """The chunks stored for these records, each as its text's hash and its vector's size, ordered by record and
+        chunk (``verify`` reads a page of records at a time). Raises StoreUnavailable."""
+        found = self._chunk_digests([str(i) for i in record_ids]) if record_ids else []
+        return sorted(found, key=lambda c: (c.record_id, c.chunk, c.id))
+
+    def record_ids_page(self, *, after: str | None, limit: int) -> list[tuple[str, int]]:
+        """Up to ``limit`` record ids of the stored chunks after ``after``, ascending, each with its number of
+        chunks. Raises StoreUnavailable; NotImplementedError where a backend cannot page them (Qdrant)."""
+        return self._record_ids_page(after, limit)
+
+    def keyword_drift(self) -> int:
+        """How many terms of the stored keyword statistics a recount would change (0: none stored); read only,
+        ``recount_keywords`` repairs them. Raises StoreUnavailable."""
+        return 0
+
     def is_empty(self) -> bool:
         """Whether the collection holds no record. Raises StoreUnavailable."""
         return self._count(None) == 0
@@ -290,6 +308,17 @@ class Collection:
     def _vectors_of(self, record_ids: list[str], model: str) -> Iterable[tuple[str, list[float]]]:
         """(text, vector) of the chunks of ``record_ids`` that ``model`` made."""
         raise NotImplementedError
+
+    def _chunk_digests(self, record_ids: list[str]) -> list[ChunkDigest]:
+        """A record at a time through ``_chunks_of``, no vector size; a backend with a faster way overrides it."""
+        return [
+            ChunkDigest(c.id, record_id, c.chunk, text_digest(c.text), c.model)
+            for record_id in record_ids
+            for c in self._chunks_of(record_id)
+        ]
+
+    def _record_ids_page(self, after: str | None, limit: int) -> list[tuple[str, int]]:
+        raise NotImplementedError(f"the {type(self).__name__} store cannot page its record ids")
 
     def _index_fields(self, fields: IndexedFields) -> None:
         """Create the missing indexes of ``fields``; a backend without indexes (memory) needs none."""

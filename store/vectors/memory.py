@@ -16,7 +16,7 @@ import numpy as np
 from store.vectors.base import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
 from store.vectors.filters import Filter
 from store.vectors.keyword import bm25
-from store.vectors.records import StoredChunk, VectorMatch, VectorRecord
+from store.vectors.records import ChunkDigest, StoredChunk, VectorMatch, VectorRecord, text_digest
 
 __all__ = ["MemoryCollection", "MemoryStore", "scores"]
 
@@ -130,6 +130,23 @@ class MemoryCollection(Collection):
         return [
             (r.text, list(r.embedding)) for r in records if r.model == model and r.metadata.get("record_id") in wanted
         ]
+
+    def _chunk_digests(self, record_ids: list[str]) -> list[ChunkDigest]:
+        return [
+            ChunkDigest(
+                r.id,
+                str(r.metadata["record_id"]),
+                int(r.metadata.get("chunk", 0)),
+                text_digest(r.text),
+                r.model,
+                len(r.embedding),
+            )
+            for r in self._matching(Filter.any_of("record_id", record_ids))
+        ]
+
+    def _record_ids_page(self, after: str | None, limit: int) -> list[tuple[str, int]]:
+        owners = Counter(str(r.metadata["record_id"]) for r in self._matching(None) if "record_id" in r.metadata)
+        return sorted((i, n) for i, n in owners.items() if after is None or i > after)[:limit]
 
 
 class MemoryStore(VectorStore):

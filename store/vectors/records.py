@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -16,6 +17,7 @@ from store.settings.collection_names import check_collection_name
 
 __all__ = [
     "RESERVED_METADATA",
+    "ChunkDigest",
     "StoredChunk",
     "VectorMatch",
     "VectorRecord",
@@ -25,6 +27,7 @@ __all__ = [
     "check_record_id",
     "clean_text",
     "escape_unstorable",
+    "text_digest",
     "validate_vector",
 ]
 
@@ -70,6 +73,24 @@ class StoredChunk:
     text: str
     model: str
     written_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkDigest:
+    """One stored chunk as ``verify`` compares it: its text as a sha256 (``text_digest``), and its vector's size
+    (None where the backend does not say)."""
+
+    id: str
+    record_id: str
+    chunk: int
+    text_hash: str
+    model: str
+    dimensions: int | None = None
+
+
+def text_digest(text: str) -> str:
+    """The sha256 of a chunk's text (UTF-8), as ``ChunkDigest.text_hash`` holds it."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def clean_text(text: str) -> str:

@@ -143,6 +143,10 @@ class Ledger(Protocol):
         """Every record id the collection's ledger holds."""
         ...
 
+    def entries_page(self, collection: str, *, after: str | None, limit: int) -> list[LedgerEntry]:
+        """Up to ``limit`` entries of the collection whose ids come after ``after``, by id (None: from the first)."""
+        ...
+
     def models(self, collection: str) -> set[str]:
         """The models the collection's records were last embedded with (``vectorsync migrate`` reads its chain)."""
         ...

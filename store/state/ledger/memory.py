@@ -78,6 +78,11 @@ class MemoryLedger:
         with self._lock:
             return {record_id for name, record_id in self._entries if name == collection}
 
+    def entries_page(self, collection: str, *, after: str | None, limit: int) -> list[LedgerEntry]:
+        with self._lock:
+            found = [e for (name, i), e in self._entries.items() if name == collection and (after is None or i > after)]
+        return sorted(found, key=lambda e: e.record_id)[:limit]
+
     def models(self, collection: str) -> set[str]:
         with self._lock:
             return {entry.model for (name, _), entry in self._entries.items() if name == collection}

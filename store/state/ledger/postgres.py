@@ -147,6 +147,12 @@ class PostgresLedger:
         with self.transaction() as conn:
             return set(conn.scalars(sql.RECORD_IDS, {"collection": collection}))
 
+    def entries_page(self, collection: str, *, after: str | None, limit: int) -> list[LedgerEntry]:
+        statement = sql.ENTRIES_PAGE if after is None else sql.ENTRIES_AFTER
+        with self.database.reading() as conn:
+            rows = conn.execute(statement, {"collection": collection, "limit": limit, "after": after}).all()
+            return [_entry(row) for row in rows]
+
     def _indexed(self, conn: sa.Connection, collection: str, entries: Sequence[LedgerEntry]) -> None:
         if not entries:
             return

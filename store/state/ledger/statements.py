@@ -19,6 +19,8 @@ __all__ = [
     "CREATE_RUN",
     "DEFER_INDEX",
     "ENTRIES",
+    "ENTRIES_AFTER",
+    "ENTRIES_PAGE",
     "FAILURES",
     "FAILURES_OF",
     "FAILURES_PER_COLLECTION",
@@ -65,6 +67,14 @@ READ_LOCKED = (
 ENTRIES = sa.select(ledger).where(
     ledger.c.collection == sa.bindparam("collection"), ledger.c.record_id.in_(sa.bindparam("ids", expanding=True))
 )
+#: A page of a collection's entries by id: the first, and the one after the id ``after``.
+ENTRIES_PAGE = (
+    sa.select(ledger)
+    .where(ledger.c.collection == sa.bindparam("collection"))
+    .order_by(ledger.c.record_id)
+    .limit(sa.bindparam("limit"))
+)
+ENTRIES_AFTER = ENTRIES_PAGE.where(ledger.c.record_id > sa.bindparam("after"))
 RECORD_IDS = sa.select(ledger.c.record_id).where(ledger.c.collection == sa.bindparam("collection"))
 MODELS = sa.select(ledger.c.model).where(ledger.c.collection == sa.bindparam("collection")).distinct()
 #: Every entry of a batch in one statement over arrays: the rows upserted (a version never goes back:

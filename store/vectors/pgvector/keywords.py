@@ -41,6 +41,7 @@ __all__ = [
     "Delta",
     "backfill",
     "count_rows",
+    "drifted_terms",
     "keyword_query",
     "ranked",
     "statistics",
@@ -160,6 +161,23 @@ def count_rows(conn: sa.Connection, table: sa.Table) -> int:
     delta.apply()
     after = {row.term: (row.docs, row.tokens) for row in conn.execute(summed)}
     return sum(1 for term in before.keys() | after.keys() if before.get(term) != after.get(term))
+
+
+def drifted_terms(conn: sa.Connection, table: sa.Table) -> int:
+    """How many terms (the collection's total among them) ``count_rows`` would count otherwise than the statistics
+    hold now; read only, in one statement, so the rows and the statistics are of one snapshot."""
+    statement = sql.SQL(
+        "WITH kept AS (SELECT term, sum(docs) AS docs, sum(tokens) AS tokens FROM {stats} GROUP BY term "
+        "HAVING sum(docs) <> 0 OR sum(tokens) <> 0), "
+        "counted AS (SELECT k AS term, count(*)::numeric AS docs, 0::numeric AS tokens "
+        "FROM {rows}, jsonb_object_keys(keywords) AS k GROUP BY k "
+        "UNION ALL SELECT {total}, count(*)::numeric, coalesce(sum(keyword_length), 0)::numeric FROM {rows} "
+        "WHERE keyword_length > 0 HAVING count(*) > 0) "
+        "SELECT count(*) FROM kept FULL JOIN counted USING (term) "
+        "WHERE kept.docs IS DISTINCT FROM counted.docs OR kept.tokens IS DISTINCT FROM counted.tokens"
+    ).format(stats=sql.Identifier(stats_table(table).name), rows=sql.Identifier(table.name), total=sql.Literal(TOTAL))
+    found = driver(conn).execute(statement).fetchone()
+    return int(found[0]) if found is not None else 0
 
 
 def backfill(

@@ -24,10 +24,10 @@ from store.vectors.base import Collection
 from store.vectors.filters import Filter
 from store.vectors.indexed import IndexedFields
 from store.vectors.pgvector.filters import compile_filter
-from store.vectors.pgvector.keywords import Delta, count_rows, ranked
+from store.vectors.pgvector.keywords import Delta, count_rows, drifted_terms, ranked
 from store.vectors.pgvector.planner import OVERSHOOT, Plan, Ranking, exact_search, observe, plan
 from store.vectors.pgvector.schema import bulk_indexes, ensure_field_indexes
-from store.vectors.records import StoredChunk, VectorMatch, VectorRecord, canonical_json
+from store.vectors.records import ChunkDigest, StoredChunk, VectorMatch, VectorRecord, canonical_json
 
 if TYPE_CHECKING:
     from store.vectors.pgvector.store import PgvectorStore
@@ -208,6 +208,27 @@ class PgvectorCollection(Collection):
         query = sa.select(t.c.text, t.c.embedding).where(t.c.record_id.in_(record_ids), t.c.model == model)
         with self._store.transaction() as conn:
             return [(r.text, _floats(r.embedding)) for r in conn.execute(query)]
+
+    def _chunk_digests(self, record_ids: list[str]) -> list[ChunkDigest]:
+        t = self.table
+        text_hash = sa.func.encode(sa.func.sha256(sa.func.convert_to(t.c.text, "UTF8")), "hex")
+        columns = (t.c.id, t.c.record_id, t.c.chunk, text_hash, t.c.model, sa.func.vector_dims(t.c.embedding))
+        query = sa.select(*columns).where(t.c.record_id.in_(record_ids))
+        with self._store.transaction() as conn:
+            return [ChunkDigest(r[0], r[1], r[2] or 0, r[3], r[4], r[5]) for r in conn.execute(query)]
+
+    def _record_ids_page(self, after: str | None, limit: int) -> list[tuple[str, int]]:
+        t = self.table
+        query = sa.select(t.c.record_id, sa.func.count()).where(t.c.record_id.is_not(None))
+        if after is not None:
+            query = query.where(t.c.record_id > after)
+        query = query.group_by(t.c.record_id).order_by(t.c.record_id).limit(limit)
+        with self._store.transaction() as conn:
+            return [(str(r[0]), int(r[1])) for r in conn.execute(query)]
+
+    def keyword_drift(self) -> int:
+        with self._store.transaction() as conn:
+            return drifted_terms(conn, self.table)
 
     def _index_fields(self, fields: IndexedFields) -> None:
         with self._store.transaction() as conn:

@@ -35,6 +35,16 @@ class LedgerContract:
         assert ledger.record_ids(name) == {"a", "b"}
         assert ledger.entries(unique_name(), ["a"]) == {}  # collections are apart
 
+    def test_entries_come_a_page_at_a_time_by_id(self, ledger: Ledger) -> None:
+        name = unique_name()
+        with ledger.locked(name, ["c", "a", "b"]) as held:
+            held.record_indexed([entry("c"), entry("a"), entry("b")])
+        first = ledger.entries_page(name, after=None, limit=2)
+        assert [e.record_id for e in first] == ["a", "b"] and first[0] == entry("a")
+        assert [e.record_id for e in ledger.entries_page(name, after="b", limit=2)] == ["c"]
+        assert ledger.entries_page(name, after="c", limit=2) == []
+        assert ledger.entries_page(unique_name(), after=None, limit=2) == []
+
     def test_an_entry_read_back_says_when_it_was_written(self, ledger: Ledger) -> None:
         name, before = unique_name(), datetime.now(UTC)
         with ledger.locked(name, ["a"]) as held:

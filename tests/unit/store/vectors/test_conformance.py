@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from store import Collection, ConfigError, Filter, VectorRecord
+from store.vectors.records import text_digest
 from tests.backends import IN_PROCESS_BACKENDS, StoreFactory, make_store_factory, unique_name
 
 PEOPLE = [
@@ -144,6 +145,29 @@ class VectorStoreContract:
             [0, 0.6, 0.8, 0], abs=1e-6
         )
         assert notes.vectors_of([], model="m1") == {}
+
+    def test_chunk_digests_hash_each_chunks_text_and_page_the_record_ids(self, notes: Collection) -> None:
+        chunks = [
+            VectorRecord(f"r{r}:{i}", [1, 0, 0, i], f"part {i}", {"record_id": f"r{r}", "chunk": i}, model="m1")
+            for r in (1, 2, 3)
+            for i in range(r)
+        ]
+        notes.replace_records(["r1", "r2", "r3"], chunks)
+        found = notes.chunk_digests(["r2", "r1", "r9"])
+        assert [(c.id, c.record_id, c.chunk, c.text_hash, c.model) for c in found] == [
+            ("r1:0", "r1", 0, text_digest("part 0"), "m1"),
+            ("r2:0", "r2", 0, text_digest("part 0"), "m1"),
+            ("r2:1", "r2", 1, text_digest("part 1"), "m1"),
+        ]
+        assert {c.dimensions for c in found} <= {4, None}  # None: a backend that does not say (Qdrant)
+        assert notes.chunk_digests([]) == []
+        try:
+            first = notes.record_ids_page(after=None, limit=2)
+        except NotImplementedError:
+            return
+        assert first == [("r1", 1), ("r2", 2)]
+        assert notes.record_ids_page(after="r2", limit=2) == [("r3", 3)]
+        assert notes.keyword_drift() == 0
 
     def test_upsert_replaces_a_record_with_the_same_id(self, notes: Collection) -> None:
         notes.upsert(VectorRecord("n1", [1, 0, 0, 0], "old", {"v": 1}))
