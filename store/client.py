@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from store.vectors.base import Collection, VectorStore
     from store.vectors.filters import Filter
     from store.vectors.records import VectorMatch
+    from store.verify import ChunkReader, Report
 
 __all__ = ["Client", "Hooks", "ProcessDefault", "default_client", "use_client"]
 
@@ -259,6 +260,19 @@ class Client:
         from store.explain import gather
 
         return gather(self, collection, str(record_id), source=source)
+
+    def verify(
+        self, collection: str, *, sample: int | None = None, source: ChunkReader | None = None, repair: bool = False
+    ) -> Report:
+        """Compare ``collection``'s ledger with what its store holds, record by record (every record, or ``sample``
+        at random), find chunks no entry accounts for and keyword statistics a recount would change. ``source``
+        reads records as a worker would, so chunk texts are compared too (``worker.verifying.ChunkReading``).
+        ``repair``: drifted records are forgotten by the ledger and sent as ``index_batch`` tasks, orphans' ids
+        sent too (their batch deletes what the source no longer has), the statistics recounted. Raises
+        ConfigError for an unknown collection or a bad sample, StoreUnavailable."""
+        from store.verify import verify
+
+        return verify(self, collection, sample=sample, source=source, repair=repair)
 
     def rerank(
         self, query: str, matches: Sequence[VectorMatch], *, top: int | None = None, user: str | None = None

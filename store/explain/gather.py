@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from store.state.ledger import Failure, Ledger
     from store.vectors.base import Collection
 
-__all__ = ["Parts", "SourceReader", "gather", "no_source"]
+__all__ = ["Parts", "SourceReader", "backend_of", "declared", "gather", "no_source"]
 
 #: The backends, as ``vectors.store`` names them.
 BACKENDS = ("pgvector", "qdrant", "memory")
@@ -83,7 +83,7 @@ def gather(parts: Parts, collection: str, record_id: str, *, source: SourceReade
     read = source.read(collection, record_id) if source is not None and kind != "push" else no_source(kind)
     generation = parts.router.reading(collection).physical
     stored = parts.router.read(collection)
-    chunks, backend = stored.chunks_of(record_id), _backend(stored)
+    chunks, backend = stored.chunks_of(record_id), backend_of(stored)
     notes = _notes(backend, read)
     rows, since = _outbox(settings, config, base, record_id, notes)
     queued = parts.producer.coalescer.queued(base, record_id)
@@ -105,7 +105,7 @@ def gather(parts: Parts, collection: str, record_id: str, *, source: SourceReade
     )
 
 
-def _backend(collection: Collection) -> str:
+def backend_of(collection: Collection) -> str:
     """Which backend holds ``collection``, by the module of its class (a store passed to the Client may differ
     from ``vectors.store``)."""
     module = type(collection).__module__
