@@ -26,6 +26,7 @@ from producer.cli.reindex import reindex
 from producer.cli.search import search
 from producer.cli.status import status
 from producer.cli.values import TypedValues
+from producer.cli.verify import verify
 
 __all__ = ["app", "main"]
 
@@ -59,6 +60,7 @@ for command in (
     doctor,
     failures,
     explain,
+    verify,
     init,
     migrate,
     relay,

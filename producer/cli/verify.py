@@ -1,0 +1,106 @@
+"""``vectorsync verify COLLECTION [--sample N] [--repair] [--json]``: the ledger compared with what the store holds,
+record by record; exit 1 when anything drifted, 0 when clean, 2 on bad input.
+
+Chunk texts are compared with what the source's records make, read as a worker reads them
+(``worker.verifying``), imported inside the command alone, so ``import producer`` stays light.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from producer.cli.console import guarded, say
+
+if TYPE_CHECKING:
+    from store.client import Client
+    from store.verify import Report
+
+__all__ = ["render", "to_json", "verify"]
+
+
+def verify(
+    collection: Annotated[str, typer.Argument(help="the collection (or a generation, NAME__gN)")],
+    sample: Annotated[int | None, typer.Option("--sample", "-n", help="check N records drawn at random")] = None,
+    repair: Annotated[
+        bool, typer.Option("--repair", help="re-index drifted records, send orphans' ids, recount statistics")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="the report in full, as JSON")] = False,
+) -> None:
+    """Compare the ledger with what the store holds: chunks, texts, vectors, orphans, keyword statistics."""
+    from store.client import default_client
+
+    client = guarded(default_client)
+    report = guarded(lambda: read(client, collection, sample=sample, repair=repair))
+    if as_json:
+        print(to_json(report))
+    else:
+        render(report)
+    if not report.clean:
+        raise typer.Exit(1)
+
+
+def read(client: Client, collection: str, *, sample: int | None, repair: bool) -> Report:
+    """The report of ``collection``, its source read as a worker reads it."""
+    from store.explain.gather import declared
+    from worker.verifying import ChunkReading
+
+    declared(client.settings, collection)  # an unknown collection is refused before any part is opened
+    with ChunkReading(client) as reading:
+        return client.verify(collection, sample=sample, source=reading, repair=repair)
+
+
+def _summary(report: Report) -> str:
+    checked = f"a sample of {report.records} records" if report.sample is not None else f"{report.records} records"
+    return (
+        f"{report.collection} (reads {report.generation}, a {report.backend} store): {checked}, {report.chunks} "
+        f"chunks compared in {report.seconds:.1f} s"
+    )
+
+
+def _findings(report: Report) -> list[str]:
+    kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(report.kinds.items()))
+    lines = [
+        f"drifted  {report.drifted} records" + (f" ({kinds})" if kinds else ""),
+        f"orphans  {report.orphan_records} records' {report.orphan_chunks} chunks no ledger entry accounts for",
+        f"keywords {report.keyword_terms} terms differ from a recount",
+    ]
+    if report.stale:
+        lines.append(f"stale    {report.stale} records changed in the source since indexed (not drift: reconcile)")
+    return lines
+
+
+def render(report: Report) -> None:
+    """The summary, the first drifted records with what differs, the notes, and what a repair did."""
+    say(_summary(report))
+    for line in _findings(report):
+        say(line)
+    for drift in report.first:
+        say(f"  {drift.record_id}: " + "; ".join(drift.details))
+    if len(report.first) < report.drifted + report.orphan_records:
+        say(f"  ... and {report.drifted + report.orphan_records - len(report.first)} more (--json shows the first)")
+    for note in report.notes:
+        say(f"note: {note}")
+    fixed = report.repair
+    if fixed is not None:
+        say(
+            f"repaired: {fixed.reindexed} records forgotten by the ledger and sent to be indexed again, "
+            f"{fixed.orphans_sent} orphans' record ids sent (a record the source no longer has is deleted), "
+            f"in {fixed.batches} index_batch tasks; {fixed.recounted} keyword terms recounted"
+        )
+        for line in fixed.left:
+            say(f"left: {line}")
+    if report.clean:
+        say("clean")
+    elif fixed is None:
+        say(f"drifted: `vectorsync verify {report.collection} --repair` fixes it")
+
+
+def to_json(report: Report) -> str:
+    """The report in full, and whether it is clean."""
+    data: dict[str, Any] = asdict(report)
+    data["clean"] = report.clean
+    return json.dumps(data, default=str, indent=2)
