@@ -4,6 +4,7 @@ sending again the pushes a sweep finds lost (``store.broker.pushes``)."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 
 from store.broker.queues import sent_headers
@@ -16,6 +17,8 @@ from worker.flow import Batch, Work
 from worker.process import context
 
 __all__ = ["Pushed", "is_pushed", "send_lost"]
+
+log = logging.getLogger(__name__)
 
 
 class Pushed(Work):
@@ -57,4 +60,6 @@ def send_lost(collection: str) -> int:
         args = (collection, push.id, push.text, push.metadata, push.version)
         send(app.tasks[INDEX_DOCUMENT], args=args, queue=LIVE_QUEUE, headers=sent_headers())
         sent += 1
+    if sent:
+        log.warning("sent again %d pushes of %s that no worker had indexed after they were sent", sent, collection)
     return sent

@@ -158,17 +158,12 @@ def _missing(facts: Facts) -> Verdict | None:
 
 
 def _restore_command(facts: Facts) -> str:
-    """What restores lost chunks today: indexing the record again is skipped, since its hash is the ledger's."""
+    """What restores lost chunks: ``verify --repair`` makes the ledger forget the record and indexes it again
+    (``vectorsync index`` alone skips it, its hash being the ledger's); a pushed record's content is the app's."""
     name = facts.collection
     if facts.pushed:
-        return (
-            "a push of the same content is skipped as unchanged: `vectorsync collections reset "
-            f"{name} --yes`, then push its documents again"
-        )
-    return (
-        f"`vectorsync index` skips it as unchanged: `vectorsync collections reset {name} --yes` then "
-        f"`vectorsync reindex {name}` restores it, with the whole collection"
-    )
+        return "push it again (index_document), or delete it; `vectorsync verify` lists every such record"
+    return f"run `vectorsync verify {name} --repair` (`vectorsync index` alone skips it as unchanged)"
 
 
 def _not_indexed(facts: Facts) -> Verdict | None:

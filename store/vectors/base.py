@@ -172,11 +172,9 @@ class Collection:
         return sorted(self._chunks_of(str(record_id)), key=lambda c: (c.chunk, c.id))
 
     def vectors_of(self, record_ids: Sequence[str], *, model: str) -> dict[str, list[float]]:
-        """The vector of each chunk text stored for ``record_ids`` that ``model`` made, by text: what a new
-        version of those records need not buy again (``worker.pipeline``). Raises StoreUnavailable."""
-        if not record_ids:
-            return {}
-        return {text: vector for text, vector in self._vectors_of([str(i) for i in record_ids], model)}
+        """The vector ``model`` made of each chunk text stored for ``record_ids``, by text: what a new version of
+        those records need not buy again (``worker.pipeline``). Raises StoreUnavailable."""
+        return dict(self._vectors_of([str(i) for i in record_ids], model)) if record_ids else {}
 
     def chunk_digests(self, record_ids: Sequence[str]) -> list[ChunkDigest]:
         """The chunks stored for these records, each as its text's hash and its vector's size, ordered by record and
@@ -306,16 +304,12 @@ class Collection:
         raise NotImplementedError
 
     def _vectors_of(self, record_ids: list[str], model: str) -> Iterable[tuple[str, list[float]]]:
-        """(text, vector) of the chunks of ``record_ids`` that ``model`` made."""
         raise NotImplementedError
 
     def _chunk_digests(self, record_ids: list[str]) -> list[ChunkDigest]:
         """A record at a time through ``_chunks_of``, no vector size; a backend with a faster way overrides it."""
-        return [
-            ChunkDigest(c.id, record_id, c.chunk, text_digest(c.text), c.model)
-            for record_id in record_ids
-            for c in self._chunks_of(record_id)
-        ]
+        found = ((r, c) for r in record_ids for c in self._chunks_of(r))
+        return [ChunkDigest(c.id, r, c.chunk, text_digest(c.text), c.model) for r, c in found]
 
     def _record_ids_page(self, after: str | None, limit: int) -> list[tuple[str, int]]:
         raise NotImplementedError(f"the {type(self).__name__} store cannot page its record ids")
@@ -337,9 +331,8 @@ def missing(name: str, existing: Iterable[str]) -> str:
     """The message for a collection ``name`` that does not exist: the existing ones, and the fix."""
     known = ", ".join(sorted(existing)) or "none yet"
     return (
-        f"collection {name!r} does not exist (existing: {known}): check the name, or declare "
-        f"[collections.{name}] and index it (vectorsync reindex {name}), or create it empty (vectorsync "
-        f"collections create {name})"
+        f"collection {name!r} does not exist (existing: {known}): check the name, or declare [collections.{name}] "
+        f"and index it (vectorsync reindex {name}), or create it empty (vectorsync collections create {name})"
     )
 
 

@@ -110,8 +110,7 @@ def test_each_verdict_as_the_command_prints_it(rig: Rig) -> None:
     missing = rig.explain("2")
     assert (missing["verdict"]["state"], missing["chunks"]) == ("missing", [])
     assert missing["verdict"]["line"].endswith(
-        f"`vectorsync collections reset {rig.collection} --yes` then `vectorsync reindex {rig.collection}` "
-        "restores it, with the whole collection"
+        f"run `vectorsync verify {rig.collection} --repair` (`vectorsync index` alone skips it as unchanged)"
     )
 
     rig.crm.delete([3])
@@ -124,10 +123,11 @@ def test_each_verdict_as_the_command_prints_it(rig: Rig) -> None:
         assert run_cli(rig.config, "index", rig.collection, "3").returncode == 0
         wait_for(lambda: rig.explain("3")["chunks"] == [], timeout=60, what="record 3's chunks deleted")
         assert rig.explain("3")["verdict"]["line"] == "gone from the source: nothing of it is stored, as it should be"
-        assert run_cli(rig.config, "collections", "reset", rig.collection, "--yes").returncode == 0
-        reindexed = run_cli(rig.config, "reindex", rig.collection, "--wait", "--timeout", "60")
-        assert reindexed.returncode == 0, reindexed.stdout + reindexed.stderr
-    assert rig.explain("2")["verdict"]["state"] == "current"
+        repaired = run_cli(rig.config, "verify", rig.collection, "--repair")
+        assert repaired.returncode == 1 and "sent to be indexed again" in repaired.stdout, (
+            repaired.stdout + repaired.stderr
+        )
+        wait_for(lambda: rig.explain("2")["verdict"]["state"] == "current", timeout=60, what="record 2 repaired")
 
 
 def test_the_text_form_ends_with_the_verdict_and_bad_input_exits_2(rig: Rig) -> None:

@@ -84,9 +84,8 @@ def test_missing_when_the_store_lost_every_chunk() -> None:
     found = facts(chunks=[]).verdict
     assert found.state == State.MISSING
     assert found.line == (
-        "missing: the store lost its 2 chunks (the ledger still records them); `vectorsync index` skips it as "
-        "unchanged: `vectorsync collections reset notes --yes` then `vectorsync reindex notes` restores it, with "
-        "the whole collection"
+        "missing: the store lost its 2 chunks (the ledger still records them); run `vectorsync verify notes "
+        "--repair` (`vectorsync index` alone skips it as unchanged)"
     )
 
 
@@ -97,7 +96,9 @@ def test_missing_when_the_store_holds_some_of_the_chunks() -> None:
 
 def test_missing_chunks_of_a_pushed_record_are_pushed_again() -> None:
     found = facts(source=SourceFacts("push", None), chunks=[]).verdict
-    assert found.line.endswith("`vectorsync collections reset notes --yes`, then push its documents again")
+    assert found.line.endswith(
+        "push it again (index_document), or delete it; `vectorsync verify` lists every such record"
+    )
 
 
 def test_an_id_the_shell_would_split_is_quoted_in_the_command() -> None:
