@@ -66,7 +66,7 @@ def test_a_record_whose_chunks_the_store_lost_is_missing(tasks: testing.TaskQueu
     tasks.client.open("notes").replace_records(["1"], [])
     facts = explained(tasks)
     assert facts.verdict.state == State.MISSING
-    assert "`vectorsync index` skips it as unchanged" in facts.verdict.line
+    assert f"run `vectorsync verify {facts.collection} --repair`" in facts.verdict.line
     tasks.producer.index_record("notes", "1")  # which is why the verdict does not name it
     tasks.run_queue()
     assert explained(tasks).verdict.state == State.MISSING
