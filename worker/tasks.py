@@ -12,7 +12,7 @@ import logging
 from typing import Any, Unpack
 
 from celery import Task
-from celery.exceptions import Retry, SoftTimeLimitExceeded
+from celery.exceptions import Reject, Retry, SoftTimeLimitExceeded
 
 from store.contract import (
     BUILD_INDEX,
@@ -88,7 +88,7 @@ def index_document(
     work = Pushed(collection, Document(str(id), text or "", metadata or {}, version), deleted=text is None)
     try:
         counts = process(self, work)
-    except Retry:
+    except (Retry, Reject):  # it runs again (a retry, or its message back in the queue): its copy stays kept
         raise
     except Exception:  # no attempt will do better: sending it again from a sweep would fail the same way
         work.settle()

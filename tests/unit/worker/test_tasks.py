@@ -3,15 +3,18 @@ retried or delivered again goes on with the run it began, whatever its sender na
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from celery.exceptions import Reject, Retry
 
 from producer import testing
 from store.contract import INDEX_BATCH, RECONCILE, REINDEX_ALL
 from store.errors import StoreUnavailable
 from store.state.ledger import RunProgress, RunStatus
+from worker import tasks
 
 
 def _failing_once(method: Callable[..., RunProgress]) -> Callable[..., RunProgress]:
@@ -101,3 +104,37 @@ def test_a_batch_message_with_a_keyword_it_does_not_know_is_refused(
         queue.send_task(INDEX_BATCH, args=("notes", ["1"]), kwargs={"run": "r1"})
         with pytest.raises(TypeError, match=r"^index_batch\(\) got an unexpected keyword argument 'run'$"):
             queue.run_queue()
+
+
+class _Kept:
+    """The kept pushes' settles (store.broker.pushes keeps them in Redis)."""
+
+    def __init__(self) -> None:
+        self.settled: list[tuple[str, str, int]] = []
+
+    def settle(self, collection: str, id: str, version: int) -> None:
+        self.settled.append((collection, id, version))
+
+
+@pytest.mark.parametrize(
+    ("raised", "settled"),
+    [(Reject("the broker took no retry", requeue=True), False), (Retry("later"), False), (ValueError("bug"), True)],
+    ids=["delivered-again", "retried", "a-bug"],
+)
+def test_a_push_whose_message_goes_back_to_its_queue_keeps_its_copy(
+    raised: Exception, settled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A push delivered again (its retry refused by a restarting broker, say) may be lost on its way back, as a
+    first send may: its kept copy goes only once no attempt will run it again."""
+    kept = _Kept()
+    settings = {"collections": {"docs": {"source": {"kind": "push"}}}}
+    with testing.queue(settings) as queue:
+        monkeypatch.setattr(type(queue.context), "pushes", lambda self: kept)
+
+        def failing(task: Any, work: Any) -> dict[str, int]:
+            raise raised
+
+        monkeypatch.setattr(tasks, "process", failing)
+        with contextlib.suppress(type(raised)):  # Celery keeps a Reject as the task's outcome, raising nothing
+            tasks.index_document.apply(args=("docs", "d1", "text", {}, 7), throw=True).get()
+    assert kept.settled == ([("docs", "d1", 7)] if settled else [])
