@@ -64,6 +64,9 @@ class Work:
         ids, fresh = self.batch.ids, self.fresh
         return context().written(self.batch.collection, ids, lambda indexer: indexer.index(ids, fresh=fresh))
 
+    def given_up(self) -> None:
+        """Its message came back too often (``worker.retries.DeliveredTooOften``): its records fail now."""
+
     def ready_to_count(self) -> bool:
         """False puts the count off (the pool batch, while records wait in the pool)."""
         return True
@@ -88,6 +91,7 @@ def process(task: Task, work: Work) -> dict[str, int]:
         result = combined(outcomes)
     except DeliveredTooOften as exc:  # the work itself kills its worker: it fails alone, its run goes on
         log.error("%d records of %s given up: %s", len(batch.ids), batch.collection, exc)
+        work.given_up()
         result = as_failed(batch.ids, exc)
     except (StoreUnavailable, SoftTimeLimitExceeded) as exc:  # the hard limit follows: retried, not lost with it
         cause = _cause(batch, exc)

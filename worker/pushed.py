@@ -4,9 +4,12 @@ sending again the pushes a sweep finds lost (``store.broker.pushes``)."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
+import math
 import time
 
+from store.broker.pushes import Push
 from store.broker.queues import sent_headers
 from store.connect.redis import unavailable
 from store.contract import INDEX_DOCUMENT, LIVE_QUEUE
@@ -16,9 +19,12 @@ from worker.delivery import send
 from worker.flow import Batch, Work
 from worker.process import context
 
-__all__ = ["Pushed", "is_pushed", "send_lost"]
+__all__ = ["SEND_AT_MOST", "Pushed", "is_pushed", "send_lost"]
 
 log = logging.getLogger(__name__)
+
+#: Pushes one sweep sends again at most; the next sweep sends more.
+SEND_AT_MOST = 1000
 
 
 class Pushed(Work):
@@ -26,7 +32,7 @@ class Pushed(Work):
 
     def __init__(self, collection: str, document: Document, *, deleted: bool) -> None:
         super().__init__(Batch(collection, [document.id]))
-        self.document, self.deleted = document, deleted
+        self.document, self.deleted, self.parked = document, deleted, False
 
     def __call__(self) -> dict[str, BatchResult]:
         collection, document = self.batch.collection, self.document
@@ -36,9 +42,23 @@ class Pushed(Work):
             )
         return context().written(collection, [document.id], lambda i: i.index_documents([document]))
 
+    def given_up(self) -> None:
+        """It kept killing its worker (``worker.max_redeliveries``): keep its copy, never to be sent again."""
+        self.parked = True
+
     def settle(self) -> None:
-        """The push is indexed, deleted, superseded or given up: its kept copy goes, unless a newer one is kept."""
-        context().pushes().settle(self.batch.collection, self.document.id, self.document.version)
+        """The push is indexed, deleted or superseded: its kept copy goes, unless a newer one is kept. One given
+        up keeps its content in Redis instead (its failures row says so), sent by no sweep, until a newer push
+        of the document replaces it."""
+        document, pushes = self.document, context().pushes()
+        if not self.parked:
+            pushes.settle(self.batch.collection, document.id, document.version)
+            return
+        text = None if self.deleted else document.text
+        with unavailable(f"the push of {document.id} could not be parked", "its failures row names it"):
+            pushes.keep(
+                self.batch.collection, Push(document.id, text, dict(document.metadata), document.version, math.inf)
+            )
 
 
 def is_pushed(collection: str) -> bool:
@@ -47,19 +67,21 @@ def is_pushed(collection: str) -> bool:
     return declared is not None and declared.source.kind == "push"
 
 
-def send_lost(collection: str) -> int:
-    """Send again each push of ``collection`` kept for longer than ``broker.visibility_timeout`` (lost: a
-    message a dead worker held is back by then), marked sent now; how many. Raises StoreUnavailable."""
+def send_lost(collection: str, *, at_most: int = SEND_AT_MOST) -> int:
+    """Send again the pushes of ``collection`` kept for longer than ``broker.visibility_timeout`` (lost: a
+    message a dead worker held is back by then), ``at_most`` of them, each marked sent now; how many. Read
+    lazily, so a sweep behind a long backlog holds one push at a time and sends a bounded number of duplicates.
+    Raises StoreUnavailable."""
     ctx = context()
     pushes, sent = ctx.pushes(), 0
     with unavailable(f"the kept pushes of {collection} could not be read", "the next sweep sends them"):
-        lost = list(pushes.lost(collection, older_than=ctx.settings.broker.visibility_timeout))
-    for push in lost:
-        with unavailable(f"the kept push of {collection}/{push.id} could not be renewed", "the next sweep sends it"):
+        for push in itertools.islice(
+            pushes.lost(collection, older_than=ctx.settings.broker.visibility_timeout), at_most
+        ):
             pushes.keep(collection, dataclasses.replace(push, sent_at=time.time()))
-        args = (collection, push.id, push.text, push.metadata, push.version)
-        send(app.tasks[INDEX_DOCUMENT], args=args, queue=LIVE_QUEUE, headers=sent_headers())
-        sent += 1
+            args = (collection, push.id, push.text, push.metadata, push.version)
+            send(app.tasks[INDEX_DOCUMENT], args=args, queue=LIVE_QUEUE, headers=sent_headers())
+            sent += 1
     if sent:
         log.warning("sent again %d pushes of %s that no worker had indexed after they were sent", sent, collection)
     return sent

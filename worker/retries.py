@@ -18,7 +18,8 @@ __all__ = ["DeliveredTooOften", "again", "check_redeliveries", "message_run_id",
 
 class DeliveredTooOften(VectorsyncError):
     """A task's message came back more than ``worker.max_redeliveries`` times: the task gives up on it, as on
-    an error retrying cannot fix (its records go to failures, its run ends failed)."""
+    an error retrying cannot fix (a batch's records go to failures and its run goes on; a fan-out, a sweep or
+    an index build ends its run failed)."""
 
 
 def task_policy(task: Task) -> RetryPolicy:

@@ -5,6 +5,7 @@ App code reaches it as ``Client.producer`` (``store.client``) or through ``produ
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, overload
@@ -17,7 +18,7 @@ from store.broker.documents import document_id
 from store.broker.pushes import Push, Pushes
 from store.broker.queues import QueueState, WorkerState, queue_states, sent_headers, worker_states
 from store.broker.versions import DocumentClock
-from store.connect.redis import unavailable
+from store.connect.redis import REDIS_ERRORS
 from store.contract import (
     BULK_QUEUE,
     INDEX_BATCH,
@@ -44,6 +45,9 @@ def _record_id(record_id: object) -> str:
     if isinstance(record_id, bool) or not isinstance(record_id, str | int) or record_id == "":
         raise ConfigError(f"record id {record_id!r} is not allowed: use a non-empty string or an integer")
     return str(record_id)
+
+
+log = logging.getLogger(__name__)
 
 
 class Producer:
@@ -160,11 +164,18 @@ class Producer:
         return key
 
     def send_push(self, collection: str, push: Push) -> None:
-        """Keep ``push`` (``store.broker.pushes``), then send it. Raises StoreUnavailable when either fails."""
-        with unavailable(
-            f"pushed document {push.id!r} could not be kept in Redis until indexed", "send it again once Redis answers"
-        ):
+        """Keep ``push`` (``store.broker.pushes``), then send it. A Redis that cannot keep it costs the copy, not
+        the send (a warning says so, as coalescing does). Raises StoreUnavailable when the send fails."""
+        try:
             self.pushes.keep(collection, push)
+        except REDIS_ERRORS as exc:
+            log.warning(
+                "pushed document %r of %s is sent without a copy kept in Redis (%s): if its message is lost, no "
+                "sweep sends it again",
+                push.id,
+                collection,
+                exc,
+            )
         try:
             self._send(INDEX_DOCUMENT, (collection, push.id, push.text, push.metadata, push.version), LIVE_QUEUE)
         except Exception:  # the caller is told it was not sent: no sweep sends it behind the caller's back

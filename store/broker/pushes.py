@@ -79,9 +79,10 @@ class Pushes:
         has not sent the push yet, and says it could not."""
         if self.client is None:
             return
+        # ASCII JSON: a lone surrogate in a text (decoded with surrogateescape) is written escaped, as Celery's
+        # JSON writes the message, where redis-py's strict UTF-8 would raise.
         body = json.dumps(
-            {"text": push.text, "metadata": push.metadata, "version": push.version, "sent_at": push.sent_at},
-            ensure_ascii=False,
+            {"text": push.text, "metadata": push.metadata, "version": push.version, "sent_at": push.sent_at}
         )
         self._keep(keys=_keys(collection), args=[push.id, body, _digits(push.version)])
 

@@ -176,7 +176,8 @@ class Embeddings:
 
     def _known(self, texts: list[str], reuse: Reuse | None, *, count: bool = True) -> dict[str, Embedding]:
         """What need not be bought: the cache's vectors, then those ``reuse`` finds stored for the rest (each of
-        ``dimensions``; put in the cache, so the next lookup finds them there)."""
+        ``dimensions``). Those are not cached: a store may keep a vector rounded (halfvec) or normalised (Qdrant's
+        cosine), right for its own collection, not for another's."""
         found = self._from_cache(texts, count=count)
         missing = [text for text in texts if text not in found] if reuse is not None else []
         if reuse is None or not missing:
@@ -189,7 +190,6 @@ class Embeddings:
         }
         if stored and count:
             self.stats.add("reused", amount=len(stored))
-            self._to_cache(stored)
         return found | stored
 
     def _from_cache(self, texts: list[str], *, count: bool = True) -> dict[str, Embedding]:

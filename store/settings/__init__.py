@@ -113,8 +113,8 @@ class WorkerSettings(Section):
     #: Retries of a batch whose provider calls keep failing, before its records go to failures.
     max_retries: int = Field(default=5, ge=0)
     #: Times a task's message may come back after its pool process died under it or was killed at
-    #: ``time_limit`` (out of memory, a crash, kill -9), before the task gives up on it: its records go to
-    #: failures, its run ends failed. Counted in the cache's Redis (``store.broker.redeliveries``).
+    #: ``time_limit`` (out of memory, a crash, kill -9), before the task gives up on it: a batch's records go
+    #: to failures (its run goes on), a fan-out's or sweep's run ends failed. Counted in the cache's Redis.
     max_redeliveries: int = Field(default=5, ge=1)
     #: First retry delay in seconds; doubles each time.
     retry_delay: float = Field(default=10, ge=0)

@@ -4,17 +4,20 @@ retried or delivered again goes on with the run it began, whatever its sender na
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from celery.exceptions import Reject, Retry
 
 from producer import testing
+from store.broker.pushes import Push
 from store.contract import INDEX_BATCH, RECONCILE, REINDEX_ALL
 from store.errors import StoreUnavailable
 from store.state.ledger import RunProgress, RunStatus
-from worker import tasks
+from worker import flow, pushed, tasks
+from worker.retries import DeliveredTooOften
 
 
 def _failing_once(method: Callable[..., RunProgress]) -> Callable[..., RunProgress]:
@@ -107,13 +110,21 @@ def test_a_batch_message_with_a_keyword_it_does_not_know_is_refused(
 
 
 class _Kept:
-    """The kept pushes' settles (store.broker.pushes keeps them in Redis)."""
+    """The kept pushes, in lists (store.broker.pushes keeps them in Redis)."""
 
-    def __init__(self) -> None:
+    def __init__(self, lost: list[Push] | None = None) -> None:
         self.settled: list[tuple[str, str, int]] = []
+        self.kept: list[Push] = []
+        self.waiting = lost or []
 
     def settle(self, collection: str, id: str, version: int) -> None:
         self.settled.append((collection, id, version))
+
+    def keep(self, collection: str, push: Push) -> None:
+        self.kept.append(push)
+
+    def lost(self, collection: str, *, older_than: float) -> Iterator[Push]:
+        yield from self.waiting
 
 
 @pytest.mark.parametrize(
@@ -138,3 +149,33 @@ def test_a_push_whose_message_goes_back_to_its_queue_keeps_its_copy(
         with contextlib.suppress(type(raised)):  # Celery keeps a Reject as the task's outcome, raising nothing
             tasks.index_document.apply(args=("docs", "d1", "text", {}, 7), throw=True).get()
     assert kept.settled == ([("docs", "d1", 7)] if settled else [])
+
+
+def test_a_push_given_up_after_too_many_redeliveries_keeps_its_content_and_is_sent_by_no_sweep(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its content is in no source: dropping its copy lost it for good. It is parked instead (never lost, never
+    sent again), and its failures row names it."""
+    kept = _Kept()
+    with testing.queue({"collections": {"docs": {"source": {"kind": "push"}}}}) as queue:
+        monkeypatch.setattr(type(queue.context), "pushes", lambda self: kept)
+
+        def too_often(task: Any) -> None:
+            raise DeliveredTooOften("its task came back 6 times")
+
+        monkeypatch.setattr(flow, "check_redeliveries", too_often)
+        tasks.index_document.apply(args=("docs", "d1", "text", {"k": 1}, 7), throw=True).get()
+        [failure] = queue.ledger.failures("docs")
+    assert kept.settled == [] and [(p.id, p.text, p.version, p.sent_at) for p in kept.kept] == [
+        ("d1", "text", 7, math.inf)
+    ]
+    assert failure.record_id == "d1" and "came back 6 times" in failure.error
+
+
+def test_a_sweep_sends_again_at_most_so_many_pushes_and_marks_them_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    kept = _Kept([Push(f"d{i}", "text", {}, i + 1, 0.0) for i in range(5)])
+    with testing.queue({"collections": {"docs": {"source": {"kind": "push"}}}}) as queue:
+        monkeypatch.setattr(type(queue.context), "pushes", lambda self: kept)
+        assert pushed.send_lost("docs", at_most=2) == 2
+        assert [t.args[1] for t in queue.pending] == ["d0", "d1"]
+    assert [p.id for p in kept.kept] == ["d0", "d1"] and all(p.sent_at > 0 for p in kept.kept)
