@@ -14,6 +14,9 @@ __all__ = [
     "BUILD_INDEX",
     "BULK_QUEUE",
     "CACHE_KEY_PREFIX",
+    "CHANGED_AT_HEADER",
+    "FRESHNESS_KEY_PREFIX",
+    "FRESHNESS_PATHS",
     "INDEX_BATCH",
     "INDEX_DOCUMENT",
     "INDEX_RECORD",
@@ -30,6 +33,8 @@ __all__ = [
     "REINDEX_ALL",
     "ROUTES",
     "SENT_AT_HEADER",
+    "VERIFIED_KEY_PREFIX",
+    "VERIFY",
     "WORKER_COMMAND",
     "BatchMessage",
     "RunStatus",
@@ -51,6 +56,9 @@ RECONCILE = "vectorsync.reconcile"
 BUILD_INDEX = "vectorsync.build_index"
 
 #: The queue each task goes to.
+#: Verifies a sample of a collection against its ledger (Celery beat, every ``worker.verify_seconds``).
+VERIFY = "vectorsync.verify"
+
 ROUTES = {
     INDEX_RECORD: LIVE_QUEUE,
     INDEX_DOCUMENT: LIVE_QUEUE,
@@ -58,6 +66,7 @@ ROUTES = {
     REINDEX_ALL: BULK_QUEUE,
     RECONCILE: BULK_QUEUE,
     BUILD_INDEX: BULK_QUEUE,
+    VERIFY: BULK_QUEUE,
 }
 
 #: URL schemes of a Redis (coalescing and the embedding cache need one; a RabbitMQ URL is not).
@@ -76,8 +85,17 @@ RATE_LIMIT_KEY_PREFIX = "vectorsync:ratelimit:"
 PUSHED_KEY_PREFIX = "vectorsync:pushed:"
 #: Prefix of the keys counting how often a task's message came back after its worker died or killed it.
 REDELIVERED_KEY_PREFIX = "vectorsync:redelivered:"
+#: Prefix of the keys keeping each collection's newest freshness samples (``store.broker.freshness``).
+FRESHNESS_KEY_PREFIX = "vectorsync:freshness:"
+#: The ``path`` label of ``vectorsync_freshness_seconds``: how a change came (a captured write, an app's send).
+FRESHNESS_PATHS = ("capture", "app")
+#: Prefix of the keys keeping each collection's last sampled verify (``store.verify.verdicts``).
+VERIFIED_KEY_PREFIX = "vectorsync:verified:"
 #: Message header holding when a task was sent (epoch seconds): how long a queue has waited.
 SENT_AT_HEADER = "vectorsync_sent_at"
+#: Message header holding when the change a task carries was written in its source (epoch seconds; the outbox
+#: row's time, set by the capture relay): where a captured change's freshness is measured from.
+CHANGED_AT_HEADER = "vectorsync_changed_at"
 #: How to start a worker that consumes every queue (said when none does).
 WORKER_COMMAND = "celery -A worker worker -Q " + ",".join(QUEUES)
 

@@ -19,7 +19,7 @@ from store.broker.config import celery_config
 from store.calls.threads import PROCESSES_ENV
 from store.errors import SchemaTooNew, VectorsyncError
 from store.settings import Settings, load_settings
-from worker.metrics import known_labels, prepare_environment, process_exited, serve, start_series
+from worker.metrics import prepare_environment, process_exited, serve, start_series
 
 __all__ = ["app", "start_state"]
 
@@ -36,7 +36,7 @@ def _config() -> dict[str, Any]:
 
 
 prepare_environment()  # before any pool process starts
-app = Celery("vectorsync", include=["worker.tasks"])
+app = Celery("vectorsync", include=["worker.tasks", "worker.verified"])
 app.add_defaults(_config)
 
 
@@ -136,25 +136,12 @@ def _create_declared_collections(**_: Any) -> None:
 def _serve_metrics(**_: Any) -> None:
     """Serve the metrics, every series known from the settings at 0 from the first scrape (in this main process,
     which lives as long as the worker: see ``start_series``)."""
-    from store.state.ledger import in_process_only, ledger_from_settings
+    from worker.gauges import scrape_collectors
 
     settings = load_settings()
     if settings.worker.metrics_port:
         start_series(settings)
-        from store.capture import captured
-        from store.capture.control import report
-
-        capture = (lambda: report(settings)) if captured(settings) else None
-        # A memory store with no state database keeps its runs in each pool process: nothing to read here.
-        ledger = None if in_process_only(settings) else (lambda: ledger_from_settings(settings))
-        serve(
-            settings.worker.metrics_port,
-            app=app,
-            broker_url=settings.broker.url,
-            known=known_labels(settings),
-            capture=capture,
-            open_ledger=ledger,
-        )
+        serve(settings.worker.metrics_port, scrape_collectors(app, settings))
 
 
 @worker_ready.connect

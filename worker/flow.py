@@ -19,6 +19,7 @@ from store.errors import ConfigError, StoreUnavailable
 from store.state.ledger import RunProgress
 from worker.batches import BatchResult
 from worker.delivery import delivered_again_if_unsent
+from worker.freshness import observe_freshness
 from worker.metrics import observe_batch
 from worker.policy import Decision, RetryPolicy, as_failed, as_retry, combined, decide
 from worker.process import context
@@ -107,6 +108,8 @@ def process(task: Task, work: Work) -> dict[str, int]:
         log.exception("indexing %d records of %s failed", len(batch.ids), batch.collection)
         result = as_failed(batch.ids, exc)
     observe_batch(batch.collection, result)
+    if batch.run_id is None:  # a change, not a run's batch: how long it took to be searchable
+        observe_freshness(batch.collection, task.request, result, kept=ctx.freshness())
     decision = decide(
         result, retries=retries, policy=policy, carried=batch.carried, counted_elsewhere=work.counted_elsewhere
     )

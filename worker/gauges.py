@@ -15,7 +15,11 @@ process when Prometheus scrapes it. Every worker serves the same values, so dash
   (once its total is known);
 - ``vectorsync_failed_records`` {collection}: records in the failures table (``vectorsync failures``);
 - ``vectorsync_capture_pending``, ``vectorsync_capture_lag_seconds`` {collection}: each captured collection's
-  outbox (``CaptureLag``).
+  outbox (``CaptureLag``);
+- ``vectorsync_freshness_target_seconds`` {collection}: the freshness p95 the alert rule holds it to, from the
+  settings (``FreshnessTarget``), so the rule compares with the deployment's own target;
+- ``vectorsync_drifted_records`` {collection}: what the last sampled verify found (``VerifyGauges``; NaN for a
+  collection not yet verified).
 
 Once the ledger answers, every run state and every declared collection has its series: 0 runs, 0 failed
 records, and NaN idle seconds and progress for a collection with no running run (0 would say a run is there,
@@ -36,13 +40,92 @@ if TYPE_CHECKING:
     from celery import Celery
 
     from store.capture.control import CaptureState
+    from store.settings import Settings
     from store.state.ledger import Ledger, Overview
+    from store.verify.verdicts import Verdicts
 
-__all__ = ["CONSUMERS_TIMEOUT", "CaptureLag", "LedgerGauges", "QueueGauges", "run_gauges"]
+__all__ = [
+    "CONSUMERS_TIMEOUT",
+    "CaptureLag",
+    "FreshnessTarget",
+    "LedgerGauges",
+    "QueueGauges",
+    "VerifyGauges",
+    "run_gauges",
+]
 
 log = logging.getLogger(__name__)
 #: Seconds the workers get to say which queues they consume, at each scrape.
 CONSUMERS_TIMEOUT = 1.0
+
+
+def scrape_collectors(app: Celery, settings: Settings) -> list[Any]:
+    """What a worker's metrics endpoint reads at each scrape, from ``settings``: the queues, the freshness targets
+    and the last verdicts always; the capture outboxes when a collection is captured; the runs and failures
+    unless a memory store with no state database keeps them in each pool process (nothing to read here)."""
+    from store.capture import captured
+    from store.capture.control import report
+    from store.state.ledger import in_process_only, ledger_from_settings
+    from store.verify.verdicts import Verdicts
+    from worker.metrics import known_labels
+
+    known = known_labels(settings)
+    collectors: list[Any] = [
+        QueueGauges(app, settings.broker.url, known.queues),
+        FreshnessTarget(known.collections, known.freshness_target),
+        VerifyGauges(lambda: Verdicts(settings.cache_url, network=settings.network), known.collections),
+    ]
+    if captured(settings):
+        collectors.append(CaptureLag(lambda: report(settings)))
+    if not in_process_only(settings):
+        collectors.append(LedgerGauges(lambda: ledger_from_settings(settings), collections=known.collections))
+    return collectors
+
+
+class FreshnessTarget:
+    """Each declared collection's freshness target (``worker.freshness_target_seconds``), a constant."""
+
+    def __init__(self, collections: Iterable[str], seconds: float) -> None:
+        self.collections, self.seconds = tuple(collections), seconds
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        target = GaugeMetricFamily(
+            "vectorsync_freshness_target_seconds",
+            "The p95 freshness each collection is held to (worker.freshness_target_seconds)",
+            labels=["collection"],
+        )
+        for name in self.collections:
+            target.add_metric([name], self.seconds)
+        yield target
+
+
+class VerifyGauges:
+    """Each declared collection's drifted records, from its last sampled verify (``store.verify.verdicts``)."""
+
+    def __init__(self, open_verdicts: Callable[[], Verdicts], collections: Iterable[str]) -> None:
+        self.open_verdicts, self.collections = open_verdicts, tuple(collections)
+        self._verdicts: Verdicts | None = None
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        drifted = GaugeMetricFamily(
+            "vectorsync_drifted_records",
+            "Records the last sampled verify found drifted from the ledger, orphans included (NaN: not yet verified)",
+            labels=["collection"],
+        )
+        try:
+            if self._verdicts is None:
+                self._verdicts = self.open_verdicts()
+            for name in self.collections:
+                verdict = self._verdicts.last(name)
+                drifted.add_metric([name], math.nan if verdict is None else float(verdict.drifted))
+        except Exception as exc:  # a scrape must not fail because Redis is down
+            log.warning("verify metrics unavailable: %s", exc)
+            return
+        yield drifted
 
 
 class QueueGauges:

@@ -21,18 +21,14 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from celery import Celery
-
     from store.calls.accounting import EmbeddingStats
-    from store.capture.control import CaptureState
     from store.settings import Settings
-    from store.state.ledger import Ledger
     from worker.batches import BatchResult
 
 __all__ = [
@@ -87,6 +83,7 @@ class _Metrics:
     cache: Any
     reused: Any
     stages: Any
+    freshness: Any
 
 
 @functools.cache
@@ -109,7 +106,18 @@ def _metrics() -> _Metrics:
             ["stage"],
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
         ),
+        freshness=Histogram(
+            "vectorsync_freshness_seconds",
+            "Seconds from a change (a captured write's commit, an app's send) to the commit that made it searchable",
+            ["collection", "path"],
+            buckets=(0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30, 60, 300, 900, 3600),
+        ),
     )
+
+
+def freshness_histogram() -> Any:
+    """``vectorsync_freshness_seconds{collection, path}`` (``worker.freshness`` observes it)."""
+    return _metrics().freshness
 
 
 def observe_batch(collection: str, result: BatchResult) -> None:
@@ -169,6 +177,8 @@ class KnownLabels:
     queues: tuple[str, ...]
     #: Whether searches go through pgvector's planner, which counts their plans.
     planned: bool
+    #: The freshness p95 the alert rule holds each collection to (``worker.freshness_target_seconds``).
+    freshness_target: float = 5.0
 
 
 def known_labels(settings: Settings) -> KnownLabels:
@@ -187,6 +197,7 @@ def known_labels(settings: Settings) -> KnownLabels:
         collections=tuple(settings.collections),
         queues=tuple(QUEUES),
         planned=settings.vectors.store == "pgvector",
+        freshness_target=settings.worker.freshness_target_seconds,
     )
 
 
@@ -194,6 +205,7 @@ def _series(known: KnownLabels) -> Iterator[tuple[Any, Iterable[tuple[str, ...]]
     """Each labelled metric this worker writes, with the label values of every series known at start."""
     from store.calls.accounting import ERROR_KINDS, call_counters, try_metrics
     from store.calls.ratelimit import wait_histogram
+    from store.contract import FRESHNESS_PATHS
     from store.vectors.timing import search_histogram
 
     metrics = _metrics()
@@ -205,6 +217,7 @@ def _series(known: KnownLabels) -> Iterator[tuple[Any, Iterable[tuple[str, ...]]
         yield counter, entries
     yield metrics.cache, [(result,) for result in CACHE_RESULTS]
     yield metrics.stages, [(name,) for name in STAGES]
+    yield metrics.freshness, itertools.product(known.collections, FRESHNESS_PATHS)
     for counter in call_counters():
         yield counter, itertools.product([EMBED_TASK], known.models, [NO_USER])
     seconds, errors = try_metrics()
@@ -235,29 +248,15 @@ def start_series(settings: Settings) -> int:
     return made
 
 
-def serve(
-    port: int,
-    *,
-    app: Celery,
-    broker_url: str,
-    known: KnownLabels,
-    capture: Callable[[], list[CaptureState]] | None = None,
-    open_ledger: Callable[[], Ledger] | None = None,
-) -> Any:
-    """Serve every pool process's metrics, plus what is read at each scrape (``worker.gauges``): the queues,
-    with ``capture`` the outbox of each captured collection, with ``open_ledger`` the runs and failures (each
-    of the ``known`` collections' too); on ``port`` (0.0.0.0)."""
+def serve(port: int, collectors: Iterable[Any]) -> Any:
+    """Serve every pool process's metrics, plus what ``collectors`` read at each scrape (``worker.gauges``), on
+    ``port`` (0.0.0.0)."""
     from prometheus_client import CollectorRegistry, multiprocess, start_http_server
-
-    from worker.gauges import CaptureLag, LedgerGauges, QueueGauges
 
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry)
-    registry.register(QueueGauges(app, broker_url, known.queues))
-    if capture is not None:
-        registry.register(CaptureLag(capture))
-    if open_ledger is not None:
-        registry.register(LedgerGauges(open_ledger, collections=known.collections))
+    for collector in collectors:
+        registry.register(collector)
     server, _thread = start_http_server(port, registry=registry)
     return server
 

@@ -18,6 +18,7 @@ from typing import Any
 from celery.exceptions import Retry, SoftTimeLimitExceeded
 
 from store.broker.coalescing import Coalescer
+from store.broker.freshness import FreshnessLog
 from store.broker.pushes import Pushes
 from store.broker.redeliveries import Redeliveries
 from store.client import Client, Hooks, ProcessDefault
@@ -55,6 +56,7 @@ class WorkerContext:
     _pool: list[LeftoverPool | None] = field(default_factory=list)
     _redeliveries: list[Redeliveries] = field(default_factory=list)
     _pushes: list[Pushes] = field(default_factory=list)
+    _freshness: list[FreshnessLog] = field(default_factory=list)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, ledger: Ledger | None = None) -> WorkerContext:
@@ -126,6 +128,13 @@ class WorkerContext:
             if not self._pushes:
                 self._pushes.append(Pushes(self.settings.cache_url, network=self.settings.network))
             return self._pushes[0]
+
+    def freshness(self) -> FreshnessLog:
+        """The collections' newest freshness samples (``store.broker.freshness``), in the cache's Redis."""
+        with self._lock:
+            if not self._freshness:
+                self._freshness.append(FreshnessLog(self.settings.cache_url, network=self.settings.network))
+            return self._freshness[0]
 
     def indexer(self, name: str) -> Indexer:
         """The Indexer of the generation a read of ``name`` goes to: a collection's live one, or the generation
@@ -220,6 +229,8 @@ class WorkerContext:
             redeliveries.close()
         for pushes in self._pushes:
             pushes.close()
+        for kept in self._freshness:
+            kept.close()
         if not client:
             return
         ledger = self.ledger  # given to the client (``of``), so its close leaves it open

@@ -1,4 +1,5 @@
-"""``vectorsync status [RUN]``: the workers, the queues and the runs, with stalled runs named and explained.
+"""``vectorsync status [RUN]``: the workers, the queues and the runs, with stalled runs named and explained, and
+each collection's freshness over the last hour (p50 and p95 of the seconds from a change to searchable).
 
 A running run is *stalled* at once when no worker consumes its queue (the
 broker says so as it is asked, as ``reindex --wait`` warns at once), and, with
@@ -29,6 +30,7 @@ from store.contract import BULK_QUEUE, WORKER_COMMAND
 from store.state.ledger import RunProgress, RunStatus
 
 if TYPE_CHECKING:
+    from store.broker.freshness import Freshness
     from store.capture.control import CaptureState
 
 __all__ = ["Snapshot", "render", "short_ids", "snapshot", "stall_reason", "status", "to_json"]
@@ -67,6 +69,10 @@ class Snapshot:
     broker_error: str = ""
     #: Each captured collection's outbox (``store.capture.control``); its errors are in the rows.
     capture: list[CaptureState] = field(default_factory=list)
+    #: Each declared collection's freshness over the last hour (``store.broker.freshness``).
+    freshness: list[Freshness] = field(default_factory=list)
+    #: Why there is none to show (no Redis cache keeps it, or it could not be read); empty otherwise.
+    freshness_error: str = ""
 
 
 def stall_reason(
@@ -120,7 +126,22 @@ def snapshot(producer: Any, *, limit: int = 20, run_id: str | None = None) -> Sn
         [(r, stall_reason(r, bulk, workers, stall_seconds=stall, now=now)) for r in runs],
         broker_error,
         _capture(producer.settings),
+        *_freshness(producer.settings),
     )
+
+
+def _freshness(settings: Any) -> tuple[list[Freshness], str]:
+    from store.broker.freshness import FreshnessLog
+
+    kept = FreshnessLog(settings.cache_url, network=settings.network)
+    try:
+        if not kept.kept:
+            return [], "freshness is kept in the cache's Redis, and cache.url is not a Redis"
+        return [kept.recent(name) for name in sorted(settings.collections)], ""
+    except Exception as exc:  # status still shows the rest
+        return [], f"freshness could not be read ({type(exc).__name__}: {exc})"
+    finally:
+        kept.close()
 
 
 def _capture(settings: Any) -> list[CaptureState]:
@@ -167,6 +188,24 @@ def render(view: Snapshot) -> None:
         for row in capture_rows(view.capture):
             captured.add_row(*(Text(cell) for cell in row))
         out.print(captured)
+    _render_freshness(view)
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}s"
+
+
+def _render_freshness(view: Snapshot) -> None:
+    """Collections with changes made searchable in the last hour; the others are left out."""
+    if view.freshness_error:
+        say(view.freshness_error)
+    changed = [f for f in view.freshness if f.changes]
+    if not changed:
+        return
+    table = _table("collection", "changes (1h)", "fresh p50", "fresh p95")
+    for f in changed:
+        table.add_row(Text(f.collection), str(f.changes), _seconds(f.p50), _seconds(f.p95))
+    out.print(table)
 
 
 def _render_broker(view: Snapshot) -> None:
@@ -222,5 +261,7 @@ def to_json(view: Snapshot) -> str:
         "broker_error": view.broker_error or None,
         "runs": [run(r, s) for r, s in view.runs],
         "capture": [dict(asdict(c), problem=c.problem) for c in view.capture],
+        "freshness": [asdict(f) for f in view.freshness],
+        "freshness_error": view.freshness_error or None,
     }
     return json.dumps(data, default=str, indent=2)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from store.contract import BULK_QUEUE, LIVE_QUEUE, RECONCILE, REDIS_SCHEMES, ROUTES
+from store.contract import BULK_QUEUE, LIVE_QUEUE, RECONCILE, REDIS_SCHEMES, ROUTES, VERIFY
 from store.settings import Settings
 from store.settings.network import redis_options, tcp_options
 
@@ -138,7 +138,8 @@ def beat_schedule(settings: Settings) -> dict[str, Any]:
     """A reconcile sweep per collection: every ``worker.reconcile_seconds``, and every
     ``capture.reconcile_seconds`` for a collection whose changes triggers capture (there it is only the safety
     net for writes no trigger sees). A pushed collection's sweep sends again the pushes no worker took
-    (``store.broker.pushes``), which needs a Redis to keep them in."""
+    (``store.broker.pushes``), which needs a Redis to keep them in. And a sampled verify per collection every
+    ``worker.verify_seconds`` (``store.verify.verdicts``)."""
     schedule = {}
     for name, collection in sorted(settings.collections.items()):
         if collection.source.kind == "push" and not settings.cache_url.startswith(REDIS_SCHEMES):
@@ -149,6 +150,13 @@ def beat_schedule(settings: Settings) -> dict[str, Any]:
             schedule[f"reconcile-{name}"] = {
                 "task": RECONCILE,
                 "schedule": float(every),
+                "args": (name,),
+                "options": {"queue": BULK_QUEUE},
+            }
+        if settings.worker.verify_seconds:
+            schedule[f"verify-{name}"] = {
+                "task": VERIFY,
+                "schedule": float(settings.worker.verify_seconds),
                 "args": (name,),
                 "options": {"queue": BULK_QUEUE},
             }

@@ -89,34 +89,48 @@ class Producer:
             self._ledger = (self._open_ledger or (lambda: ledger_from_settings(self.settings)))()
         return self._ledger
 
-    def index_record(self, collection: str, record_id: str | int, *, coalesce: bool = True) -> bool:
+    def index_record(
+        self, collection: str, record_id: str | int, *, coalesce: bool = True, changed_at: float | None = None
+    ) -> bool:
         """Enqueue one record; False when it was already queued and not yet started (coalesced). Change capture
         passes ``coalesce=False``: it deletes its outbox rows once sent, so it must not trust a mark that a
-        crash between marking and sending left behind."""
+        crash between marking and sending left behind; and ``changed_at``, when the source's row changed."""
         collection, key = self._declared(collection, read=True), self._id(record_id)
         if coalesce and not self.coalescer.claim(collection, key):
             return False
         try:
-            self._send(INDEX_RECORD, (collection, key), LIVE_QUEUE)
+            self._send(INDEX_RECORD, (collection, key), LIVE_QUEUE, changed_at=changed_at)
         except Exception:
             if coalesce:
                 self.coalescer.release(collection, key)
             raise
         return True
 
-    def index_records(self, collection: str, record_ids: Iterable[str | int], *, coalesce: bool = True) -> int:
-        """Enqueue several records; returns how many were sent (the rest were already queued)."""
-        return sum(self.index_record(collection, record_id, coalesce=coalesce) for record_id in record_ids)
+    def index_records(
+        self,
+        collection: str,
+        record_ids: Iterable[str | int],
+        *,
+        coalesce: bool = True,
+        changed_at: Mapping[str, float] | None = None,
+    ) -> int:
+        """Enqueue several records; returns how many were sent (the rest were already queued). ``changed_at``:
+        when each record's row changed, by id (change capture's)."""
+        times = changed_at or {}
+        return sum(
+            self.index_record(collection, i, coalesce=coalesce, changed_at=times.get(str(i))) for i in record_ids
+        )
 
     def record_failure(self, collection: str, record_id: str, error: str) -> None:
         """Put a record no task can take (an id refused before sending) in the failures table."""
         self.ledger.record_failure(collection, record_id, error, run_id=None)
 
-    def index_batch(self, collection: str, record_ids: Sequence[str | int]) -> None:
-        """Enqueue ids as one bulk task, outside any run: how change capture sends a flood of changes. An id
-        the worker refuses (too long, say) gets its failures row there; its batch-mates are indexed."""
+    def index_batch(self, collection: str, record_ids: Sequence[str | int], *, changed_at: float | None = None) -> None:
+        """Enqueue ids as one bulk task, outside any run: how change capture sends a flood of changes (with
+        ``changed_at``, the oldest change's time). An id the worker refuses (too long, say) gets its failures row
+        there; its batch-mates are indexed."""
         ids = [self._id(i) for i in record_ids]
-        self._send(INDEX_BATCH, (self._declared(collection, read=True), ids), BULK_QUEUE)
+        self._send(INDEX_BATCH, (self._declared(collection, read=True), ids), BULK_QUEUE, changed_at=changed_at)
 
     @overload
     def index_document(
@@ -292,9 +306,10 @@ class Producer:
             )
         return config
 
-    def _send(self, task: str, args: tuple[Any, ...], queue: str) -> None:
-        """Send ``task`` by name, stamped with when it was sent (``vectorsync status`` shows queue ages)."""
-        self.send(task, args=args, queue=queue, headers=sent_headers())
+    def _send(self, task: str, args: tuple[Any, ...], queue: str, *, changed_at: float | None = None) -> None:
+        """Send ``task`` by name, stamped with when it was sent (``vectorsync status`` shows queue ages) and, for
+        a captured change, when it was written (the worker measures freshness from them)."""
+        self.send(task, args=args, queue=queue, headers=sent_headers(changed_at))
 
     def workers(self, *, timeout: float = 1.0, active: bool = True) -> list[WorkerState]:
         """The workers that answer a broadcast within ``timeout`` seconds, with their queues (and, unless

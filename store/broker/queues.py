@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from store.contract import REDIS_SCHEMES, SENT_AT_HEADER
+from store.contract import CHANGED_AT_HEADER, REDIS_SCHEMES, SENT_AT_HEADER
 
 __all__ = ["QueueState", "WorkerState", "consumers_of", "queue_states", "sent_headers", "worker_states"]
 
@@ -45,9 +45,13 @@ class QueueState:
     consumers: tuple[str, ...] = field(default=())
 
 
-def sent_headers() -> dict[str, float]:
-    """Headers for a task being sent now, so that ``status`` can tell how long it has waited."""
-    return {SENT_AT_HEADER: time.time()}
+def sent_headers(changed_at: float | None = None) -> dict[str, float]:
+    """Headers for a task being sent now, so that ``status`` can tell how long it has waited; with
+    ``changed_at``, when the change it carries was written in its source (``CHANGED_AT_HEADER``)."""
+    headers = {SENT_AT_HEADER: time.time()}
+    if changed_at is not None:
+        headers[CHANGED_AT_HEADER] = changed_at
+    return headers
 
 
 def worker_states(app: Any, *, timeout: float = 1.0, active: bool = True) -> list[WorkerState]:

@@ -21,12 +21,14 @@ __all__ = ["Change", "Installation", "Outbox", "Pending", "Waiting"]
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """One outbox row: a record id that changed, or a TRUNCATE of the collection's table (``record_id`` None)."""
+    """One outbox row: a record id that changed, or a TRUNCATE of the collection's table (``record_id`` None),
+    and when the writer wrote it (epoch seconds; None: unknown)."""
 
     seq: int
     collection: str
     record_id: str | None
     truncated: bool
+    at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +183,10 @@ class Outbox:
         with transaction(self.engine, f"source database {self.safe_url}") as conn:
             schema = self._outbox_schema(conn)
             rows = conn.execute(sql.claim(schema), {"names": list(names), "limit": limit}).all()
-            changes = [Change(int(seq), str(c), None if r is None else str(r), bool(t)) for seq, c, r, t in rows]
+            changes = [
+                Change(int(seq), str(c), None if r is None else str(r), bool(t), None if at is None else float(at))
+                for seq, c, r, t, at in rows
+            ]
             yield changes
             if changes:
                 conn.execute(sql.delete(schema), {"seqs": [change.seq for change in changes]})

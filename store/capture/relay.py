@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -39,21 +40,30 @@ MAX_BACKOFF_SECONDS = 30.0
 class Sends(Protocol):
     """What the relay sends through: ``store.broker.producer.Producer`` is one."""
 
-    def index_records(self, collection: str, record_ids: Sequence[str], *, coalesce: bool = True) -> int: ...
+    def index_records(
+        self,
+        collection: str,
+        record_ids: Sequence[str],
+        *,
+        coalesce: bool = True,
+        changed_at: Mapping[str, float] | None = None,
+    ) -> int: ...
 
     def record_failure(self, collection: str, record_id: str, error: str) -> None: ...
 
-    def index_batch(self, collection: str, record_ids: Sequence[str]) -> None: ...
+    def index_batch(self, collection: str, record_ids: Sequence[str], *, changed_at: float | None = None) -> None: ...
 
     def reindex_all(self, collection: str, *, full: bool = False, allow_empty: bool = False) -> str: ...
 
 
 @dataclass
 class Plan:
-    """What one claim's changes become, per collection: a full reindex (after a TRUNCATE), and its ids."""
+    """What one claim's changes become, per collection: a full reindex (after a TRUNCATE), its ids, and when
+    each id first changed (the oldest of its rows: freshness is measured from it)."""
 
     truncated: set[str] = field(default_factory=set)
     ids: dict[str, list[str]] = field(default_factory=dict)
+    changed_at: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def plan(changes: Sequence[Change]) -> Plan:
@@ -61,13 +71,19 @@ def plan(changes: Sequence[Change]) -> Plan:
     reindexed whole, and its ids are sent as well: the reindex trusts ``updated_at`` stamps, and rows put
     back after the TRUNCATE (a reload) may keep their stamps with new contents."""
     result = Plan()
-    seen: dict[str, dict[str, None]] = {}
     for change in changes:
         if change.truncated:
             result.truncated.add(change.collection)
         elif change.record_id is not None:
-            seen.setdefault(change.collection, {})[change.record_id] = None
-    result.ids = {name: list(ids) for name, ids in seen.items()}
+            times = result.changed_at.setdefault(change.collection, {})
+            if change.record_id not in times:
+                result.ids.setdefault(change.collection, []).append(change.record_id)
+                times[change.record_id] = change.at if change.at is not None else math.inf
+            elif change.at is not None:
+                times[change.record_id] = min(times[change.record_id], change.at)
+    result.changed_at = {
+        name: {i: at for i, at in times.items() if at != math.inf} for name, times in result.changed_at.items()
+    }
     return result
 
 
@@ -108,24 +124,28 @@ class Relay:
             run_id = self.sends.reindex_all(name, full=True, allow_empty=True)
             log.info("%s was truncated: reindex %s brings the collection in line", name, run_id)
         for name, ids in work.ids.items():
+            times = work.changed_at.get(name, {})
             try:
-                self._send_ids(name, ids)
+                self._send_ids(name, ids, times)
             except ConfigError:  # an id refused before sending: the others go, it fails alone
                 for record_id in ids:
                     try:
-                        self._send_ids(name, [record_id])
+                        self._send_ids(name, [record_id], times)
                     except ConfigError as exc:
                         log.error("captured change of %s refused, recorded as failed: %s", name, exc)
                         self.sends.record_failure(name, record_id, str(exc))
 
-    def _send_ids(self, name: str, ids: list[str]) -> None:
+    def _send_ids(self, name: str, ids: list[str], changed_at: Mapping[str, float]) -> None:
         """A few ids one by one to the live queue (never coalesced: the rows are deleted once sent), a flood as
-        full batches to the bulk queue."""
+        full batches to the bulk queue; each stamped with when its change was written (a batch: its oldest)."""
         if len(ids) < self.batch_size:
-            self.sends.index_records(name, ids, coalesce=False)
+            times = {i: changed_at[i] for i in ids if i in changed_at}
+            self.sends.index_records(name, ids, coalesce=False, changed_at=times)
             return
         for start in range(0, len(ids), self.batch_size):
-            self.sends.index_batch(name, ids[start : start + self.batch_size])
+            batch = ids[start : start + self.batch_size]
+            known = [changed_at[i] for i in batch if i in changed_at]
+            self.sends.index_batch(name, batch, changed_at=min(known) if known else None)
 
     def run(self, stop: threading.Event) -> None:
         """Drain, then wait for a NOTIFY or the next poll, until ``stop`` is set. Failures are logged and

@@ -181,9 +181,10 @@ OUTBOX_EXISTS = sa.text("SELECT to_regclass(:outbox)::text")
 
 
 def claim(schema: str) -> sa.TextClause:
-    """Up to ``limit`` rows of ``names``, oldest first, that no other relay holds."""
+    """Up to ``limit`` rows of ``names``, oldest first, that no other relay holds, with when each was written
+    (epoch seconds, taken inside the writer's transaction: where freshness is measured from)."""
     return sa.text(
-        f"SELECT seq, collection, record_id, truncated FROM {quote(schema)}.{OUTBOX} "
+        f"SELECT seq, collection, record_id, truncated, extract(epoch FROM created_at) FROM {quote(schema)}.{OUTBOX} "
         "WHERE collection = ANY(:names) ORDER BY seq LIMIT :limit FOR UPDATE SKIP LOCKED"
     )
 

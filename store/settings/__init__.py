@@ -120,8 +120,16 @@ class WorkerSettings(Section):
     retry_delay: float = Field(default=10, ge=0)
     #: Seconds between reconcile sweeps of each collection with a source, run by Celery beat (0: off).
     reconcile_seconds: int = Field(default=3600, ge=0)
+    #: Seconds between sampled verifies of each collection, run by Celery beat (0: off); the verdict is
+    #: exported as ``vectorsync_drifted_records``.
+    verify_seconds: int = Field(default=86_400, ge=0)
+    #: Records a sampled verify checks, drawn at random.
+    verify_sample: int = Field(default=1000, gt=0)
     #: Prometheus metrics port of a worker (0: off).
     metrics_port: int = Field(default=0, ge=0, le=65535)
+    #: Seconds within which 95% of changes should be searchable, from the writer's commit (captured) or the
+    #: app's send: the freshness alert's target, exported as ``vectorsync_freshness_target_seconds``.
+    freshness_target_seconds: float = Field(default=5.0, gt=0)
     #: Seconds without progress after which ``vectorsync status`` shows a running run stalled whose queue has
     #: consumers (with none it is stalled at once).
     stall_seconds: int = Field(default=300, gt=0)

@@ -19,8 +19,8 @@ DASHBOARD = ROOT / "deploy" / "grafana" / "vectorsync.json"
 ALERTS = ROOT / "deploy" / "prometheus" / "alerts.yml"
 #: Grafana's own variables in queries, and what stands for each where PromQL alone is read (promtool).
 GRAFANA_VARIABLES = {"$__rate_interval": "5m", "$__interval": "1m", "$__range": "1h"}
-#: The rows of the dashboard, in order: the issue's list, capture lag last.
-ROWS = ["Queues", "Runs and failures", "Models", "Tokens (cost)", "Search", "Change capture lag"]
+#: The rows of the dashboard, in order: the issue's list, then capture lag, then freshness and drift.
+ROWS = ["Queues", "Runs and failures", "Models", "Tokens (cost)", "Search", "Change capture lag", "Freshness and drift"]
 CAPTURE_ROW = "Change capture lag"
 #: What must have an alert: one metric each rule of that topic reads.
 ALERT_TOPICS = {
@@ -30,6 +30,8 @@ ALERT_TOPICS = {
     "a model failing over continuously": "vectorsync_provider_failovers_total",
     "a run stalled": "vectorsync_run_idle_seconds",
     "capture lag": "vectorsync_capture_lag_seconds",
+    "freshness over its target": "vectorsync_freshness_seconds_bucket",
+    "records drifted from the ledger": "vectorsync_drifted_records",
 }
 #: Words one of which a summary that says what to do starts an instruction with.
 INSTRUCTIONS = re.compile(r"\b(start|check|add|read|run|fix|tune|take)\b", re.I)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import psycopg
 import pytest
@@ -27,6 +27,7 @@ class Recorder:
         self.bulk: list[tuple[str, list[str]]] = []
         self.reindexed: list[str] = []
         self.failed: list[tuple[str, str, str]] = []
+        self.changed_at: dict[str, float] = {}
         self.fail = False
         self.lock = threading.Lock()
 
@@ -34,19 +35,29 @@ class Recorder:
         if self.fail:
             raise ConnectionError("broker down")
 
-    def index_records(self, collection: str, record_ids: Sequence[str], *, coalesce: bool = True) -> int:
+    def index_records(
+        self,
+        collection: str,
+        record_ids: Sequence[str],
+        *,
+        coalesce: bool = True,
+        changed_at: Mapping[str, float] | None = None,
+    ) -> int:
         self._check()
         assert not coalesce  # the relay deletes its rows once sent: a stale mark must not swallow one
         if "" in record_ids:
             raise ConfigError("record id '' is not allowed: use a non-empty string or an integer")
         with self.lock:
             self.live += [(collection, i) for i in record_ids]
+            self.changed_at |= changed_at or {}
         return len(record_ids)
 
-    def index_batch(self, collection: str, record_ids: Sequence[str]) -> None:
+    def index_batch(self, collection: str, record_ids: Sequence[str], *, changed_at: float | None = None) -> None:
         self._check()
         with self.lock:
             self.bulk.append((collection, list(record_ids)))
+            if changed_at is not None:
+                self.changed_at[f"batch {len(self.bulk) - 1}"] = changed_at
 
     def reindex_all(self, collection: str, *, full: bool = False, allow_empty: bool = False) -> str:
         self._check()
@@ -106,6 +117,27 @@ def test_a_few_changes_go_live_once_each_a_flood_in_full_batches(
     relay.drain()
     assert [len(batch) for _, batch in sent.bulk] == [100, 100, 50]
     assert sorted(map(int, sent.ids())) == [1, 2, *range(100, 350)]
+
+
+def test_each_change_is_sent_with_when_its_writer_wrote_it_the_oldest_of_a_coalesced_id(
+    pg: psycopg.Connection, captured: tuple[str, Outbox, Target]
+) -> None:
+    name, outbox, _ = captured
+    sent = Recorder()
+    before = time.time()
+    pg.execute(f"INSERT INTO {name} VALUES (1, 'a')")
+    time.sleep(0.2)
+    between = time.time()
+    pg.execute(f"UPDATE {name} SET body = 'a2' WHERE id = 1")
+    pg.execute(f"INSERT INTO {name} VALUES (2, 'b')")
+    after = time.time()
+    Relay(outbox, [name], sent, batch_size=100).drain()
+    assert before - 0.05 <= sent.changed_at["1"] <= between  # the insert's time, not the later update's
+    assert between <= sent.changed_at["2"] <= after + 0.05
+
+    pg.execute(f"INSERT INTO {name} SELECT g, 'bulk' FROM generate_series(100, 299) g")
+    Relay(outbox, [name], sent, batch_size=100).drain()
+    assert after - 0.05 <= sent.changed_at["batch 0"] <= sent.changed_at["batch 1"] <= time.time()
 
 
 def test_a_truncate_becomes_one_full_reindex_and_the_claims_ids_go_too(
