@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 KEPT = 10_000
 #: Seconds a collection's samples are kept after its last change (``status`` reads the last hour).
 TTL_SECONDS = 2 * 3600
+#: Seconds samples are dropped without asking after Redis failed: a cache that is down costs no batch a timeout.
+PAUSE_SECONDS = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +59,7 @@ class FreshnessLog:
         self.client: Any = None
         if url and url.startswith(REDIS_SCHEMES):
             self.client = redis_client(url, network, timeout=2)
+        self._paused_until = 0.0
 
     @property
     def kept(self) -> bool:
@@ -65,8 +68,8 @@ class FreshnessLog:
 
     def add(self, collection: str, seconds: Sequence[float], *, at: float | None = None) -> None:
         """Keep ``seconds`` (changes made searchable at ``at``, default now). A Redis that fails loses these
-        samples, never the batch: the histogram has them all the same."""
-        if self.client is None or not seconds:
+        samples, never the batch: the histogram has them all the same; then none are kept for ``PAUSE_SECONDS``."""
+        if self.client is None or not seconds or time.monotonic() < self._paused_until:
             return
         stamp = time.time() if at is None else at
         key = FRESHNESS_KEY_PREFIX + collection
@@ -77,7 +80,14 @@ class FreshnessLog:
                 pipe.expire(key, TTL_SECONDS)
                 pipe.execute()
         except REDIS_ERRORS as exc:
-            log.warning("could not keep %d freshness samples of %s: %s", len(seconds), collection, exc)
+            self._paused_until = time.monotonic() + PAUSE_SECONDS
+            log.warning(
+                "could not keep %d freshness samples of %s (%s); none kept for %.0f s",
+                len(seconds),
+                collection,
+                exc,
+                PAUSE_SECONDS,
+            )
 
     def recent(self, collection: str, *, window: float = 3600.0) -> Freshness:
         """``collection``'s freshness over the last ``window`` seconds. Raises what Redis raises."""

@@ -49,5 +49,7 @@ def test_a_redis_that_is_down_loses_the_samples_not_the_batch(caplog: pytest.Log
     down = FreshnessLog(f"redis://127.0.0.1:{free_port()}/0")
     with caplog.at_level(logging.WARNING, logger="store.broker.freshness"):
         down.add("notes", [1.0, 2.0])
+        down.add("notes", [3.0])  # paused: not asked again, nor logged
     assert "could not keep 2 freshness samples of notes" in caplog.text
+    assert "samples of notes" in caplog.text and caplog.text.count("could not keep") == 1
     assert not FreshnessLog(None).kept and FreshnessLog(None).recent("notes") == Freshness("notes", 0, None, None)
