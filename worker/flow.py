@@ -107,9 +107,7 @@ def process(task: Task, work: Work) -> dict[str, int]:
     except Exception as exc:  # a bug or an untranslated error: fail these records, not the run
         log.exception("indexing %d records of %s failed", len(batch.ids), batch.collection)
         result = as_failed(batch.ids, exc)
-    observe_batch(batch.collection, result)
-    if batch.run_id is None:  # a change, not a run's batch: how long it took to be searchable
-        observe_freshness(batch.collection, task.request, result, kept=ctx.freshness())
+    _observe(task, batch, result)
     decision = decide(
         result, retries=retries, policy=policy, carried=batch.carried, counted_elsewhere=work.counted_elsewhere
     )
@@ -123,6 +121,13 @@ def process(task: Task, work: Work) -> dict[str, int]:
     if batch.run_id is not None and batch.number is not None:
         _count(task, work, result, decision.counts, policy)
     return decision.counts
+
+
+def _observe(task: Task, batch: Batch, result: BatchResult) -> None:
+    """Count the batch's outcomes; for a change (not a run's batch), how long it took to be searchable."""
+    observe_batch(batch.collection, result)
+    if batch.run_id is None:
+        observe_freshness(batch.collection, task.request, result, kept=context().freshness())
 
 
 def _cause(batch: Batch, exc: BaseException) -> BaseException:
