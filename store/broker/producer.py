@@ -231,7 +231,7 @@ class Producer:
         collection the settings do not declare, or whose records are pushed (there is no source to read)."""
         collection = self._declared(collection, read=True)
         run_id = self.ledger.create_run(collection, full=full)
-        self._send(REINDEX_ALL, (collection, full, run_id, allow_empty), BULK_QUEUE)
+        self._send_run(REINDEX_ALL, (collection, full, run_id, allow_empty), run_id)
         return run_id
 
     def migrate(self, collection: str, chain: Sequence[str]) -> tuple[Generation, str]:
@@ -249,7 +249,7 @@ class Producer:
         )
         run_id = self.ledger.create_run(generation.physical, kind="migrate")
         self.ledger.generations.set_run(collection, generation.number, run_id)
-        self._send(REINDEX_ALL, (generation.physical, False, run_id, False), BULK_QUEUE)
+        self._send_run(REINDEX_ALL, (generation.physical, False, run_id, False), run_id)
         return generation, run_id
 
     def switch(self, collection: str) -> Generation:
@@ -270,7 +270,7 @@ class Producer:
         the settings do not declare."""
         collection = self._declared(collection)
         run_id = self.ledger.create_run(collection, kind="reconcile")
-        self._send(RECONCILE, (collection, run_id), BULK_QUEUE)
+        self._send_run(RECONCILE, (collection, run_id), run_id)
         return run_id
 
     def _id(self, record_id: object) -> str:
@@ -310,6 +310,19 @@ class Producer:
         """Send ``task`` by name, stamped with when it was sent (``vectorsync status`` shows queue ages) and, for
         a captured change, when it was written (the worker measures freshness from them)."""
         self.send(task, args=args, queue=queue, headers=sent_headers(changed_at))
+
+    def _send_run(self, task: str, args: tuple[Any, ...], run_id: str) -> None:
+        """Send the task of a run just written to the ledger; when the broker does not take it, the run ends
+        failed saying so (else it stayed ``running`` with no task behind it: a relay whose broker was down left
+        one per attempt), and the error goes on to the caller."""
+        try:
+            self._send(task, args, BULK_QUEUE)
+        except Exception as exc:
+            try:
+                self.ledger.fail_run(run_id, f"its task could not be sent ({type(exc).__name__}: {exc})")
+            except Exception:  # the state database is down too: a sweep closes it as lost later
+                log.warning("run %s was not sent and could not be ended: %s", run_id, exc)
+            raise
 
     def workers(self, *, timeout: float = 1.0, active: bool = True) -> list[WorkerState]:
         """The workers that answer a broadcast within ``timeout`` seconds, with their queues (and, unless

@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from tests.reliability.chaos.invariants import broken, caught_up, ended, figures, unended
@@ -110,12 +111,15 @@ def _play(made: System, faults: list[Fault], seed: int, report: Report, say: Cal
 
 
 def _settle(made: System, writers: Writers, say: Callable[[str], None]) -> float | None:
-    """Wait for quiet: the index caught up with the sources, then (beat stopped, as the sweeps it keeps starting
-    are runs too) every run ended. When it was quiet (a monotonic time), or None."""
+    """Wait for quiet: the index caught up with the sources; every run started until then ended, beat still
+    running (its sweeps close a run whose tasks were lost: that is how a deployment heals one); then, beat
+    stopped (the sweeps it keeps starting are runs too), every run ended. When it was quiet (monotonic), or None."""
     try:
         wait_for(
             lambda: caught_up(made, writers.documents), timeout=SETTLE_SECONDS, every=2.0, what="the index to catch up"
         )
+        now = datetime.now(UTC)
+        wait_for(lambda: ended(made, before=now), timeout=SETTLE_SECONDS, every=2.0, what="the runs before to end")
         made.terminate("beat", wait=30)
         wait_for(lambda: ended(made), timeout=SETTLE_SECONDS, every=2.0, what="every run to end")
     except AssertionError as exc:

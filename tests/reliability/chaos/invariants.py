@@ -4,6 +4,7 @@ what breaks it (empty: it holds)."""
 from __future__ import annotations
 
 from collections import Counter
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -104,10 +105,15 @@ def _keyword_statistics(system: System, collection: str) -> list[str]:
     )
 
 
-def _running(system: System) -> list[str]:
+def _running(system: System, *, before: datetime | None = None) -> list[str]:
+    """The runs not ended (those started before ``before``, when given)."""
     ledger = PostgresLedger(system.database)
     try:
-        return [r.run_id[:8] for r in ledger.recent_runs(100_000) if not r.status.ended]
+        return [
+            r.run_id[:8]
+            for r in ledger.recent_runs(100_000)
+            if not r.status.ended and (before is None or r.started_at < before)
+        ]
     finally:
         ledger.close()
 
@@ -153,9 +159,9 @@ def caught_up(system: System, documents: dict[str, tuple[str, dict[str, Any]] | 
     return _outbox(system) == 0 and sql_expected == sql_stored and pushed_expected == pushed_stored
 
 
-def ended(system: System) -> bool:
-    """Every run has ended."""
-    return not _running(system)
+def ended(system: System, *, before: datetime | None = None) -> bool:
+    """Every run has ended (every run started before ``before``, when given)."""
+    return not _running(system, before=before)
 
 
 def unended(system: System) -> list[str]:
