@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -71,19 +70,16 @@ def plan(changes: Sequence[Change]) -> Plan:
     reindexed whole, and its ids are sent as well: the reindex trusts ``updated_at`` stamps, and rows put
     back after the TRUNCATE (a reload) may keep their stamps with new contents."""
     result = Plan()
+    seen: dict[str, dict[str, None]] = {}
     for change in changes:
         if change.truncated:
             result.truncated.add(change.collection)
         elif change.record_id is not None:
-            times = result.changed_at.setdefault(change.collection, {})
-            if change.record_id not in times:
-                result.ids.setdefault(change.collection, []).append(change.record_id)
-                times[change.record_id] = change.at if change.at is not None else math.inf
-            elif change.at is not None:
-                times[change.record_id] = min(times[change.record_id], change.at)
-    result.changed_at = {
-        name: {i: at for i, at in times.items() if at != math.inf} for name, times in result.changed_at.items()
-    }
+            seen.setdefault(change.collection, {})[change.record_id] = None
+            if change.at is not None:
+                times = result.changed_at.setdefault(change.collection, {})
+                times[change.record_id] = min(times.get(change.record_id, change.at), change.at)
+    result.ids = {name: list(ids) for name, ids in seen.items()}
     return result
 
 
@@ -139,8 +135,7 @@ class Relay:
         """A few ids one by one to the live queue (never coalesced: the rows are deleted once sent), a flood as
         full batches to the bulk queue; each stamped with when its change was written (a batch: its oldest)."""
         if len(ids) < self.batch_size:
-            times = {i: changed_at[i] for i in ids if i in changed_at}
-            self.sends.index_records(name, ids, coalesce=False, changed_at=times)
+            self.sends.index_records(name, ids, coalesce=False, changed_at=changed_at)
             return
         for start in range(0, len(ids), self.batch_size):
             batch = ids[start : start + self.batch_size]
