@@ -52,6 +52,7 @@ __all__ = [
     "QueueGauges",
     "VerifyGauges",
     "run_gauges",
+    "scrape_collectors",
 ]
 
 log = logging.getLogger(__name__)
