@@ -12,6 +12,8 @@ Embeddings come back as base64 (little-endian float32) when the request asks
 makes it answer 400 to base64, as strict servers do, and a ``floats`` reply
 ignores the format, as lax ones do. ``dense`` sets every coordinate, as real
 models do (hashed words alone leave most of them 0.0, which flatters JSON).
+``usage`` is OpenAI's: ``prompt_tokens`` = ``total_tokens`` = the inputs' cl100k_base tokens, and
+``served_tokens`` and ``served_calls`` add up what the embeddings answers (status 200) counted.
 Every request is recorded with when it arrived (``arrivals``; ``busiest``
 counts them per sliding window, as a provider's rate limit does). Scripted
 replies (``push``) make it fail on command: a status with headers, a delay
@@ -23,6 +25,7 @@ Use it as a context manager: ``with FakeOpenAI() as server: ...``.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import re
@@ -40,7 +43,7 @@ import numpy as np
 from store.embeddings.providers.fake import hash_embed
 from store.settings import Settings
 
-__all__ = ["FakeOpenAI", "Reply", "Request", "dense_embed", "served_embed", "settings_for"]
+__all__ = ["FakeOpenAI", "Reply", "Request", "cl100k_tokens", "dense_embed", "served_embed", "settings_for"]
 
 #: Retry settings that keep tests fast: three tries, waits of at most 50 ms.
 FAST_RETRIES = {"max_attempts": 3, "max_wait_seconds": 0.05, "cooldown_seconds": 60}
@@ -103,6 +106,9 @@ class FakeOpenAI:
         #: Bytes of every response body sent, and the seconds spent building and serialising them.
         self.sent_bytes = 0
         self.serve_seconds = 0.0
+        #: Tokens (cl100k_base, as ``usage`` reported them) and calls of every embeddings answer with status 200.
+        self.served_tokens = 0
+        self.served_calls = 0
         self.requests: list[Request] = []
         self.script: deque[Reply] = deque()
         self.default = Reply()
@@ -216,7 +222,11 @@ class FakeOpenAI:
         vectors = [[float("nan")] * size if reply.nan else embed(text, size) for text in request.inputs]
         vectors = vectors[: len(vectors) - reply.drop]
         encoding = None if reply.floats else request.encoding_format
-        return 200, reply.headers, _ok_body(path, body.get("model", ""), vectors, encoding), reply.delay
+        tokens = sum(cl100k_tokens(text) for text in request.inputs)
+        with self._lock:
+            self.served_tokens += tokens
+            self.served_calls += 1
+        return 200, reply.headers, _ok_body(path, body.get("model", ""), vectors, encoding, tokens), reply.delay
 
     def _refusal(self, request: Request) -> Reply | None:
         """The 400 a float-only server answers to base64 (it leaves the script alone), else None."""
@@ -294,13 +304,26 @@ def _rerank_body(body: dict[str, Any], reply: Reply) -> Any:
     }
 
 
-def _ok_body(path: str, model: str, vectors: list[list[float]], encoding_format: str | None) -> dict[str, Any]:
+def cl100k_tokens(text: str) -> int:
+    """``text``'s tokens as OpenAI's embedding models count them (cl100k_base, special tokens as text)."""
+    return len(_cl100k().encode_ordinary(text)) if text else 0
+
+
+@functools.cache
+def _cl100k() -> Any:
+    import bpe_openai
+
+    return bpe_openai.get_encoding("cl100k_base")
+
+
+def _ok_body(
+    path: str, model: str, vectors: list[list[float]], encoding_format: str | None, tokens: int
+) -> dict[str, Any]:
     if path == "/api/embed":
         return {"model": model, "embeddings": vectors}
     encoded = [_base64(v) for v in vectors] if encoding_format == "base64" else vectors
     # Reversed on purpose: clients must sort by index, not trust the order.
     data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(encoded)][::-1]
-    tokens = sum(len(v) for v in vectors)
     return {"object": "list", "data": data, "model": model, "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
 
 

@@ -7,6 +7,7 @@ key, provider API keys) come only from the environment.
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from pathlib import Path
@@ -214,6 +215,19 @@ class ModelSettings(Section):
     #: ``@`` and the base_url when one is set (another server may serve other weights under the same name).
     #: Give endpoints that serve the same weights the same name, so that they share cached vectors.
     weights: str | None = Field(default=None, min_length=1, max_length=200, pattern=r"^[^\x00-\x1f,]+$")
+    #: What the provider charges for a million input tokens, in your currency; spend and plans show cost only
+    #: where it is declared (never a guessed price). None: no cost shown.
+    price_per_million_tokens: float | None = None
+
+    @field_validator("price_per_million_tokens")
+    @classmethod
+    def _a_price(cls, price: float | None) -> float | None:
+        if price is not None and not (price >= 0 and math.isfinite(price)):
+            raise ValueError(
+                "a price is 0 or more: what the provider charges for a million tokens (e.g. 0.02), "
+                "or leave it out to show no cost"
+            )
+        return price
 
     @model_validator(mode="after")
     def _provider_serves_task(self) -> ModelSettings:

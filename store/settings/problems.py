@@ -12,6 +12,8 @@ from store.settings.urls import without_credentials
 __all__ = ["ENV_PREFIX", "describe", "env_problem"]
 
 ENV_PREFIX = "VECTORSYNC_"
+#: A setting whose value is never shown: a key, password, secret or token (not a count of tokens).
+_SECRET_NAME = re.compile(r"key|password|secret|token(?!s)")
 
 
 def describe(error: Any) -> str:
@@ -28,12 +30,13 @@ def describe(error: Any) -> str:
             f"setting {loc} must name the environment variable that holds the key (letters, digits and _), "
             f'not hold the key itself: export MY_KEY=... and set {loc} = "MY_KEY" (env {env})'
         )
-    return f"setting {loc} = {_shown(error.get('input'), error['loc'])} is not allowed: {error['msg']} (env {env})"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return f"setting {loc} = {_shown(error.get('input'), error['loc'])} is not allowed: {message} (env {env})"
 
 
 def _shown(value: Any, loc: tuple[Any, ...] = ()) -> str:
     """A bad value as a message may show it: no whole sections (they hold URLs), no passwords or keys."""
-    if loc and any(part in str(loc[-1]) for part in ("key", "password", "secret", "token")):
+    if loc and _SECRET_NAME.search(str(loc[-1])):
         return "<hidden>"
     if isinstance(value, dict | list):
         return f"<{type(value).__name__}>"

@@ -154,3 +154,43 @@ def test_a_bad_section_is_reported_without_the_passwords_inside_it(tmp_path: Pat
 def test_chunker_overlap_must_be_below_max_tokens_at_load(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"chunker overlap \(64\) must be below max_tokens \(64\)"):
         load_settings(write(tmp_path, "[collections.notes.chunker]\nmax_tokens = 64\noverlap = 64\n"))
+
+
+PRICED = """
+[models.small]
+provider = "openai"
+model = "text-embedding-3-small"
+dimensions = 1536
+{price}
+"""
+
+
+def test_a_declared_price_loads_and_none_declared_means_no_price(tmp_path: Path) -> None:
+    priced = load_settings(write(tmp_path, PRICED.format(price="price_per_million_tokens = 0.02")))
+    assert priced.models["small"].price_per_million_tokens == 0.02
+    assert load_settings(write(tmp_path, PRICED.format(price=""))).models["small"].price_per_million_tokens is None
+    free = load_settings(write(tmp_path, PRICED.format(price="price_per_million_tokens = 0")))
+    assert free.models["small"].price_per_million_tokens == 0
+
+
+def test_a_negative_price_names_the_value_and_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(write(tmp_path, PRICED.format(price="price_per_million_tokens = -0.02")))
+    assert str(caught.value) == (
+        f"bad settings in {tmp_path / 'vectorsync.toml'}: setting models.small.price_per_million_tokens = -0.02 "
+        "is not allowed: a price is 0 or more: what the provider charges for a million tokens (e.g. 0.02), "
+        "or leave it out to show no cost (env VECTORSYNC_MODELS__SMALL__PRICE_PER_MILLION_TOKENS)"
+    )
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", '"free"'])
+def test_a_price_that_is_not_a_finite_number_is_refused_with_its_value(tmp_path: Path, value: str) -> None:
+    with pytest.raises(ConfigError, match=r"models\.small\.price_per_million_tokens = .+ is not allowed"):
+        load_settings(write(tmp_path, PRICED.format(price=f"price_per_million_tokens = {value}")))
+
+
+def test_a_key_like_setting_is_still_hidden_in_messages(tmp_path: Path) -> None:
+    text = PRICED.format(price='api_key_env = "sk-not-a-variable-name"')
+    with pytest.raises(ConfigError) as caught:
+        load_settings(write(tmp_path, text))
+    assert "sk-not" not in str(caught.value)
