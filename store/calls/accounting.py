@@ -9,7 +9,8 @@ one count under user "". ``observe_try`` times every try of an entry, and counts
 the failed ones by kind, where the failover engine makes it.
 
 Prometheus names: ``vectorsync_model_calls_total`` and ``vectorsync_model_tokens_total``
-{task, model, user}, where ``model`` is the model's name at its API (what a
+{task, model, user}; ``vectorsync_model_cost_total`` {task, model}, counted only for models that declare
+``price_per_million_tokens`` (in that price's currency); where ``model`` is the model's name at its API (what a
 provider bills) and ``user`` one of the first ``MAX_USER_LABELS`` users a process
 saw, the rest counted as "other"; ``vectorsync_model_call_seconds`` {task, model} and
 ``vectorsync_model_errors_total`` {task, model, kind}, where ``model`` is the
@@ -38,6 +39,7 @@ __all__ = [
     "EmbeddingStats",
     "attributed_to",
     "call_counters",
+    "cost_counter",
     "current_user",
     "error_kind",
     "observe_try",
@@ -92,6 +94,7 @@ _user: contextvars.ContextVar[str] = contextvars.ContextVar("vectorsync_user", d
 
 
 _made: tuple[Any, Any] | None = None
+_cost: list[Any] = []
 _tries: tuple[Any, Any] | None = None
 _lock = threading.Lock()
 
@@ -111,6 +114,18 @@ def call_counters() -> tuple[Any, Any]:
                 PromCounter("vectorsync_model_tokens", "Tokens sent to and received from model providers", labels),
             )
         return _made
+
+
+def cost_counter() -> Any:
+    """``vectorsync_model_cost``, made once in this process."""
+    with _lock:
+        if not _cost:
+            from prometheus_client import Counter as PromCounter
+
+            _cost.append(
+                PromCounter("vectorsync_model_cost", "Cost of model calls at their declared price", ["task", "model"])
+            )
+        return _cost[0]
 
 
 def try_metrics() -> tuple[Any, Any]:
@@ -189,10 +204,13 @@ def user_label(user: str) -> str:
     return OTHER_USERS
 
 
-def record(task: str, model: str, *, tokens: int) -> None:
-    """Count one call of ``model`` doing ``task`` (embed, rerank, chat) and its tokens."""
+def record(task: str, model: str, *, tokens: int, cost: float | None = None) -> None:
+    """Count one call of ``model`` doing ``task`` (embed, rerank, chat), its tokens, and its cost when the model
+    declares a price."""
     calls, spent = call_counters()
     labels = (task, model, user_label(_user.get()))
     calls.labels(*labels).inc()
     if tokens:
         spent.labels(*labels).inc(tokens)
+    if cost is not None:
+        cost_counter().labels(task, model).inc(cost)

@@ -7,6 +7,7 @@ A batch holds at most ``batch_size`` texts, at most the provider's
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -55,7 +56,8 @@ def run_batches(batches: Sequence[T], call: Callable[[T], Sequence[R]], *, paral
         return [item for batch in batches for item in call(batch)]
     workers = min(parallelism, len(batches))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vectorsync-embed") as pool:
-        futures = [pool.submit(call, batch) for batch in batches]
+        # Each call in a copy of the caller's context: whom the calls are attributed to, what they are spent on.
+        futures = [pool.submit(contextvars.copy_context().run, call, batch) for batch in batches]
         try:
             return [item for future in futures for item in future.result()]
         finally:

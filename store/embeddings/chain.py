@@ -23,12 +23,14 @@ import re
 import warnings
 from collections.abc import Mapping, Sequence
 
-from store.calls import accounting
+from store.calls import accounting, spend
 from store.calls.accounting import EmbeddingStats
 from store.calls.failover import DEFAULT_POLICY, ChainPolicy, Failover, named_entries
 from store.calls.ratelimit import Limiter, rate_limiters
+from store.calls.spend import UNMETERED, Meter
 from store.calls.tokens import estimate_tokens
 from store.embeddings.providers import Limits, Provider, build_provider
+from store.embeddings.providers.base import Vectors
 from store.embeddings.providers.fake import DEFAULT_FAKE_MODEL
 from store.errors import ConfigError, PermanentError
 from store.settings import ModelSettings, Settings
@@ -70,6 +72,9 @@ class FailoverChain:
         self.dimensions = dimensions
         self.policy = policy
         self.stats = self._failover.stats
+        #: How each entry's calls are counted and priced, by provider name (``from_settings`` fills it from the
+        #: settings); an entry missing here counts with the estimate, at no price.
+        self.meters: dict[str, Meter] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings, *, stats: EmbeddingStats | None = None) -> FailoverChain:
@@ -92,7 +97,7 @@ class FailoverChain:
         limiters = rate_limiters(
             settings.cache_url, entries, max_pause=policy.max_wait_seconds, network=settings.network
         )
-        return cls(
+        chain = cls(
             providers,
             dimensions=settings.vectors.dimensions,
             policy=policy,
@@ -100,6 +105,8 @@ class FailoverChain:
             limiters=limiters,
             spaces=spaces,
         )
+        chain.meters = {provider.name: Meter.of(model) for (_, model), provider in zip(entries, providers, strict=True)}
+        return chain
 
     def __repr__(self) -> str:
         return f"<FailoverChain {[provider.name for provider in self.providers]} {self.dimensions}-d>"
@@ -130,12 +137,12 @@ class FailoverChain:
         have the wrong size), TransientError or PermanentError when every entry failed.
         """
         tokens = sum(estimate_tokens(text) for text in texts)
-        vectors, provider = self._failover.run(lambda provider: self._call(provider, texts, tokens), tokens=tokens)
+        vectors, provider = self._failover.run(lambda provider: self._call(provider, texts), tokens=tokens)
         return vectors, self.spaces[provider.name]
 
-    def _call(self, provider: Provider, texts: list[str], tokens: int) -> list[list[float]]:
+    def _call(self, provider: Provider, texts: list[str]) -> list[list[float]]:
         vectors = provider.embed_batch(texts)
-        accounting.record("embed", provider.model, tokens=tokens)
+        self._count(provider, texts, vectors)
         if len(vectors) != len(texts):
             raise PermanentError(
                 f"model {provider.model!r} at {provider.endpoint} returned {len(vectors)} vectors "
@@ -154,6 +161,14 @@ class FailoverChain:
                     f"model {provider.model!r} at {provider.endpoint} returned a vector with NaN or infinite values"
                 )
         return vectors
+
+    def _count(self, provider: Provider, texts: list[str], vectors: list[list[float]]) -> None:
+        """Count a call as its provider counted it (``Vectors.tokens``), else as its model's tokenizer or the
+        estimate does: in Prometheus, and in the spend of the batch it is made for (``store.calls.spend``)."""
+        reported = vectors.tokens if isinstance(vectors, Vectors) else None
+        tokens, counted_by, cost = self.meters.get(provider.name, UNMETERED).measure(texts, reported)
+        accounting.record("embed", provider.model, tokens=tokens, cost=cost)
+        spend.add(provider.model, tokens=tokens, cost=cost, counted_by=counted_by)
 
 
 def vector_space(model: ModelSettings, name: str) -> str:

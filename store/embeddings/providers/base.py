@@ -13,7 +13,7 @@ from __future__ import annotations
 import email.utils
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -24,6 +24,7 @@ __all__ = [
     "DEFAULT_LIMITS",
     "Limits",
     "Provider",
+    "Vectors",
     "error_for_status",
     "parse_retry_after",
     "scrub",
@@ -67,6 +68,18 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
+class Vectors(list[list[float]]):
+    """What ``embed_batch`` may return instead of a plain list: the vectors, and the tokens the provider counted
+    for the call (OpenAI's ``usage``, a local model's tokenizer). A plain list, or ``tokens`` None, leaves the
+    count to the chain (``store.calls.tokens.token_counter``). A value per call, so parallel calls never mix."""
+
+    __slots__ = ("tokens",)
+
+    def __init__(self, vectors: Iterable[list[float]] = (), *, tokens: int | None = None) -> None:
+        super().__init__(vectors)
+        self.tokens = tokens
+
+
 class Provider(Protocol):
     """One embedding model at one endpoint."""
 
@@ -80,7 +93,7 @@ class Provider(Protocol):
     endpoint: str
 
     def embed_batch(self, texts: list[str]) -> list[list[float]]:
-        """One vector per text, in order, in one call.
+        """One vector per text, in order, in one call; a ``Vectors`` when the provider counts the call's tokens.
 
         Raises TransientError (with ``retry_after`` when the server sent one),
         PermanentError, InputError; messages name the model and the endpoint,

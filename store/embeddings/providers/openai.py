@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from store.embeddings.providers.base import Limits, error_for_status, parse_retry_after, scrub
+from store.embeddings.providers.base import Limits, Vectors, error_for_status, parse_retry_after, scrub
 from store.errors import ConfigError, EmbeddingError, PermanentError, TransientError
 from store.settings.urls import redact_url
 
@@ -40,6 +40,7 @@ __all__ = [
     "make_client",
     "refuses_base64",
     "translate_error",
+    "usage_tokens",
 ]
 
 log = logging.getLogger(__name__)
@@ -73,22 +74,23 @@ class OpenAIProvider:
     def __repr__(self) -> str:
         return f"<OpenAIProvider {self.name!r} {self.model!r} at {self.endpoint}>"
 
-    def embed_batch(self, texts: list[str]) -> list[list[float]]:
-        """One vector per text, sorted by the response's ``index``; see ``Provider.embed_batch``."""
+    def embed_batch(self, texts: list[str]) -> Vectors:
+        """One vector per text, sorted by the response's ``index``, with the tokens its ``usage`` counted (None
+        when the endpoint reports none); see ``Provider.embed_batch``."""
         import openai
 
         try:
-            data = self._request(texts)
+            response = self._request(texts)
         except openai.OpenAIError as exc:
             raise self._translate(exc) from exc
-        return self._in_order(data, len(texts))
+        return Vectors(self._in_order(response.data, len(texts)), tokens=usage_tokens(response))
 
     def close(self) -> None:
         """Close the HTTP connections."""
         self._client.close()
 
-    def _request(self, texts: list[str]) -> Sequence[Any]:
-        """The response's items, as base64 unless the endpoint takes float only.
+    def _request(self, texts: list[str]) -> Any:
+        """The response, its items as base64 unless the endpoint takes float only.
 
         A refused base64 is not the batch's failure: the same batch goes again as float at once.
         """
@@ -97,24 +99,21 @@ class OpenAIProvider:
         if self.encoding_format == "float":
             return self._create(texts, "float")
         try:
-            data = self._create(texts, "base64")
+            response = self._create(texts, "base64")
         except openai.APIStatusError as exc:
             if not refuses_base64(exc):
                 raise
-            data = self._create(texts, "float")
+            response = self._create(texts, "float")
             self._use_float(f"it refused base64 with {exc.status_code}")
-            return data
-        if any(not isinstance(item.embedding, str) for item in data):
+            return response
+        if any(not isinstance(item.embedding, str) for item in response.data):
             self._use_float("it answered floats when asked for base64")
-        return data
+        return response
 
-    def _create(self, texts: list[str], encoding_format: EncodingFormat) -> Sequence[Any]:
+    def _create(self, texts: list[str], encoding_format: EncodingFormat) -> Any:
         """One ``/embeddings`` call; with "base64" the client leaves each embedding a base64 string."""
         extra: dict[str, Any] = {"dimensions": self.dimensions} if self._send_dimensions else {}
-        response = self._client.embeddings.create(
-            input=texts, model=self.model, encoding_format=encoding_format, **extra
-        )
-        return cast("Sequence[Any]", response.data)
+        return self._client.embeddings.create(input=texts, model=self.model, encoding_format=encoding_format, **extra)
 
     def _use_float(self, reason: str) -> None:
         """Ask this endpoint for float from now on; said once at INFO (the endpoint is already redacted)."""
@@ -147,6 +146,13 @@ class OpenAIProvider:
             raise PermanentError(
                 f"model {self.model!r} at {self.endpoint} returned a vector that is not float32 base64: {exc}"
             ) from None
+
+
+def usage_tokens(response: Any) -> int | None:
+    """The input tokens a response's ``usage`` counted; None when it has none (some compatible servers)."""
+    usage = getattr(response, "usage", None)
+    tokens = getattr(usage, "prompt_tokens", None)
+    return tokens if isinstance(tokens, int) and tokens >= 0 else None
 
 
 def decode_vector(embedding: str | Sequence[float]) -> list[float]:
