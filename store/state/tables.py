@@ -5,6 +5,8 @@
 - ``vectorsync_runs`` and ``vectorsync_run_batches``: reindex and reconcile runs, each batch counted once.
 - ``vectorsync_failures``: records that failed after their retries, with their error.
 - ``vectorsync_aliases`` and ``vectorsync_generations``: the generations of migrated collections.
+- ``vectorsync_spend``: tokens, calls and cost of model calls per run ("" outside one), collection, model and
+  generation (``store.calls.spend``).
 
 The migrations keep their own frozen copies of these definitions: a migration is what a release did, and
 must not change when this module does. A change here needs a new revision there.
@@ -15,7 +17,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-__all__ = ["aliases", "failures", "generations", "ledger", "metadata", "run_batches", "runs"]
+__all__ = ["aliases", "failures", "generations", "ledger", "metadata", "run_batches", "runs", "spend"]
 
 #: The state tables, and only them (the vector tables belong to the pgvector store).
 metadata = sa.MetaData()
@@ -84,4 +86,17 @@ generations = sa.Table(
     sa.Column("dimensions", sa.Integer, nullable=False),
     sa.Column("run_id", sa.Text),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+)
+spend = sa.Table(
+    "vectorsync_spend",
+    metadata,
+    sa.Column("run_id", sa.Text, primary_key=True),
+    sa.Column("collection", sa.Text, primary_key=True),
+    sa.Column("model", sa.Text, primary_key=True),
+    sa.Column("generation", sa.Integer, primary_key=True),
+    sa.Column("tokens", sa.BigInteger, nullable=False),
+    sa.Column("calls", sa.BigInteger, nullable=False),
+    sa.Column("cost", sa.Float),
+    sa.Column("counted_by", sa.Text, nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
 )

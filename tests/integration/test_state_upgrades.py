@@ -96,6 +96,7 @@ def test_a_fresh_database_upgrades_to_the_head_and_again_to_nothing(database: st
         "vectorsync_failures",
         "vectorsync_aliases",
         "vectorsync_generations",
+        "vectorsync_spend",
         migrations.VERSION_TABLE,
     }
 
@@ -124,6 +125,7 @@ def test_main_s_schema_keeps_its_rows_and_ends_at_the_head(database: str) -> Non
             (1, ("small",), 8, None),
             (2, ("large",), 16, "run1"),
         ]
+        assert ledger.run_spend("run1") == []  # 0004's table, made for a run that spent before it was counted
         # and the deferred run ends as it would have: its index is still to build
         assert ledger.finish_batch("run1", 1, done=5, skipped=0, failed=0).status == RunStatus.INDEXING
     finally:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 from store.contract import RunStatus
 
 if TYPE_CHECKING:
+    from store.calls.spend import Spend
     from store.state.generations.base import Generations
 
 __all__ = ["Failure", "Forgotten", "Held", "Ledger", "LedgerEntry", "Overview", "RunProgress", "RunStatus", "now"]
@@ -194,6 +195,18 @@ class Ledger(Protocol):
 
     def recent_runs(self, limit: int = 20, *, running: bool = False) -> list[RunProgress]:
         """The newest runs first; ``running``: only those still ``running``, however old."""
+        ...
+
+    # -- spend -----------------------------------------------------------------------
+
+    def add_spend(self, rows: Sequence[Spend]) -> None:
+        """Add a batch's spend (``store.calls.spend.Tally.rows``) to the sums of each run, collection, model
+        and generation: tokens and calls added, cost added where either side has one, the weakest label kept."""
+        ...
+
+    def run_spend(self, run_id: str) -> list[Spend]:
+        """What a run has spent so far, per collection, model and generation (``LIVE``, "", for live tasks),
+        ordered by them. What a budget compares with its cap: sum ``tokens`` and ``cost`` of the rows."""
         ...
 
     # -- failures --------------------------------------------------------------------

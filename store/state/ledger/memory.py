@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import store.state.ledger.rules as rules
+from store.calls.spend import Spend
 from store.errors import ConfigError
 from store.state.generations.memory import MemoryGenerations
 from store.state.ledger.base import Failure, Forgotten, LedgerEntry, Overview, RunProgress, RunStatus, now
@@ -56,6 +57,7 @@ class MemoryLedger:
         self._entries: dict[tuple[str, str], LedgerEntry] = {}
         self._runs: dict[str, _Run] = {}
         self._failures: dict[tuple[str, str], Failure] = {}
+        self._spend: dict[tuple[str, str, str, int], Spend] = {}
         #: The aliases of migrated collections, kept with the rest of this process's state.
         self.generations = MemoryGenerations()
 
@@ -202,6 +204,16 @@ class MemoryLedger:
         with self._lock:
             found = [f for f in self._failures.values() if collection is None or f.collection == collection]
         return sorted(found, key=lambda f: (f.collection, f.record_id))
+
+    def add_spend(self, rows: Sequence[Spend]) -> None:
+        with self._lock:
+            for row in rows:
+                found = self._spend.get(row.key)
+                self._spend[row.key] = row if found is None else found.plus(row)
+
+    def run_spend(self, run_id: str) -> list[Spend]:
+        with self._lock:
+            return [self._spend[key] for key in sorted(self._spend) if key[0] == run_id]
 
     def close(self) -> None:
         """Nothing to release."""

@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 import store.state.ledger.rules as rules
 import store.state.ledger.statements as sql
+from store.calls.spend import Spend
 from store.connect.postgres import driver
 from store.errors import ConfigError
 from store.settings import NetworkSettings
@@ -30,6 +31,8 @@ from store.state.ledger.base import Failure, Forgotten, LedgerEntry, Overview, R
 from store.vectors.records import escape_unstorable
 
 __all__ = ["PostgresLedger"]
+
+_SPEND_COLUMNS = ("run_id", "collection", "model", "generation", "tokens", "calls", "cost", "counted_by")
 
 
 def _entry(row: sa.Row[Any]) -> LedgerEntry:
@@ -291,6 +294,18 @@ class PostgresLedger:
         return [self.run(run_id) for run_id in ids]
 
     # -- failures --------------------------------------------------------------------
+
+    def add_spend(self, rows: Sequence[Spend]) -> None:
+        if not rows:
+            return
+        values = [{column: getattr(row, column) for column in _SPEND_COLUMNS} for row in rows]
+        with self.transaction() as conn:
+            conn.execute(sql.ADD_SPEND, values)
+
+    def run_spend(self, run_id: str) -> list[Spend]:
+        with self.transaction() as conn:
+            found = conn.execute(sql.RUN_SPEND, {"run": run_id}).all()
+        return [Spend(**{column: getattr(row, column) for column in _SPEND_COLUMNS}) for row in found]
 
     def record_failure(self, collection: str, record_id: str, error: str, *, run_id: str | None = None) -> None:
         # An id PostgreSQL cannot store (a NUL, a lone surrogate) is kept escaped: the failure is still told.

@@ -11,9 +11,10 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from store.contract import RunStatus
-from store.state.tables import failures, ledger, run_batches, runs
+from store.state.tables import failures, ledger, run_batches, runs, spend
 
 __all__ = [
+    "ADD_SPEND",
     "COUNTED_BATCHES",
     "COUNT_BATCH",
     "CREATE_RUN",
@@ -41,6 +42,7 @@ __all__ = [
     "RUNS_IN_STATUS",
     "RUNS_PER_STATUS",
     "RUNS_STARTING",
+    "RUN_SPEND",
     "SET_RUN_TOTAL",
     "prefix_pattern",
 ]
@@ -191,3 +193,30 @@ OPEN_RUNS = (
     .limit(sa.bindparam("limit"))
 )
 FAILURES_PER_COLLECTION = sa.select(failures.c.collection, sa.func.count()).group_by(failures.c.collection)
+
+_spend = postgresql.insert(spend)
+# A sum keeps the weakest label (store.calls.spend.weakest): an estimate in it makes it one.
+_WEAKEST = sa.case(
+    (sa.or_(spend.c.counted_by == "estimate", _spend.excluded.counted_by == "estimate"), "estimate"),
+    (sa.or_(spend.c.counted_by == "tokenizer", _spend.excluded.counted_by == "tokenizer"), "tokenizer"),
+    else_="provider",
+)
+ADD_SPEND = _spend.on_conflict_do_update(
+    index_elements=["run_id", "collection", "model", "generation"],
+    set_={
+        "tokens": spend.c.tokens + _spend.excluded.tokens,
+        "calls": spend.c.calls + _spend.excluded.calls,
+        # NULL + x is NULL: a cost stays NULL only when neither side has one.
+        "cost": sa.case(
+            (sa.and_(spend.c.cost.is_(None), _spend.excluded.cost.is_(None)), None),
+            else_=sa.func.coalesce(spend.c.cost, 0) + sa.func.coalesce(_spend.excluded.cost, 0),
+        ),
+        "counted_by": _WEAKEST,
+        "updated_at": sa.func.now(),
+    },
+)
+RUN_SPEND = (
+    sa.select(spend)
+    .where(spend.c.run_id == sa.bindparam("run"))
+    .order_by(spend.c.collection, spend.c.model, spend.c.generation)
+)

@@ -7,10 +7,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from store.calls.spend import LIVE, Spend
 from store.errors import ConfigError
 from store.state.ledger import Forgotten, Ledger, LedgerEntry, MemoryLedger, RunStatus
 from tests.backends import unique_name
@@ -258,6 +260,29 @@ class LedgerContract:
         else:
             assert failure.record_id == "bad\x00id\ud800"
             assert failure.error == "ConfigError: record id 'bad\\x00id' is not allowed\x00"
+
+    def test_spend_sums_per_run_collection_model_and_generation(self, ledger: Ledger) -> None:
+        run = ledger.create_run(unique_name("notes"))
+        first = Spend(
+            run_id=run,
+            collection="notes",
+            model="m",
+            generation=1,
+            tokens=40,
+            calls=1,
+            cost=None,
+            counted_by="provider",
+        )
+        ledger.add_spend([first, replace(first, generation=2, tokens=5, counted_by="estimate")])
+        ledger.add_spend([replace(first, tokens=60, calls=2, cost=0.5, counted_by="tokenizer")])
+        ledger.add_spend([replace(first, run_id=LIVE, tokens=1)])
+        ledger.add_spend([])
+        assert ledger.run_spend(run) == [
+            replace(first, tokens=100, calls=3, cost=0.5, counted_by="tokenizer"),
+            replace(first, generation=2, tokens=5, counted_by="estimate"),
+        ]
+        assert ledger.run_spend("no-such-run") == []
+        assert sum(row.tokens for row in ledger.run_spend(LIVE) if row.collection == "notes") >= 1
 
 
 class TestMemoryLedger(LedgerContract):
