@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from celery import Task
 from celery.exceptions import Retry, SoftTimeLimitExceeded
 
+from store.calls import spend
 from store.contract import BatchMessage
 from store.errors import ConfigError, StoreUnavailable
 from store.state.ledger import RunProgress
@@ -88,7 +89,7 @@ def process(task: Task, work: Work) -> dict[str, int]:
     outcomes: dict[str, BatchResult] = {}
     try:
         check_redeliveries(task)
-        outcomes = work()
+        outcomes = _worked(work)
         result = combined(outcomes)
     except DeliveredTooOften as exc:  # the work itself kills its worker: it fails alone, its run goes on
         log.error("%d records of %s given up: %s", len(batch.ids), batch.collection, exc)
@@ -121,6 +122,28 @@ def process(task: Task, work: Work) -> dict[str, int]:
     if batch.run_id is not None and batch.number is not None:
         _count(task, work, result, decision.counts, policy)
     return decision.counts
+
+
+def _worked(work: Work) -> dict[str, BatchResult]:
+    """``work()``, its model calls tallied (``store.calls.spend``) and written to the ledger once, whatever
+    the outcome: a call that was made is spent."""
+    with spend.tallied(work.batch.run_id) as tally:
+        try:
+            return work()
+        finally:
+            _write_spend(tally)
+
+
+def _write_spend(tally: spend.Tally) -> None:
+    rows = tally.rows()
+    if not rows:
+        return
+    try:
+        context().ledger.add_spend(rows)
+    except SoftTimeLimitExceeded:
+        raise
+    except Exception:  # the batch's records are indexed: losing its spend must not fail them
+        log.exception("could not record the spend of %d calls", sum(row.calls for row in rows))
 
 
 def _observe(task: Task, batch: Batch, result: BatchResult) -> None:

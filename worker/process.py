@@ -21,6 +21,7 @@ from store.broker.coalescing import Coalescer
 from store.broker.freshness import FreshnessLog
 from store.broker.pushes import Pushes
 from store.broker.redeliveries import Redeliveries
+from store.calls import spend
 from store.client import Client, Hooks, ProcessDefault
 from store.embeddings import Embeddings
 from store.errors import ConfigError, StoreUnavailable
@@ -169,7 +170,8 @@ class WorkerContext:
             action = alone
         for number, generation in enumerate(targets):
             try:
-                results[generation.physical] = action(self._indexer(generation))
+                with spend.charged_to(generation.collection, generation.number):
+                    results[generation.physical] = action(self._indexer(generation))
             except (Retry, SoftTimeLimitExceeded):
                 raise
             except StoreUnavailable as exc:

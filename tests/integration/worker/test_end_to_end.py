@@ -159,6 +159,7 @@ def test_a_one_percent_edit_is_embedded_in_full_provider_calls(world: World) -> 
     world.crm.insert([note(i) for i in range(1, 401)])
     with celery_worker(world.config):
         assert reindex_and_wait(world).returncode == 0
+        _assert_spend_is_what_the_server_counted(world)
         before = set(text for text, _ in world.expected().values())
         edited = random.Random(9).sample(range(1, 401), 4)  # 1%, on different pages of worker.batch_size ids
         for i in edited:
@@ -432,3 +433,21 @@ def test_a_dropped_declared_collection_comes_back_on_its_next_reindex(world: Wor
         assert again.returncode == 0, again.stdout + again.stderr
         assert "done: 40 records, 40 indexed, 0 unchanged, 0 failed" in again.stdout
         assert world.in_sync()
+
+
+def _assert_spend_is_what_the_server_counted(world: World) -> None:
+    """The first run's spend, written by the workers batch by batch, is the fake server's usage, exactly."""
+    ledger = world.ledger()
+    try:
+        [run] = ledger.recent_runs(1)
+        [row] = ledger.run_spend(run.run_id)
+    finally:
+        ledger.close()
+    assert (row.collection, row.model, row.generation, row.counted_by) == (
+        world.collection,
+        "text-embedding-test",
+        1,
+        "provider",
+    )
+    assert (row.tokens, row.calls) == (world.openai.served_tokens, world.openai.served_calls)
+    assert row.cost is None  # no price declared
