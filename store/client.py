@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from store.embeddings import Embeddings
     from store.explain import Facts, SourceReader
     from store.lifecycle import Collections
+    from store.plan import Plan, PlanReader
     from store.retrieval import GroundedAnswer, Retrieval
     from store.retrieval.matches import Matches
     from store.retrieval.options import AnswerOptions, SearchOptions
@@ -273,6 +274,15 @@ class Client:
         from store.verify import verify
 
         return verify(self, collection, sample=sample, source=source, repair=repair)
+
+    def plan(self, collection: str, *, reader: PlanReader, chain: Sequence[str] | None = None) -> Plan:
+        """What a reindex of ``collection`` (with ``chain``: its migration to that chain) would do and cost: records
+        new, changed, unchanged and gone, chunks to embed and reused, tokens, provider calls, cost and the time the
+        rate limits allow. ``reader`` judges records as a worker would (``worker.planning.PlanReading(client)``).
+        Calls no provider, writes nothing. Raises ConfigError, StoreUnavailable."""
+        from store.plan import plan
+
+        return plan(self, collection, reader=reader, chain=chain)
 
     def rerank(
         self, query: str, matches: Sequence[VectorMatch], *, top: int | None = None, user: str | None = None

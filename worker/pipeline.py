@@ -237,9 +237,9 @@ class Indexer:
         return stale
 
     def _ledger_holds_record(self, known: LedgerEntry, record: SourceRecord) -> bool:
-        """Whether the ledger's entry is this source record as it reads now (``_ledger_holds``)."""
+        """Whether the ledger's entry is this source record as it reads now (``holds``)."""
         try:
-            return self._ledger_holds(known, self._content_hash(record))
+            return self.holds(known, self._content_hash(record))
         except Exception:  # a record that cannot be hashed is not current: its batch says why
             return False
 
@@ -326,7 +326,7 @@ class Indexer:
                 continue
             known = ledger.get(record.id)
             version = (versions or {}).get(record.id, 0)
-            if known is not None and (known.version > version or self._ledger_holds(known, digest)):
+            if known is not None and (known.version > version or self.holds(known, digest)):
                 result.skipped.append(record.id)
                 if known.version < version or known.stamp != record.stamp:
                     # the same content pushed again, or touched in the source: remember the newer marker
@@ -346,7 +346,7 @@ class Indexer:
                 held.record_indexed(bumps)
         return planned
 
-    def _ledger_holds(self, known: LedgerEntry, digest: str) -> bool:
+    def holds(self, known: LedgerEntry, digest: str) -> bool:
         """Whether the ledger's entry is this content, embedded by the chain's first model (a record a fallback
         model embedded is embedded again once that model is back)."""
         return known.content_hash == digest and known.model == self.embeddings.space

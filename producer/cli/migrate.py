@@ -31,6 +31,10 @@ def migrate(
     ] = False,
     wait: Annotated[bool, typer.Option(help="follow the run until it ends and the collection switches")] = False,
     timeout: Annotated[float | None, typer.Option(help="with --wait, stop following after this many seconds")] = None,
+    plan: Annotated[
+        bool, typer.Option("--plan", help="say what the migration would embed and cost, without calling a provider")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="with --plan, the plan as JSON")] = False,
 ) -> None:
     """Build a collection under a new embedding chain beside the live one, then switch to it in one step."""
     producer = open_producer()
@@ -42,6 +46,11 @@ def migrate(
         error("name the new chain: --chain MODEL[,MODEL...] ([models.NAME] entries)")
         raise typer.Exit(2)
     names = [name.strip() for name in chain.split(",") if name.strip()]
+    if plan:
+        from producer.cli.plan import show
+
+        show(collection, chain=names, as_json=as_json)
+        return
     generation, run_id = guarded(lambda: producer.migrate(collection, names))
     alias = guarded(lambda: registry.alias(collection))
     live = alias.reads.name if alias is not None else f"{collection}__g1"

@@ -18,8 +18,17 @@ def reindex(
     allow_empty: Annotated[bool, typer.Option(help="with --full, allow emptying the collection")] = False,
     wait: Annotated[bool, typer.Option(help="follow the run until it ends")] = False,
     timeout: Annotated[float | None, typer.Option(help="with --wait, stop following after this many seconds")] = None,
+    plan: Annotated[
+        bool, typer.Option("--plan", help="say what the run would embed and cost, without calling a provider")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="with --plan, the plan as JSON")] = False,
 ) -> None:
-    """Reindex a whole collection; --wait shows progress until it ends."""
+    """Reindex a whole collection; --wait shows progress until it ends, --plan what it would cost."""
+    if plan:
+        from producer.cli.plan import show
+
+        show(collection, chain=None, as_json=as_json)
+        return
     producer = open_producer()
     run_id = guarded(lambda: producer.reindex_all(collection, full=full, allow_empty=allow_empty))
     out.print(f"run {run_id} started for {collection}", highlight=False)

@@ -12,11 +12,16 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("store", "worker", "producer")
 #: Which of our packages each package may import (producer -> store <- worker).
 ALLOWED = {"store": {"store"}, "worker": {"store", "worker"}, "producer": {"store", "producer"}}
-#: The exceptions: the in-process test kit runs the worker's tasks, and ``vectorsync explain`` and ``verify``
-#: read records as a worker does (its source, its content hash, its chunks), so each imports the worker, but only
-#: inside functions (never when it is imported, so ``import producer.testing`` and the CLI stay as light as
+#: The exceptions: the in-process test kit runs the worker's tasks, and ``vectorsync explain``, ``verify`` and
+#: ``--plan`` read records as a worker does (its source, its content hash, its chunks), so each imports the worker,
+#: but only inside functions (never when it is imported, so ``import producer.testing`` and the CLI stay as light as
 #: producer).
-LAZY_EXTRA = {"producer.testing": {"worker"}, "producer.cli.explain": {"worker"}, "producer.cli.verify": {"worker"}}
+LAZY_EXTRA = {
+    "producer.testing": {"worker"},
+    "producer.cli.explain": {"worker"},
+    "producer.cli.verify": {"worker"},
+    "producer.cli.plan": {"worker"},
+}
 #: A module over this many lines (as ruff format lays them out) holds two concepts. Functions are kept small by
 #: ruff's complexity and argument limits (pyproject.toml), which no packing of lines beats.
 MAX_LINES = 480

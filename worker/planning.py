@@ -1,0 +1,135 @@
+"""Records judged for ``vectorsync reindex --plan`` and ``migrate --plan`` as a run's batches judge them: the
+fan-out's rule picks the ids to read (``worker.fanout.changed_ids``), each read record is hashed and chunked by
+the Indexer of the generation the run writes, and nothing is embedded or written (``store.plan`` does the sums)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from store.client import Client
+from store.embeddings import Embeddings
+from store.embeddings.chain import resolve_entries
+from store.errors import ConfigError
+from store.plan import Judged, Target
+from store.plan.costing import Stored
+from store.state.generations.base import generation_settings
+from store.state.generations.migration import plan as migration
+from store.vectors.records import clean_text
+from worker.fanout import changed_ids
+from worker.pipeline import Indexer, Recipe
+from worker.process import WorkerContext
+from worker.sources.push import PushSource
+
+__all__ = ["PlanReading", "judge"]
+
+
+class PlanReading:
+    """``store.plan.PlanReader`` over ``client``'s parts; ``close()`` releases what it opened (sources, a migration's
+    embeddings) and leaves the client open."""
+
+    def __init__(self, client: Client) -> None:
+        self._context = WorkerContext.of(client)
+        self._opened: list[Embeddings] = []
+
+    def target(self, collection: str, *, chain: Sequence[str] | None) -> Target:
+        live = self._context.indexer(collection)
+        if isinstance(live.source, PushSource):
+            raise ConfigError(
+                f"collection {collection!r} holds pushed documents: no source to plan a run from (the app sends "
+                "each one; its index_document tasks embed only what changed)"
+            )
+        settings = self._context.settings
+        generation = self._context.router.reading(collection)
+        if chain is not None:
+            registry = self._context.ledger.generations
+            embedded = self._context.ledger.models(collection) if registry.alias(collection) is None else set()
+            _, generation = migration(settings, registry, collection, list(chain), embedded=embedded)
+        generated = generation_settings(settings, generation)
+        entry, model = resolve_entries(generated)[0]
+        indexer = (
+            live if chain is None else self._building(live, generation.physical, Embeddings.from_settings(generated))
+        )
+        return Target(
+            generation=generation.physical,
+            kind="reindex" if chain is None else "migrate",
+            entry=entry,
+            model=model,
+            embeddings=indexer.embeddings,
+            batch_size=settings.worker.batch_size,
+            pages=lambda size: judge(indexer, page_size=size),
+            stored=_stored_in(live, indexer.embeddings),
+        )
+
+    def _building(self, live: Indexer, name: str, embeddings: Embeddings) -> Indexer:
+        """An Indexer as the new generation ``name``'s would be (a migration changes the chain alone); its lookups
+        go to the live collection, since nothing is written and the new one is not created."""
+        self._opened.append(embeddings)
+        return Indexer(
+            name=name,
+            collection=live.collection,
+            source=live.source,
+            recipe=Recipe(live.chunker, embeddings),
+            ledger=live.ledger,
+            limits=live.limits,
+        )
+
+    def close(self) -> None:
+        for embeddings in self._opened:
+            embeddings.close()
+        self._context.close(client=False)
+
+    def __enter__(self) -> PlanReading:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def judge(indexer: Indexer, *, page_size: int) -> Iterator[Judged]:
+    """``indexer``'s source a page at a time, each record judged as its batch would: new, changed (with its
+    chunk texts), unchanged or failed."""
+    after: str | None = None
+    while stamped := indexer.source.page_stamps(after=after, limit=page_size):
+        after = stamped[-1][0]
+        ids = [record_id for record_id, _ in stamped]
+        known = indexer.ledger.entries(indexer.name, ids)
+        page = Judged(known=sum(1 for entry in known.values() if entry.content_hash))
+        read = changed_ids(indexer, stamped)
+        page.unchanged = len(stamped) - len(read)
+        records = indexer.source.fetch(read) if read else {}
+        for record_id in read:
+            record = records.get(record_id)
+            if record is None:  # gone since the page was read: its batch deletes it
+                continue
+            try:
+                digest = indexer.content_hash(record)
+            except Exception:  # the batch fails this record alone, saying why
+                page.failed += 1
+                continue
+            entry = known.get(record_id)
+            if entry is not None and indexer.holds(entry, digest):
+                page.unchanged += 1
+                continue
+            texts = [chunk.text for chunk in indexer.chunker.split(clean_text(record.text))]
+            if len(texts) > indexer.limits.max_chunks_per_record:
+                page.failed += 1
+                continue
+            if entry is not None and entry.content_hash:
+                page.changed += 1
+            else:
+                page.new += 1
+            page.texts.append((record_id, texts))
+        yield page
+
+
+def _stored_in(live: Indexer, embeddings: Embeddings) -> Stored | None:
+    """Where the run would find vectors stored already: the live collection, when its vectors are of the same
+    model and size as the ones the run makes."""
+    if live.embeddings.space != embeddings.space or live.embeddings.dimensions != embeddings.dimensions:
+        return None
+    space = embeddings.space
+
+    def stored(batch: Sequence[tuple[str, list[str]]]) -> set[str]:
+        return set(live.collection.vectors_of([record_id for record_id, _ in batch], model=space))
+
+    return stored
