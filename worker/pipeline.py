@@ -20,6 +20,7 @@ from store.vectors.base import Collection
 from store.vectors.filters import Filter
 from store.vectors.indexed import check_indexed
 from store.vectors.records import VectorRecord, check_record_id, clean_text, validate_metadata
+from store.vectors.stored import StoredVectors
 from worker.batches import BatchResult, Document, Leftovers, Planned, WriteCheck, content_hash, failure, storable
 from worker.chunking import Chunker
 from worker.metrics import stage
@@ -60,6 +61,9 @@ class Indexer:
         self.chunker = recipe.chunker
         self.embeddings = recipe.embeddings
         self.ledger = ledger
+        #: Collections whose stored vectors this one may take, asked when its own lacks a text: the generation a
+        #: migration replaces, embedded by the same model at the same size (``worker.process`` sets it).
+        self.replaces: Callable[[], Sequence[Collection]] = tuple
 
     # -- entry points ---------------------------------------------------------------
 
@@ -80,7 +84,7 @@ class Indexer:
         ids = storable(list(dict.fromkeys(str(i) for i in ids)), result, max_chars=self.limits.max_id_chars)
         with stage("load"):
             planned = self._load(ids, result, fresh=fresh)
-            reuse = None if fresh else self._stored(planned)
+            reuse = self._stored(fresh=fresh)
             if leftovers is not None and planned:
                 planned += self._fill_up(planned, leftovers, set(ids), result, reuse)
         with stage("embed"):
@@ -158,7 +162,7 @@ class Indexer:
                 newest[doc.id] = doc
         records = [SourceRecord(d.id, d.text, dict(d.metadata)) for d in newest.values()]
         planned = self._plan(records, result, versions={d.id: d.version for d in newest.values()})
-        ready = self._embed(planned, result, self._stored(planned))
+        ready = self._embed(planned, result, self._stored())
         self._swap(ready, result, check=WriteCheck(self._newest_push, reads_ledger=True))
         return result
 
@@ -351,22 +355,13 @@ class Indexer:
         model embedded is embedded again once that model is back)."""
         return known.content_hash == digest and known.model == self.embeddings.space
 
-    def _stored(self, planned: list[Planned]) -> Reuse:
-        """Where the vectors the chain's first model made for the chunks ``planned`` records have stored now are
-        found, so that a text stored already is not bought again: a metadata-only edit, an edit's unchanged
-        chunks, a chunker change that keeps texts, with the embedding cache expired or flushed. Asked only for
-        the texts the cache lacks, once per record (``planned`` may grow: a pooled batch's fill-up)."""
-        held: dict[str, list[float]] = {}
-        asked: set[str] = set()
-
-        def stored(texts: list[str]) -> dict[str, list[float]]:
-            ids = [p.record.id for p in planned if p.record.id not in asked]
-            if ids:
-                held.update(self.collection.vectors_of(ids, model=self.embeddings.space))
-                asked.update(ids)
-            return {text: held[text] for text in texts if text in held}
-
-        return stored
+    def _stored(self, *, fresh: bool = False) -> Reuse:
+        """The vectors of the chain's first model stored already for texts (by their hash), so that a text is not
+        bought twice: a metadata-only edit, an edit's unchanged chunks, a chunker change that keeps texts, a text
+        another record holds, with the embedding cache expired or flushed. Read from this collection (not for a
+        ``fresh`` batch: a first load's), then from ``replaces()`` for the rest."""
+        own = None if fresh else self.collection
+        return StoredVectors(own, model=self.embeddings.space, others=self.replaces)
 
     def _embed(
         self, planned: list[Planned], result: BatchResult, reuse: Reuse | None = None

@@ -20,16 +20,8 @@ from store.vectors.fusion import hybrid
 from store.vectors.indexed import IndexedFields, check_declared, check_indexed
 from store.vectors.keyword.analyzer import Analyzer, analyzer
 from store.vectors.modes import SearchMode, check_mode
-from store.vectors.records import (
-    ChunkDigest,
-    StoredChunk,
-    VectorMatch,
-    VectorRecord,
-    check_collection_name,
-    text_digest,
-    validate_record,
-    validate_vector,
-)
+from store.vectors.records import VectorMatch, VectorRecord, check_collection_name, validate_record, validate_vector
+from store.vectors.stored import StoredReads
 from store.vectors.tenancy import check_scoped, required_fields
 from store.vectors.timing import observe_search
 
@@ -50,8 +42,9 @@ class QueryEmbedder(Protocol):
     def embed(self, text: str) -> Sequence[float]: ...
 
 
-class Collection:
-    """A named set of vector records in one store, searched with metadata filters."""
+class Collection(StoredReads):
+    """A named set of vector records in one store, searched with metadata filters; the reads of its stored chunks
+    (a record's, by text hash, as digests) are ``StoredReads``'."""
 
     def __init__(self, name: str, *, dimensions: int, metric: Metric, embedder: QueryEmbedder | None = None):
         self.name = check_collection_name(name)
@@ -166,27 +159,6 @@ class Collection:
         """How many records match ``filter`` (all when None). Raises StoreUnavailable."""
         return self._count(self._filter(filter))
 
-    def chunks_of(self, record_id: str) -> list[StoredChunk]:
-        """The chunks stored for ``record_id`` (the pipeline's ``record_id`` metadata), in chunk order.
-        Raises StoreUnavailable."""
-        return sorted(self._chunks_of(str(record_id)), key=lambda c: (c.chunk, c.id))
-
-    def vectors_of(self, record_ids: Sequence[str], *, model: str) -> dict[str, list[float]]:
-        """The vector ``model`` made of each chunk text stored for ``record_ids``, by text: what a new version of
-        those records need not buy again (``worker.pipeline``). Raises StoreUnavailable."""
-        return dict(self._vectors_of([str(i) for i in record_ids], model)) if record_ids else {}
-
-    def chunk_digests(self, record_ids: Sequence[str]) -> list[ChunkDigest]:
-        """The chunks stored for these records, each as its text's hash and its vector's size, ordered by record and
-        chunk (``verify`` reads a page of records at a time). Raises StoreUnavailable."""
-        found = self._chunk_digests([str(i) for i in record_ids]) if record_ids else []
-        return sorted(found, key=lambda c: (c.record_id, c.chunk, c.id))
-
-    def record_ids_page(self, *, after: str | None, limit: int) -> list[tuple[str, int]]:
-        """Up to ``limit`` record ids of the stored chunks after ``after``, ascending, each with its number of
-        chunks. Raises StoreUnavailable; NotImplementedError where a backend cannot page them (Qdrant)."""
-        return self._record_ids_page(after, limit)
-
     def keyword_drift(self) -> int:
         """How many terms of the stored keyword statistics a recount would change (0: none stored); read only,
         ``recount_keywords`` repairs them. Raises StoreUnavailable."""
@@ -299,20 +271,6 @@ class Collection:
 
     def _count(self, filter: Filter | None) -> int:
         raise NotImplementedError
-
-    def _chunks_of(self, record_id: str) -> list[StoredChunk]:
-        raise NotImplementedError
-
-    def _vectors_of(self, record_ids: list[str], model: str) -> Iterable[tuple[str, list[float]]]:
-        raise NotImplementedError
-
-    def _chunk_digests(self, record_ids: list[str]) -> list[ChunkDigest]:
-        """A record at a time through ``_chunks_of``, no vector size; a backend with a faster way overrides it."""
-        found = ((r, c) for r in record_ids for c in self._chunks_of(r))
-        return [ChunkDigest(c.id, r, c.chunk, text_digest(c.text), c.model) for r, c in found]
-
-    def _record_ids_page(self, after: str | None, limit: int) -> list[tuple[str, int]]:
-        raise NotImplementedError(f"the {type(self).__name__} store cannot page its record ids")
 
     def _index_fields(self, fields: IndexedFields) -> None:
         """Create the missing indexes of ``fields``; a backend without indexes (memory) needs none."""

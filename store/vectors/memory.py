@@ -38,6 +38,8 @@ class MemoryCollection(Collection):
     def __init__(self, name: str, *, dimensions: int, metric: Metric, embedder: QueryEmbedder | None = None):
         super().__init__(name, dimensions=dimensions, metric=metric, embedder=embedder)
         self._records: dict[str, VectorRecord] = {}
+        #: Each record's ``text_digest``, made when it is written, as the other backends keep it in a column.
+        self._hashes: dict[str, str] = {}
         #: Each record's term frequencies, made by the analyzer ``_analyzed_by`` names.
         self._terms: dict[str, Counter[str]] = {}
         self._analyzed_by = self.analyzer.identity
@@ -47,12 +49,14 @@ class MemoryCollection(Collection):
         with self._lock:
             terms = self._term_index()
             self._records.update((r.id, r) for r in records)
+            self._hashes.update((r.id, text_digest(r.text)) for r in records)
             terms.update((r.id, self.analyzer.frequencies(r.text)) for r in records)
 
     def _delete_ids(self, ids: list[str]) -> None:
         with self._lock:
             for id in ids:
                 self._records.pop(id, None)
+                self._hashes.pop(id, None)
                 self._terms.pop(id, None)
 
     def _term_index(self) -> dict[str, Counter[str]]:
@@ -123,13 +127,11 @@ class MemoryCollection(Collection):
             for r in self._matching(Filter.eq("record_id", record_id))
         ]
 
-    def _vectors_of(self, record_ids: list[str], model: str) -> list[tuple[str, list[float]]]:
-        wanted = set(record_ids)
+    def _vectors_by_hash(self, hashes: list[str], model: str) -> list[tuple[str, list[float]]]:
+        wanted = set(hashes)
         with self._lock:
-            records = list(self._records.values())
-        return [
-            (r.text, list(r.embedding)) for r in records if r.model == model and r.metadata.get("record_id") in wanted
-        ]
+            held = [(self._hashes[r.id], r) for r in self._records.values() if r.model == model]
+        return [(digest, list(r.embedding)) for digest, r in held if digest in wanted]
 
     def _chunk_digests(self, record_ids: list[str]) -> list[ChunkDigest]:
         return [
@@ -174,6 +176,7 @@ class MemoryStore(VectorStore):
             held = self._held[name]
         with held._lock:
             held._records.clear()
+            held._hashes.clear()
             held._terms.clear()
 
     def _list(self) -> list[str]:

@@ -3,7 +3,8 @@
 Table ``<prefix><name>``: ``id`` (primary key), ``record_id`` (btree),
 ``chunk``, ``embedding`` (``vector(d)``, ``halfvec(d)`` above 2000
 dimensions, HNSW for the metric), ``text``, ``metadata`` (jsonb, GIN),
-``model``, ``updated_at``, and for keyword search ``keywords`` (jsonb ``{term: tf}``, GIN) and
+``model``, ``updated_at``, ``text_hash`` (the sha256 of ``text`` as UTF-8, 32 bytes: ``text_digest``; btree
+with ``model``, for the vectors stored for a text), and for keyword search ``keywords`` (jsonb ``{term: tf}``, GIN) and
 ``keyword_length``, with the statistics table ``<table>_kwstats`` (``keywords.py``) and the segments tables
 (``segments.py``). Each declared indexed field adds a btree index on ``metadata -> 'field'`` (named
 ``<table>_by_<hash of the field>``).
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 from pgvector.sqlalchemy import HALFVEC, VECTOR
 from psycopg import sql
-from sqlalchemy.dialects.postgresql import JSONB, TIMESTAMP
+from sqlalchemy.dialects.postgresql import BYTEA, JSONB, TIMESTAMP
 
 from store.connect.postgres import advisory_lock, driver
 from store.errors import ConfigError
@@ -108,7 +109,10 @@ class Schema:
             sa.Column("keywords", JSONB, nullable=False, server_default=sa.text("'{}'::jsonb")),
             sa.Column("keyword_length", sa.Integer, nullable=False, server_default="0"),
             sa.Column("kwdoc", sa.BigInteger, sa.Identity(always=False), nullable=False),
+            sa.Column("text_hash", BYTEA, nullable=False),
             sa.Index(f"{table_name}_kwdoc_idx", "kwdoc", unique=True),
+            # the vectors of a model stored for chunk texts, by their hash (vectors_by_hash: reuse)
+            sa.Index(f"{table_name}_text_hash_idx", "model", "text_hash"),
             # fastupdate off: a pending list would be scanned whole by every filtered search until vacuumed
             sa.Index(
                 f"{table_name}_metadata_idx",
@@ -173,8 +177,9 @@ class Schema:
 
 
 def bulk_indexes(table: sa.Table) -> list[sa.Index]:
-    """The indexes a bulk load into an empty table drops and builds after the rows: HNSW and the GINs."""
-    built_after = ("_embedding_idx", "_metadata_idx", "_keywords_idx")
+    """The indexes a bulk load into an empty table drops and builds after the rows: HNSW, the GINs and the text
+    hashes' btree (a first load's batches read no hash of their own collection)."""
+    built_after = ("_embedding_idx", "_metadata_idx", "_keywords_idx", "_text_hash_idx")
     return [i for i in table.indexes if i.name and i.name.endswith(built_after)]
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import psycopg
 import sqlalchemy as sa
 from psycopg import sql
+from sqlalchemy.dialects.postgresql import ARRAY, BYTEA
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 import store.vectors.pgvector.segments as segments
@@ -27,7 +28,7 @@ from store.vectors.pgvector.filters import compile_filter
 from store.vectors.pgvector.keywords import Delta, count_rows, drifted_terms, ranked
 from store.vectors.pgvector.planner import OVERSHOOT, Plan, Ranking, exact_search, observe, plan
 from store.vectors.pgvector.schema import bulk_indexes, ensure_field_indexes
-from store.vectors.records import ChunkDigest, StoredChunk, VectorMatch, VectorRecord, canonical_json
+from store.vectors.records import ChunkDigest, StoredChunk, VectorMatch, VectorRecord, canonical_json, text_digest
 
 if TYPE_CHECKING:
     from store.vectors.pgvector.store import PgvectorStore
@@ -41,8 +42,20 @@ BULK_LOAD_ROWS = 2000
 #: The most memory one HNSW build is given (a million 1536-d vectors need about this much).
 MAX_BUILD_MEMORY_MB = 8192
 
-_COLUMNS = ("id", "record_id", "chunk", "embedding", "text", "metadata", "model", "keywords", "keyword_length", "kwdoc")
-_COPY_TYPES = ["text", "text", "int4", None, "text", "jsonb", "text", "jsonb", "int4", "int8"]
+_COLUMNS = (
+    "id",
+    "record_id",
+    "chunk",
+    "embedding",
+    "text",
+    "metadata",
+    "model",
+    "keywords",
+    "keyword_length",
+    "kwdoc",
+    "text_hash",
+)
+_COPY_TYPES = ["text", "text", "int4", None, "text", "jsonb", "text", "jsonb", "int4", "int8", "bytea"]
 
 
 class PgvectorCollection(Collection):
@@ -203,15 +216,18 @@ class PgvectorCollection(Collection):
         with self._store.transaction() as conn:
             return [StoredChunk(r.id, r.chunk or 0, r.text, r.model, r.updated_at) for r in conn.execute(query)]
 
-    def _vectors_of(self, record_ids: list[str], model: str) -> list[tuple[str, list[float]]]:
+    def _vectors_by_hash(self, hashes: list[str], model: str) -> list[tuple[str, list[float]]]:
         t = self.table
-        query = sa.select(t.c.text, t.c.embedding).where(t.c.record_id.in_(record_ids), t.c.model == model)
+        query = sa.select(t.c.text_hash, t.c.embedding).where(
+            t.c.model == model, t.c.text_hash == sa.func.any(sa.bindparam("hashes", type_=ARRAY(BYTEA)))
+        )
         with self._store.transaction() as conn:
-            return [(r.text, _floats(r.embedding)) for r in conn.execute(query)]
+            rows = conn.execute(query, {"hashes": [bytes.fromhex(h) for h in hashes]})
+            return [(bytes(r.text_hash).hex(), _floats(r.embedding)) for r in rows]
 
     def _chunk_digests(self, record_ids: list[str]) -> list[ChunkDigest]:
         t = self.table
-        text_hash = sa.func.encode(sa.func.sha256(sa.func.convert_to(t.c.text, "UTF8")), "hex")
+        text_hash = sa.func.encode(t.c.text_hash, "hex")
         columns = (t.c.id, t.c.record_id, t.c.chunk, text_hash, t.c.model, sa.func.vector_dims(t.c.embedding))
         query = sa.select(*columns).where(t.c.record_id.in_(record_ids))
         with self._store.transaction() as conn:
@@ -369,6 +385,7 @@ class PgvectorCollection(Collection):
                         psycopg.types.json.Jsonb(dict(terms)),
                         sum(terms.values()),
                         kwdoc,
+                        bytes.fromhex(text_digest(r.text)),
                     )
                 )
                 posted.append(segments.Posted(kwdoc, terms))

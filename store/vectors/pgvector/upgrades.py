@@ -1,12 +1,14 @@
 """Schema versions of collection tables: recorded in each table's comment, raised by numbered steps.
 
-The comment (``{"vectorsync_schema": 3}``) is written in the transaction that makes or upgrades the table, under
+The comment (``{"vectorsync_schema": 4}``) is written in the transaction that makes or upgrades the table, under
 its advisory lock, so it goes wherever the table goes and with it when dropped. ``STEPS[n - 1]`` takes a table
 from version n to n + 1:
 
 1. the first tables: the columns up to ``updated_at``, a GIN on ``metadata`` (early ones with a pending list);
 2. keyword search: ``keywords``, ``keyword_length``, their GIN, the statistics table (every row's text analyzed);
-3. keyword segments: ``kwdoc`` (numbered in place), the segments and postings tables, one segment of every row.
+3. keyword segments: ``kwdoc`` (numbered in place), the segments and postings tables, one segment of every row;
+4. text hashes: ``text_hash``, every row's filled in place from its stored text (nothing is embedded), and its
+   btree with ``model``, so the vectors a table already holds for a text are found (``vectors_by_hash``).
 
 A table made before versions were recorded has no version in its comment: one catalog read of which of
 ``keywords`` and ``kwdoc`` it has (each came in one transaction with the rest of its version) places it, once;
@@ -82,8 +84,20 @@ def _keyword_segments(conn: sa.Connection, table: sa.Table, analyzer: Analyzer) 
     rebuild(raw, table)
 
 
+def _text_hashes(conn: sa.Connection, table: sa.Table, analyzer: Analyzer) -> None:
+    """3 -> 4: each row's text hash, the sha256 of its text as UTF-8 (``text_digest``), written in place (one
+    UPDATE of every row, writers held off), then its index."""
+    _keep_writers_out(conn, table)
+    raw, name = driver(conn), sql.Identifier(table.name)
+    raw.execute(sql.SQL("ALTER TABLE {} ADD COLUMN text_hash bytea").format(name))
+    raw.execute(sql.SQL("UPDATE {} SET text_hash = sha256(convert_to(text, 'UTF8'))").format(name))
+    raw.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN text_hash SET NOT NULL").format(name))
+    _index(table, "_text_hash_idx").create(conn)
+    raw.execute(sql.SQL("ANALYZE {}").format(name))
+
+
 #: The upgrade steps in order: ``STEPS[n - 1]`` takes a table at version n to n + 1.
-STEPS: tuple[Step, ...] = (_keyword_search, _keyword_segments)
+STEPS: tuple[Step, ...] = (_keyword_search, _keyword_segments, _text_hashes)
 #: The version of a table this code makes.
 CURRENT_VERSION = len(STEPS) + 1
 

@@ -1,8 +1,8 @@
 """A Qdrant collection: points whose ids derive from record ids, searched with native filters.
 
 A point's id is ``uuid5(POINT_NAMESPACE, record_id)`` and its payload is
-``{"id", "text", "model", "metadata"}``, so user metadata never collides with
-the keys this module writes.
+``{"id", "text", "text_hash", "model", "metadata"}`` (``text_hash``: ``text_digest`` of the text, hex, with a
+keyword payload index on a server), so user metadata never collides with the keys this module writes.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from store.vectors.indexed import IndexedFields
 from store.vectors.qdrant.client import translated
 from store.vectors.qdrant.filters import METADATA_KEY, excluding, payload_key, split_filter
 from store.vectors.qdrant.keywords import KEYWORDS, pin, query_vector, sparse_vector
-from store.vectors.records import StoredChunk, VectorMatch, VectorRecord
+from store.vectors.records import StoredChunk, VectorMatch, VectorRecord, text_digest
 
 if TYPE_CHECKING:
     from store.vectors.qdrant.store import QdrantStore
@@ -32,11 +32,14 @@ __all__ = [
     "PAYLOAD_SCHEMAS",
     "POINT_NAMESPACE",
     "SCROLL_PAGE",
+    "TEXT_HASH",
     "UPSERT_BATCH",
     "QdrantCollection",
     "point_id",
 ]
 
+#: The payload key of a point's text hash (indexed on a server, with ``model``: ``QdrantStore``).
+TEXT_HASH = "text_hash"
 #: Namespace of the UUIDv5 point ids; changing it orphans every stored point.
 POINT_NAMESPACE = uuid.UUID("8f5b3c2e-6a1d-5e4f-9b7a-2c3d4e5f6a7b")
 #: Points sent per upsert call.
@@ -65,7 +68,13 @@ def point_id(record_id: str) -> str:
 
 
 def _point(record: VectorRecord, keywords: models.SparseVector | None) -> models.PointStruct:
-    payload = {"id": record.id, "text": record.text, "model": record.model, METADATA_KEY: record.metadata}
+    payload = {
+        "id": record.id,
+        "text": record.text,
+        TEXT_HASH: text_digest(record.text),
+        "model": record.model,
+        METADATA_KEY: record.metadata,
+    }
     vector: dict[str, Any] = {"": list(record.embedding)}
     if keywords is not None:
         vector[KEYWORDS] = keywords
@@ -191,14 +200,19 @@ class QdrantCollection(Collection):
         points = (point.payload or {} for point in self._scroll(where))
         return [_chunk(payload) for payload in points if _metadata(payload).get("record_id") == record_id]
 
-    def _vectors_of(self, record_ids: list[str], model: str) -> Iterator[tuple[str, list[float]]]:
-        where, _ = split_filter(Filter.any_of("record_id", record_ids))
+    def _vectors_by_hash(self, hashes: list[str], model: str) -> Iterator[tuple[str, list[float]]]:
+        where = models.Filter(
+            must=[
+                models.FieldCondition(key="model", match=models.MatchValue(value=model)),
+                models.FieldCondition(key=TEXT_HASH, match=models.MatchAny(any=hashes)),
+            ]
+        )
         for point in self._scroll(where, vectors=True):
             payload, vector = point.payload or {}, point.vector
             if isinstance(vector, dict):
                 vector = vector.get("")
-            if _chunk(payload).model == model and isinstance(vector, list):
-                yield _chunk(payload).text, [float(x) for x in vector]
+            if isinstance(vector, list):
+                yield str(payload.get(TEXT_HASH, "")), [float(x) for x in vector]
 
     def _matching_ids(self, where: models.Filter | None, residual: Filter) -> list[str]:
         found = []

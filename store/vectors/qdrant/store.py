@@ -21,7 +21,7 @@ from store.vectors.keyword import analyzer
 from store.vectors.qdrant.client import driver_errors, is_server, translated
 from store.vectors.qdrant.filters import payload_key
 from store.vectors.qdrant.keywords import KEYWORDS, keyword_config, pin, upgrade
-from store.vectors.qdrant.points import QdrantCollection
+from store.vectors.qdrant.points import TEXT_HASH, QdrantCollection
 
 if TYPE_CHECKING:
     from store.settings import Settings
@@ -172,16 +172,16 @@ class QdrantStore(VectorStore):
             )
 
     def _index(self, name: str) -> None:
-        """Keyword indexes on record_id and the configured fields (server only; idempotent).
+        """Keyword indexes on record_id, the configured fields, and the text hash and model the vectors stored for a
+        text are found by (``vectors_by_hash``); server only, idempotent. Points written before the text hash was
+        kept have none: they are not found by it until written again.
 
         A keyword index serves string equality only; Qdrant checks other conditions
         on the field against the stored payload, so typed matching is unchanged.
         """
         with translated(self.url, f"index collection {name!r}"):
-            for field in self.index_fields:
-                self._client.create_payload_index(
-                    name, payload_key(field), field_schema=models.PayloadSchemaType.KEYWORD, wait=True
-                )
+            for key in [*(payload_key(f) for f in self.index_fields), TEXT_HASH, "model"]:
+                self._client.create_payload_index(name, key, field_schema=models.PayloadSchemaType.KEYWORD, wait=True)
 
     def _drop(self, name: str) -> None:
         with translated(self.url, f"drop collection {name!r}"):

@@ -19,7 +19,7 @@ from store.embeddings import Embeddings
 from store.settings import Settings
 from store.state.ledger import MemoryLedger, RunProgress, RunStatus
 from store.vectors.filters import AnyOf
-from store.vectors.records import VectorRecord
+from store.vectors.records import VectorRecord, text_digest
 from tests.backends import unique_name
 from worker.chunking import Chunker
 from worker.fanout import count_run, fan_out, send_gone
@@ -81,9 +81,9 @@ class Chunks:
     def replace_records(self, record_ids: list[str], records: list[VectorRecord]) -> None:
         self.replace_where(AnyOf("record_id", tuple(record_ids)), records)
 
-    def vectors_of(self, record_ids: list[str], *, model: str) -> dict[str, list[float]]:
-        held = (r for i in record_ids for r in self.by_record.get(i, []))
-        return {r.text: list(r.embedding) for r in held if r.model == model}
+    def vectors_by_hash(self, hashes: list[str], *, model: str) -> dict[str, list[float]]:
+        held = (r for chunks in self.by_record.values() for r in chunks if r.model == model)
+        return {digest: list(r.embedding) for r in held if (digest := text_digest(r.text)) in hashes}
 
     def is_empty(self) -> bool:
         return not self.by_record

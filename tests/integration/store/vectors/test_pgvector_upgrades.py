@@ -21,6 +21,7 @@ from store.vectors.pgvector import PgvectorStore, segments
 from store.vectors.pgvector.keywords import ranked
 from store.vectors.pgvector.table import PgvectorCollection
 from store.vectors.pgvector.upgrades import CURRENT_VERSION, record_version, recorded_version
+from store.vectors.records import text_digest
 from tests.integration.collection_dumps import COLLECTION, DIMENSIONS, FIXTURES, TABLE, records
 from tests.integration.state_db import execute, fresh_database
 
@@ -152,6 +153,26 @@ def assert_keyword_search_reads_every_row(store: PgvectorStore, collection: Pgve
             )
         assert found and [m.id for m in found] == [r.id for r in expected]
         assert np.allclose([m.score for m in found], [r.score for r in expected], rtol=1e-12)
+
+
+@pytest.mark.parametrize("dump", [dump for dump, _ in DUMPS])
+def test_an_upgraded_table_finds_each_rows_vector_by_its_texts_hash(database: str, dump: str) -> None:
+    """Step 4 fills every row's text hash in place: the vectors a model stored for a text are found by it."""
+    load(database, dump)
+    store, collection = open_collection(database)
+    try:
+        hashed = execute(database, f"SELECT text, encode(text_hash, 'hex') FROM {TABLE}")
+        assert len(hashed) == len(records()) and all(h == text_digest(t) for t, h in hashed)
+        for model in {r["model"] for r in records()}:
+            held: dict[str, list[list[float]]] = {}
+            for r in records():
+                if r["model"] == model:
+                    held.setdefault(text_digest(r["text"]), []).append(r["embedding"])
+            found = collection.vectors_by_hash([*held, text_digest("never stored")], model=model)
+            assert set(found) == set(held)
+            assert all(vector in held[h] for h, vector in found.items())  # one of the rows holding that text
+    finally:
+        store.close()
 
 
 def test_the_first_tables_gin_pending_list_is_turned_off(database: str) -> None:

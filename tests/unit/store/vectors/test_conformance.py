@@ -6,12 +6,14 @@ and a Qdrant server in tests/integration/store/vectors/test_conformance.py."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 
 import pytest
 
 from store import Collection, ConfigError, Filter, VectorRecord
 from store.vectors.records import text_digest
+from store.vectors.stored import HASHES_PER_READ
 from tests.backends import IN_PROCESS_BACKENDS, StoreFactory, make_store_factory, unique_name
 
 PEOPLE = [
@@ -127,24 +129,43 @@ class VectorStoreContract:
         notes.replace_records(["r1"], [])
         assert notes.chunks_of("r1") == []
 
-    def test_vectors_of_gives_each_stored_text_its_vector_of_one_model_and_of_those_records_only(
-        self, notes: Collection
-    ) -> None:
+    def test_vectors_by_hash_finds_a_models_vector_of_a_text_whatever_record_holds_it(self, notes: Collection) -> None:
         notes.replace_records(
             ["r1", "r2", "r3"],
             [
                 VectorRecord("r1:0", [1, 0, 0, 0], "kept", {"record_id": "r1", "chunk": 0}, model="m1"),
                 VectorRecord("r1:1", [0, 0.6, 0.8, 0], "also", {"record_id": "r1", "chunk": 1}, model="m1"),
                 VectorRecord("r2:0", [0, 1, 0, 0], "backup", {"record_id": "r2", "chunk": 0}, model="m2"),
-                VectorRecord("r3:0", [0, 0, 1, 0], "other", {"record_id": "r3", "chunk": 0}, model="m1"),
+                VectorRecord("r3:0", [0, 0, 1, 0], "kept", {"record_id": "r3", "chunk": 0}, model="m2"),
+                VectorRecord("loose", [0, 0, 0, 1], "café 東京", {}, model="m1"),
             ],
         )
-        found = notes.vectors_of(["r1", "r2", "r9"], model="m1")
-        assert set(found) == {"kept", "also"}
-        assert found["kept"] == pytest.approx([1, 0, 0, 0], abs=1e-6) and found["also"] == pytest.approx(
-            [0, 0.6, 0.8, 0], abs=1e-6
-        )
-        assert notes.vectors_of([], model="m1") == {}
+        wanted = [text_digest(t) for t in ("kept", "also", "backup", "café 東京", "never stored")]
+        found = notes.vectors_by_hash(wanted, model="m1")
+        assert set(found) == {text_digest("kept"), text_digest("also"), text_digest("café 東京")}
+        assert found[text_digest("also")] == pytest.approx([0, 0.6, 0.8, 0], abs=1e-6)
+        assert found[text_digest("café 東京")] == pytest.approx([0, 0, 0, 1], abs=1e-6)  # a record of no record_id
+        assert notes.vectors_by_hash(wanted, model="m2") == {
+            text_digest("backup"): pytest.approx([0, 1, 0, 0], abs=1e-6),
+            text_digest("kept"): pytest.approx([0, 0, 1, 0], abs=1e-6),
+        }
+        assert notes.vectors_by_hash(wanted, model="m9") == {} and notes.vectors_by_hash([], model="m1") == {}
+        notes.replace_records(["r1"], [])
+        assert set(notes.vectors_by_hash(wanted, model="m1")) == {text_digest("café 東京")}
+
+    def test_vectors_by_hash_reads_many_hashes_in_bounded_reads(self, notes: Collection) -> None:
+        texts = [f"text {i}" for i in range(HASHES_PER_READ + 7)]
+        notes.upsert_many(VectorRecord(f"t{i}", [1, 0, 0, i], t, {}, model="m1") for i, t in enumerate(texts))
+        found = notes.vectors_by_hash([text_digest(t) for t in reversed(texts)], model="m1")
+        last = found[text_digest(texts[-1])]  # Qdrant keeps cosine's vectors normalised: compare a ratio
+        assert len(found) == len(texts) and last[3] / last[0] == pytest.approx(len(texts) - 1)
+
+    def test_vectors_by_hash_refuses_what_is_no_text_hash(self, notes: Collection) -> None:
+        message = "text hash 'kept' is not a sha256 of a chunk's text as 64 lower-case hex digits: make it with "
+        with pytest.raises(ConfigError, match=re.escape(message + "store.vectors.records.text_digest(text)")):
+            notes.vectors_by_hash(["kept"], model="m1")
+        with pytest.raises(ConfigError, match="not a single string"):
+            notes.vectors_by_hash(text_digest("kept"), model="m1")
 
     def test_chunk_digests_hash_each_chunks_text_and_page_the_record_ids(self, notes: Collection) -> None:
         chunks = [
