@@ -29,7 +29,7 @@ from store.settings import Settings, load_settings
 from store.state.generations import Generation, parse_name
 from store.state.generations.routing import Router
 from store.state.ledger import Ledger, ledger_from_settings
-from store.vectors.base import VectorStore
+from store.vectors.base import Collection, VectorStore
 from worker.batches import BatchResult
 from worker.chunking import Chunker
 from worker.metrics import watch_embeddings
@@ -207,7 +207,7 @@ class WorkerContext:
         if collection not in self._sources:
             self._sources[collection] = source_from_settings(collection, config.source, network=self.settings.network)
         _, embeddings = self.router.parts(generation)
-        return Indexer(
+        indexer = Indexer(
             name=generation.physical,
             collection=self.router.collection(generation),
             source=self._sources[collection],
@@ -217,6 +217,21 @@ class WorkerContext:
             ledger=self.ledger,
             limits=self.settings.limits,
         )
+        indexer.replaces = lambda: self._replaced(generation, indexer)
+        return indexer
+
+    def _replaced(self, generation: Generation, indexer: Indexer) -> list[Collection]:
+        """The live generation's collection, when ``generation`` is another generation of its collection (one a
+        migration builds) embedded by the same model at the same size: it holds the vectors this one would buy."""
+        live = self.router.reading(generation.collection)
+        if live.physical == generation.physical:
+            return []
+        replaced = self._indexer(live)
+        alike = (replaced.embeddings.space, replaced.collection.dimensions) == (
+            indexer.embeddings.space,
+            indexer.collection.dimensions,
+        )
+        return [replaced.collection] if alike else []
 
     def close(self, *, client: bool = True) -> None:
         """Release the sources, pools and coalescer; with ``client``, the client and its ledger too (False: a
