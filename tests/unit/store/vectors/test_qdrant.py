@@ -24,7 +24,7 @@ from store.vectors.base import Collection, Metric
 from store.vectors.filters import Filter
 from store.vectors.memory import MemoryStore
 from store.vectors.qdrant import POINT_NAMESPACE, QdrantStore, QdrantTuning, point_id, split_filter
-from store.vectors.records import VectorRecord
+from store.vectors.records import VectorRecord, text_digest
 from tests.services import free_port
 
 Open = Callable[..., Collection]
@@ -69,7 +69,13 @@ def test_points_are_stored_under_their_uuid5_with_the_payload_layout(tmp_path: P
         [point] = client.retrieve("notes", [point_id("r1")])
     finally:
         client.close()
-    assert point.payload == {"id": "r1", "text": "t", "model": "m", "metadata": {"kind": "call"}}
+    assert point.payload == {
+        "id": "r1",
+        "text": "t",
+        "text_hash": text_digest("t"),
+        "model": "m",
+        "metadata": {"kind": "call"},
+    }
 
 
 # -- existing collections ----------------------------------------------------------------
