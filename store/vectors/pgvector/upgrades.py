@@ -89,10 +89,10 @@ def _text_hashes(conn: sa.Connection, table: sa.Table, analyzer: Analyzer) -> No
     UPDATE of every row, writers held off), then its index."""
     _keep_writers_out(conn, table)
     raw, name = driver(conn), sql.Identifier(table.name)
-    raw.execute(sql.SQL("ALTER TABLE {} ADD COLUMN text_hash bytea").format(name))
+    raw.execute(sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS text_hash bytea").format(name))
     raw.execute(sql.SQL("UPDATE {} SET text_hash = sha256(convert_to(text, 'UTF8'))").format(name))
     raw.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN text_hash SET NOT NULL").format(name))
-    _index(table, "_text_hash_idx").create(conn)
+    _index(table, "_text_hash_idx").create(conn, checkfirst=True)
     raw.execute(sql.SQL("ANALYZE {}").format(name))
 
 

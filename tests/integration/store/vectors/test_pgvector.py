@@ -49,6 +49,7 @@ def test_schema_has_the_documented_columns_and_indexes(pg: PgvectorStore) -> Non
         "keywords",
         "keyword_length",
         "kwdoc",
+        "text_hash",
     }
     with pg.transaction() as conn:
         indexes = dict(
@@ -60,6 +61,7 @@ def test_schema_has_the_documented_columns_and_indexes(pg: PgvectorStore) -> Non
     assert "USING btree (record_id)" in definitions
     assert "USING gin (keywords)" in definitions
     assert "UNIQUE INDEX" in indexes[f"{table}_kwdoc_idx"]
+    assert "USING btree (model, text_hash)" in indexes[f"{table}_text_hash_idx"]
 
 
 def test_the_hnsw_index_is_built_with_the_settings_parameters(postgres_url: str) -> None:
