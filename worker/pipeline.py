@@ -84,7 +84,7 @@ class Indexer:
         ids = storable(list(dict.fromkeys(str(i) for i in ids)), result, max_chars=self.limits.max_id_chars)
         with stage("load"):
             planned = self._load(ids, result, fresh=fresh)
-            reuse = self._stored(fresh=fresh)
+            reuse = self.reuse(fresh=fresh)
             if leftovers is not None and planned:
                 planned += self._fill_up(planned, leftovers, set(ids), result, reuse)
         with stage("embed"):
@@ -162,7 +162,7 @@ class Indexer:
                 newest[doc.id] = doc
         records = [SourceRecord(d.id, d.text, dict(d.metadata)) for d in newest.values()]
         planned = self._plan(records, result, versions={d.id: d.version for d in newest.values()})
-        ready = self._embed(planned, result, self._stored())
+        ready = self._embed(planned, result, self.reuse())
         self._swap(ready, result, check=WriteCheck(self._newest_push, reads_ledger=True))
         return result
 
@@ -355,7 +355,7 @@ class Indexer:
         model embedded is embedded again once that model is back)."""
         return known.content_hash == digest and known.model == self.embeddings.space
 
-    def _stored(self, *, fresh: bool = False) -> Reuse:
+    def reuse(self, fresh: bool = False) -> Reuse:
         """The vectors of the chain's first model stored already for texts (by their hash), so that a text is not
         bought twice: a metadata-only edit, an edit's unchanged chunks, a chunker change that keeps texts, a text
         another record holds, with the embedding cache expired or flushed. Read from this collection (not for a

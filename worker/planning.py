@@ -15,6 +15,7 @@ from store.plan.costing import Stored
 from store.state.generations.base import generation_settings
 from store.state.generations.migration import plan as migration
 from store.vectors.records import clean_text
+from store.vectors.stored import StoredVectors
 from worker.fanout import changed_ids
 from worker.pipeline import Indexer, Recipe
 from worker.process import WorkerContext
@@ -57,7 +58,7 @@ class PlanReading:
             embeddings=indexer.embeddings,
             batch_size=settings.worker.batch_size,
             pages=lambda size: judge(indexer, page_size=size),
-            stored=_stored_in(live, indexer.embeddings),
+            stored=indexer.reuse if chain is None else self._copied(live, indexer.embeddings),
         )
 
     def _building(self, live: Indexer, name: str, embeddings: Embeddings) -> Indexer:
@@ -72,6 +73,14 @@ class PlanReading:
             ledger=live.ledger,
             limits=live.limits,
         )
+
+    @staticmethod
+    def _copied(live: Indexer, embeddings: Embeddings) -> Stored:
+        """A migration's batches find vectors in the live generation when its vectors are of the same model and
+        size (``worker.process`` sets ``Indexer.replaces`` so); the new generation holds none yet."""
+        same = live.embeddings.space == embeddings.space and live.embeddings.dimensions == embeddings.dimensions
+        others = (lambda: [live.collection]) if same else tuple
+        return lambda fresh: StoredVectors(None, model=embeddings.space, others=others)
 
     def close(self) -> None:
         for embeddings in self._opened:
@@ -120,16 +129,3 @@ def judge(indexer: Indexer, *, page_size: int) -> Iterator[Judged]:
                 page.new += 1
             page.texts.append((record_id, texts))
         yield page
-
-
-def _stored_in(live: Indexer, embeddings: Embeddings) -> Stored | None:
-    """Where the run would find vectors stored already: the live collection, when its vectors are of the same
-    model and size as the ones the run makes."""
-    if live.embeddings.space != embeddings.space or live.embeddings.dimensions != embeddings.dimensions:
-        return None
-    space = embeddings.space
-
-    def stored(batch: Sequence[tuple[str, list[str]]]) -> set[str]:
-        return set(live.collection.vectors_of([record_id for record_id, _ in batch], model=space))
-
-    return stored

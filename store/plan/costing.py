@@ -16,15 +16,15 @@ from store.plan.tally import Tally
 
 if TYPE_CHECKING:
     from store.client import Client
-    from store.embeddings import Embeddings
+    from store.embeddings import Embeddings, Reuse
     from store.settings import ModelSettings
 
 __all__ = ["PAGE", "PlanReader", "Stored", "Target", "plan"]
 
 #: Records read and judged at once, and ledger entries counted at once.
 PAGE = 1000
-#: Given (record id, chunk texts) pairs, the texts whose vectors the store holds for the target's model.
-Stored = Callable[[Sequence[tuple[str, list[str]]]], set[str]]
+#: The lookup of stored vectors one batch makes (``Indexer``'s): ``fresh`` for a first load's batch.
+Stored = Callable[[bool], "Reuse"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,8 +42,8 @@ class Target:
     batch_size: int
     #: Judged pages of the source, ``PAGE`` records at a time.
     pages: Callable[[int], Iterator[Judged]]
-    #: Where vectors already stored are found; None: nowhere (a first load's batches do not look).
-    stored: Stored | None
+    #: Where a batch finds vectors already stored, as the run's batches look (``worker.pipeline``).
+    stored: Stored
 
 
 class PlanReader(Protocol):
@@ -72,16 +72,17 @@ def plan(client: Client, collection: str, *, reader: PlanReader, chain: Sequence
         pooled=embeddings.cache is not None,
     )
     tally = Tally(embeddings.call_size, embeddings.chain.limits, counter.count, pooled=report.pooled)
-    known, batch = 0, []
+    known, batch, fresh = 0, [], True
     for page in target.pages(PAGE):
         report.add(page)
         known += page.known
         for record in page.texts:
             batch.append(record)
+            fresh = fresh and page.fresh
             if len(batch) >= target.batch_size:
-                _judge_batch(batch, report, tally, target)
-                batch = []
-    _judge_batch(batch, report, tally, target)
+                _judge_batch(batch, report, tally, embeddings, target.stored(fresh))
+                batch, fresh = [], True
+    _judge_batch(batch, report, tally, embeddings, target.stored(fresh))
     tally.count()
     report.gone = max(_held(client, target.generation) - known, 0)
     report.embed, report.tokens, report.calls = tally.texts, tally.tokens, tally.calls
@@ -92,17 +93,19 @@ def plan(client: Client, collection: str, *, reader: PlanReader, chain: Sequence
     return report
 
 
-def _judge_batch(batch: list[tuple[str, list[str]]], report: Plan, tally: Tally, target: Target) -> None:
+def _judge_batch(
+    batch: list[tuple[str, list[str]]], report: Plan, tally: Tally, embeddings: Embeddings, stored: Reuse
+) -> None:
     """One batch task's records: their distinct texts, less those the cache or the store hold, to the tally."""
     if not batch:
         return
     texts = list(dict.fromkeys(t for _, chunks in batch for t in chunks))
     report.chunks += sum(len(chunks) for _, chunks in batch)
-    missing = set(target.embeddings.uncached(texts))
+    missing = set(embeddings.uncached(texts))
     report.cached += len(texts) - len(missing)
-    stored = target.stored(batch) & missing if target.stored is not None and missing else set()
-    report.reused += len(stored)
-    tally.add([t for t in texts if t in missing and t not in stored])
+    held = set(stored(sorted(missing))) if missing else set()
+    report.reused += len(held)
+    tally.add([t for t in texts if t in missing and t not in held])
 
 
 def _held(client: Client, generation: str) -> int:

@@ -22,6 +22,11 @@ class Judged:
     #: The chunk texts of each new and changed record, by record id, in page order.
     texts: list[tuple[str, list[str]]] = field(default_factory=list)
 
+    @property
+    def fresh(self) -> bool:
+        """The ledger holds none of the page (a first load's): its batches look for no stored vector."""
+        return not self.known
+
 
 @dataclass(slots=True, kw_only=True)
 class Plan:
