@@ -47,6 +47,7 @@ SECTIONS = {
     "capture": "bench.capture",
     "hnsw": "bench.hnsw_sweep",
     "verify": "bench.verify_scale",
+    "bill": "bench.bill",
 }
 
 
