@@ -24,6 +24,7 @@ from store import query
 from store.client import use_client
 from store.connect.postgres import engine_url
 from store.settings import load_settings
+from store.state.generations.migration import begin
 from store.state.generations.postgres import PostgresGenerations
 from tests.backends import unique_name
 from tests.workers import (
@@ -164,6 +165,14 @@ def test_migrate_keeps_answering_switches_atomically_and_both_worker_generations
     registry.close()
 
 
+def holds(url: str, table: str, expected: dict[str, tuple[str, dict[str, object]]], *, alone: bool = False) -> bool:
+    """Whether ``table`` holds the chunks of records 1 to 20 as ``expected`` (``alone``: and nothing else, as a
+    generation being built holds only what live updates wrote to it)."""
+    first = {key: value for key, value in expected.items() if int(key.split(":")[0]) <= 20}
+    stored = stored_chunks(url, table)
+    return stored == first if alone else all(stored.get(key) == value for key, value in first.items())
+
+
 def migrate_with_both(
     old: Path,
     new: Path,
@@ -175,17 +184,35 @@ def migrate_with_both(
     registry: PostgresGenerations,
 ) -> None:
     if True:
+        settings = load_settings(old)
         searches = Searches(collection)
         searcher = threading.Thread(target=searches.run)
         searcher.start()
         try:
             before = batches(old)
+            # Generation 2 is registered first, its run not yet sent: from here on every write goes to both, and
+            # the live updates below are written to both before the build can end and retire generation 1 (a
+            # live task run after the switch writes generation 2 alone, by design, so updates racing the build
+            # would leave generation 1 holding some of them or not, as the timing fell).
+            app = Producer(load_settings(new))
+            begin(app.settings, app.ledger.generations, collection, ["large"], embedded_by=app.ledger.models)
+            app.close()
+            producer = Producer(load_settings(old))  # the app, on its old settings, goes on updating records
+            for i in range(1, 21):
+                crm.update(i, title=f"Note {i} v1", body=f"edited during the migration {i} renewal")
+                producer.index_record(collection, i)
+            wait_for(
+                lambda: (
+                    holds(postgres_url, gen1, expected_chunks(settings, collection, crm.rows()))
+                    and holds(postgres_url, gen2, expected_chunks(settings, collection, crm.rows()), alone=True)
+                ),
+                timeout=60,
+                what="both generations to hold the updates made while generation 2 is registered",
+            )
             started = run_cli(new, "migrate", collection, "--chain", "large")
             assert started.returncode == 0, started.stdout + started.stderr
             assert f"builds {collection}__g2 (large, 12 dimensions)" in started.stdout
-            producer = Producer(load_settings(old))  # the app, on its old settings, goes on updating records
-            edited = list(range(1, 41))
-            for i in edited:
+            for i in range(21, 41):  # while the build runs: generation 2, live after the switch, must hold them
                 crm.update(i, title=f"Note {i} v1", body=f"edited during the migration {i} renewal")
                 producer.index_record(collection, i)
             producer.close()
@@ -210,14 +237,14 @@ def migrate_with_both(
         assert any(t < switched_at for t, _ in searches.found)
         assert [g.number for g in alias.generations] == [1, 2] and alias.reads.chain == ("large",)
 
-        # Both generations follow the source, each embedded by its own model, whichever worker wrote it.
-        settings = load_settings(old)
+        # Generation 2 follows the source; generation 1 holds every update written before the build started,
+        # each embedded by its own model, whichever worker wrote it.
         wait_for(
-            lambda: stored_chunks(postgres_url, gen1) == expected_chunks(settings, collection, crm.rows()),
+            lambda: stored_chunks(postgres_url, gen2) == expected_chunks(settings, collection, crm.rows()),
             timeout=60,
-            what="generation 1 to hold the live updates",
+            what="generation 2 to hold the source, updates during the build included",
         )
-        assert stored_chunks(postgres_url, gen2) == expected_chunks(settings, collection, crm.rows())
+        assert holds(postgres_url, gen1, expected_chunks(settings, collection, crm.rows()))
         assert models_of(postgres_url, gen1) == {"fake-small"}
         assert models_of(postgres_url, gen2) == {"fake-large"}
         # The migration's batches were the only bulk work meanwhile: both workers took some.
