@@ -209,6 +209,11 @@ class Ledger(Protocol):
         ordered by them. What a budget compares with its cap: sum ``tokens`` and ``cost`` of the rows."""
         ...
 
+    def runs_spend(self, run_ids: Sequence[str]) -> dict[str, list[Spend]]:
+        """``run_spend`` of each of ``run_ids`` in one read (``status``'s runs); a run that spent nothing is
+        left out."""
+        ...
+
     # -- failures --------------------------------------------------------------------
 
     def record_failure(self, collection: str, record_id: str, error: str, *, run_id: str | None = None) -> None:

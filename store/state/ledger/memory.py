@@ -215,6 +215,15 @@ class MemoryLedger:
         with self._lock:
             return [self._spend[key] for key in sorted(self._spend) if key[0] == run_id]
 
+    def runs_spend(self, run_ids: Sequence[str]) -> dict[str, list[Spend]]:
+        wanted = set(run_ids)
+        found: dict[str, list[Spend]] = {}
+        with self._lock:
+            for key in sorted(self._spend):
+                if key[0] in wanted:
+                    found.setdefault(key[0], []).append(self._spend[key])
+        return found
+
     def close(self) -> None:
         """Nothing to release."""
 

@@ -307,6 +307,16 @@ class PostgresLedger:
             found = conn.execute(sql.RUN_SPEND, {"run": run_id}).all()
         return [Spend(**{column: getattr(row, column) for column in _SPEND_COLUMNS}) for row in found]
 
+    def runs_spend(self, run_ids: Sequence[str]) -> dict[str, list[Spend]]:
+        if not run_ids:
+            return {}
+        with self.transaction() as conn:
+            found = conn.execute(sql.RUNS_SPEND, {"runs": list(run_ids)}).all()
+        spent: dict[str, list[Spend]] = {}
+        for row in found:
+            spent.setdefault(row.run_id, []).append(Spend(**{c: getattr(row, c) for c in _SPEND_COLUMNS}))
+        return spent
+
     def record_failure(self, collection: str, record_id: str, error: str, *, run_id: str | None = None) -> None:
         # An id PostgreSQL cannot store (a NUL, a lone surrogate) is kept escaped: the failure is still told.
         failure = {

@@ -41,6 +41,7 @@ __all__ = [
     "RUN",
     "RUNS_IN_STATUS",
     "RUNS_PER_STATUS",
+    "RUNS_SPEND",
     "RUNS_STARTING",
     "RUN_SPEND",
     "SET_RUN_TOTAL",
@@ -219,4 +220,9 @@ RUN_SPEND = (
     sa.select(spend)
     .where(spend.c.run_id == sa.bindparam("run"))
     .order_by(spend.c.collection, spend.c.model, spend.c.generation)
+)
+RUNS_SPEND = (
+    sa.select(spend)
+    .where(spend.c.run_id.in_(sa.bindparam("runs", expanding=True)))
+    .order_by(spend.c.run_id, spend.c.collection, spend.c.model, spend.c.generation)
 )

@@ -284,6 +284,26 @@ class LedgerContract:
         assert ledger.run_spend("no-such-run") == []
         assert sum(row.tokens for row in ledger.run_spend(LIVE) if row.collection == "notes") >= 1
 
+    def test_the_spend_of_many_runs_is_read_at_once_and_runs_that_spent_nothing_are_left_out(
+        self, ledger: Ledger
+    ) -> None:
+        first, second, idle = (ledger.create_run(unique_name("notes")) for _ in range(3))
+        row = Spend(
+            run_id=first,
+            collection="notes",
+            model="m",
+            generation=1,
+            tokens=7,
+            calls=1,
+            cost=0.1,
+            counted_by="provider",
+        )
+        ledger.add_spend([row, replace(row, run_id=second, tokens=9), replace(row, run_id=second, generation=2)])
+        spent = ledger.runs_spend([first, second, idle])
+        assert spent == {first: ledger.run_spend(first), second: ledger.run_spend(second)}
+        assert [r.tokens for r in spent[second]] == [9, 7]
+        assert ledger.runs_spend([]) == {}
+
 
 class TestMemoryLedger(LedgerContract):
     @pytest.fixture
