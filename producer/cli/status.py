@@ -7,7 +7,8 @@ workers consuming it, when its progress has not moved for
 ``worker.stall_seconds`` and either its queue holds work that nothing takes, or
 nothing is queued, running or moving (its messages were lost). The tables fit an 80-column terminal: long values wrap,
 ids are shown as their shortest unique prefix (at least 8 characters, which
-``vectorsync status PREFIX`` accepts), and ``--json`` gives everything in full.
+``vectorsync status PREFIX`` accepts), and ``--json`` gives everything in full. Each run shows the tokens and
+cost its model calls were counted at (``store.calls.spend``), "estimate" where some tokens are the estimate.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from rich.text import Text
 from producer.cli.capture import capture_rows
 from producer.cli.console import guarded, open_producer, out, say
 from store.broker.queues import QueueState, WorkerState
+from store.calls.spend import Spent, total
 from store.contract import BULK_QUEUE, WORKER_COMMAND
 from store.state.ledger import RunProgress, RunStatus
 
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
     from store.broker.freshness import Freshness
     from store.capture.control import CaptureState
 
-__all__ = ["Snapshot", "render", "short_ids", "snapshot", "stall_reason", "status", "to_json"]
+__all__ = ["Snapshot", "render", "short_ids", "snapshot", "spent_cells", "stall_reason", "status", "to_json"]
 
 #: Characters of a run id shown at the least.
 MIN_ID_CHARS = 8
@@ -53,9 +55,10 @@ def status(
         return
     render(view)
     for progress, _ in view.runs if run else []:
+        tokens, cost = spent_cells(view.spend.get(progress.run_id))
         say(
-            f"done {progress.done}, unchanged {progress.skipped}, failed {progress.failed}"
-            + (f"; {progress.error}" if progress.error else "")
+            f"done {progress.done}, unchanged {progress.skipped}, failed {progress.failed}; tokens {tokens}, "
+            f"cost {cost}" + (f"; {progress.error}" if progress.error else "")
         )
 
 
@@ -73,6 +76,8 @@ class Snapshot:
     freshness: list[Freshness] = field(default_factory=list)
     #: Why there is none to show (no Redis cache keeps it, or it could not be read); empty otherwise.
     freshness_error: str = ""
+    #: What each listed run spent, summed (``Ledger.runs_spend``, one read); a run that spent nothing is absent.
+    spend: dict[str, Spent] = field(default_factory=dict)
 
 
 def stall_reason(
@@ -120,6 +125,7 @@ def snapshot(producer: Any, *, limit: int = 20, run_id: str | None = None) -> Sn
     bulk = next((q for q in queues or [] if q.name == BULK_QUEUE), None)
     now = datetime.now(UTC)
     stall = producer.settings.worker.stall_seconds
+    spent = producer.ledger.runs_spend([r.run_id for r in runs])
     return Snapshot(
         workers,
         queues,
@@ -127,6 +133,7 @@ def snapshot(producer: Any, *, limit: int = 20, run_id: str | None = None) -> Sn
         broker_error,
         _capture(producer.settings),
         *_freshness(producer.settings),
+        spend={run_id: total(rows) for run_id, rows in spent.items()},
     )
 
 
@@ -226,9 +233,17 @@ def _render_broker(view: Snapshot) -> None:
         say(view.broker_error)
 
 
+def spent_cells(spent: Spent | None) -> tuple[str, str]:
+    """A run's tokens ("estimate" after them where the count is the estimate) and cost ("-" without a price)."""
+    if spent is None:
+        return "0", "-"
+    tokens = f"{spent.tokens:,}" + (" estimate" if spent.estimated else "")
+    return tokens, "-" if spent.cost is None else f"{spent.cost:.4f}"
+
+
 def _render_runs(view: Snapshot) -> None:
     ids = short_ids([r.run_id for r, _ in view.runs])
-    runs = _table("run", "collection", "kind", "status", "progress", "failed", "started")
+    runs = _table("run", "collection", "kind", "status", "progress", "failed", "tokens", "cost", "started")
     for run, stalled in view.runs:
         progress = f"{run.processed}/{run.total if run.total is not None else '?'}"
         status = Text("stalled", style="red") if stalled else Text(str(run.status))
@@ -239,6 +254,7 @@ def _render_runs(view: Snapshot) -> None:
             status,
             progress,
             str(run.failed),
+            *spent_cells(view.spend.get(run.run_id)),
             run.started_at.strftime("%m-%d %H:%M"),
         )
     out.print(runs)
@@ -252,7 +268,8 @@ def to_json(view: Snapshot) -> str:
 
     def run(progress: RunProgress, stalled: str | None) -> dict[str, Any]:
         data = asdict(progress)
-        data.update(processed=progress.processed, stalled=stalled)
+        spent = view.spend.get(progress.run_id, Spent())
+        data.update(processed=progress.processed, stalled=stalled, spend=dict(asdict(spent), estimate=spent.estimated))
         return data
 
     data = {

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
@@ -31,11 +31,13 @@ __all__ = [
     "Meter",
     "Spend",
     "SpendCountedBy",
+    "Spent",
     "Tally",
     "add",
     "charged_to",
     "cost_of",
     "tallied",
+    "total",
     "weakest",
 ]
 
@@ -108,6 +110,33 @@ class Spend:
             cost=cost,
             counted_by=weakest(self.counted_by, other.counted_by),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Spent:
+    """Spend summed over its models and generations: what ``status`` shows of a run, and a budget compares."""
+
+    tokens: int = 0
+    calls: int = 0
+    #: None when no call had a declared price.
+    cost: float | None = None
+    counted_by: SpendCountedBy = "provider"
+
+    @property
+    def estimated(self) -> bool:
+        """Whether some of the tokens are the estimate (four characters a token), not a count."""
+        return self.counted_by == "estimate"
+
+
+def total(rows: Iterable[Spend]) -> Spent:
+    """The sum of ``rows`` (``Ledger.run_spend``); nothing spent is ``Spent()``."""
+    summed = Spent()
+    for row in rows:
+        cost = summed.cost if row.cost is None else (summed.cost or 0.0) + row.cost
+        summed = Spent(
+            summed.tokens + row.tokens, summed.calls + row.calls, cost, weakest(summed.counted_by, row.counted_by)
+        )
+    return summed
 
 
 class Tally:

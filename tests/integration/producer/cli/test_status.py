@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -73,3 +73,29 @@ def test_a_run_whose_queue_no_worker_consumes_is_flagged_stalled_at_once(idle: I
     screen = " ".join(run_on_terminal(idle.config, "status", columns=80).split())
     assert f"run {run_id[:8]} ({idle.collection}) is stalled: {NO_CONSUMER}" in screen
     assert time.monotonic() - started < idle.settings.worker.stall_seconds / 5  # seconds, not stall_seconds
+
+
+def test_status_shows_each_runs_tokens_and_cost_from_one_read_of_the_ledger(idle: Idle) -> None:
+    from store.calls.spend import Spend
+    from store.state.ledger.postgres import PostgresLedger
+
+    assert run_cli(idle.config, "init").returncode == 0
+    assert idle.settings.state_url
+    ledger = PostgresLedger(idle.settings.state_url)
+    try:
+        priced, estimated = ledger.create_run(idle.collection), ledger.create_run(idle.collection)
+        row = Spend(
+            run_id=priced, collection=idle.collection, model="m", generation=1, tokens=1500, calls=2, cost=0.0123,
+            counted_by="provider",
+        )  # fmt: skip
+        ledger.add_spend([row, replace(row, run_id=estimated, cost=None, counted_by="estimate")])
+    finally:
+        ledger.close()
+    view = json.loads(run_cli(idle.config, "status", "--json").stdout)
+    runs = {r["run_id"]: r["spend"] for r in view["runs"]}
+    assert runs[priced] == {"tokens": 1500, "calls": 2, "cost": 0.0123, "counted_by": "provider", "estimate": False}
+    assert runs[estimated] == {"tokens": 1500, "calls": 2, "cost": None, "counted_by": "estimate", "estimate": True}
+    screen = " ".join(run_on_terminal(idle.config, "status", estimated[:12], columns=80).split())
+    assert "tokens 1,500 estimate, cost -" in screen
+    screen = " ".join(run_on_terminal(idle.config, "status", priced[:12], columns=80).split())
+    assert "tokens 1,500, cost 0.0123" in screen

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from producer.cli.status import short_ids, stall_reason
+from producer.cli.status import short_ids, spent_cells, stall_reason
 from store.broker.queues import QueueState, WorkerState, consumers_of
+from store.calls.spend import Spent
 from store.contract import WORKER_COMMAND
 from store.state.ledger import RunProgress, RunStatus
 
@@ -82,3 +83,9 @@ def test_consumers_are_the_workers_that_listen_on_the_queue() -> None:
     other = WorkerState("w2@host", ("vectorsync.live",), active=2)
     assert consumers_of("vectorsync.bulk", [WORKER, other]) == ("w1@host",)
     assert consumers_of("vectorsync.live", [WORKER, other]) == ("w1@host", "w2@host")
+
+
+def test_a_runs_tokens_say_estimate_when_estimated_and_no_cost_is_shown_without_a_price() -> None:
+    assert spent_cells(None) == ("0", "-")
+    assert spent_cells(Spent(tokens=12345, calls=2, cost=0.000247, counted_by="provider")) == ("12,345", "0.0002")
+    assert spent_cells(Spent(tokens=40, calls=1, cost=None, counted_by="estimate")) == ("40 estimate", "-")

@@ -70,3 +70,11 @@ def test_calls_outside_a_tally_or_outside_a_charge_are_not_tallied() -> None:
         with spend.charged_to("notes", 1):
             spend.add("m", tokens=7, cost=1.0, counted_by="provider")
     assert tally.rows() == [row(run_id=LIVE, tokens=7, cost=1.0)]
+
+
+def test_a_total_sums_tokens_calls_and_priced_costs_and_keeps_the_weakest_label() -> None:
+    assert spend.total([]) == spend.Spent() and spend.total([]).cost is None
+    summed = spend.total([row(tokens=3), row(tokens=4, calls=2, cost=0.5), row(generation=2, counted_by="estimate")])
+    assert summed == spend.Spent(tokens=17, calls=4, cost=0.5, counted_by="estimate")
+    assert summed.estimated and not spend.total([row()]).estimated
+    assert spend.total([row(cost=None), row(cost=None)]).cost is None
