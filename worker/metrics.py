@@ -169,6 +169,9 @@ class KnownLabels:
     entries: tuple[str, ...]
     #: Their models' names at their API: the ``model`` of ``vectorsync_model_calls`` and ``_tokens``.
     models: tuple[str, ...]
+    #: The models (names at their API) that declare ``price_per_million_tokens``: the ``model`` of
+    #: ``vectorsync_model_cost``.
+    priced: tuple[str, ...] = ()
     #: The entries with a shared rate limit (``requests_per_minute`` or ``tokens_per_minute``).
     limited: tuple[str, ...]
     #: The declared collections.
@@ -189,6 +192,7 @@ def known_labels(settings: Settings) -> KnownLabels:
     return KnownLabels(
         entries=tuple(name for name, _ in chain),
         models=tuple(dict.fromkeys(model.model for _, model in chain)),
+        priced=tuple(dict.fromkeys(m.model for _, m in chain if m.price_per_million_tokens is not None)),
         limited=tuple(
             name
             for name, model in chain
@@ -203,7 +207,7 @@ def known_labels(settings: Settings) -> KnownLabels:
 
 def _series(known: KnownLabels) -> Iterator[tuple[Any, Iterable[tuple[str, ...]]]]:
     """Each labelled metric this worker writes, with the label values of every series known at start."""
-    from store.calls.accounting import ERROR_KINDS, call_counters, try_metrics
+    from store.calls.accounting import ERROR_KINDS, call_counters, cost_counter, try_metrics
     from store.calls.ratelimit import wait_histogram
     from store.contract import FRESHNESS_PATHS
     from store.vectors.timing import search_histogram
@@ -220,6 +224,7 @@ def _series(known: KnownLabels) -> Iterator[tuple[Any, Iterable[tuple[str, ...]]
     yield metrics.freshness, itertools.product(known.collections, FRESHNESS_PATHS)
     for counter in call_counters():
         yield counter, itertools.product([EMBED_TASK], known.models, [NO_USER])
+    yield cost_counter(), itertools.product([EMBED_TASK], known.priced)
     seconds, errors = try_metrics()
     yield seconds, itertools.product([EMBED_TASK], known.entries)
     yield errors, itertools.product([EMBED_TASK], known.entries, ERROR_KINDS)

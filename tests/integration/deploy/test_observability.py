@@ -115,7 +115,7 @@ def _config(
         metrics_port=metrics_port,
         capture=True,
         extra=f'[models.backup]\nprovider = "openai"\nmodel = "text-embedding-test"\n'
-        f'dimensions = 8\nbase_url = "{backup.url}"\ntimeout = 5\n\n'
+        f'dimensions = 8\nbase_url = "{backup.url}"\ntimeout = 5\nprice_per_million_tokens = 0.02\n\n'
         f"[limits]\nmax_chunks_per_record = {MAX_CHUNKS}\n",
     )
     text = text.replace('chain = ["fake_openai"]', 'chain = ["fake_openai", "backup"]')

@@ -115,11 +115,14 @@ def test_the_dashboard_has_a_row_for_each_concern_and_one_for_capture_lag() -> N
         "vectorsync_provider_failovers_total",
         "vectorsync_model_call_seconds_bucket",
     } <= by_row["Models"]
-    assert by_row["Tokens (cost)"] == {"vectorsync_model_tokens_total"}
+    assert by_row["Tokens (cost)"] == {"vectorsync_model_tokens_total", "vectorsync_model_cost_total"}
     assert {"vectorsync_search_seconds_bucket", "vectorsync_search_plans_total"} <= by_row["Search"]
     assert by_row[CAPTURE_ROW] == {"vectorsync_capture_lag_seconds", "vectorsync_capture_pending"}
     tokens = [t["expr"] for p in panels(model) for t in p["targets"] if "vectorsync_model_tokens_total" in t["expr"]]
     assert any("by (model)" in e for e in tokens) and any("by (user)" in e for e in tokens)
+    cost = [t["expr"] for p in panels(model) for t in p["targets"] if "vectorsync_model_cost_total" in t["expr"]]
+    assert any("rate(" in e for e in cost) and any("increase(" in e and "$__range" in e for e in cost)
+    assert all("by (task, model)" in e for e in cost)  # the counter's own labels: no user on cost
 
 
 def test_every_alert_has_a_summary_that_says_what_to_do_and_every_topic_has_one() -> None:

@@ -29,17 +29,19 @@ def settings(*, store: str = "pgvector") -> Settings:
         models={
             "first": model,
             "second": model | {"requests_per_minute": 60},
+            "priced": {"provider": "fake", "model": "hash-8-priced", "dimensions": 8, "price_per_million_tokens": 0.02},
             "ranker": {"task": "rerank", "provider": "fake", "model": "rank"},
         },
-        embeddings={"chain": ["first", "second"]},
+        embeddings={"chain": ["first", "second", "priced"], "allow_mixed_models": True},
         collections={"notes": {}, "docs": {}},
     )
 
 
 def test_the_known_labels_come_from_the_settings() -> None:
     known = known_labels(settings())
-    assert known.entries == ("first", "second")  # the embedding chain: a worker never reranks
-    assert known.models == ("hash-8",)
+    assert known.entries == ("first", "second", "priced")  # the embedding chain: a worker never reranks
+    assert known.models == ("hash-8", "hash-8-priced")
+    assert known.priced == ("hash-8-priced",)  # cost is counted only at a declared price
     assert known.limited == ("second",)
     assert known.collections == ("notes", "docs")
     assert known.queues == tuple(QUEUES)
@@ -57,6 +59,8 @@ def test_start_series_makes_each_known_series_at_zero() -> None:
     for name in ("calls", "retries", "failovers"):
         assert value(f"vectorsync_provider_{name}_total", model="second") is not None
     assert value("vectorsync_model_calls_total", task="embed", model="hash-8", user="") is not None
+    assert value("vectorsync_model_cost_total", task="embed", model="hash-8-priced") is not None
+    assert value("vectorsync_model_cost_total", task="embed", model="hash-8") is None  # no price, no cost
     assert value("vectorsync_model_errors_total", task="embed", model="first", kind="rate_limited") is not None
     assert value("vectorsync_model_call_seconds_count", task="embed", model="first") is not None
     assert value("vectorsync_rate_limit_wait_seconds_count", model="second") is not None
