@@ -126,6 +126,9 @@ class RunStatus(enum.StrEnum):
     INDEXING = "indexing"
     DONE = "done"
     FAILED = "failed"
+    #: Its next model call would have passed its budget: its batches wait, parked, for ``runs resume``. Not
+    #: ended, and never stalled: it waits for a person, not for a worker.
+    PAUSED = "paused"
 
     @property
     def ended(self) -> bool:

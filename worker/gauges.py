@@ -8,7 +8,7 @@ process when Prometheus scrapes it. Every worker serves the same values, so dash
 
 - ``vectorsync_queue_depth``, ``vectorsync_queue_oldest_seconds``, ``vectorsync_queue_consumers`` {queue}:
   ``consumers == 0`` while ``depth > 0`` is the alert "work queued, nobody consuming";
-- ``vectorsync_runs`` {status}: runs in each state (running, indexing, done, failed);
+- ``vectorsync_runs`` {status}: runs in each state (running, indexing, done, failed, paused);
 - ``vectorsync_run_idle_seconds`` {collection}: for a collection with a running run, the seconds since the
   progress of the least recently moved one last moved (``vectorsync status`` calls a run stalled from it);
 - ``vectorsync_run_progress`` {collection}: the newest running run's records processed over its total, 0 to 1

@@ -5,6 +5,7 @@
 - ``vectorsync_runs`` and ``vectorsync_run_batches``: reindex and reconcile runs, each batch counted once.
 - ``vectorsync_failures``: records that failed after their retries, with their error.
 - ``vectorsync_aliases`` and ``vectorsync_generations``: the generations of migrated collections.
+- ``vectorsync_parked_batches``: batches of a paused run, put aside until it is resumed.
 - ``vectorsync_spend``: tokens, calls and cost of model calls per run ("" outside one), collection, model and
   generation (``store.calls.spend``).
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-__all__ = ["aliases", "failures", "generations", "ledger", "metadata", "run_batches", "runs", "spend"]
+__all__ = ["aliases", "failures", "generations", "ledger", "metadata", "parked_batches", "run_batches", "runs", "spend"]
 
 #: The state tables, and only them (the vector tables belong to the pgvector store).
 metadata = sa.MetaData()
@@ -48,6 +49,8 @@ runs = sa.Table(
     sa.Column("error", sa.Text, nullable=False, server_default=""),
     sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("finished_at", sa.DateTime(timezone=True)),
+    sa.Column("max_tokens", sa.BigInteger),
+    sa.Column("max_cost", sa.Float),
 )
 run_batches = sa.Table(
     "vectorsync_run_batches",
@@ -99,4 +102,15 @@ spend = sa.Table(
     sa.Column("cost", sa.Float),
     sa.Column("counted_by", sa.Text, nullable=False),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
+)
+parked_batches = sa.Table(
+    "vectorsync_parked_batches",
+    metadata,
+    sa.Column("run_id", sa.Text, primary_key=True),
+    sa.Column("batch", sa.Integer, primary_key=True),
+    sa.Column("collection", sa.Text, nullable=False),
+    sa.Column("ids", postgresql.JSONB, nullable=False),
+    sa.Column("carried", postgresql.JSONB),
+    sa.Column("fresh", sa.Boolean, nullable=False),
+    sa.Column("parked_at", sa.DateTime(timezone=True), nullable=False),
 )

@@ -97,6 +97,7 @@ def test_a_fresh_database_upgrades_to_the_head_and_again_to_nothing(database: st
         "vectorsync_aliases",
         "vectorsync_generations",
         "vectorsync_spend",
+        "vectorsync_parked_batches",
         migrations.VERSION_TABLE,
     }
 
@@ -126,6 +127,7 @@ def test_main_s_schema_keeps_its_rows_and_ends_at_the_head(database: str) -> Non
             (2, ("large",), 16, "run1"),
         ]
         assert ledger.run_spend("run1") == []  # 0004's table, made for a run that spent before it was counted
+        assert (ledger.run("run1").max_tokens, ledger.run("run1").max_cost) == (None, None)  # 0005: no caps of its own
         # and the deferred run ends as it would have: its index is still to build
         assert ledger.finish_batch("run1", 1, done=5, skipped=0, failed=0).status == RunStatus.INDEXING
     finally:

@@ -9,7 +9,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from store.errors import ConfigError
-from store.state.ledger.base import Failure, Forgotten, Held, Ledger, LedgerEntry, Overview, RunProgress, RunStatus
+from store.state.ledger.base import (
+    Failure,
+    Forgotten,
+    Held,
+    Ledger,
+    LedgerEntry,
+    Overview,
+    Parked,
+    RunProgress,
+    RunStatus,
+)
 from store.state.ledger.memory import MemoryLedger
 
 if TYPE_CHECKING:
@@ -23,6 +33,7 @@ __all__ = [
     "LedgerEntry",
     "MemoryLedger",
     "Overview",
+    "Parked",
     "RunProgress",
     "RunStatus",
     "in_process_only",

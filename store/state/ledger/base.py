@@ -21,7 +21,18 @@ if TYPE_CHECKING:
     from store.calls.spend import Spend
     from store.state.generations.base import Generations
 
-__all__ = ["Failure", "Forgotten", "Held", "Ledger", "LedgerEntry", "Overview", "RunProgress", "RunStatus", "now"]
+__all__ = [
+    "Failure",
+    "Forgotten",
+    "Held",
+    "Ledger",
+    "LedgerEntry",
+    "Overview",
+    "Parked",
+    "RunProgress",
+    "RunStatus",
+    "now",
+]
 
 
 def now() -> datetime:
@@ -68,10 +79,27 @@ class RunProgress:
     #: How many batches the run has (None until its fan-out is over), and how many of them are counted.
     batches: int | None = None
     counted: int = 0
+    #: The run's own caps (``reindex --max-tokens/--max-cost``, ``runs resume``); None: the collection's.
+    max_tokens: int | None = None
+    max_cost: float | None = None
 
     @property
     def processed(self) -> int:
         return self.done + self.skipped + self.failed
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Parked:
+    """A batch of a paused run put aside, as its ``index_batch`` message held it, until the run is resumed."""
+
+    run_id: str
+    batch: int
+    collection: str
+    ids: list[str]
+    carried: dict[str, int] | None = None
+    fresh: bool = False
+    #: When it was parked: ``unpark`` removes it only if it was not parked again since it was read.
+    parked_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +223,32 @@ class Ledger(Protocol):
 
     def recent_runs(self, limit: int = 20, *, running: bool = False) -> list[RunProgress]:
         """The newest runs first; ``running``: only those still ``running``, however old."""
+        ...
+
+    # -- budgets -------------------------------------------------------------------------
+
+    def set_caps(self, run_id: str, *, max_tokens: int | None, max_cost: float | None) -> None:
+        """Give a run caps of its own (None: that cap is not the run's own). Raises ConfigError for an unknown
+        run."""
+        ...
+
+    def pause_run(self, parked: Parked, error: str) -> bool:
+        """Pause a running (or paused) run, saying why in ``error``, and park its batch ``parked``, at once;
+        False, and nothing done, when the run is no longer running."""
+        ...
+
+    def park_batch(self, parked: Parked) -> bool:
+        """Park a batch of a paused run; False, and nothing done, when the run is not paused (resumed since)."""
+        ...
+
+    def resume_run(self, run_id: str, *, max_tokens: int | None, max_cost: float | None) -> list[Parked]:
+        """A paused run running again, with these caps where not None; its parked batches, kept until
+        ``unpark``, so a resume cut short is resumed again. Raises ConfigError for a run that is neither paused
+        nor running."""
+        ...
+
+    def unpark(self, parked: Sequence[Parked]) -> None:
+        """Drop parked batches once sent again; one parked again since it was read is kept."""
         ...
 
     # -- spend -----------------------------------------------------------------------

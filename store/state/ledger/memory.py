@@ -17,7 +17,7 @@ import store.state.ledger.rules as rules
 from store.calls.spend import Spend
 from store.errors import ConfigError
 from store.state.generations.memory import MemoryGenerations
-from store.state.ledger.base import Failure, Forgotten, LedgerEntry, Overview, RunProgress, RunStatus, now
+from store.state.ledger.base import Failure, Forgotten, LedgerEntry, Overview, Parked, RunProgress, RunStatus, now
 
 __all__ = ["MemoryLedger"]
 
@@ -58,6 +58,7 @@ class MemoryLedger:
         self._runs: dict[str, _Run] = {}
         self._failures: dict[tuple[str, str], Failure] = {}
         self._spend: dict[tuple[str, str, str, int], Spend] = {}
+        self._parked: dict[tuple[str, int], Parked] = {}
         #: The aliases of migrated collections, kept with the rest of this process's state.
         self.generations = MemoryGenerations()
 
@@ -189,6 +190,54 @@ class MemoryLedger:
             run = self._get(run_id)
             self._move(run, rules.status_when_index_built(run.progress.status))
             return self.run(run_id)
+
+    # -- budgets ---------------------------------------------------------------------
+
+    def set_caps(self, run_id: str, *, max_tokens: int | None, max_cost: float | None) -> None:
+        with self._lock:
+            run = self._get(run_id)
+            run.progress = replace(run.progress, max_tokens=max_tokens, max_cost=max_cost)
+
+    def pause_run(self, parked: Parked, error: str) -> bool:
+        with self._lock:
+            run = self._get(parked.run_id)
+            if not rules.may_pause(run.progress.status):
+                return False
+            run.progress = replace(run.progress, status=RunStatus.PAUSED, error=rules.kept_error(error))
+            self._park(parked)
+            return True
+
+    def park_batch(self, parked: Parked) -> bool:
+        with self._lock:
+            if self._get(parked.run_id).progress.status != RunStatus.PAUSED:
+                return False
+            self._park(parked)
+            return True
+
+    def _park(self, parked: Parked) -> None:
+        self._parked[(parked.run_id, parked.batch)] = replace(parked, parked_at=now())
+
+    def resume_run(self, run_id: str, *, max_tokens: int | None, max_cost: float | None) -> list[Parked]:
+        with self._lock:
+            run = self._get(run_id)
+            refused = rules.not_resumable(run_id, run.progress.status)
+            if refused:
+                raise ConfigError(refused)
+            run.progress = replace(
+                run.progress,
+                status=RunStatus.RUNNING,
+                error="",
+                max_tokens=run.progress.max_tokens if max_tokens is None else max_tokens,
+                max_cost=run.progress.max_cost if max_cost is None else max_cost,
+            )
+            return [p for key, p in sorted(self._parked.items()) if key[0] == run_id]
+
+    def unpark(self, parked: Sequence[Parked]) -> None:
+        with self._lock:
+            for batch in parked:
+                key = (batch.run_id, batch.batch)
+                if key in self._parked and self._parked[key].parked_at == batch.parked_at:
+                    del self._parked[key]
 
     # -- failures --------------------------------------------------------------------
 

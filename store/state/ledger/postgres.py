@@ -27,12 +27,24 @@ from store.errors import ConfigError
 from store.settings import NetworkSettings
 from store.state.database import StateDatabase
 from store.state.generations.postgres import PostgresGenerations
-from store.state.ledger.base import Failure, Forgotten, LedgerEntry, Overview, RunProgress, RunStatus, now
+from store.state.ledger.base import Failure, Forgotten, LedgerEntry, Overview, Parked, RunProgress, RunStatus, now
 from store.vectors.records import escape_unstorable
 
 __all__ = ["PostgresLedger"]
 
 _SPEND_COLUMNS = ("run_id", "collection", "model", "generation", "tokens", "calls", "cost", "counted_by")
+
+
+def _parked_row(parked: Parked) -> dict[str, Any]:
+    return {
+        "run_id": parked.run_id,
+        "batch": parked.batch,
+        "collection": parked.collection,
+        "ids": list(parked.ids),
+        "carried": parked.carried,
+        "fresh": parked.fresh,
+        "parked_at": now(),
+    }
 
 
 def _entry(row: sa.Row[Any]) -> LedgerEntry:
@@ -54,6 +66,8 @@ def _progress(row: sa.Row[Any]) -> RunProgress:
         finished_at=row.finished_at,
         error=row.error,
         kind=row.kind,
+        max_tokens=row.max_tokens,
+        max_cost=row.max_cost,
     )
     tally = rules.Tally(int(row.done), int(row.skipped), int(row.failed), int(row.counted), row.moved_at)
     return rules.with_tally(run, tally, batches=row.batches)
@@ -292,6 +306,61 @@ class PostgresLedger:
         with self.transaction() as conn:
             ids = conn.scalars(query, {**params, "limit": limit}).all()
         return [self.run(run_id) for run_id in ids]
+
+    # -- budgets ---------------------------------------------------------------------
+
+    def set_caps(self, run_id: str, *, max_tokens: int | None, max_cost: float | None) -> None:
+        with self.transaction() as conn:
+            if conn.execute(sql.SET_CAPS, {"run": run_id, "max_tokens": max_tokens, "max_cost": max_cost}).rowcount:
+                return
+        raise ConfigError(rules.unknown_run(run_id))
+
+    def pause_run(self, parked: Parked, error: str) -> bool:
+        with self.transaction() as conn:
+            if not rules.may_pause(self._locked_status(conn, parked.run_id)):
+                return False
+            conn.execute(sql.PAUSE_RUN, {"run": parked.run_id, "error": rules.kept_error(escape_unstorable(error))})
+            conn.execute(sql.PARK_BATCH, _parked_row(parked))
+            return True
+
+    def park_batch(self, parked: Parked) -> bool:
+        with self.transaction() as conn:
+            if self._locked_status(conn, parked.run_id) != RunStatus.PAUSED:
+                return False
+            conn.execute(sql.PARK_BATCH, _parked_row(parked))
+            return True
+
+    def resume_run(self, run_id: str, *, max_tokens: int | None, max_cost: float | None) -> list[Parked]:
+        with self.transaction() as conn:
+            refused = rules.not_resumable(run_id, self._locked_status(conn, run_id))
+            if refused:
+                raise ConfigError(refused)
+            conn.execute(sql.RESUME_RUN, {"run": run_id, "max_tokens": max_tokens, "max_cost": max_cost})
+            found = conn.execute(sql.PARKED, {"run": run_id}).all()
+        return [
+            Parked(
+                run_id=row.run_id,
+                batch=row.batch,
+                collection=row.collection,
+                ids=list(row.ids),
+                carried=row.carried,
+                fresh=row.fresh,
+                parked_at=row.parked_at,
+            )
+            for row in found
+        ]
+
+    def unpark(self, parked: Sequence[Parked]) -> None:
+        if not parked:
+            return
+        with self.transaction() as conn:
+            conn.execute(sql.UNPARK, [{"run_id": p.run_id, "batch": p.batch, "parked_at": p.parked_at} for p in parked])
+
+    def _locked_status(self, conn: sa.Connection, run_id: str) -> RunStatus:
+        status = conn.execute(sql.LOCK_RUN_STATUS, {"run": run_id}).scalar_one_or_none()
+        if status is None:
+            raise ConfigError(rules.unknown_run(run_id))
+        return RunStatus(status)
 
     # -- failures --------------------------------------------------------------------
 

@@ -24,7 +24,9 @@ __all__ = [
     "ended_at",
     "kept_error",
     "kept_version",
+    "may_pause",
     "newest_first",
+    "not_resumable",
     "one_run",
     "overview",
     "started_run",
@@ -79,6 +81,18 @@ def ended_at(status: RunStatus, at: datetime) -> datetime | None:
     """When a run that moves to ``status`` at ``at`` finished: ``at`` if the status ends it, else None (its
     ``finished_at`` stays as it was)."""
     return at if status.ended else None
+
+
+def may_pause(status: RunStatus) -> bool:
+    """A run pauses only while it is running (or paused already: another batch hit the cap too)."""
+    return status in (RunStatus.RUNNING, RunStatus.PAUSED)
+
+
+def not_resumable(run_id: str, status: RunStatus) -> str | None:
+    """Why the run cannot be resumed, or None: a paused run, or a running one whose resume was cut short."""
+    if status in (RunStatus.PAUSED, RunStatus.RUNNING):
+        return None
+    return f"run {run_id} is {status}, not paused: only a paused run is resumed (`vectorsync status` lists runs)"
 
 
 def unknown_run(run_id: str) -> str:

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from store.contract import RunStatus
-from store.state.tables import failures, ledger, run_batches, runs, spend
+from store.state.tables import failures, ledger, parked_batches, run_batches, runs, spend
 
 __all__ = [
     "ADD_SPEND",
@@ -30,21 +30,28 @@ __all__ = [
     "FORGET_COLLECTION",
     "LOCK_RECORDS",
     "LOCK_RUN",
+    "LOCK_RUN_STATUS",
     "MODELS",
     "MOVE_RUN",
     "OPEN_RUNS",
+    "PARKED",
+    "PARK_BATCH",
+    "PAUSE_RUN",
     "READ_LOCKED",
     "RECENT_RUNS",
     "RECORD_FAILURE",
     "RECORD_IDS",
     "RECORD_INDEXED",
+    "RESUME_RUN",
     "RUN",
     "RUNS_IN_STATUS",
     "RUNS_PER_STATUS",
     "RUNS_SPEND",
     "RUNS_STARTING",
     "RUN_SPEND",
+    "SET_CAPS",
     "SET_RUN_TOTAL",
+    "UNPARK",
     "prefix_pattern",
 ]
 
@@ -225,4 +232,43 @@ RUNS_SPEND = (
     sa.select(spend)
     .where(spend.c.run_id.in_(sa.bindparam("runs", expanding=True)))
     .order_by(spend.c.run_id, spend.c.collection, spend.c.model, spend.c.generation)
+)
+
+# -- budgets ---------------------------------------------------------------------------------------------------
+
+#: A run's status, its row locked: pausing, parking and resuming are serialized on it.
+LOCK_RUN_STATUS = sa.select(runs.c.status).where(runs.c.run_id == sa.bindparam("run")).with_for_update()
+SET_CAPS = (
+    sa.update(runs)
+    .where(runs.c.run_id == sa.bindparam("run"))
+    .values(max_tokens=sa.bindparam("max_tokens"), max_cost=sa.bindparam("max_cost"))
+)
+PAUSE_RUN = (
+    sa.update(runs)
+    .where(runs.c.run_id == sa.bindparam("run"))
+    .values(status=RunStatus.PAUSED.value, error=sa.bindparam("error"))
+)
+_park = postgresql.insert(parked_batches)
+#: A batch parked, or parked again (a new ``parked_at``: a resume reading the old one keeps it).
+PARK_BATCH = _park.on_conflict_do_update(
+    index_elements=["run_id", "batch"],
+    set_={name: _park.excluded[name] for name in ("collection", "ids", "carried", "fresh", "parked_at")},
+)
+RESUME_RUN = (
+    sa.update(runs)
+    .where(runs.c.run_id == sa.bindparam("run"))
+    .values(
+        status=RunStatus.RUNNING.value,
+        error="",
+        max_tokens=sa.func.coalesce(sa.bindparam("max_tokens", type_=sa.BigInteger), runs.c.max_tokens),
+        max_cost=sa.func.coalesce(sa.bindparam("max_cost", type_=sa.Float), runs.c.max_cost),
+    )
+)
+PARKED = (
+    sa.select(parked_batches).where(parked_batches.c.run_id == sa.bindparam("run")).order_by(parked_batches.c.batch)
+)
+UNPARK = sa.delete(parked_batches).where(
+    parked_batches.c.run_id == sa.bindparam("run_id"),
+    parked_batches.c.batch == sa.bindparam("batch"),
+    parked_batches.c.parked_at == sa.bindparam("parked_at"),
 )

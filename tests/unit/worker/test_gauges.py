@@ -44,7 +44,7 @@ def test_open_runs_give_each_collection_its_longest_idle_time_and_its_newest_run
         failures={"notes": 3},
     )
     values = run_gauges(overview, now=NOW)
-    assert values["vectorsync_runs"] == {"running": 3.0, "indexing": 1.0, "done": 7.0, "failed": 2.0}
+    assert values["vectorsync_runs"] == {"running": 3.0, "indexing": 1.0, "done": 7.0, "failed": 2.0, "paused": 0.0}
     assert values["vectorsync_run_idle_seconds"] == {"notes": 400.0, "docs": 30.0}  # an index build is not idle
     assert values["vectorsync_run_progress"] == {"notes": 0.5}  # the newest notes run: (4 + 1) / 10; docs: no total
     assert values["vectorsync_failed_records"] == {"notes": 3.0}
@@ -79,7 +79,7 @@ def test_each_declared_collection_and_run_state_has_its_series_before_anything_h
     progress of a collection with no running run."""
     overview = Overview(runs={RunStatus.RUNNING: 1}, open_runs=[progress("notes", idle=400)], failures={})
     values = run_gauges(overview, now=NOW, collections=("notes", "docs"))
-    assert values["vectorsync_runs"] == {"running": 1.0, "indexing": 0.0, "done": 0.0, "failed": 0.0}
+    assert values["vectorsync_runs"] == {"running": 1.0, "indexing": 0.0, "done": 0.0, "failed": 0.0, "paused": 0.0}
     assert values["vectorsync_failed_records"] == {"notes": 0.0, "docs": 0.0}
     assert values["vectorsync_run_idle_seconds"]["notes"] == 400.0
     assert values["vectorsync_run_progress"]["notes"] == 0.5

@@ -14,7 +14,7 @@ import pytest
 
 from store.calls.spend import LIVE, Spend
 from store.errors import ConfigError
-from store.state.ledger import Forgotten, Ledger, LedgerEntry, MemoryLedger, RunStatus
+from store.state.ledger import Forgotten, Ledger, LedgerEntry, MemoryLedger, Parked, RunStatus
 from tests.backends import unique_name
 
 
@@ -244,7 +244,13 @@ class LedgerContract:
         ledger.record_failure(name, "r2", "again")  # one record, however many attempts
         after = ledger.overview()
         grown = {status: after.runs[status] - before.runs[status] for status in RunStatus}
-        assert grown == {RunStatus.RUNNING: 1, RunStatus.INDEXING: 0, RunStatus.DONE: 1, RunStatus.FAILED: 1}
+        assert grown == {
+            RunStatus.RUNNING: 1,
+            RunStatus.INDEXING: 0,
+            RunStatus.DONE: 1,
+            RunStatus.FAILED: 1,
+            RunStatus.PAUSED: 0,
+        }
         [mine] = [run for run in after.open_runs if run.collection == name]
         assert (mine.run_id, mine.status, mine.processed) == (running, RunStatus.RUNNING, 3)
         assert all(not run.status.ended for run in after.open_runs)
@@ -303,6 +309,40 @@ class LedgerContract:
         assert spent == {first: ledger.run_spend(first), second: ledger.run_spend(second)}
         assert [r.tokens for r in spent[second]] == [9, 7]
         assert ledger.runs_spend([]) == {}
+
+    def test_a_paused_run_parks_its_batches_until_resumed_with_new_caps(self, ledger: Ledger) -> None:
+        run = ledger.create_run(unique_name("notes"))
+        ledger.set_caps(run, max_tokens=100, max_cost=None)
+        assert (ledger.run(run).max_tokens, ledger.run(run).max_cost) == (100, None)
+        first = Parked(run_id=run, batch=0, collection="notes", ids=["1", "2"], carried={"done": 1}, fresh=True)
+        assert not ledger.park_batch(first)  # running: nothing to park, the batch does its work
+        assert ledger.pause_run(first, "paused at its budget: max_tokens = 100")
+        paused = ledger.run(run)
+        assert paused.status == RunStatus.PAUSED and not paused.status.ended and paused.finished_at is None
+        assert paused.error == "paused at its budget: max_tokens = 100"
+        assert ledger.park_batch(replace(first, batch=1, ids=["3"], carried=None, fresh=False))
+        parked = ledger.resume_run(run, max_tokens=500, max_cost=None)
+        assert [(p.batch, p.ids, p.carried, p.fresh) for p in parked] == [
+            (0, ["1", "2"], {"done": 1}, True),
+            (1, ["3"], None, False),
+        ]
+        resumed = ledger.run(run)
+        assert (resumed.status, resumed.error, resumed.max_tokens) == (RunStatus.RUNNING, "", 500)
+        assert not ledger.park_batch(first)  # resumed: a late batch does its work
+        assert ledger.pause_run(replace(first, ids=["1"]), "again")  # batch 0, sent again, paused it again
+        ledger.unpark(parked)  # batch 0 parked again since read: kept; batch 1 dropped
+        assert [(p.batch, p.ids) for p in ledger.resume_run(run, max_tokens=None, max_cost=2.5)] == [(0, ["1"])]
+        assert (ledger.run(run).max_tokens, ledger.run(run).max_cost) == (500, 2.5)  # None keeps a cap
+
+    def test_only_a_running_run_pauses_and_only_a_paused_or_running_one_resumes(self, ledger: Ledger) -> None:
+        run = ledger.create_run(unique_name("notes"))
+        ledger.fail_run(run, "broken")
+        assert not ledger.pause_run(Parked(run_id=run, batch=0, collection="notes", ids=["1"]), "cap")
+        assert ledger.run(run).status == RunStatus.FAILED
+        with pytest.raises(ConfigError, match=f"run {run} is failed, not paused"):
+            ledger.resume_run(run, max_tokens=None, max_cost=None)
+        with pytest.raises(ConfigError, match="no reindex run"):
+            ledger.set_caps("no-such-run", max_tokens=1, max_cost=None)
 
 
 class TestMemoryLedger(LedgerContract):

@@ -135,7 +135,13 @@ def test_the_newest_runs_come_first_and_at_most_as_many_as_asked() -> None:
 def test_the_overview_has_every_status_and_at_most_the_newest_open_runs_and_no_empty_failures() -> None:
     open_runs = [progress(str(n)) for n in range(MAX_OPEN_RUNS + 5)]
     seen = overview({"running": 3, "done": 2}, open_runs, {"notes": 4, "empty": 0})
-    assert seen.runs == {RunStatus.RUNNING: 3, RunStatus.INDEXING: 0, RunStatus.DONE: 2, RunStatus.FAILED: 0}
+    assert seen.runs == {
+        RunStatus.RUNNING: 3,
+        RunStatus.INDEXING: 0,
+        RunStatus.DONE: 2,
+        RunStatus.FAILED: 0,
+        RunStatus.PAUSED: 0,
+    }
     assert seen.open_runs == open_runs[:MAX_OPEN_RUNS]
     assert seen.failures == {"notes": 4}
 
