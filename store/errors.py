@@ -19,6 +19,7 @@ from __future__ import annotations
 
 __all__ = [
     "BrokerUnavailable",
+    "BudgetExceeded",
     "ConfigError",
     "EmbeddingError",
     "InputError",
@@ -34,6 +35,10 @@ __all__ = [
 
 class VectorsyncError(Exception):
     """Base of every error vectorsync raises on purpose."""
+
+
+class BudgetExceeded(VectorsyncError):
+    """The next model call would pass its run's cap: the run pauses, nothing of the batch is written."""
 
 
 class ConfigError(VectorsyncError, ValueError):

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from store.calls.tokens import ESTIMATE, TokenCounter, token_counter
+from store.errors import BudgetExceeded
 
 if TYPE_CHECKING:
     from store.settings import ModelSettings
@@ -28,14 +29,17 @@ if TYPE_CHECKING:
 __all__ = [
     "LIVE",
     "UNMETERED",
+    "Budget",
     "Meter",
     "Spend",
     "SpendCountedBy",
     "Spent",
     "Tally",
     "add",
+    "capped",
     "charged_to",
     "cost_of",
+    "reserved",
     "tallied",
     "total",
     "weakest",
@@ -203,3 +207,71 @@ def add(model: str, *, tokens: int, cost: float | None, counted_by: SpendCounted
             counted_by=counted_by,
         )
     )
+
+
+class Budget:
+    """A run's caps for one batch. What counts against them: what the run spent before the batch (the
+    ledger's ``run_spend``), this batch's calls as their providers counted them (its tally), and the calls
+    in flight, counted by the model's ``TokenCounter`` before they were sent."""
+
+    def __init__(self, *, spent: Spent, max_tokens: int | None = None, max_cost: float | None = None) -> None:
+        self.spent, self.max_tokens, self.max_cost = spent, max_tokens, max_cost
+        self._tokens, self._cost = 0, 0.0
+        self._lock = threading.Lock()
+
+    def reserve(self, tokens: int, cost: float | None, batch: Spent) -> None:
+        """Reserve a call's ``tokens`` and ``cost`` with ``batch`` spent so far; BudgetExceeded when that would
+        pass a cap."""
+        with self._lock:
+            used_tokens = self.spent.tokens + batch.tokens + self._tokens
+            used_cost = (self.spent.cost or 0.0) + (batch.cost or 0.0) + self._cost
+            if self.max_tokens is not None and used_tokens + tokens > self.max_tokens:
+                raise BudgetExceeded(self._said("max_tokens", used_tokens, self.max_tokens - used_tokens, tokens))
+            if self.max_cost is not None and cost is not None and used_cost + cost > self.max_cost:
+                raise BudgetExceeded(self._said("max_cost", used_cost, self.max_cost - used_cost, cost))
+            self._tokens += tokens
+            self._cost += cost or 0.0
+
+    def release(self, tokens: int, cost: float | None) -> None:
+        """A reserved call is over: its tally holds what it spent."""
+        with self._lock:
+            self._tokens -= tokens
+            self._cost -= cost or 0.0
+
+    def _said(self, cap: str, spent: float, left: float, call: float) -> str:
+        limit = self.max_tokens if cap == "max_tokens" else self.max_cost
+        return (
+            f"paused at its budget: {cap} = {limit:g}, spent {spent:g}, {left:g} left, the next call needs {call:g}; "
+            f"`vectorsync runs resume RUN --{cap.replace('_', '-')} N` continues it"
+        )
+
+
+_budget: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("vectorsync_spend_budget", default=None)
+
+
+@contextmanager
+def capped(budget: Budget | None) -> Iterator[None]:
+    """Check the model calls made inside the block against ``budget`` (None: no cap) before they are sent."""
+    token = _budget.set(budget)
+    try:
+        yield
+    finally:
+        _budget.reset(token)
+
+
+@contextmanager
+def reserved(meter: Meter, texts: list[str]) -> Iterator[None]:
+    """Around a call of ``texts``: BudgetExceeded, before it is sent, when it would pass the cap of the block
+    it runs in; its tokens held against the cap while it is in flight."""
+    budget = _budget.get()
+    if budget is None:
+        yield
+        return
+    tokens = meter.counter.total(texts)
+    cost = cost_of(tokens, meter.price_per_million_tokens)
+    tally = _tally.get()
+    budget.reserve(tokens, cost, total(tally.rows()) if tally is not None else Spent())
+    try:
+        yield
+    finally:
+        budget.release(tokens, cost)

@@ -133,11 +133,13 @@ class FailoverChain:
     def embed_batch(self, texts: list[str]) -> tuple[list[list[float]], str]:
         """One vector per text and the space of the entry that made them all (``vector_space``).
 
-        Raises InputError (the text was refused), ConfigError (a model's vectors
+        Raises BudgetExceeded (the call would pass its run's cap: not sent), InputError (the text was refused),
+        ConfigError (a model's vectors
         have the wrong size), TransientError or PermanentError when every entry failed.
         """
         tokens = sum(estimate_tokens(text) for text in texts)
-        vectors, provider = self._failover.run(lambda provider: self._call(provider, texts), tokens=tokens)
+        with spend.reserved(next(iter(self.meters.values()), UNMETERED), texts):
+            vectors, provider = self._failover.run(lambda provider: self._call(provider, texts), tokens=tokens)
         return vectors, self.spaces[provider.name]
 
     def _call(self, provider: Provider, texts: list[str]) -> list[list[float]]:

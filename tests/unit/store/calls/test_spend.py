@@ -10,6 +10,7 @@ from store.calls import spend
 from store.calls.spend import LIVE, UNMETERED, Meter, Spend, cost_of, weakest
 from store.calls.tokens import token_counter
 from store.embeddings.batching import run_batches
+from store.errors import BudgetExceeded
 from store.settings import ModelSettings
 
 
@@ -78,3 +79,37 @@ def test_a_total_sums_tokens_calls_and_priced_costs_and_keeps_the_weakest_label(
     assert summed == spend.Spent(tokens=17, calls=4, cost=0.5, counted_by="estimate")
     assert summed.estimated and not spend.total([row()]).estimated
     assert spend.total([row(cost=None), row(cost=None)]).cost is None
+
+
+def test_a_budget_refuses_a_call_that_would_pass_a_cap_counting_spent_batch_and_in_flight_tokens() -> None:
+    budget = spend.Budget(spent=spend.Spent(tokens=60, cost=0.5), max_tokens=100, max_cost=1.0)
+    budget.reserve(20, 0.1, spend.Spent(tokens=10))  # 60 + 10 + 20 = 90
+    with pytest.raises(BudgetExceeded) as refused:
+        budget.reserve(11, None, spend.Spent(tokens=10))  # 90 + 11 > 100
+    assert str(refused.value) == (
+        "paused at its budget: max_tokens = 100, spent 90, 10 left, the next call needs 11; "
+        "`vectorsync runs resume RUN --max-tokens N` continues it"
+    )
+    budget.release(20, 0.1)
+    budget.reserve(30, None, spend.Spent(tokens=10))  # 60 + 10 + 30 = 100: at the cap, not past it
+    with pytest.raises(BudgetExceeded, match="max_cost = 1, spent 0.9, 0.1 left"):
+        spend.Budget(spent=spend.Spent(cost=0.9), max_cost=1.0).reserve(1, 0.2, spend.Spent())
+    spend.Budget(spent=spend.Spent(cost=0.9), max_cost=1.0).reserve(10**9, None, spend.Spent())  # no price
+
+
+def test_reserved_checks_calls_inside_a_capped_block_only_and_releases_them() -> None:
+    meter = Meter()  # the estimate: four characters a token
+    with spend.reserved(meter, ["x" * 4000]):
+        pass  # no budget: never refused
+    budget = spend.Budget(spent=spend.Spent(), max_tokens=10)
+    with spend.tallied("r1"), spend.capped(budget):
+        with spend.reserved(meter, ["abcd" * 10]):
+            with pytest.raises(BudgetExceeded):
+                _call(meter, ["abcd"])  # 10 in flight: one more is past the cap
+            assert budget.max_tokens == 10
+        _call(meter, ["abcd" * 10])  # released: 10 tokens fit again
+
+
+def _call(meter: Meter, texts: list[str]) -> None:
+    with spend.reserved(meter, texts):
+        pass
