@@ -16,8 +16,9 @@ from celery.exceptions import Retry, SoftTimeLimitExceeded
 
 from store.calls import spend
 from store.contract import BatchMessage
-from store.errors import ConfigError, StoreUnavailable
+from store.errors import BudgetExceeded, ConfigError, StoreUnavailable
 from store.state.ledger import RunProgress
+from worker import budgets
 from worker.batches import BatchResult
 from worker.delivery import delivered_again_if_unsent
 from worker.freshness import observe_freshness
@@ -89,7 +90,10 @@ def process(task: Task, work: Work) -> dict[str, int]:
     outcomes: dict[str, BatchResult] = {}
     try:
         check_redeliveries(task)
-        outcomes = _worked(work)
+        worked = _worked(work)
+        if worked is None:  # parked: its paused run sends it again when resumed
+            return {}
+        outcomes = worked
         result = combined(outcomes)
     except DeliveredTooOften as exc:  # the work itself kills its worker: it fails alone, its run goes on
         log.error("%d records of %s given up: %s", len(batch.ids), batch.collection, exc)
@@ -124,12 +128,20 @@ def process(task: Task, work: Work) -> dict[str, int]:
     return decision.counts
 
 
-def _worked(work: Work) -> dict[str, BatchResult]:
-    """``work()``, its model calls tallied (``store.calls.spend``) and written to the ledger once, whatever
-    the outcome: a call that was made is spent."""
-    with spend.tallied(work.batch.run_id) as tally:
+def _worked(work: Work) -> dict[str, BatchResult] | None:
+    """``work()`` under its run's budget, its model calls tallied (``store.calls.spend``) and written to the
+    ledger once, whatever the outcome: a call that was made is spent. None: the batch was parked (its run is
+    paused, or its next call would have passed the run's cap), nothing of it written."""
+    admitted = budgets.admit(work)
+    if admitted.parked:
+        return None
+    with spend.tallied(work.batch.run_id) as tally, spend.capped(admitted.budget):
         try:
             return work()
+        except BudgetExceeded as exc:
+            if budgets.pause(work, exc):
+                return None
+            raise  # the run no longer runs (it failed meanwhile): its records fail with the cap's message
         finally:
             _write_spend(tally)
 

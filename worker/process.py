@@ -24,7 +24,7 @@ from store.broker.redeliveries import Redeliveries
 from store.calls import spend
 from store.client import Client, Hooks, ProcessDefault
 from store.embeddings import Embeddings
-from store.errors import ConfigError, StoreUnavailable
+from store.errors import BudgetExceeded, ConfigError, StoreUnavailable
 from store.settings import Settings, load_settings
 from store.state.generations import Generation, parse_name
 from store.state.generations.routing import Router
@@ -172,7 +172,7 @@ class WorkerContext:
             try:
                 with spend.charged_to(generation.collection, generation.number):
                     results[generation.physical] = action(self._indexer(generation))
-            except (Retry, SoftTimeLimitExceeded):
+            except (Retry, SoftTimeLimitExceeded, BudgetExceeded):
                 raise
             except StoreUnavailable as exc:
                 if not number:

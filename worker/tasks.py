@@ -28,6 +28,7 @@ from store.errors import ConfigError, StoreError, StoreUnavailable
 from store.retrieval.options import refuse_unknown
 from store.vectors.records import check_collection_name
 from worker.batches import Document
+from worker.budgets import caps_of
 from worker.celery import app
 from worker.delivery import RedeliveredTask, delivered_again_if_unsent
 from worker.fanout import count_run, fan_out, send_gone
@@ -115,7 +116,9 @@ def reindex_all(
         if indexer.collection.defer_index():
             ctx.ledger.defer_index(run_id)
             log.info("%s is empty: its vector index is built once every record is in", collection)
-        pooled = ctx.leftovers() is not None
+        # A capped run is not pooled: a pooled record waits in Redis outside its batch, which parking could
+        # not put aside whole.
+        pooled = ctx.leftovers() is not None and caps_of(ctx.ledger.run(run_id)) == (None, None)
 
         def sender(fresh: bool) -> Any:
             return lambda ids, batch: send_batch(

@@ -37,6 +37,7 @@ __all__ = [
     "DEFAULT_CONFIG_PATH",
     "FIELD_PATTERN",
     "BrokerSettings",
+    "BudgetSettings",
     "CacheSettings",
     "CaptureSettings",
     "ChunkerSettings",
@@ -321,8 +322,21 @@ class IndexSettings(Section):
     )
 
 
+class BudgetSettings(Section):
+    """``[collections.NAME.budget]``: the caps of each run of the collection that names none of its own
+    (runs started by capture, beat, sweeps, or ``reindex`` without ``--max-*``). A run about to pass one
+    pauses (``vectorsync runs resume``). Live ``index_record`` tasks and pushed documents belong to no run
+    and are never capped: their spend is recorded under run "" and counted in Prometheus."""
+
+    #: Tokens a run may spend, as its calls are counted (None: no cap).
+    max_tokens: int | None = Field(default=None, gt=0)
+    #: Cost a run may spend at its models' declared prices; calls of a model with no price cost nothing here.
+    max_cost: float | None = Field(default=None, gt=0)
+
+
 class CollectionSettings(Section):
     source: SourceSettings = Field(default_factory=SourceSettings)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
     chunker: ChunkerSettings = Field(default_factory=ChunkerSettings)
     index: IndexSettings = Field(default_factory=IndexSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
