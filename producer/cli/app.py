@@ -23,6 +23,7 @@ from producer.cli.init import init
 from producer.cli.migrate import migrate
 from producer.cli.reconcile import reconcile
 from producer.cli.reindex import reindex
+from producer.cli.runs import runs_app
 from producer.cli.search import search
 from producer.cli.status import status
 from producer.cli.values import TypedValues
@@ -69,6 +70,7 @@ for command in (
     app.command(name=NAMES.get(command), cls=TypedValues)(command)
 app.add_typer(collections_app, name="collections")
 app.add_typer(capture_app, name="capture")
+app.add_typer(runs_app, name="runs")
 
 
 def main() -> None:

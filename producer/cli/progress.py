@@ -98,7 +98,7 @@ def _follow_bar(producer: Any, run_id: str, deadline: float | None, watch: _Watc
                 failed=run.failed,
                 description="building the vector index" if run.status == RunStatus.INDEXING else "indexing",
             )
-            if run.status.ended:
+            if _settled(run):
                 return run
             _give_up(run_id, deadline)
             watch.check()
@@ -113,14 +113,19 @@ def _follow_plain(producer: Any, run_id: str, deadline: float | None, watch: _Wa
             f"run {run_id}: {run.processed}/{run.total if run.total is not None else '?'} "
             f"(done {run.done}, skipped {run.skipped}, failed {run.failed}) {run.status}"
         )
-        if line != last_line and (time.monotonic() - last_time >= PLAIN_EVERY_SECONDS or run.status.ended):
+        if line != last_line and (time.monotonic() - last_time >= PLAIN_EVERY_SECONDS or _settled(run)):
             print(line, flush=True)
             last_line, last_time = line, time.monotonic()
-        if run.status.ended:
+        if _settled(run):
             return run
         _give_up(run_id, deadline)
         watch.check()
         time.sleep(POLL_SECONDS)
+
+
+def _settled(run: RunProgress) -> bool:
+    """Whether following the run is over: it ended, or it paused at its budget (it waits for ``runs resume``)."""
+    return run.status.ended or run.status == RunStatus.PAUSED
 
 
 def summary(run: RunProgress) -> None:

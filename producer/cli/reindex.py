@@ -1,4 +1,5 @@
-"""``vectorsync reindex NAME``: start a reindex of a whole collection, and with ``--wait`` follow it to its end."""
+"""``vectorsync reindex NAME``: start a reindex of a whole collection, and with ``--wait`` follow it to its end;
+``--max-tokens``/``--max-cost`` cap it (it pauses, and ``vectorsync runs resume`` continues it)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,12 @@ def reindex(
         bool, typer.Option("--plan", help="say what the run would embed and cost, without calling a provider")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="with --plan, the plan as JSON")] = False,
+    max_tokens: Annotated[
+        int | None, typer.Option(min=1, help="pause the run before a call would pass this many tokens")
+    ] = None,
+    max_cost: Annotated[
+        float | None, typer.Option(min=0, help="pause the run before a call would pass this cost (declared prices)")
+    ] = None,
 ) -> None:
     """Reindex a whole collection; --wait shows progress until it ends, --plan what it would cost."""
     if plan:
@@ -30,7 +37,11 @@ def reindex(
         show(collection, chain=None, as_json=as_json)
         return
     producer = open_producer()
-    run_id = guarded(lambda: producer.reindex_all(collection, full=full, allow_empty=allow_empty))
+    run_id = guarded(
+        lambda: producer.reindex_all(
+            collection, full=full, allow_empty=allow_empty, max_tokens=max_tokens, max_cost=max_cost
+        )
+    )
     out.print(f"run {run_id} started for {collection}", highlight=False)
     if wait and not follow_bulk(producer, run_id, timeout):
         raise typer.Exit(1)

@@ -261,6 +261,8 @@ def _render_runs(view: Snapshot) -> None:
     for run, stalled in view.runs:
         if stalled:
             say(f"run {ids[run.run_id]} ({run.collection}) is stalled: {stalled}")
+        elif run.status == RunStatus.PAUSED:
+            say(f"run {ids[run.run_id]} ({run.collection}) is {run.error or 'paused'}")
 
 
 def to_json(view: Snapshot) -> str:

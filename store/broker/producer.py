@@ -28,6 +28,7 @@ from store.contract import (
     QUEUES,
     RECONCILE,
     REINDEX_ALL,
+    BatchMessage,
 )
 from store.errors import ConfigError
 from store.settings import CollectionSettings, Settings
@@ -226,13 +227,44 @@ class Producer:
         key = self._id(id)
         self.send_push(check_collection_name(collection), Push(key, None, {}, self._version(version, key), time.time()))
 
-    def reindex_all(self, collection: str, *, full: bool = False, allow_empty: bool = False) -> str:
-        """Start a reindex of the whole collection and return its run id at once. Raises ConfigError for a
-        collection the settings do not declare, or whose records are pushed (there is no source to read)."""
+    def reindex_all(
+        self,
+        collection: str,
+        *,
+        full: bool = False,
+        allow_empty: bool = False,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
+    ) -> str:
+        """Start a reindex of the whole collection and return its run id at once; ``max_tokens``/``max_cost``:
+        its caps (None: the collection's ``[collections.NAME.budget]``), past which it pauses. Raises ConfigError
+        for a collection the settings do not declare, or whose records are pushed (there is no source to read)."""
         collection = self._declared(collection, read=True)
         run_id = self.ledger.create_run(collection, full=full)
+        if max_tokens is not None or max_cost is not None:
+            self.ledger.set_caps(run_id, max_tokens=max_tokens, max_cost=max_cost)
         self._send_run(REINDEX_ALL, (collection, full, run_id, allow_empty), run_id)
         return run_id
+
+    def resume(self, run_id: str, *, max_tokens: int | None = None, max_cost: float | None = None) -> int:
+        """Resume a paused run with these caps (None: its caps as they were): its parked batches sent again,
+        each dropped from the ledger once the broker took it; how many were sent. A resume cut short is run
+        again: a batch sent twice is counted once and writes its records whole, as any redelivered batch.
+        Raises ConfigError for a run that is neither paused nor running."""
+        parked = self.ledger.resume_run(run_id, max_tokens=max_tokens, max_cost=max_cost)
+        for batch in parked:
+            message = BatchMessage(run_id=run_id, batch=batch.batch, carried=batch.carried)
+            if batch.fresh:
+                message["fresh"] = True
+            self.send(
+                INDEX_BATCH,
+                args=(batch.collection, batch.ids),
+                kwargs=message,
+                queue=BULK_QUEUE,
+                headers=sent_headers(),
+            )
+            self.ledger.unpark([batch])
+        return len(parked)
 
     def migrate(self, collection: str, chain: Sequence[str]) -> tuple[Generation, str]:
         """Build ``collection`` under ``chain`` in a new generation and return it with its run id at once.

@@ -1,0 +1,30 @@
+"""``vectorsync runs resume RUN``: continue a run paused at its budget, with higher caps."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from producer.cli.console import guarded, open_producer, out
+
+__all__ = ["resume", "runs_app"]
+
+runs_app = typer.Typer(help="Act on runs: resume a paused one.", no_args_is_help=True)
+
+
+@runs_app.command()
+def resume(
+    run: Annotated[str, typer.Argument(help="a paused run's id, or its first characters")],
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="the run's new cap in tokens")] = None,
+    max_cost: Annotated[float | None, typer.Option(min=0, help="the run's new cap in cost")] = None,
+) -> None:
+    """Resume a paused run: its parked batches go out again under the new caps (unchanged caps when omitted)."""
+    producer = open_producer()
+
+    def resumed() -> tuple[str, int]:
+        run_id = producer.ledger.resolve_run(run)
+        return run_id, producer.resume(run_id, max_tokens=max_tokens, max_cost=max_cost)
+
+    run_id, sent = guarded(resumed)
+    out.print(f"run {run_id} resumed: {sent} parked batches sent again", highlight=False)

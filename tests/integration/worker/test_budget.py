@@ -1,0 +1,167 @@
+"""A run's budget with a real worker, PostgreSQL and the fake OpenAI server: a first load capped in tokens pauses
+before a call would pass the cap, its store holding exactly the records its ledger holds, each whole; resumed
+with a higher cap, it ends done with every record indexed once.
+
+One worker process: concurrent batches of one run each check the cap against the run's spend as the ledger held
+it when they started, so two at once may pass it by up to a batch's calls (docs/embeddings.md, Budgets).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import redis
+import sqlalchemy as sa
+
+from store.calls.spend import total
+from store.connect.postgres import engine_url
+from store.settings import Settings, load_settings
+from store.state.ledger import RunProgress, RunStatus
+from store.state.ledger.postgres import PostgresLedger
+from tests.backends import unique_name
+from tests.fake_openai import FakeOpenAI, cl100k_tokens
+from tests.workers import (
+    CrmTable,
+    celery_worker,
+    expected_chunks,
+    note,
+    run_cli,
+    settings_toml,
+    stored_chunks,
+    wait_for,
+)
+
+pytestmark = pytest.mark.slow
+
+RECORDS = 300
+
+
+@dataclass
+class Capped:
+    config: Path
+    settings: Settings
+    collection: str
+    crm: CrmTable
+    openai: FakeOpenAI
+    database: str
+
+    def ledger(self) -> PostgresLedger:
+        return PostgresLedger(self.database)
+
+    def stored(self) -> dict[str, tuple[str, dict[str, object]]]:
+        return stored_chunks(self.database, self.settings.vectors.table_prefix + self.collection)
+
+    def expected(self) -> dict[str, tuple[str, dict[str, object]]]:
+        return expected_chunks(self.settings, self.collection, self.crm.rows())
+
+
+@pytest.fixture
+def capped(tmp_path: Path, broker_redis_url: str, scratch_redis_url: str, postgres_url: str) -> Iterator[Capped]:
+    redis.Redis.from_url(broker_redis_url).flushdb()
+    redis.Redis.from_url(scratch_redis_url).flushdb()
+    collection = unique_name("capped")
+    with FakeOpenAI(dimensions=8) as openai:
+        crm = CrmTable(postgres_url, f"crm_{collection}")
+        crm.insert([note(i) for i in range(1, RECORDS + 1)])
+        text = settings_toml(
+            broker=broker_redis_url,
+            cache=scratch_redis_url,
+            database=postgres_url,
+            openai_url=openai.url,
+            table=crm.name,
+            collection=collection,
+        )
+        # An OpenAI model's name: its calls are counted before they are sent with cl100k, as the server counts them.
+        config = tmp_path / "vectorsync.toml"
+        config.write_text(text.replace('model = "text-embedding-test"', 'model = "text-embedding-3-small"'))
+        try:
+            yield Capped(config, load_settings(config), collection, crm, openai, postgres_url)
+        finally:
+            crm.close()
+
+
+def _parked(database: str, run_id: str) -> int:
+    engine = sa.create_engine(engine_url(database))
+    try:
+        with engine.connect() as conn:
+            query = sa.text("SELECT count(*) FROM vectorsync_parked_batches WHERE run_id = :run")
+            return int(conn.execute(query, {"run": run_id}).scalar_one())
+    finally:
+        engine.dispose()
+
+
+def _run(world: Capped, run_id: str) -> RunProgress:
+    ledger = world.ledger()
+    try:
+        return ledger.run(run_id)
+    finally:
+        ledger.close()
+
+
+def _assert_store_is_the_ledger(world: Capped) -> set[str]:
+    """Every record the ledger holds is stored whole, as its source says, and nothing else is stored."""
+    ledger = world.ledger()
+    try:
+        indexed = ledger.record_ids(world.collection)
+    finally:
+        ledger.close()
+    expected, stored = world.expected(), world.stored()
+    assert {key.split(":")[0] for key in stored} == indexed
+    assert stored == {key: chunk for key, chunk in expected.items() if key.split(":")[0] in indexed}
+    return indexed
+
+
+def test_a_capped_first_load_pauses_at_its_cap_and_resumes_to_done_with_every_record_once(capped: Capped) -> None:
+    texts = {text for text, _ in capped.expected().values()}
+    needed = sum(cl100k_tokens(text) for text in texts)
+    cap = needed // 3
+    assert run_cli(capped.config, "init").returncode == 0
+    with celery_worker(capped.config, concurrency=1):
+        started = run_cli(capped.config, "reindex", capped.collection, "--max-tokens", str(cap), "--wait")
+        assert started.returncode == 1, started.stdout + started.stderr  # --wait stops at the pause: not done
+        run_id = started.stdout.split()[1]
+        assert f"paused: {RECORDS} records" in started.stdout and "paused at its budget" in started.stdout
+
+        def settled() -> RunProgress | None:
+            run = _run(capped, run_id)
+            parked = _parked(capped.database, run_id)
+            return (
+                run if run.status == RunStatus.PAUSED and run.batches and run.counted + parked == run.batches else None
+            )
+
+        paused = wait_for(settled, timeout=180, what="the run to pause and park its batches")
+        assert 0 < capped.openai.served_tokens <= cap
+        assert paused.max_tokens == cap and not paused.status.ended
+        assert paused.error.startswith(f"paused at its budget: max_tokens = {cap}, spent ")
+        assert f"`vectorsync runs resume {run_id} --max-tokens N`" in paused.error
+        ledger = capped.ledger()
+        try:
+            assert total(ledger.run_spend(run_id)).tokens == capped.openai.served_tokens
+        finally:
+            ledger.close()
+        written = _assert_store_is_the_ledger(capped)
+        assert 0 < len(written) < RECORDS
+
+        view = json.loads(run_cli(capped.config, "status", "--json").stdout)
+        [shown] = [r for r in view["runs"] if r["run_id"] == run_id]
+        assert shown["status"] == "paused" and shown["max_tokens"] == cap
+        assert shown["spend"]["tokens"] == capped.openai.served_tokens
+        screen = run_cli(capped.config, "status").stdout
+        assert "paused at its budget" in " ".join(screen.split())
+
+        resumed = run_cli(capped.config, "runs", "resume", run_id[:10], "--max-tokens", str(needed * 2))
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        assert f"run {run_id} resumed:" in resumed.stdout
+        done = wait_for(
+            lambda: (r := _run(capped, run_id)).status.ended and r, timeout=180, what="the resumed run to end"
+        )
+    assert done.status == RunStatus.DONE, done.error
+    assert (done.done, done.skipped, done.failed, done.total) == (RECORDS, 0, 0, RECORDS)
+    assert _assert_store_is_the_ledger(capped) == {str(i) for i in range(1, RECORDS + 1)}
+    assert capped.stored() == capped.expected()
+    assert _parked(capped.database, run_id) == 0
+    assert capped.openai.served_tokens <= needed * 2
