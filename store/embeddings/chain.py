@@ -133,9 +133,9 @@ class FailoverChain:
     def embed_batch(self, texts: list[str]) -> tuple[list[list[float]], str]:
         """One vector per text and the space of the entry that made them all (``vector_space``).
 
-        Raises BudgetExceeded (the call would pass its run's cap: not sent), InputError (the text was refused),
-        ConfigError (a model's vectors
-        have the wrong size), TransientError or PermanentError when every entry failed.
+        Raises BudgetExceeded (the call would pass its run's cap: it is not sent), InputError (the text was
+        refused), ConfigError (a model's vectors have the wrong size), TransientError or PermanentError when
+        every entry failed.
         """
         tokens = sum(estimate_tokens(text) for text in texts)
         with spend.reserved(next(iter(self.meters.values()), UNMETERED), texts):
