@@ -31,6 +31,7 @@ __all__ = [
     "REDELIVERED_KEY_PREFIX",
     "REDIS_SCHEMES",
     "REINDEX_ALL",
+    "RESERVED_KEY_PREFIX",
     "ROUTES",
     "SENT_AT_HEADER",
     "VERIFIED_KEY_PREFIX",
@@ -85,6 +86,8 @@ RATE_LIMIT_KEY_PREFIX = "vectorsync:ratelimit:"
 PUSHED_KEY_PREFIX = "vectorsync:pushed:"
 #: Prefix of the keys counting how often a task's message came back after its worker died or killed it.
 REDELIVERED_KEY_PREFIX = "vectorsync:redelivered:"
+#: Prefix of the keys holding what each capped run used, its calls in flight included (``store.broker.reservations``).
+RESERVED_KEY_PREFIX = "vectorsync:reserved:"
 #: Prefix of the keys keeping each collection's newest freshness samples (``store.broker.freshness``).
 FRESHNESS_KEY_PREFIX = "vectorsync:freshness:"
 #: The ``path`` label of ``vectorsync_freshness_seconds``: how a change came (a captured write, an app's send).

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from store.calls.tokens import ESTIMATE, TokenCounter, token_counter
 from store.errors import BudgetExceeded
@@ -31,6 +31,7 @@ __all__ = [
     "UNMETERED",
     "Budget",
     "Meter",
+    "Shared",
     "Spend",
     "SpendCountedBy",
     "Spent",
@@ -166,6 +167,8 @@ _tally: contextvars.ContextVar[Tally | None] = contextvars.ContextVar("vectorsyn
 _charged: contextvars.ContextVar[tuple[str, int] | None] = contextvars.ContextVar(
     "vectorsync_spend_charged", default=None
 )
+#: What the reserved call of this thread used so far (tokens, cost), as ``add`` counts it.
+_call: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar("vectorsync_spend_call", default=None)
 
 
 @contextmanager
@@ -191,6 +194,10 @@ def charged_to(collection: str, generation: int) -> Iterator[None]:
 
 def add(model: str, *, tokens: int, cost: float | None, counted_by: SpendCountedBy) -> None:
     """Add one call of ``model`` to the tally of the block it runs in; nothing outside a tally."""
+    call = _call.get()
+    if call is not None:
+        call[0] += tokens
+        call[1] += cost or 0.0
     tally, charged = _tally.get(), _charged.get()
     if tally is None or charged is None:
         return
@@ -209,19 +216,48 @@ def add(model: str, *, tokens: int, cost: float | None, counted_by: SpendCounted
     )
 
 
+class Shared(Protocol):
+    """Runs' totals shared by every worker process (``store.broker.reservations.Reservations``)."""
+
+    def reserve(
+        self, run_id: str, *, seed: Spent, call: tuple[int, float | None], caps: tuple[int | None, float | None]
+    ) -> tuple[str, float] | None:
+        """Add ``call`` to the run's total (``seed`` when it has none); the cap it would pass and the total
+        without it instead."""
+        ...
+
+    def settle(self, run_id: str, *, tokens: int, cost: float) -> None:
+        """Add what a call used beyond what it reserved (negative: less)."""
+        ...
+
+
 class Budget:
     """A run's caps for one batch. What counts against them: what the run spent before the batch (the
     ledger's ``run_spend``), this batch's calls as their providers counted them (its tally), and the calls
-    in flight, counted by the model's ``TokenCounter`` before they were sent."""
+    in flight, counted by the model's ``TokenCounter`` before they were sent.
 
-    def __init__(self, *, spent: Spent, max_tokens: int | None = None, max_cost: float | None = None) -> None:
-        self.spent, self.max_tokens, self.max_cost = spent, max_tokens, max_cost
+    With ``shared`` (the cache's Redis), the run's total there counts instead: every process's calls, in flight
+    or over, so batches working at once in several processes cannot pass the cap together; ``spent`` only
+    starts that total when it has none. Without it, each process counts its own calls in flight."""
+
+    def __init__(
+        self,
+        *,
+        spent: Spent,
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
+        shared: tuple[Shared, str] | None = None,
+    ) -> None:
+        self.spent, self.max_tokens, self.max_cost, self.shared = spent, max_tokens, max_cost, shared
         self._tokens, self._cost = 0, 0.0
         self._lock = threading.Lock()
 
     def reserve(self, tokens: int, cost: float | None, batch: Spent) -> None:
         """Reserve a call's ``tokens`` and ``cost`` with ``batch`` spent so far; BudgetExceeded when that would
-        pass a cap."""
+        pass a cap. Raises StoreUnavailable when the shared total cannot be read."""
+        if self.shared is not None:
+            self._reserve_shared(tokens, cost)
+            return
         with self._lock:
             used_tokens = self.spent.tokens + batch.tokens + self._tokens
             used_cost = (self.spent.cost or 0.0) + (batch.cost or 0.0) + self._cost
@@ -232,11 +268,26 @@ class Budget:
             self._tokens += tokens
             self._cost += cost or 0.0
 
-    def release(self, tokens: int, cost: float | None) -> None:
-        """A reserved call is over: its tally holds what it spent."""
+    def release(self, tokens: int, cost: float | None, used: tuple[int, float] = (0, 0.0)) -> None:
+        """A reserved call is over, having ``used`` (tokens, cost) as its provider counted them: its tally holds
+        them; the shared total is corrected from the reservation to them."""
+        if self.shared is not None:
+            shared, run_id = self.shared
+            shared.settle(run_id, tokens=used[0] - tokens, cost=used[1] - (cost or 0.0))
+            return
         with self._lock:
             self._tokens -= tokens
             self._cost -= cost or 0.0
+
+    def _reserve_shared(self, tokens: int, cost: float | None) -> None:
+        assert self.shared is not None
+        shared, run_id = self.shared
+        refused = shared.reserve(run_id, seed=self.spent, call=(tokens, cost), caps=(self.max_tokens, self.max_cost))
+        if refused is None:
+            return
+        cap, used = refused
+        limit = float((self.max_tokens if cap == "max_tokens" else self.max_cost) or 0)
+        raise BudgetExceeded(self._said(cap, used, limit - used, tokens if cap == "max_tokens" else cost or 0.0))
 
     def _said(self, cap: str, spent: float, left: float, call: float) -> str:
         limit = self.max_tokens if cap == "max_tokens" else self.max_cost
@@ -271,7 +322,10 @@ def reserved(meter: Meter, texts: list[str]) -> Iterator[None]:
     cost = cost_of(tokens, meter.price_per_million_tokens)
     tally = _tally.get()
     budget.reserve(tokens, cost, total(tally.rows()) if tally is not None else Spent())
+    used: list[float] = [0, 0.0]
+    token = _call.set(used)
     try:
         yield
     finally:
-        budget.release(tokens, cost)
+        _call.reset(token)
+        budget.release(tokens, cost, (int(used[0]), used[1]))

@@ -113,3 +113,39 @@ def test_reserved_checks_calls_inside_a_capped_block_only_and_releases_them() ->
 def _call(meter: Meter, texts: list[str]) -> None:
     with spend.reserved(meter, texts):
         pass
+
+
+class SharedTotal:
+    """A run's total as ``store.broker.reservations`` keeps it in Redis, in this process."""
+
+    def __init__(self) -> None:
+        self.tokens: int | None = None
+        self.settled: list[int] = []
+
+    def reserve(
+        self, run_id: str, *, seed: spend.Spent, call: tuple[int, float | None], caps: tuple[int | None, float | None]
+    ) -> tuple[str, float] | None:
+        used = seed.tokens if self.tokens is None else self.tokens
+        if caps[0] is not None and used + call[0] > caps[0]:
+            return "max_tokens", float(used)
+        self.tokens = used + call[0]
+        return None
+
+    def settle(self, run_id: str, *, tokens: int, cost: float) -> None:
+        assert self.tokens is not None
+        self.tokens += tokens
+        self.settled.append(tokens)
+
+
+def test_a_shared_budget_counts_every_batchs_calls_in_its_shared_total_settled_to_what_they_used() -> None:
+    shared, meter = SharedTotal(), Meter()
+    first = spend.Budget(spent=spend.Spent(tokens=20), max_tokens=40, shared=(shared, "r1"))
+    second = spend.Budget(spent=spend.Spent(tokens=0), max_tokens=40, shared=(shared, "r1"))  # an older snapshot
+    with spend.tallied("r1"), spend.capped(first), spend.reserved(meter, ["abcd" * 10]):
+        spend.add("m", tokens=8, cost=None, counted_by="provider")  # the provider counted 8, not 10
+    assert (shared.tokens, shared.settled) == (28, [-2])
+    with spend.tallied("r1"), spend.capped(second):  # its snapshot saw none of it: the shared total did
+        with pytest.raises(BudgetExceeded, match=r"max_tokens = 40, spent 28, 12 left, the next call needs 13"):
+            _call(meter, ["abcd" * 13])
+        _call(meter, ["abcd" * 12])  # reserved 12, used nothing (no add): given back
+    assert (shared.tokens, shared.settled) == (28, [-2, -12])
