@@ -35,7 +35,8 @@ UNCAPPED = Admission()
 
 
 def admit(work: Work) -> Admission:
-    """Park the batch of a paused run; else the budget of its run, its spend so far read once."""
+    """Park the batch of a paused run; else the budget of its run, its spend so far read once, counted with
+    every process's calls in the cache's Redis when it is one (``store.broker.reservations``)."""
     batch = work.batch
     if batch.run_id is None or batch.number is None or batch.pooled:
         return UNCAPPED
@@ -48,7 +49,15 @@ def admit(work: Work) -> Admission:
     if max_tokens is None and max_cost is None:
         return UNCAPPED
     spent = total(ledger.run_spend(batch.run_id))
-    return Admission(budget=Budget(spent=spent, max_tokens=max_tokens, max_cost=max_cost))
+    shared = context().reservations()
+    return Admission(
+        budget=Budget(
+            spent=spent,
+            max_tokens=max_tokens,
+            max_cost=max_cost,
+            shared=(shared, batch.run_id) if shared is not None else None,
+        )
+    )
 
 
 def caps_of(run: RunProgress) -> tuple[int | None, float | None]:

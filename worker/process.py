@@ -21,6 +21,7 @@ from store.broker.coalescing import Coalescer
 from store.broker.freshness import FreshnessLog
 from store.broker.pushes import Pushes
 from store.broker.redeliveries import Redeliveries
+from store.broker.reservations import Reservations
 from store.calls import spend
 from store.client import Client, Hooks, ProcessDefault
 from store.embeddings import Embeddings
@@ -58,6 +59,7 @@ class WorkerContext:
     _redeliveries: list[Redeliveries] = field(default_factory=list)
     _pushes: list[Pushes] = field(default_factory=list)
     _freshness: list[FreshnessLog] = field(default_factory=list)
+    _reservations: list[Reservations | None] = field(default_factory=list)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, ledger: Ledger | None = None) -> WorkerContext:
@@ -136,6 +138,14 @@ class WorkerContext:
             if not self._freshness:
                 self._freshness.append(FreshnessLog(self.settings.cache_url, network=self.settings.network))
             return self._freshness[0]
+
+    def reservations(self) -> Reservations | None:
+        """Capped runs' totals shared by every worker process (``store.broker.reservations``), in the cache's
+        Redis; None when the cache is not a Redis: each process then counts only its own calls in flight."""
+        with self._lock:
+            if not self._reservations:
+                self._reservations.append(Reservations.from_url(self.settings.cache_url, network=self.settings.network))
+            return self._reservations[0]
 
     def indexer(self, name: str) -> Indexer:
         """The Indexer of the generation a read of ``name`` goes to: a collection's live one, or the generation
@@ -248,6 +258,9 @@ class WorkerContext:
             pushes.close()
         for kept in self._freshness:
             kept.close()
+        for reservations in self._reservations:
+            if reservations is not None:
+                reservations.close()
         if not client:
             return
         ledger = self.ledger  # given to the client (``of``), so its close leaves it open

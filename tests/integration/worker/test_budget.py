@@ -2,8 +2,8 @@
 before a call would pass the cap, its store holding exactly the records its ledger holds, each whole; resumed
 with a higher cap, it ends done with every record indexed once.
 
-One worker process: concurrent batches of one run each check the cap against the run's spend as the ledger held
-it when they started, so two at once may pass it by up to a batch's calls (docs/embeddings.md, Budgets).
+With one worker process and with two: the run's total is shared by every process in the cache's Redis
+(``store.broker.reservations``), so batches working at once in two processes cannot pass the cap together.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import pytest
 import redis
 import sqlalchemy as sa
 
+from store.broker.reservations import Reservations
 from store.calls.spend import total
 from store.connect.postgres import engine_url
 from store.settings import Settings, load_settings
@@ -115,12 +116,15 @@ def _assert_store_is_the_ledger(world: Capped) -> set[str]:
     return indexed
 
 
-def test_a_capped_first_load_pauses_at_its_cap_and_resumes_to_done_with_every_record_once(capped: Capped) -> None:
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_a_capped_first_load_pauses_at_its_cap_and_resumes_to_done_with_every_record_once(
+    capped: Capped, concurrency: int
+) -> None:
     texts = {text for text, _ in capped.expected().values()}
     needed = sum(cl100k_tokens(text) for text in texts)
     cap = needed // 3
     assert run_cli(capped.config, "init").returncode == 0
-    with celery_worker(capped.config, concurrency=1):
+    with celery_worker(capped.config, concurrency=concurrency):
         started = run_cli(capped.config, "reindex", capped.collection, "--max-tokens", str(cap), "--wait")
         assert started.returncode == 1, started.stdout + started.stderr  # --wait stops at the pause: not done
         run_id = started.stdout.split()[1]
@@ -143,6 +147,12 @@ def test_a_capped_first_load_pauses_at_its_cap_and_resumes_to_done_with_every_re
             assert total(ledger.run_spend(run_id)).tokens == capped.openai.served_tokens
         finally:
             ledger.close()
+        shared = Reservations.from_url(capped.settings.cache_url)
+        assert shared is not None
+        try:  # every call settled to what the server counted: the shared total is what was served
+            assert (used := shared.used(run_id)) is not None and used.tokens == capped.openai.served_tokens
+        finally:
+            shared.close()
         written = _assert_store_is_the_ledger(capped)
         assert 0 < len(written) < RECORDS
 

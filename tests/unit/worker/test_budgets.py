@@ -19,7 +19,9 @@ from worker.flow import Batch, Work
 def ledger(monkeypatch: pytest.MonkeyPatch) -> MemoryLedger:
     made = MemoryLedger()
     settings = Settings(collections={"notes": {"budget": {"max_cost": 2.0}}, "docs": {}})
-    monkeypatch.setattr(budgets, "context", lambda: SimpleNamespace(ledger=made, settings=settings))
+    monkeypatch.setattr(
+        budgets, "context", lambda: SimpleNamespace(ledger=made, settings=settings, reservations=lambda: None)
+    )
     return made
 
 
