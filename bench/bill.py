@@ -11,6 +11,11 @@ and a ``migrate`` to a second model entry serving the same model. Before the las
 flushed, so only the store can spare a call: the metadata-only edit and the migration must make 0, the chunker
 change ``ceil(chunk texts not stored / batch_size)`` within 1.02x. For each run: records, chunks, calls and
 tokens planned against those done and served.
+
+Then a budget, on a collection and table of its own (``capped``, records made as ``notes``'): a first load capped at
+about half the tokens its plan says it needs pauses, with the tokens served <= the cap and the store holding
+exactly the records the ledger holds, each whole; resumed with a cap far above the plan, it ends done with no
+chunk lost or duplicated.
 """
 
 from __future__ import annotations
@@ -33,12 +38,13 @@ import sqlalchemy as sa
 from bench.report import Row, print_table
 from producer.client import Producer
 from store.client import Client
+from store.connect.postgres import engine_url
 from store.plan import Plan
 from store.settings import Settings, load_settings
 from store.state.ledger import RunStatus
 from tests.fake_openai import FakeOpenAI
 from tests.services import embedded_postgres, redis_server
-from tests.workers import CrmTable, celery_worker, expected_chunks, settings_toml, sql_collection
+from tests.workers import CrmTable, celery_worker, expected_chunks, settings_toml, sql_collection, stored_chunks
 from worker.planning import PlanReading
 
 __all__ = ["run"]
@@ -99,6 +105,14 @@ def _body(rng: random.Random, long: bool) -> str:
     return " ".join(rng.choice(WORDS) + str(rng.randint(0, 999)) for _ in range(words))
 
 
+def _notes(rng: random.Random, records: int) -> list[dict[str, Any]]:
+    """The source's rows: most one chunk long, 2% several."""
+    return [
+        {"id": i, "title": f"Note {i}", "kind": "call", "body": _body(rng, rng.random() < 0.02)}
+        for i in range(1, records + 1)
+    ]
+
+
 def _plan(settings: Settings, collection: str, chain: list[str] | None = None) -> Plan:
     with Client(settings) as client, PlanReading(client) as reading:
         return client.plan(collection, reader=reading, chain=chain)
@@ -144,11 +158,118 @@ def _compare(
     return Compared(name, planned, done, plan.embed, planned_in, ran)
 
 
+def _parked(database: str, run_id: str) -> int:
+    engine = sa.create_engine(engine_url(database))
+    try:
+        with engine.connect() as conn:
+            query = sa.text("SELECT count(*) FROM vectorsync_parked_batches WHERE run_id = :run")
+            return int(conn.execute(query, {"run": run_id}).scalar_one())
+    finally:
+        engine.dispose()
+
+
+def _settled(producer: Producer, database: str, run_id: str, *, timeout: float = 900) -> Any:
+    """The run once it paused and every batch of it was counted or parked."""
+    start = time.perf_counter()
+    while True:
+        progress = producer.reindex_status(run_id)
+        if progress.status.ended:
+            raise RuntimeError(f"run {run_id} ended {progress.status} before its cap: {progress}")
+        paused = progress.status == RunStatus.PAUSED and progress.batches
+        if paused and progress.counted + _parked(database, run_id) == progress.batches:
+            return progress
+        if time.perf_counter() - start > timeout:
+            raise RuntimeError(f"run {run_id} still {progress.status} after {timeout} s: {progress}")
+        time.sleep(0.2)
+
+
+def _chunks_off(expected: dict[str, Any], stored: dict[str, Any], rows: int) -> tuple[int, int]:
+    """Chunks lost (expected, and missing or not as expected) and duplicated (rows beyond the expected chunks)."""
+    lost = sum(1 for key, chunk in expected.items() if stored.get(key) != chunk)
+    return lost, rows - (len(expected) - lost)
+
+
+def _rows(database: str, table: str) -> int:
+    engine = sa.create_engine(engine_url(database))
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(sa.text(f'SELECT count(*) FROM "{table}"')).scalar_one())  # bench-owned name
+    finally:
+        engine.dispose()
+
+
+def _budget(settings: Settings, database: str, crm: CrmTable, openai: FakeOpenAI) -> list[Row]:
+    """A first load of ``capped`` capped at about half its plan's tokens: paused with served <= cap and store ==
+    ledger, then resumed to done; the workers must be running with ``capped`` in their settings."""
+    plan = _plan(settings, "capped")
+    cap, served = plan.tokens // 2, openai.served_tokens
+    table = settings.vectors.table_prefix + "capped"
+    producer = Producer(settings)
+    try:
+        run_id = producer.reindex_all("capped", max_tokens=cap)
+        paused = _settled(producer, database, run_id)
+        at_pause = openai.served_tokens - served
+        indexed = producer.ledger.record_ids("capped")
+        expected, stored = expected_chunks(settings, "capped", crm.rows()), stored_chunks(database, table)
+        written = {key: chunk for key, chunk in expected.items() if key.split(":")[0] in indexed}
+        same = {key.split(":")[0] for key in stored} == indexed and stored == written
+        producer.resume(run_id, max_tokens=plan.tokens * 10)
+        done = _wait(producer, run_id)
+    finally:
+        producer.close()
+    lost, duplicated = _chunks_off(expected, stored_chunks(database, table), _rows(database, table))
+    said = f"{paused.counted} of {paused.batches} batches counted, the rest parked; {len(indexed):,} records written"
+    ended = f"lost {lost}, duplicated {duplicated}; run {done.status}, {done.done:,} of {done.total:,} records done"
+    return [
+        Row(
+            SECTION,
+            "budget: tokens served at pause vs cap",
+            at_pause,
+            "tokens",
+            at_pause / cap,
+            "<= cap",
+            at_pause <= cap,
+            f"cap {cap:,} = half the plan's {plan.tokens:,}; {said}",
+        ),
+        Row(
+            SECTION,
+            "budget: store == ledger at pause",
+            int(same),
+            "equal",
+            None,
+            "1",
+            same,
+            f"{len(stored):,} chunks stored of the {len(indexed):,} records the ledger holds",
+        ),
+        Row(
+            SECTION,
+            "budget: lost / duplicated after resume",
+            lost + duplicated,
+            "chunks",
+            None,
+            "0/0",
+            lost == 0 and duplicated == 0,
+            ended,
+        ),
+    ]
+
+
+def _capped_load(config: Path, database: str, openai: FakeOpenAI, records: int) -> list[Row]:
+    """``_budget`` on a collection ``capped`` of its own, over a table of ``records`` records like ``notes``'."""
+    rng = random.Random(12)
+    crm = CrmTable(database, "bench_capped")
+    try:
+        crm.insert(_notes(rng, records))
+        config.write_text(config.read_text() + sql_collection(database=database, table=crm.name, collection="capped"))
+        with celery_worker(config, concurrency=2, name="bench"):
+            return _budget(load_settings(config), database, crm, openai)
+    finally:
+        crm.close()
+
+
 def _million(database: str, config: Path, records: int) -> Row:
     """The plan of a first load of ``records`` records written by SQL (one or two chunks each): its time, and the
     bench process's peak RSS after it."""
-    from store.connect.postgres import engine_url
-
     engine = sa.create_engine(engine_url(database))
     with engine.begin() as conn:
         conn.execute(sa.text("DROP TABLE IF EXISTS bench_million"))
@@ -177,7 +298,7 @@ def _million(database: str, config: Path, records: int) -> Row:
 
 
 def run(quick: bool = False) -> list[Row]:
-    """The five runs on 20,000 records (2,000 when ``quick``)."""
+    """The five runs on 20,000 records (2,000 when ``quick``), then the capped first load."""
     records = 2_000 if quick else 20_000
     rng = random.Random(11)
     with (
@@ -187,12 +308,7 @@ def run(quick: bool = False) -> list[Row]:
         FakeOpenAI(dimensions=16) as openai,
     ):
         crm = CrmTable(database, "bench_bill")
-        crm.insert(
-            [
-                {"id": i, "title": f"Note {i}", "kind": "call", "body": _body(rng, rng.random() < 0.02)}
-                for i in range(1, records + 1)
-            ]
-        )
+        crm.insert(_notes(rng, records))
         cache_url = redis_url.rsplit("/", 1)[0] + "/1"
         flush = redis.Redis.from_url(cache_url).flushdb
         config = Path(folder) / "vectorsync.toml"
@@ -247,13 +363,14 @@ def run(quick: bool = False) -> list[Row]:
                 )
             )
         crm.close()
+        budget = _capped_load(config, database, openai, records)
         rows = [_million(database, config, 100_000 if quick else 1_000_000)]
     kept_row = Row(SECTION, "chunk texts the chunker change keeps", round(kept, 3), "", None, "~0.9", kept >= 0.88, "")
     rows.append(kept_row)
     for measured, checks in compared:
         print(json.dumps(asdict(measured)))
         rows += measured.rows(**checks)
-    return rows
+    return rows + budget
 
 
 if __name__ == "__main__":
