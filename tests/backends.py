@@ -9,10 +9,19 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from store import VectorStore
+from store.settings import SearchSettings
 from store.vectors.backends import memory_store
 from store.vectors.base import Metric
 
-__all__ = ["BACKENDS", "IN_PROCESS_BACKENDS", "SERVER_BACKENDS", "StoreFactory", "make_store_factory", "unique_name"]
+__all__ = [
+    "BACKENDS",
+    "IN_PROCESS_BACKENDS",
+    "SERVER_BACKENDS",
+    "StoreFactory",
+    "keep_keywords",
+    "make_store_factory",
+    "unique_name",
+]
 
 #: Backends that run inside the test process (unit tests), and those behind a server (integration tests).
 IN_PROCESS_BACKENDS = ["memory", "qdrant"]
@@ -26,6 +35,14 @@ StoreFactory = Callable[..., VectorStore]
 def unique_name(prefix: str = "c") -> str:
     """A collection name no other test in this session uses."""
     return f"{prefix}_{os.getpid()}_{next(_names)}"
+
+
+def keep_keywords(store: VectorStore) -> VectorStore:
+    """``store``, its collections keeping the keyword index unless configured otherwise (``search.keywords``):
+    for the tests of keyword search itself."""
+    kept = SearchSettings(keywords=True)
+    store.search_settings_of = lambda name: store.search_settings.get(name) or kept  # type: ignore[method-assign]
+    return store
 
 
 def make_store_factory(request: pytest.FixtureRequest, kind: str) -> Iterator[StoreFactory]:

@@ -380,12 +380,14 @@ overlap = {overlap}
 """
 
 
-def pushed_collection(folder: Path, database: str, name: str, *, dimensions: int) -> Path:
-    """A settings file for a pushed collection ``name`` on pgvector (fake embeddings, no cache)."""
+def pushed_collection(folder: Path, database: str, name: str, *, dimensions: int, keywords: bool = False) -> Path:
+    """A settings file for a pushed collection ``name`` on pgvector (fake embeddings, no cache); with
+    ``keywords``, it keeps the keyword index (``search.keywords``)."""
     config = folder / "vectorsync.toml"
     config.write_text(
         f'[vectors]\nstore = "pgvector"\nurl = "{database}"\ndimensions = {dimensions}\n'
         f'[embeddings]\ncache_ttl_days = 0\n[collections.{name}.source]\nkind = "push"\n'
+        + (f"[collections.{name}.search]\nkeywords = true\n" if keywords else "")
     )
     return config
 

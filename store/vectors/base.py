@@ -25,7 +25,16 @@ from store.vectors.stored import StoredReads
 from store.vectors.tenancy import check_scoped, required_fields
 from store.vectors.timing import observe_search
 
-__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "Collection", "Metric", "QueryEmbedder", "VectorStore", "missing"]
+__all__ = [
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
+    "Collection",
+    "Metric",
+    "QueryEmbedder",
+    "VectorStore",
+    "missing",
+    "no_keywords",
+]
 
 Metric = Literal["cosine", "dot", "euclidean"]
 METRICS: tuple[Metric, ...] = ("cosine", "dot", "euclidean")
@@ -67,6 +76,12 @@ class Collection(StoredReads):
     def analyzer(self) -> Analyzer:
         """The keyword analyzer of this collection's language (``search_settings.language``)."""
         return analyzer(self.search_settings.language)
+
+    @property
+    def keyword_analyzer(self) -> Analyzer | None:
+        """The analyzer whose terms writes keep for keyword search, or None when the collection keeps none
+        (``search_settings.keeps_keywords``)."""
+        return self.analyzer if self.search_settings.keeps_keywords else None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} {self.dimensions}-d {self.metric}>"
@@ -141,6 +156,8 @@ class Collection(StoredReads):
         if min_score is not None and not (isinstance(min_score, int | float) and math.isfinite(min_score)):
             raise ConfigError(f"min_score {min_score!r} is not allowed: use a finite number, or leave it out")
         chosen = self.search_settings.mode if mode is None else check_mode(mode)
+        if chosen != "vector" and not self.search_settings.keeps_keywords:
+            raise ConfigError(no_keywords(self.name, chosen))
         started = time.perf_counter()
         where = self._filter(filter)
         check_scoped(self.name, self.required_filter, where)
@@ -283,6 +300,15 @@ def _check_filter(filter: object, *, required: bool = False) -> Filter | None:
         hint = "; to delete everything use drop_collection" if required and filter is None else ""
         raise ConfigError(f"filter must be a Filter (e.g. Filter.eq('kind', 'note')), got {filter!r}{hint}")
     return filter
+
+
+def no_keywords(name: str, mode: str) -> str:
+    """The message for a keyword or hybrid search of collection ``name``, which keeps no keyword index."""
+    return (
+        f"collection {name!r} keeps no keyword index, so it cannot run a {mode} search: set "
+        f"[collections.{name}.search] keywords = true (or mode = 'hybrid'), then run "
+        f"`vectorsync collections recount {name}` to analyze its stored text (nothing is re-embedded)"
+    )
 
 
 def missing(name: str, existing: Iterable[str]) -> str:

@@ -42,7 +42,7 @@ class MemoryCollection(Collection):
         self._hashes: dict[str, str] = {}
         #: Each record's term frequencies, made by the analyzer ``_analyzed_by`` names.
         self._terms: dict[str, Counter[str]] = {}
-        self._analyzed_by = self.analyzer.identity
+        self._analyzed_by = self._terms_identity()
         self._lock = threading.RLock()
 
     def _upsert(self, records: list[VectorRecord]) -> None:
@@ -50,7 +50,8 @@ class MemoryCollection(Collection):
             terms = self._term_index()
             self._records.update((r.id, r) for r in records)
             self._hashes.update((r.id, text_digest(r.text)) for r in records)
-            terms.update((r.id, self.analyzer.frequencies(r.text)) for r in records)
+            if self.keyword_analyzer is not None:
+                terms.update((r.id, self.keyword_analyzer.frequencies(r.text)) for r in records)
 
     def _delete_ids(self, ids: list[str]) -> None:
         with self._lock:
@@ -60,12 +61,20 @@ class MemoryCollection(Collection):
                 self._terms.pop(id, None)
 
     def _term_index(self) -> dict[str, Counter[str]]:
-        """The records' term frequencies, analyzed again when the collection's language changed."""
+        """The records' term frequencies, analyzed again when the collection's language changed or its keyword
+        index was turned on; none while it is off (``keyword_analyzer``)."""
         with self._lock:
-            if self._analyzed_by != self.analyzer.identity:
-                self._terms = {id: self.analyzer.frequencies(r.text) for id, r in self._records.items()}
-                self._analyzed_by = self.analyzer.identity
+            wanted = self._terms_identity()
+            if self._analyzed_by != wanted:
+                terms_of = self.keyword_analyzer
+                self._terms = (
+                    {} if terms_of is None else {i: terms_of.frequencies(r.text) for i, r in self._records.items()}
+                )
+                self._analyzed_by = wanted
             return self._terms
+
+    def _terms_identity(self) -> str | None:
+        return None if self.keyword_analyzer is None else self.keyword_analyzer.identity
 
     def _delete_where(self, filter: Filter) -> None:
         with self._lock:

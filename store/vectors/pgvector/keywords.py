@@ -80,8 +80,10 @@ def stats_table(table: sa.Table) -> sa.Table:
 class Delta:
     """One write transaction's changes to the statistics, applied by ``apply`` as its last statement."""
 
-    def __init__(self, conn: sa.Connection, table: sa.Table) -> None:
+    def __init__(self, conn: sa.Connection, table: sa.Table, *, counting: bool = True) -> None:
         self.conn, self.table, self.stats = conn, table, stats_table(table)
+        #: False for a collection that keeps no keyword index: statements run, nothing is counted.
+        self.counting = counting
         self._open = False
 
     def _ready(self) -> None:
@@ -97,6 +99,10 @@ class Delta:
     def add(self, rows: Any, sign: int) -> None:
         """Count ``sign`` times the rows ``rows`` returns: a SELECT or a DELETE ... RETURNING of ``keywords`` and
         ``keyword_length`` (run here, as a CTE of the one statement that counts them)."""
+        if not self.counting:
+            if not isinstance(rows, sa.Select):
+                self.conn.execute(rows)  # a DELETE or UPDATE still writes; a SELECT only counted
+            return
         self._ready()
         source = rows.cte("counted")
         terms = sa.select(

@@ -133,9 +133,10 @@ class Schema:
             ),
         )
 
-    def ensure(self, conn: sa.Connection, name: str, analyzer: Analyzer) -> sa.Table:
+    def ensure(self, conn: sa.Connection, name: str, analyzer: Analyzer | None) -> sa.Table:
         """Create the table of ``name`` at the current schema version if missing, else upgrade it (``upgrades.py``),
-        its keyword terms made by ``analyzer``. Raises ConfigError (another size or metric), SchemaTooNew."""
+        its keyword terms made by ``analyzer`` (None: it keeps none, its keyword columns stay empty).
+        Raises ConfigError (another size or metric), SchemaTooNew."""
         table = self.table(name)
         advisory_lock(conn, table.name)
         found = embedding_type(conn, table.name)

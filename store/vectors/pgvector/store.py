@@ -14,9 +14,9 @@ from psycopg import sql
 
 import store.vectors.pgvector.segments as segments
 from store.connect.postgres import advisory_lock, driver, make_engine, safe_url, transaction
-from store.settings import NetworkSettings, Settings, VectorSettings, default
+from store.settings import NetworkSettings, SearchSettings, Settings, VectorSettings, default
 from store.vectors.base import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
-from store.vectors.keyword import analyzer
+from store.vectors.keyword import Analyzer, analyzer
 from store.vectors.pgvector.keywords import stats_table
 from store.vectors.pgvector.schema import Schema
 from store.vectors.pgvector.table import PgvectorCollection
@@ -140,7 +140,7 @@ class PgvectorStore(VectorStore):
 
     def _ensure(self, name: str) -> Collection:
         with self.transaction() as conn:
-            table = self.schema.ensure(conn, name, analyzer(self.search_settings_of(name).language))
+            table = self.schema.ensure(conn, name, _keyword_analyzer(self.search_settings_of(name)))
         return PgvectorCollection(self, name, table)
 
     def _drop(self, name: str) -> None:
@@ -168,3 +168,8 @@ class PgvectorStore(VectorStore):
     def _list(self) -> list[str]:
         with self.transaction() as conn:
             return self.schema.names(conn)
+
+
+def _keyword_analyzer(settings: SearchSettings) -> Analyzer | None:
+    """The analyzer of the terms a collection keeps, or None when it keeps no keyword index."""
+    return analyzer(settings.language) if settings.keeps_keywords else None

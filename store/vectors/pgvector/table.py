@@ -8,6 +8,7 @@ builds the HNSW index after the rows, which is far faster than inserting into it
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +56,8 @@ _COLUMNS = (
     "kwdoc",
     "text_hash",
 )
+#: The terms of a row in a collection that keeps no keyword index.
+_NO_TERMS: Counter[str] = Counter()
 _COPY_TYPES = ["text", "text", "int4", None, "text", "jsonb", "text", "jsonb", "int4", "int8", "bytea"]
 
 
@@ -67,25 +70,29 @@ class PgvectorCollection(Collection):
         self.table = table
         self.parallel_legs = True  # each leg is one query on a pooled connection: hybrid waits for the slower
 
+    def _delta(self, conn: sa.Connection) -> Delta:
+        """The statistics changes of a write; nothing counted when the collection keeps no keyword index."""
+        return Delta(conn, self.table, counting=self.keyword_analyzer is not None)
+
     def _where(self, filter: Filter | None) -> sa.ColumnElement[bool]:
         return sa.true() if filter is None else compile_filter(filter, self.table, self.indexed)
 
     def _upsert(self, records: list[VectorRecord]) -> None:
         with self._store.transaction() as conn:
-            delta = Delta(conn, self.table)
+            delta = self._delta(conn)
             self._write(conn, records, delta)
             delta.apply()
         self._merge_segments()
 
     def _delete_ids(self, ids: list[str]) -> None:
         with self._store.transaction() as conn:
-            delta = Delta(conn, self.table)
+            delta = self._delta(conn)
             delta.delete(sa.delete(self.table).where(self.table.c.id.in_(ids)))
             delta.apply()
 
     def _delete_where(self, filter: Filter) -> None:
         with self._store.transaction() as conn:
-            delta = Delta(conn, self.table)
+            delta = self._delta(conn)
             delta.delete(sa.delete(self.table).where(self._where(filter)))
             delta.apply()
 
@@ -94,7 +101,7 @@ class PgvectorCollection(Collection):
             # Two swaps of the same set wait for each other; otherwise the second one's
             # delete could miss rows the first one is inserting.
             advisory_lock(conn, f"{self.table.name}:{canonical_json(filter.to_dict())}")
-            delta = Delta(conn, self.table)
+            delta = self._delta(conn)
             delta.delete(sa.delete(self.table).where(self._where(filter)))
             self._write(conn, records, delta, bulk=False)  # a table lock after the DELETE could deadlock
             delta.apply()
@@ -105,7 +112,7 @@ class PgvectorCollection(Collection):
         committed: the write stands whatever this meets, and the next write merges what this could not."""
         try:
             with self._store.transaction() as conn:
-                if self._deferred(conn):
+                if self.keyword_analyzer is None or self._deferred(conn):
                     return  # a first load: ensure_index merges every segment once, at its end
                 segments.merge(driver(conn), self.table)
         except StoreError as exc:
@@ -119,7 +126,7 @@ class PgvectorCollection(Collection):
         (written by hand under such an id) fails the COPY; the swap is then done again as ``replace_where``."""
         try:
             with self._store.transaction() as conn:
-                delta = Delta(conn, self.table)  # the keyword statistics: the rows deleted out, the rows copied in
+                delta = self._delta(conn)  # the keyword statistics: the rows deleted out, the rows copied in
                 delta.delete(sa.delete(self.table).where(self.table.c.record_id.in_(record_ids)))
                 if records:
                     self.copy_rows(driver(conn), self.table.name, records)
@@ -343,7 +350,8 @@ class PgvectorCollection(Collection):
         for index in indexes:
             index.drop(conn, checkfirst=True)
         self.copy_rows(driver(conn), self.table.name, records)
-        count_rows(conn, self.table)
+        if self.keyword_analyzer is not None:
+            count_rows(conn, self.table)
         self._prepare_build(conn)
         for index in indexes:
             index.create(conn)
@@ -361,8 +369,10 @@ class PgvectorCollection(Collection):
 
     def copy_rows(self, raw: psycopg.Connection[Any], table: str, records: Sequence[VectorRecord]) -> None:
         """Binary COPY of ``records`` into ``table`` (~50k rows/s, versus hundreds row by row), each with a new
-        kwdoc, and their keyword postings as one segment (``segments.py``)."""
+        kwdoc, and their keyword postings as one segment (``segments.py``); a collection that keeps no keyword
+        index analyzes nothing and writes empty terms and no segment."""
         kwdocs = segments.allocate(raw, self.table, len(records))
+        terms_of = self.keyword_analyzer
         posted = []
         columns = sql.SQL(", ").join(sql.Identifier(c) for c in _COLUMNS)
         statement = sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT BINARY)").format(sql.Identifier(table), columns)
@@ -372,7 +382,7 @@ class PgvectorCollection(Collection):
             for r, kwdoc in zip(records, kwdocs, strict=True):
                 record_id, chunk = r.metadata.get("record_id"), r.metadata.get("chunk")
                 vector = np.asarray(r.embedding, dtype=np.float32)
-                terms = self.analyzer.frequencies(r.text)
+                terms = terms_of.frequencies(r.text) if terms_of is not None else _NO_TERMS
                 copy.write_row(
                     (
                         r.id,
@@ -389,7 +399,8 @@ class PgvectorCollection(Collection):
                     )
                 )
                 posted.append(segments.Posted(kwdoc, terms))
-        segments.write(raw, self.table, posted)
+        if terms_of is not None:
+            segments.write(raw, self.table, posted)
 
 
 def _prepare_build(conn: sa.Connection, table: sa.Table, *, dimensions: int, m: int, workers: int) -> None:

@@ -19,6 +19,7 @@ it is then upgraded and recorded like any other. The analyzer that made a table'
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable
 
 import sqlalchemy as sa
@@ -28,10 +29,11 @@ from store.connect.postgres import driver
 from store.errors import SchemaTooNew
 from store.vectors.keyword import Analyzer
 from store.vectors.pgvector.keywords import backfill, stats_table
-from store.vectors.pgvector.segments import posting_tables, rebuild
+from store.vectors.pgvector.segments import clear, posting_tables, rebuild
 
 __all__ = [
     "CURRENT_VERSION",
+    "NO_KEYWORDS_MARK",
     "STEPS",
     "VERSION_KEY",
     "Step",
@@ -42,13 +44,15 @@ __all__ = [
     "upgrade",
 ]
 
+#: The ``keywords`` column's comment of a table whose collection keeps no keyword index (its terms are empty).
+NO_KEYWORDS_MARK = "vectorsync analyzer: none (search.keywords off)"
 #: The key of the table comment that holds the version.
 VERSION_KEY = "vectorsync_schema"
 
-Step = Callable[[sa.Connection, sa.Table, Analyzer], None]
+Step = Callable[[sa.Connection, sa.Table, Analyzer | None], None]
 
 
-def _keyword_search(conn: sa.Connection, table: sa.Table, analyzer: Analyzer) -> None:
+def _keyword_search(conn: sa.Connection, table: sa.Table, analyzer: Analyzer | None) -> None:
     """1 -> 2: the metadata GIN loses its pending list (searches read it whole); the keyword columns, their
     statistics and GIN come, every row's stored text analyzed (nothing is embedded)."""
     raw = driver(conn)
@@ -63,13 +67,13 @@ def _keyword_search(conn: sa.Connection, table: sa.Table, analyzer: Analyzer) ->
         ).format(name)
     )
     stats_table(table).create(conn)
-    backfill(conn, table, analyzer.frequencies)
+    backfill(conn, table, _terms_of(analyzer))
     _index(table, "_keywords_idx").create(conn)
     mark_analyzer(conn, table.name, analyzer)
     raw.execute(sql.SQL("ANALYZE {}").format(name))
 
 
-def _keyword_segments(conn: sa.Connection, table: sa.Table, analyzer: Analyzer) -> None:
+def _keyword_segments(conn: sa.Connection, table: sa.Table, analyzer: Analyzer | None) -> None:
     """2 -> 3: each row numbered (``kwdoc``) and its postings packed into one segment, writers held off."""
     _keep_writers_out(conn, table)
     raw = driver(conn)
@@ -84,7 +88,7 @@ def _keyword_segments(conn: sa.Connection, table: sa.Table, analyzer: Analyzer) 
     rebuild(raw, table)
 
 
-def _text_hashes(conn: sa.Connection, table: sa.Table, analyzer: Analyzer) -> None:
+def _text_hashes(conn: sa.Connection, table: sa.Table, analyzer: Analyzer | None) -> None:
     """3 -> 4: each row's text hash, the sha256 of its text as UTF-8 (``text_digest``), written in place (one
     UPDATE of every row, writers held off), then its index."""
     _keep_writers_out(conn, table)
@@ -102,9 +106,10 @@ STEPS: tuple[Step, ...] = (_keyword_search, _keyword_segments, _text_hashes)
 CURRENT_VERSION = len(STEPS) + 1
 
 
-def upgrade(conn: sa.Connection, table: sa.Table, analyzer: Analyzer) -> int:
-    """Bring an existing collection table to CURRENT_VERSION and its terms to ``analyzer``'s; return the version
-    it was at. The caller holds the table's advisory lock. Raises SchemaTooNew (a newer vectorsync made it)."""
+def upgrade(conn: sa.Connection, table: sa.Table, analyzer: Analyzer | None) -> int:
+    """Bring an existing collection table to CURRENT_VERSION and its terms to ``analyzer``'s (None: the collection
+    keeps no keyword index, its terms, statistics and postings are emptied); return the version it was at.
+    The caller holds the table's advisory lock. Raises SchemaTooNew (a newer vectorsync made it)."""
     recorded = recorded_version(conn, table.name)
     if recorded is not None and recorded > CURRENT_VERSION:
         raise SchemaTooNew(
@@ -117,7 +122,7 @@ def upgrade(conn: sa.Connection, table: sa.Table, analyzer: Analyzer) -> int:
     if recorded != CURRENT_VERSION:
         record_version(conn, table.name)
     if analyzed_by(conn, table.name) != _analyzer_mark(analyzer):
-        _analyze_again(conn, table, analyzer)
+        _analyze_again(conn, table, analyzer) if analyzer is not None else _forget_terms(conn, table)
     return found
 
 
@@ -160,8 +165,8 @@ def analyzed_by(conn: sa.Connection, table_name: str) -> str | None:
     return conn.execute(query, {"t": table_name}).scalar_one_or_none()
 
 
-def mark_analyzer(conn: sa.Connection, table_name: str, analyzer: Analyzer) -> None:
-    """Name ``analyzer`` as the maker of the table's keyword terms."""
+def mark_analyzer(conn: sa.Connection, table_name: str, analyzer: Analyzer | None) -> None:
+    """Name ``analyzer`` as the maker of the table's keyword terms (None: the table keeps none)."""
     driver(conn).execute(
         sql.SQL("COMMENT ON COLUMN {}.keywords IS {}").format(
             sql.Identifier(table_name), sql.Literal(_analyzer_mark(analyzer))
@@ -169,8 +174,27 @@ def mark_analyzer(conn: sa.Connection, table_name: str, analyzer: Analyzer) -> N
     )
 
 
-def _analyzer_mark(analyzer: Analyzer) -> str:
-    return f"vectorsync analyzer {analyzer.identity}"
+def _analyzer_mark(analyzer: Analyzer | None) -> str:
+    return f"vectorsync analyzer {analyzer.identity}" if analyzer is not None else NO_KEYWORDS_MARK
+
+
+def _terms_of(analyzer: Analyzer | None) -> Callable[[str], Counter[str]]:
+    return analyzer.frequencies if analyzer is not None else lambda _text: Counter()
+
+
+def _forget_terms(conn: sa.Connection, table: sa.Table) -> None:
+    """Keyword index turned off: every row's terms emptied, the statistics and postings deleted, writers held off;
+    turned on again, the stored text is analyzed anew (``_analyze_again``)."""
+    _keep_writers_out(conn, table)
+    raw = driver(conn)
+    raw.execute(
+        sql.SQL("UPDATE {} SET keywords = '{{}}'::jsonb, keyword_length = 0 WHERE keywords <> '{{}}'::jsonb").format(
+            sql.Identifier(table.name)
+        )
+    )
+    raw.execute(sql.SQL("TRUNCATE {}").format(sql.Identifier(stats_table(table).name)))
+    clear(raw, table)
+    mark_analyzer(conn, table.name, None)
 
 
 def _analyze_again(conn: sa.Connection, table: sa.Table, analyzer: Analyzer) -> None:

@@ -81,15 +81,23 @@ def pinned(client: QdrantClient, name: str) -> dict[str, Any]:
     return dict(found) if isinstance(found, dict) else {}
 
 
-def pin(client: QdrantClient, name: str, analyzer: Analyzer, avgdl: float | None) -> None:
-    client.update_collection(name, metadata={KEYWORDS_KEY: {"analyzer": analyzer.identity, "avgdl": avgdl}})
+def pin(client: QdrantClient, name: str, analyzer: Analyzer | None, avgdl: float | None) -> None:
+    """Record the analyzer of the collection's terms (None: it keeps none) and the avgdl of their weights."""
+    identity = analyzer.identity if analyzer is not None else None
+    client.update_collection(name, metadata={KEYWORDS_KEY: {"analyzer": identity, "avgdl": avgdl}})
 
 
-def upgrade(client: QdrantClient, name: str, analyzer: Analyzer) -> float | None:
+def upgrade(client: QdrantClient, name: str, analyzer: Analyzer | None) -> float | None:
     """Give collection ``name`` the keyword vector and terms by ``analyzer`` if it lacks them (a backfill from
-    the stored text); return the avgdl its weights use (None: no term written yet)."""
+    the stored text); return the avgdl its weights use (None: no term written yet). With no analyzer (the
+    collection keeps no keyword index) its points' keyword vectors are deleted, once."""
     sparse = client.get_collection(name).config.params.sparse_vectors or {}
     found = pinned(client, name)
+    if analyzer is None:
+        if KEYWORDS in sparse and found.get("analyzer") is not None:
+            client.delete_vectors(name, vectors=[KEYWORDS], points=models.FilterSelector(filter=models.Filter()))
+            pin(client, name, None, None)
+        return None
     if KEYWORDS in sparse and found.get("analyzer") == analyzer.identity:
         avgdl = found.get("avgdl")
         return float(avgdl) if avgdl else None

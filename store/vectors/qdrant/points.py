@@ -131,11 +131,13 @@ class QdrantCollection(Collection):
     # -- writes -------------------------------------------------------------------------
 
     def _upsert(self, records: list[VectorRecord]) -> None:
-        counts = [self.analyzer.frequencies(r.text) for r in records]
+        terms_of = self.keyword_analyzer
+        counts = [terms_of.frequencies(r.text) for r in records] if terms_of is not None else [None] * len(records)
         with self._calling("upsert points"):
-            avgdl = self._pinned_avgdl(counts)
+            avgdl = self._pinned_avgdl(counts) if terms_of is not None else None
             points = [
-                _point(r, sparse_vector(c, avgdl) if avgdl else None) for r, c in zip(records, counts, strict=True)
+                _point(r, sparse_vector(c, avgdl) if avgdl and c else None)
+                for r, c in zip(records, counts, strict=True)
             ]
             for batch in _batches(points, UPSERT_BATCH):
                 self._client.upsert(self.name, points=list(batch), wait=True)
@@ -146,7 +148,7 @@ class QdrantCollection(Collection):
             lengths = [n for c in counts if (n := sum(c.values()))]
             if lengths:
                 self.avgdl = sum(lengths) / len(lengths)
-                pin(self._client, self.name, self.analyzer, self.avgdl)
+                pin(self._client, self.name, self.keyword_analyzer, self.avgdl)
         return self.avgdl
 
     def _delete_ids(self, ids: list[str]) -> None:

@@ -127,7 +127,8 @@ class QdrantStore(VectorStore):
     # -- hooks ----------------------------------------------------------------------------
 
     def _ensure(self, name: str) -> Collection:
-        terms_by = analyzer(self.search_settings_of(name).language)
+        searching = self.search_settings_of(name)
+        terms_by = analyzer(searching.language) if searching.keeps_keywords else None
         with translated(self.url, f"open collection {name!r}"):
             if not self._client.collection_exists(name):
                 self._create(name)
@@ -192,7 +193,9 @@ class QdrantStore(VectorStore):
         stay."""
         with translated(self.url, f"empty collection {name!r}"):
             self._client.delete(name, points_selector=models.FilterSelector(filter=models.Filter()), wait=True)
-            pin(self._client, name, analyzer(self.search_settings_of(name).language), None)  # the next terms pin anew
+            searching = self.search_settings_of(name)
+            terms_by = analyzer(searching.language) if searching.keeps_keywords else None
+            pin(self._client, name, terms_by, None)  # the next terms pin anew
         if name in self._collections:
             self._collections[name].avgdl = None  # type: ignore[attr-defined]
 

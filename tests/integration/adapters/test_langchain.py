@@ -31,7 +31,7 @@ NOTES = {
 KIT_SETTINGS = {
     "vectors": {"dimensions": 64},
     "collections": {
-        "notes": {"source": {"kind": "push"}},
+        "notes": {"source": {"kind": "push"}, "search": {"keywords": True}},
         "scoped": {"source": {"kind": "push"}, "required_filter": ["workspace"]},
         "long": {"source": {"kind": "push"}, "chunker": {"max_tokens": 12, "overlap": 2}},
     },

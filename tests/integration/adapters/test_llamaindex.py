@@ -25,7 +25,7 @@ NOTES = {
 SETTINGS = {
     "vectors": {"dimensions": 64},
     "collections": {
-        "notes": {"source": {"kind": "push"}},
+        "notes": {"source": {"kind": "push"}, "search": {"keywords": True}},
         "scoped": {"source": {"kind": "push"}, "required_filter": ["workspace"]},
     },
 }

@@ -195,7 +195,10 @@ SETTINGS: dict[str, tuple[str, Callable[[Path, str, ExitStack], dict[str, Any]]]
     "docs/embeddings.md": (PUSHED.replace("{name}", "notes"), embeddings_names),
     "docs/answers.md": (CRM_NOTES, answers_names),
     "docs/app-and-cli.md": (CRM_NOTES + PUSHED.replace("{name}", "uploads") + 'id_field = "url"\n', in_the_test_kit),
-    "docs/search-modes.md": (PUSHED.replace("{name}", "manuals"), search_modes_names),
+    "docs/search-modes.md": (
+        PUSHED.replace("{name}", "manuals") + "\n[collections.manuals.search]\nkeywords = true\n",
+        search_modes_names,
+    ),
     "docs/evaluation.md": (
         PUSHED.replace("{name}", "notes") + '\n[collections.notes.search]\nmode = "hybrid"\n',
         evaluation_names,

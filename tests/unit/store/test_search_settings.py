@@ -58,11 +58,36 @@ def test_bad_values_are_refused_naming_the_value_and_the_fix(tmp_path: Path, lin
 
 def test_a_language_change_analyzes_the_stored_text_again() -> None:
     store = memory_store(dimensions=2)
+    store.configure_search("notes", SearchSettings(keywords=True))
     collection = store.get_collection("notes", create=True)
     from store import VectorRecord
 
     collection.upsert(VectorRecord("a", [1, 0], "the configured options"))
     assert collection.search("configuring", mode="keyword")
-    store.configure_search("notes", SearchSettings(language="simple"))
+    store.configure_search("notes", SearchSettings(keywords=True, language="simple"))
     assert collection.search("configuring", mode="keyword") == []
     assert [m.id for m in collection.search("the", mode="keyword")] == ["a"]
+
+
+def test_the_keyword_index_is_kept_where_the_settings_search_by_keyword() -> None:
+    assert not SearchSettings().keeps_keywords  # vector mode, keywords unset: no keyword index
+    assert SearchSettings(keywords=True).keeps_keywords
+    assert SearchSettings(mode="keyword").keeps_keywords
+    assert SearchSettings(mode="hybrid").keeps_keywords
+
+
+def test_keywords_off_with_a_keyword_mode_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="search.mode = 'hybrid' reads the keyword index, which search.keywords"):
+        load_settings(settings_file(tmp_path, 'mode = "hybrid"\nkeywords = false'))
+
+
+def test_a_vector_mode_memory_collection_analyzes_nothing() -> None:
+    from store import VectorRecord
+
+    store = memory_store(dimensions=2)
+    collection = store.get_collection("notes", create=True)
+    collection.upsert_many([VectorRecord("a", [1, 0], "the configured options")])
+    assert collection._terms == {}  # type: ignore[attr-defined]
+    store.configure_search("notes", SearchSettings(keywords=True))
+    assert [m.id for m in collection.search("configuring", mode="keyword")] == ["a"]
+    assert collection._terms != {}  # type: ignore[attr-defined]

@@ -24,7 +24,7 @@ QUERIES = [
 
 def indexed(tmp_path: Path, postgres_url: str) -> tuple[Path, str]:
     collection = unique_name("eval")
-    config = pushed_collection(tmp_path, postgres_url, collection, dimensions=64)
+    config = pushed_collection(tmp_path, postgres_url, collection, dimensions=64, keywords=True)
     store_records(
         config,
         collection,

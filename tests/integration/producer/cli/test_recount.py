@@ -14,7 +14,7 @@ from tests.workers import pushed_collection, run_cli, store_records
 
 def test_recount_repairs_drifted_statistics_and_says_how_many_terms_were_off(tmp_path: Path, postgres_url: str) -> None:
     name = unique_name("docs")
-    config = pushed_collection(tmp_path, postgres_url, name, dimensions=8)
+    config = pushed_collection(tmp_path, postgres_url, name, dimensions=8, keywords=True)
     store_records(config, name, [("1", "refunds take five days", {}), ("2", "refunds of annual plans", {})])
     table = load_settings(config).vectors.table_prefix + name
     engine = sa.create_engine(engine_url(postgres_url))

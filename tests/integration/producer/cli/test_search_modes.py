@@ -12,7 +12,7 @@ def test_search_and_ask_take_a_mode(tmp_path: Any, postgres_url: str) -> None:
     from tests.workers import pushed_collection, run_cli, store_records
 
     collection = unique_name("modes")
-    config = pushed_collection(tmp_path, postgres_url, collection, dimensions=64)
+    config = pushed_collection(tmp_path, postgres_url, collection, dimensions=64, keywords=True)
     store_records(config, collection, [(rid, text, {"tenant": tenant}) for rid, tenant, text in NOTES])
 
     keyword = run_cli(config, "search", collection, "refunds acme", "--mode", "keyword", "--limit", "2")

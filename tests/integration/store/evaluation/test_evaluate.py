@@ -9,7 +9,7 @@ import pytest
 
 from store.embeddings import Embeddings
 from store.evaluation import evaluate, parse_queries
-from store.settings import Settings
+from store.settings import SearchSettings, Settings
 from store.vectors import VectorRecord, VectorStore
 from tests.backends import StoreFactory, make_store_factory, unique_name
 
@@ -46,6 +46,7 @@ def store(request: pytest.FixtureRequest) -> Iterator[VectorStore]:
 def test_every_mode_over_a_real_collection(store: VectorStore) -> None:
     name = unique_name()
     embedder = Embeddings.from_settings(SETTINGS)
+    store.configure_search(name, SearchSettings(keywords=True))  # every mode evaluated: the keyword index kept
     collection = store.get_collection(name, create=True)
     collection.upsert_many(
         [

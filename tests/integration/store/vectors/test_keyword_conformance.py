@@ -14,9 +14,10 @@ from store import Filter, VectorRecord
 from store.settings import SearchSettings
 from store.vectors.pgvector import PgvectorStore
 from store.vectors.pgvector.keywords import statistics
-from tests.backends import SERVER_BACKENDS, StoreFactory, make_store_factory, unique_name
+from tests.backends import SERVER_BACKENDS, StoreFactory, keep_keywords, make_store_factory, unique_name
 from tests.unit.store.vectors.test_keyword_conformance import (
     DIMENSIONS,
+    KEYWORDS_ON,
     QUERIES,
     KeywordContract,
     WordsEmbedder,
@@ -35,6 +36,7 @@ class TestServerBackends(KeywordContract):
 @pytest.fixture
 def pg(postgres_url: str) -> Iterator[PgvectorStore]:
     store = PgvectorStore(postgres_url, dimensions=DIMENSIONS)
+    keep_keywords(store)
     yield store
     for name in store.list_collections():
         if name.startswith("c_"):
@@ -62,6 +64,7 @@ def test_a_table_from_before_keyword_search_gains_it_from_its_text_without_embed
     old.close()
     embedder = WordsEmbedder()
     store = PgvectorStore(postgres_url, dimensions=DIMENSIONS, embedder=embedder)
+    store.configure_search(name, KEYWORDS_ON)
     try:
         collection = store.get_collection(name, create=True)  # opening upgrades it
         assert embedder.calls == 0
@@ -82,7 +85,7 @@ def test_another_language_analyzes_the_stored_text_again(pg: PgvectorStore) -> N
     assert pg.get_collection(name, create=True).search(
         "configuring", mode="keyword"
     )  # english: both stem to "configur"
-    pg.configure_search(name, SearchSettings(language="simple"))
+    pg.configure_search(name, SearchSettings(keywords=True, language="simple"))
     assert pg.get_collection(name, create=True).search("configuring", mode="keyword") == []  # simple: words as they are
     assert [m.id for m in pg.get_collection(name, create=True).search("configured", mode="keyword")] == ["a"]
     assert [m.id for m in pg.get_collection(name, create=True).search("the", mode="keyword")] == ["a"]  # no stop words
@@ -192,3 +195,37 @@ def test_a_selective_filter_takes_the_exact_path_in_the_keyword_leg(
         found = collection.search("merge conflict", mode="keyword", filter=only, limit=5)
     assert "exact path" in caplog.text
     assert [m.id for m in found] == [id for id, _ in reference_bm25(records, "merge conflict", only=only)[:5]]
+
+
+def _keyword_rows(store: PgvectorStore, name: str) -> tuple[int, int, int, int]:
+    """Rows with terms, statistics rows, segments and postings of collection ``name``."""
+    table = store.schema.table(name).name
+    with store.transaction() as conn:
+        return tuple(  # type: ignore[return-value]
+            conn.execute(sa.text(query)).scalar_one()
+            for query in (
+                f"SELECT count(*) FROM \"{table}\" WHERE keywords <> '{{}}'::jsonb OR keyword_length <> 0",
+                f'SELECT count(*) FROM "{table}_kwstats"',
+                f'SELECT count(*) FROM "{table}_kwsegs"',
+                f'SELECT count(*) FROM "{table}_kwpost"',
+            )
+        )
+
+
+@pytest.mark.parametrize("rows", [300, 2500])  # the COPY of a batch, and a bulk load into an empty table
+def test_a_vector_mode_collection_writes_no_keyword_data(postgres_url: str, rows: int) -> None:
+    store, name = PgvectorStore(postgres_url, dimensions=DIMENSIONS), unique_name()
+    try:
+        collection = store.get_collection(name, create=True)
+        collection.upsert_many(corpus(rows))
+        collection.replace_records([r.id for r in corpus(10)], corpus(10, seed=5))
+        collection.delete("d003")
+        assert _keyword_rows(store, name) == (0, 0, 0, 0)
+        store.configure_search(name, KEYWORDS_ON)
+        assert _keyword_rows(store, name)[0] == collection.count()  # turned on: every row's text analyzed
+        assert min(_keyword_rows(store, name)) > 0
+        store.configure_search(name, SearchSettings())
+        assert _keyword_rows(store, name) == (0, 0, 0, 0)  # turned off: terms, statistics and postings dropped
+    finally:
+        store.drop_collection(name)
+        store.close()

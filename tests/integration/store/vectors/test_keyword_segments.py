@@ -15,7 +15,7 @@ from store import Filter, VectorRecord
 from store.vectors.pgvector import PgvectorStore, PgvectorTuning, segments
 from store.vectors.pgvector.keywords import ranked
 from store.vectors.pgvector.table import PgvectorCollection
-from tests.backends import unique_name
+from tests.backends import keep_keywords, unique_name
 from tests.unit.store.vectors.test_keyword_conformance import DIMENSIONS, QUERIES, WordsEmbedder, corpus
 
 #: exact_search_rows=0 in every store here: a filter never takes the planner's exact path, so it meets the segments.
@@ -25,7 +25,9 @@ FILTERS = [None, Filter.eq("group", 0), Filter.any_of("group", [1, 2]), Filter.e
 
 @pytest.fixture
 def pg(postgres_url: str) -> Iterator[PgvectorStore]:
-    store = PgvectorStore(postgres_url, dimensions=DIMENSIONS, embedder=WordsEmbedder(), tuning=EXACT_NEVER)
+    store = keep_keywords(
+        PgvectorStore(postgres_url, dimensions=DIMENSIONS, embedder=WordsEmbedder(), tuning=EXACT_NEVER)
+    )
     yield store
     for name in store.list_collections():
         if name.startswith("c_"):
@@ -105,7 +107,9 @@ def test_a_merge_drops_the_postings_of_replaced_and_deleted_rows(pg: PgvectorSto
 
 def test_a_table_from_before_segments_gains_them_from_its_rows(postgres_url: str) -> None:
     name = unique_name()
-    old = PgvectorStore(postgres_url, dimensions=DIMENSIONS, embedder=WordsEmbedder(), tuning=EXACT_NEVER)
+    old = keep_keywords(
+        PgvectorStore(postgres_url, dimensions=DIMENSIONS, embedder=WordsEmbedder(), tuning=EXACT_NEVER)
+    )
     first = old.get_collection(name, create=True)
     assert isinstance(first, PgvectorCollection)
     first.upsert_many(grouped(corpus(300)))
@@ -115,7 +119,9 @@ def test_a_table_from_before_segments_gains_them_from_its_rows(postgres_url: str
         conn.execute(sa.text(f'ALTER TABLE "{first.table.name}" DROP COLUMN kwdoc'))
         conn.execute(sa.text(f'COMMENT ON TABLE "{first.table.name}" IS NULL'))  # made before versions were recorded
     old.close()
-    store = PgvectorStore(postgres_url, dimensions=DIMENSIONS, embedder=WordsEmbedder(), tuning=EXACT_NEVER)
+    store = keep_keywords(
+        PgvectorStore(postgres_url, dimensions=DIMENSIONS, embedder=WordsEmbedder(), tuning=EXACT_NEVER)
+    )
     try:
         collection = store.get_collection(name, create=True)
         assert isinstance(collection, PgvectorCollection)

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from store.connect.postgres import engine_url
 from store.errors import SchemaTooNew
+from store.settings import SearchSettings
 from store.vectors.keyword import analyzer
 from store.vectors.pgvector import PgvectorStore, segments
 from store.vectors.pgvector.keywords import ranked
@@ -50,8 +51,11 @@ def load(url: str, dump: str) -> None:
         engine.dispose()
 
 
-def open_collection(url: str) -> tuple[PgvectorStore, PgvectorCollection]:
+def open_collection(url: str, *, keywords: bool = True) -> tuple[PgvectorStore, PgvectorCollection]:
+    """The dump's collection and ``fresh`` opened as a collection searched by keyword (``keywords``) or not."""
     store = PgvectorStore(url, dimensions=DIMENSIONS)
+    for name in (COLLECTION, "fresh"):
+        store.configure_search(name, SearchSettings(keywords=keywords))
     collection = store.get_collection(COLLECTION, create=True)
     assert isinstance(collection, PgvectorCollection)
     return store, collection
@@ -153,6 +157,27 @@ def assert_keyword_search_reads_every_row(store: PgvectorStore, collection: Pgve
             )
         assert found and [m.id for m in found] == [r.id for r in expected]
         assert np.allclose([m.score for m in found], [r.score for r in expected], rtol=1e-12)
+
+
+@pytest.mark.parametrize("dump", [dump for dump, _ in DUMPS])
+def test_an_older_table_opened_without_keyword_search_keeps_its_rows_and_drops_its_terms(
+    database: str, dump: str
+) -> None:
+    load(database, dump)
+    before = execute(database, _ROWS)
+    store, collection = open_collection(database, keywords=False)
+    try:
+        store.get_collection("fresh", create=True)
+        assert execute(database, _ROWS) == before
+        assert version(database) == CURRENT_VERSION
+        assert shape(database, TABLE) == shape(database, "vs_fresh")
+        with store.transaction() as conn:
+            kept = conn.execute(sa.select(sa.func.count()).where(collection.table.c.keyword_length > 0)).scalar_one()
+        assert kept == 0
+        store.configure_search(COLLECTION, SearchSettings(keywords=True))  # turned on: made from the stored text
+        assert_keyword_search_reads_every_row(store, store.get_collection(COLLECTION))  # type: ignore[arg-type]
+    finally:
+        store.close()
 
 
 @pytest.mark.parametrize("dump", [dump for dump, _ in DUMPS])

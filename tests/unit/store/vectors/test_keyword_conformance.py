@@ -55,6 +55,10 @@ class WordsEmbedder:
         return hash_embed(text, DIMENSIONS)
 
 
+#: The settings of a collection this suite searches by keyword: it keeps the keyword index (search.keywords).
+KEYWORDS_ON = SearchSettings(keywords=True)
+
+
 def corpus(count: int = 300, *, seed: int = 11) -> list[VectorRecord]:
     """``count`` short documents over a small vocabulary with some identifiers, fixed by ``seed``."""
     rng = np.random.default_rng(seed)
@@ -117,7 +121,9 @@ class KeywordContract:
     def docs(self, make_store: StoreFactory, embedder: WordsEmbedder) -> Iterator[Collection]:
         store = make_store(dimensions=DIMENSIONS)
         store.embedder = embedder
-        collection = store.get_collection(unique_name(), create=True)
+        name = unique_name()
+        store.configure_search(name, KEYWORDS_ON)
+        collection = store.get_collection(name, create=True)
         collection.upsert_many(corpus())
         yield collection
 
@@ -156,7 +162,7 @@ class KeywordContract:
         from store.vectors.fusion import fuse, window
 
         query, limit = "fast forward merge --no-ff", 5
-        docs.search_settings = SearchSettings(vector_weight=1, keyword_weight=1, rrf_k=60)
+        docs.search_settings = SearchSettings(keywords=True, vector_weight=1, keyword_weight=1, rrf_k=60)
         depth = window(limit, vector_weight=1, keyword_weight=1, rrf_k=60)
         legs = [
             (1.0, docs.search(query, mode="vector", limit=depth)),
@@ -196,6 +202,7 @@ class KeywordContract:
         store.embedder = embedder
         name = unique_name()
         store.require_filter(name, ["team"])
+        store.configure_search(name, KEYWORDS_ON)
         collection = store.get_collection(name, create=True)
         collection.upsert_many(corpus(30))
         for mode in ("vector", "keyword", "hybrid"):
@@ -234,6 +241,7 @@ class KeywordContract:
     def test_a_reset_collection_scores_its_new_records_alone(self, make_store: StoreFactory) -> None:
         store = make_store(dimensions=DIMENSIONS)
         name = unique_name()
+        store.configure_search(name, KEYWORDS_ON)
         store.get_collection(name, create=True).upsert_many(corpus(50))
         store.reset_collection(name)
         fresh = corpus(40, seed=3)
@@ -241,6 +249,44 @@ class KeywordContract:
         expected = reference_bm25(fresh, "merge branch")[:5]
         found = store.get_collection(name, create=True).search("merge branch", mode="keyword", limit=5)
         assert found[0].score == pytest.approx(expected[0][1], rel=1e-3)
+
+    def test_a_vector_mode_collection_refuses_keyword_and_hybrid_search_naming_the_fix(
+        self, make_store: StoreFactory, embedder: WordsEmbedder
+    ) -> None:
+        store = make_store(dimensions=DIMENSIONS)
+        store.embedder = embedder
+        name = unique_name()
+        collection = store.get_collection(name, create=True)  # search.mode "vector", search.keywords unset
+        collection.upsert_many(corpus(30))
+        for mode in ("keyword", "hybrid"):
+            with pytest.raises(ConfigError) as refused:
+                collection.search("merge conflict", mode=mode)  # type: ignore[arg-type]
+            assert str(refused.value) == (
+                f"collection {name!r} keeps no keyword index, so it cannot run a {mode} search: set "
+                f"[collections.{name}.search] keywords = true (or mode = 'hybrid'), then run "
+                f"`vectorsync collections recount {name}` to analyze its stored text (nothing is re-embedded)"
+            )
+        assert len(collection.search("merge conflict", limit=5)) == 5  # the vector mode is untouched
+
+    def test_keywords_turned_on_later_rank_as_if_kept_from_the_start(
+        self, make_store: StoreFactory, embedder: WordsEmbedder
+    ) -> None:
+        store = make_store(dimensions=DIMENSIONS)
+        store.embedder = embedder
+        later, early, records = unique_name(), unique_name(), corpus()
+        store.get_collection(later, create=True).upsert_many(records)
+        store.configure_search(early, KEYWORDS_ON)
+        store.get_collection(early, create=True).upsert_many(records)
+        calls = embedder.calls
+        for settings in (KEYWORDS_ON, SearchSettings(), KEYWORDS_ON):  # on, off (terms dropped), on again
+            store.configure_search(later, settings)
+        assert embedder.calls == calls  # the stored text analyzed, nothing embedded
+        for query in QUERIES:
+            found = store.get_collection(later).search(query, mode="keyword", limit=10)
+            expected = store.get_collection(early).search(query, mode="keyword", limit=10)
+            assert [m.id for m in found] == [m.id for m in expected]
+            assert [m.score for m in found] == pytest.approx([m.score for m in expected], rel=1e-6)
+        assert store.get_collection(later).search(QUERIES[0], mode="hybrid", limit=5)
 
 
 class TestInProcessBackends(KeywordContract):

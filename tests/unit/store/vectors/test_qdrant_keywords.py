@@ -39,6 +39,7 @@ def test_a_collection_from_before_keyword_search_gains_it_without_embedding() ->
         ],
         wait=True,
     )
+    store.configure_search("old", SearchSettings(keywords=True))
     collection = store.get_collection("old", create=True)
     assert KEYWORDS in (client.get_collection("old").config.params.sparse_vectors or {})
     assert pinned(client, "old")["analyzer"] == "english/1"
@@ -52,10 +53,11 @@ def test_a_collection_from_before_keyword_search_gains_it_without_embedding() ->
 
 def test_another_language_weighs_the_stored_text_again() -> None:
     store = QdrantStore(":memory:", dimensions=DIMENSIONS)
+    store.configure_search("notes", SearchSettings(keywords=True))
     collection = store.get_collection("notes", create=True)
     collection.upsert_many([*corpus(40), VectorRecord("x", [1.0] * DIMENSIONS, "the configured options")])
     assert [m.id for m in collection.search("configuring", mode="keyword")] == ["x"]  # english: "configur"
-    store.configure_search("notes", SearchSettings(language="simple"))
+    store.configure_search("notes", SearchSettings(keywords=True, language="simple"))
     assert pinned(store._client, "notes")["analyzer"] == "simple/1"
     assert (
         store.get_collection("notes", create=True).search("configuring", mode="keyword") == []
