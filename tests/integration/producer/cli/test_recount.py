@@ -28,3 +28,25 @@ def test_recount_repairs_drifted_statistics_and_says_how_many_terms_were_off(tmp
     assert "they were exact" in again.stdout, again.stdout
     missing = run_cli(config, "collections", "recount", "nosuch")
     assert missing.returncode == 2 and "nosuch" in missing.stderr, missing.stderr
+
+
+def test_keywords_turned_on_then_recount_make_keyword_search_work_as_the_refusal_says(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    name = unique_name("docs")
+    config = pushed_collection(tmp_path, postgres_url, name, dimensions=8)  # vector mode: no keyword index
+    store_records(config, name, [("1", "refunds take five days", {}), ("2", "annual plans renew in May", {})])
+    refused = run_cli(config, "search", name, "refunds", "--mode", "keyword")
+    assert refused.returncode != 0
+    assert (
+        f"collection '{name}' keeps no keyword index, so it cannot run a keyword search: set "
+        f"[collections.{name}.search] keywords = true (or mode = 'hybrid'), then run "
+        f"`vectorsync collections recount {name}`"
+    ) in " ".join(refused.stderr.split()), refused.stderr
+    config.write_text(config.read_text() + f"[collections.{name}.search]\nkeywords = true\n")
+    recounted = run_cli(config, "collections", "recount", name)
+    assert recounted.returncode == 0, recounted.stdout + recounted.stderr
+    assert "they were exact" in recounted.stdout  # the stored text was analyzed as the collection was opened
+    found = run_cli(config, "search", name, "refunds", "--mode", "keyword")
+    assert found.returncode == 0, found.stderr
+    assert "1:0" in found.stdout and "2:0" not in found.stdout
