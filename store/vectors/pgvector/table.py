@@ -398,8 +398,9 @@ class PgvectorCollection(Collection):
                         bytes.fromhex(text_digest(r.text)),
                     )
                 )
-                posted.append(segments.Posted(kwdoc, terms))
-        if terms_of is not None:
+                if terms_of is not None:
+                    posted.append(segments.Posted(kwdoc, terms))
+        if posted:
             segments.write(raw, self.table, posted)
 
 
