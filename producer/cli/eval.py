@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, cast
 import typer
 from rich.table import Table
 
-from producer.cli.console import guarded, out, say
+from producer.cli.console import err, guarded, out, say
 
 if TYPE_CHECKING:
     from store.vectors import SearchMode
@@ -21,12 +21,27 @@ if TYPE_CHECKING:
 __all__ = ["evaluate"]
 
 
+def default_modes(collection: str) -> str:
+    """Every mode when the collection keeps a keyword index; else vector alone (keyword and hybrid would be
+    refused), said on stderr."""
+    from store.settings import load_settings
+
+    config = guarded(load_settings).collections.get(collection)
+    if config is None or config.search.keeps_keywords:
+        return "vector,keyword,hybrid"
+    err.print(f"{collection} keeps no keyword index (search.keywords): evaluating vector search alone", highlight=False)
+    return "vector"
+
+
 def evaluate(
     collection: str,
     queries: Annotated[Path, typer.Option("--queries", "-q", help="JSON Lines: {query, relevant, filter}")],
     modes: Annotated[
-        str, typer.Option("--modes", "-m", help="search modes, comma-separated")
-    ] = "vector,keyword,hybrid",
+        str | None,
+        typer.Option(
+            "--modes", "-m", help="search modes, comma-separated (default: every mode the collection can search by)"
+        ),
+    ] = None,
     k: Annotated[int, typer.Option("--k", "-k", help="records each metric reads")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="the report, every query's scores included, as JSON")] = False,
 ) -> None:
@@ -35,7 +50,8 @@ def evaluate(
     from store.evaluation import load_queries
 
     labelled = guarded(lambda: load_queries(queries))
-    chosen = cast("list[SearchMode]", [m.strip() for m in modes.split(",")])  # evaluate checks each
+    named = modes if modes is not None else default_modes(collection)
+    chosen = cast("list[SearchMode]", [m.strip() for m in named.split(",")])  # evaluate checks each
     report = guarded(lambda: run(collection, labelled, modes=chosen, k=k))
     if as_json:
         print(json.dumps(report.as_dict(), indent=2))
