@@ -134,7 +134,11 @@ def embedded_postgres(folder: Path, *, host: str | None = None, clients: str = "
         )
         yield f"postgresql://postgres@{host}:{port}/postgres"
     finally:
-        if host is not None:  # the server the wheel knows has gone: stop this one before the wheel deletes its data
-            with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired):
-                ep.pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=data, user=server.system_user, timeout=60)
+        # Stopped here, waiting for it, before the wheel deletes its data: the wheel stops only the postmaster it
+        # started, by its pid, so a server the reliability tests restarted (``restart_postgres``) had its folder
+        # deleted under it and lived on after CI until it noticed its lock file gone. pg_ctl finds whichever
+        # postmaster runs on the folder. The one restarted on TCP (``host``) is likewise one the wheel never knew.
+        mode = "immediate" if host is not None else "fast"
+        with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired):
+            ep.pg_ctl(["-w", "-m", mode, "stop"], pgdata=data, user=server.system_user, timeout=60)
         server.cleanup()
