@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from store.broker.config import soft_time_limit
 from store.broker.queues import sent_headers
 from store.contract import BUILD_INDEX, BULK_QUEUE, INDEX_BATCH, POOL_BATCH, BatchMessage
 from store.state.generations import parse_name
@@ -12,7 +11,7 @@ from worker.celery import app
 from worker.delivery import send
 from worker.process import context
 
-__all__ = ["batch_kwargs", "flush_when_due", "run_finished", "send_batch"]
+__all__ = ["batch_kwargs", "flush_when_due", "run_finished", "send_batch", "send_build"]
 
 
 def batch_kwargs(run_id: str | None, batch: int | None, carried: dict[str, int] | None, pooled: bool) -> BatchMessage:
@@ -49,19 +48,18 @@ def flush_when_due(collection: str, progress: RunProgress, *, left: bool = False
 
 def run_finished(collection: str, progress: RunProgress) -> None:
     """A run whose records are all in and whose index was deferred gets the index built, as a task of its own
-    with its own time limit; the run says ``indexing`` until then, so ``done`` means searchable at full speed.
+    (``send_build``); the run says ``indexing`` until then, so ``done`` means searchable at full speed.
     A migration's run that is done switches its collection to the new generation."""
     if progress.status == RunStatus.DONE:
         if parse_name(collection)[1] is not None:  # a generation's run: never switch to one without its index
             context().indexer(collection).collection.ensure_index()
         switch_when_built(context().ledger.generations, progress)
     elif progress.status == RunStatus.INDEXING:
-        limit = context().settings.worker.index_time_limit
-        send(
-            app.tasks[BUILD_INDEX],
-            args=(collection, progress.run_id),
-            queue=BULK_QUEUE,
-            headers=sent_headers(),
-            time_limit=limit,
-            soft_time_limit=soft_time_limit(limit, context().settings),
-        )
+        send_build(collection, progress.run_id)
+
+
+def send_build(collection: str, run_id: str, *, started: float | None = None) -> None:
+    """Send the task that builds (or waits for) a run's deferred index, with the ordinary time limits: it waits
+    in steps shorter than them (``worker.tasks.build_index``); ``started``: when the run's build began."""
+    kwargs = {} if started is None else {"started": started}
+    send(app.tasks[BUILD_INDEX], args=(collection, run_id), kwargs=kwargs, queue=BULK_QUEUE, headers=sent_headers())

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from typing import Any, Unpack
 
 from celery import Task
 from celery.exceptions import Reject, Retry, SoftTimeLimitExceeded
 
+from store.broker.config import soft_time_limit
 from store.contract import (
     BUILD_INDEX,
     INDEX_BATCH,
@@ -26,6 +28,7 @@ from store.contract import (
 )
 from store.errors import ConfigError, StoreError, StoreUnavailable
 from store.retrieval.options import refuse_unknown
+from store.settings import Settings
 from store.vectors.records import check_collection_name
 from worker.batches import Document
 from worker.budgets import caps_of
@@ -37,12 +40,15 @@ from worker.pooling.batches import PoolBatch, PooledBatch
 from worker.process import context
 from worker.pushed import Pushed, is_pushed, send_lost
 from worker.retries import DeliveredTooOften, again, check_redeliveries, message_run_id, retry_or_give_up, task_policy
-from worker.runs import flush_when_due, run_finished, send_batch
+from worker.runs import flush_when_due, run_finished, send_batch, send_build
 from worker.sweeps import yielded_to
 
 __all__ = ["build_index", "index_batch", "index_document", "index_record", "reconcile", "reindex_all"]
 
 log = logging.getLogger(__name__)
+
+#: Seconds a build_index attempt keeps, before its time limit, to send itself again.
+BUILD_WAIT_MARGIN = 10.0
 
 #: Every task: a backend that cannot be reached where no finer rule applies (building this process's context,
 #: opening a run) retries the task with backoff, never loses it.
@@ -166,22 +172,43 @@ def reindex_all(
 
 
 @app.task(bind=True, name=BUILD_INDEX, **_RETRIED)
-def build_index(self: Task, collection: str, run_id: str) -> str:
-    """Build the vector index a bulk load deferred (a no-op when it exists), then call the run done."""
-    ctx = context()
+def build_index(self: Task, collection: str, run_id: str, started: float | None = None) -> str:
+    """Build the vector index a bulk load deferred (a no-op when it exists), then call the run done. The task
+    waits for the build only until shortly before its own time limit, then sends itself again: the build goes
+    on in PostgreSQL, and the next attempt waits for it rather than start another. ``started``: when the run's
+    build began; ``worker.index_time_limit`` seconds after it, the build is cancelled and the run fails."""
+    until = time.monotonic() + _wait_seconds(context().settings)
+    ctx, started = context(), started or time.time()
+    limit = ctx.settings.worker.index_time_limit
     try:
         check_redeliveries(self)
-        ctx.indexer(collection).collection.ensure_index()
+        built = ctx.indexer(collection).collection.build_index(until=until, deadline=started + limit, limit=limit)
     except StoreUnavailable as exc:
-        retry_or_give_up(self, exc)
+        retry_or_give_up(self, exc, args=(collection, run_id), kwargs={"started": started})
         ctx.ledger.fail_run(run_id, f"the vector index could not be built: {exc}")
+        return "failed"
+    except StoreError as exc:  # past its limit, or refused: retrying would build it again to the same end
+        ctx.ledger.fail_run(run_id, str(exc))
+        log.error("run %s of %s failed: %s", run_id, collection, exc)
         return "failed"
     except Exception as exc:
         ctx.ledger.fail_run(run_id, f"the vector index could not be built: {type(exc).__name__}: {exc}")
         raise
-    progress = ctx.ledger.complete_run(run_id)
-    run_finished(collection, progress)
+    with delivered_again_if_unsent(self):
+        if not built:
+            log.info("the index build of %s (run %s) goes on: waiting for it again", collection, run_id)
+            send_build(collection, run_id, started=started)
+            return "indexing"
+        progress = ctx.ledger.complete_run(run_id)
+        run_finished(collection, progress)
     return str(progress.status)
+
+
+def _wait_seconds(settings: Settings) -> float:
+    """How long one ``build_index`` waits for its build: up to its soft time limit (or its hard one), less
+    ``BUILD_WAIT_MARGIN`` seconds for sending itself again (half the limit at most)."""
+    limit = soft_time_limit(settings.worker.time_limit, settings) or settings.worker.time_limit
+    return limit - min(BUILD_WAIT_MARGIN, limit / 2)
 
 
 @app.task(bind=True, name=RECONCILE, **_RETRIED)

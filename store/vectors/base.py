@@ -193,6 +193,18 @@ class Collection(StoredReads):
     def ensure_index(self) -> None:
         """Build the ANN index if it is missing (after a bulk load). Raises StoreUnavailable."""
 
+    def build_index(self, *, until: float, deadline: float, limit: int) -> bool:
+        """``ensure_index`` for a task that may wait only until ``until`` (``time.monotonic()``): True once
+        built, False when the build goes on without the caller (pgvector: in PostgreSQL), to be waited for
+        again. ``deadline`` (``time.time()``) ends the build, ``limit`` seconds after it began. Raises
+        StoreError when it cannot end by its deadline, StoreUnavailable."""
+        self.ensure_index()
+        return True
+
+    def build_progress(self) -> str | None:
+        """The index build under way, in one line (its phase, how far), or None. Raises StoreUnavailable."""
+        return None
+
     def declare_indexes(self, fields: IndexedFields) -> None:
         """Index these metadata fields for filters, creating what is missing (now, or after the collection
         was made), and refuse records whose value of one is not of its type. Raises StoreUnavailable."""

@@ -25,6 +25,7 @@ from store.errors import StoreError
 from store.vectors.base import Collection
 from store.vectors.filters import Filter
 from store.vectors.indexed import IndexedFields
+from store.vectors.pgvector.building import IndexBuild, build_lock_key, read_progress
 from store.vectors.pgvector.filters import compile_filter
 from store.vectors.pgvector.keywords import Delta, count_rows, drifted_terms, ranked
 from store.vectors.pgvector.planner import OVERSHOOT, Plan, Ranking, exact_search, observe, plan
@@ -272,12 +273,30 @@ class PgvectorCollection(Collection):
 
     def ensure_index(self) -> None:
         with self._store.transaction() as conn:
+            advisory_lock(conn, build_lock_key(self.table.name))  # a build left running by a task ends first
             advisory_lock(conn, self.table.name)
             self._prepare_build(conn)
             for index in bulk_indexes(self.table):
                 index.create(conn, checkfirst=True)
             segments.compact(driver(conn), self.table)
             self._analyze(conn)
+
+    def build_index(self, *, until: float, deadline: float, limit: int) -> bool:
+        with self._store.transaction() as conn:
+            rows = conn.execute(sa.select(sa.func.count()).select_from(self.table)).scalar_one()
+        megabytes = build_memory_mb(rows, dimensions=self.dimensions, m=self._store.schema.hnsw_m)
+        settings = {"maintenance_work_mem": f"{megabytes}MB"}
+        settings["max_parallel_maintenance_workers"] = str(self._store.index_build_workers)
+        build = IndexBuild(self._store.engine, self.table.name, bulk_indexes(self.table), settings=settings)
+        if not build.run(until=until, deadline=deadline, limit=limit):
+            return False
+        self.ensure_index()  # every index there: the keyword segments compacted, the statistics fresh
+        return True
+
+    def build_progress(self) -> str | None:
+        with self._store.transaction() as conn:
+            progress = read_progress(conn, self.table.name)
+        return None if progress is None else progress.describe()
 
     def recount_keywords(self) -> int:
         with self._store.transaction() as conn:
