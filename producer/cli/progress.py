@@ -14,7 +14,7 @@ from store.broker.queues import consumers_of
 from store.contract import BULK_QUEUE, WORKER_COMMAND
 from store.state.ledger import RunProgress, RunStatus
 
-__all__ = ["follow", "follow_bulk", "summary", "warn_if_no_consumer"]
+__all__ = ["BuildLook", "follow", "follow_bulk", "index_builds", "summary", "warn_if_no_consumer"]
 
 #: Seconds between progress polls of ``--wait``.
 POLL_SECONDS = 0.5
@@ -24,6 +24,8 @@ PLAIN_EVERY_SECONDS = 2.0
 NO_CONSUMER_AFTER_SECONDS = 2.0
 #: Seconds the workers get to answer that check.
 NO_CONSUMER_TIMEOUT = 1.5
+#: Seconds between looks at an ``indexing`` run's index build.
+BUILD_EVERY_SECONDS = 2.0
 
 
 def warn_if_no_consumer(producer: Any, queue: str) -> bool:
@@ -41,6 +43,48 @@ def warn_if_no_consumer(producer: Any, queue: str) -> bool:
         )
     )
     return True
+
+
+def index_builds(settings: Any, runs: list[RunProgress]) -> dict[str, Any]:
+    """The index build under way of each ``indexing`` run (its ``BuildProgress``, by run id), read from
+    PostgreSQL; what cannot be read is left out."""
+    look = BuildLook(settings)
+    try:
+        return {r.run_id: build for r in runs if (build := look.progress(r)) is not None}
+    finally:
+        look.close()
+
+
+class BuildLook:
+    """An ``indexing`` run's index build, as PostgreSQL reports it (``store.vectors.pgvector.building``)."""
+
+    def __init__(self, settings: Any) -> None:
+        self.settings, self.opened = settings, settings is None
+        self.watch: Any = None
+        self.last: Any = None
+        self.at = 0.0
+
+    def progress(self, run: RunProgress, *, every: float = 0.0) -> Any:
+        """The run's build under way (a ``BuildProgress``) or None; looked up at most ``every`` seconds."""
+        if run.status != RunStatus.INDEXING:
+            return None
+        if time.monotonic() - self.at >= every:
+            self.at, self.last = time.monotonic(), self._read(run.collection)
+        return self.last
+
+    def _read(self, collection: str) -> Any:
+        try:
+            if not self.opened:
+                from store.vectors.backends import build_watch
+
+                self.watch, self.opened = build_watch(self.settings), True
+            return None if self.watch is None else self.watch.progress(collection)
+        except Exception:  # the progress is a help: the run is followed all the same
+            return None
+
+    def close(self) -> None:
+        if self.watch is not None:
+            self.watch.close()
 
 
 class _Watch:
@@ -84,6 +128,7 @@ def _follow_bar(producer: Any, run_id: str, deadline: float | None, watch: _Watc
         TimeRemainingColumn(),
         TextColumn("[red]{task.fields[failed]} failed"),
     )
+    look = BuildLook(getattr(producer, "settings", None))
     with Progress(*columns, console=out, transient=False) as bar:
         task = bar.add_task("indexing", total=None, rate="", failed=0)
         start = time.monotonic()
@@ -96,27 +141,38 @@ def _follow_bar(producer: Any, run_id: str, deadline: float | None, watch: _Watc
                 completed=run.processed,
                 rate=f"{rate:,.0f} rec/s",
                 failed=run.failed,
-                description="building the vector index" if run.status == RunStatus.INDEXING else "indexing",
+                description=_building(look.progress(run, every=BUILD_EVERY_SECONDS))
+                if run.status == RunStatus.INDEXING
+                else "indexing",
             )
             if _settled(run):
+                look.close()
                 return run
             _give_up(run_id, deadline)
             watch.check()
             time.sleep(POLL_SECONDS)
 
 
+def _building(build: Any) -> str:
+    return "building the vector index" + (f": {build.describe()}" if build is not None else "")
+
+
 def _follow_plain(producer: Any, run_id: str, deadline: float | None, watch: _Watch) -> RunProgress:
     last_line, last_time = "", 0.0
+    look = BuildLook(getattr(producer, "settings", None))
     while True:
         run = producer.reindex_status(run_id)
+        build = look.progress(run, every=PLAIN_EVERY_SECONDS)
         line = (
             f"run {run_id}: {run.processed}/{run.total if run.total is not None else '?'} "
             f"(done {run.done}, skipped {run.skipped}, failed {run.failed}) {run.status}"
+            + (f"; {_building(build)}" if build is not None else "")
         )
         if line != last_line and (time.monotonic() - last_time >= PLAIN_EVERY_SECONDS or _settled(run)):
             print(line, flush=True)
             last_line, last_time = line, time.monotonic()
         if _settled(run):
+            look.close()
             return run
         _give_up(run_id, deadline)
         watch.check()

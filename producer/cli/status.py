@@ -26,6 +26,7 @@ from rich.text import Text
 
 from producer.cli.capture import capture_rows
 from producer.cli.console import guarded, open_producer, out, say
+from producer.cli.progress import index_builds
 from store.broker.queues import QueueState, WorkerState
 from store.calls.spend import Spent, total
 from store.contract import BULK_QUEUE, WORKER_COMMAND
@@ -78,6 +79,8 @@ class Snapshot:
     freshness_error: str = ""
     #: What each listed run spent, summed (``Ledger.runs_spend``, one read); a run that spent nothing is absent.
     spend: dict[str, Spent] = field(default_factory=dict)
+    #: The index build under way of each ``indexing`` run, by run id (``BuildProgress``, from PostgreSQL).
+    builds: dict[str, Any] = field(default_factory=dict)
 
 
 def stall_reason(
@@ -134,6 +137,7 @@ def snapshot(producer: Any, *, limit: int = 20, run_id: str | None = None) -> Sn
         _capture(producer.settings),
         *_freshness(producer.settings),
         spend={run_id: total(rows) for run_id, rows in spent.items()},
+        builds=index_builds(producer.settings, runs),
     )
 
 
@@ -190,6 +194,7 @@ def render(view: Snapshot) -> None:
     """Print the snapshot as tables; data is printed literally (never read as markup)."""
     _render_broker(view)
     _render_runs(view)
+    _render_builds(view)
     if view.capture:
         captured = _table("captured", "capture", "pending", "lag", "problem")
         for row in capture_rows(view.capture):
@@ -265,6 +270,15 @@ def _render_runs(view: Snapshot) -> None:
             say(f"run {ids[run.run_id]} ({run.collection}) is {run.error or 'paused'}")
 
 
+def _render_builds(view: Snapshot) -> None:
+    """Each ``indexing`` run's index build: its phase and how far, as PostgreSQL reports it."""
+    ids = short_ids([r.run_id for r, _ in view.runs])
+    for run, _ in view.runs:
+        build = view.builds.get(run.run_id)
+        if build is not None:
+            say(f"run {ids[run.run_id]} ({run.collection}) builds its index: {build.describe()}")
+
+
 def to_json(view: Snapshot) -> str:
     """The snapshot in full, as JSON."""
 
@@ -282,5 +296,6 @@ def to_json(view: Snapshot) -> str:
         "capture": [dict(asdict(c), problem=c.problem) for c in view.capture],
         "freshness": [asdict(f) for f in view.freshness],
         "freshness_error": view.freshness_error or None,
+        "index_builds": {run_id: asdict(build) for run_id, build in view.builds.items()},
     }
     return json.dumps(data, default=str, indent=2)

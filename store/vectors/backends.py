@@ -6,11 +6,16 @@ module imports the backends, never the other way round. Drivers load only when t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from store.errors import ConfigError
 from store.settings import Settings
 from store.vectors.base import DEFAULT_METRIC, Metric, QueryEmbedder, VectorStore
 
-__all__ = ["memory_store", "open_store"]
+if TYPE_CHECKING:
+    from store.vectors.pgvector.building import BuildWatch
+
+__all__ = ["build_watch", "memory_store", "open_store"]
 
 
 def memory_store(
@@ -51,3 +56,16 @@ def _backend(settings: Settings, embedder: QueryEmbedder | None) -> VectorStore:
     from store.vectors.qdrant import QdrantStore
 
     return QdrantStore.from_settings(settings, embedder=embedder)
+
+
+def build_watch(settings: Settings) -> BuildWatch | None:
+    """What reads the index builds under way of the ``[vectors]`` store, or None: only pgvector defers and
+    builds its indexes (``store.vectors.pgvector.building``). Raises ConfigError."""
+    vectors = settings.vectors
+    if vectors.store != "pgvector" or not vectors.url:
+        return None
+    from store.connect.postgres import make_engine
+    from store.vectors.pgvector.building import BuildWatch
+
+    engine = make_engine(vectors.url, setting="vectors.url", network=settings.network, pool_size=1)
+    return BuildWatch(engine, vectors.table_prefix)

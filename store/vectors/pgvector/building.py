@@ -23,7 +23,7 @@ from sqlalchemy.schema import CreateIndex
 
 from store.errors import StoreError, StoreUnavailable
 
-__all__ = ["BUILD_LIMIT_SETTING", "BuildProgress", "IndexBuild", "build_lock_key", "read_progress"]
+__all__ = ["BUILD_LIMIT_SETTING", "BuildProgress", "BuildWatch", "IndexBuild", "build_lock_key", "read_progress"]
 
 _log = logging.getLogger(__name__)
 
@@ -78,14 +78,15 @@ class BuildProgress:
         return None
 
     def describe(self) -> str:
-        """One line: ``HNSW build of notes_embedding_idx: loading tuples 12,000/40,000 (30%), 12 s``."""
+        """One line: ``vs_notes_embedding_idx: building index: loading tuples 12,000/40,000 tuples (30%), 12 s``."""
         counts = ""
         if self.tuples_total:
             counts = f" {self.tuples_done:,}/{self.tuples_total:,} tuples"
         elif self.blocks_total:
             counts = f" {self.blocks_done:,}/{self.blocks_total:,} blocks"
         share = "" if self.fraction is None else f" ({self.fraction:.0%})"
-        return f"{self.index or 'index'}: {self.phase}{counts}{share}, {self.seconds:.0f} s"
+        where = f"{self.index}: " if self.index else ""
+        return f"{where}{self.phase}{counts}{share}, {self.seconds:.0f} s"
 
 
 def read_progress(conn: sa.Connection, table: str) -> BuildProgress | None:
@@ -104,6 +105,25 @@ def read_progress(conn: sa.Connection, table: str) -> BuildProgress | None:
         tuples_done=int(row.tuples_done),
         tuples_total=int(row.tuples_total),
     )
+
+
+class BuildWatch:
+    """The builds under way of a store's tables, for ``status`` and ``reindex --wait``: one engine, and no store
+    opened (nothing created, nothing locked)."""
+
+    def __init__(self, engine: sa.Engine, table_prefix: str) -> None:
+        self.engine, self.table_prefix = engine, table_prefix
+
+    def progress(self, collection: str) -> BuildProgress | None:
+        """The build of ``collection``'s indexes under way, or None. Raises StoreUnavailable."""
+        try:
+            with self.engine.connect() as conn:
+                return read_progress(conn, self.table_prefix + collection)
+        except sa.exc.DBAPIError as exc:
+            raise StoreUnavailable(f"PostgreSQL could not be asked for the index builds: {exc}") from exc
+
+    def close(self) -> None:
+        self.engine.dispose()
 
 
 class IndexBuild:

@@ -7,17 +7,22 @@ CREATE INDEX waits for it), released when the test has seen tasks hand the waiti
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 import redis
 import sqlalchemy as sa
+import typer
 from celery import Celery
 
+from producer.cli.progress import follow
 from store.broker.config import celery_config
+from store.broker.producer import Producer
 from store.connect.postgres import engine_url
 from store.contract import BUILD_INDEX, BULK_QUEUE, RunStatus
 from store.settings import load_settings
@@ -27,7 +32,7 @@ from store.vectors import VectorRecord
 from store.vectors.backends import open_store
 from store.vectors.pgvector.building import BuildProgress, read_progress
 from tests.backends import unique_name
-from tests.workers import Psql, celery_worker, wait_for, worker_sections
+from tests.workers import Psql, celery_worker, run_cli, wait_for, worker_sections
 
 #: A task's limit of 4 s (an attempt waits 2 s of it); the build's own limit per test.
 LIMITS = {"time_limit": 4, "visibility_timeout": 6}
@@ -117,6 +122,22 @@ def _progress(database: str, table: str) -> BuildProgress | None:
         engine.dispose()
 
 
+def _shows_the_build(config: Path, run_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``status`` (and its JSON) and ``reindex --wait``'s progress lines show the build and where it is."""
+    shown = run_cli(config, "status", "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["index_builds"][run_id]["phase"] == "waiting for a lock"
+    assert "builds its index: waiting for a lock, " in run_cli(config, "status").stdout
+    producer = Producer(load_settings(config))
+    try:
+        with pytest.raises(typer.Exit):
+            follow(producer, run_id, timeout=1)  # still running after 1 s: it gives up, having printed its line
+    finally:
+        producer.close()
+    line = f"run {run_id}: 200/200 (done 200, skipped 0, failed 0) indexing; building the vector index: waiting for a "
+    assert line in capsys.readouterr().out
+
+
 def _indexes(database: str, table: str) -> set[str]:
     sql = Psql(database)
     try:
@@ -126,7 +147,7 @@ def _indexes(database: str, table: str) -> set[str]:
 
 
 def test_a_build_longer_than_a_tasks_time_limit_goes_on_in_postgresql_and_its_run_ends_done(
-    tmp_path: Path, broker_redis_url: str, postgres_url: str
+    tmp_path: Path, broker_redis_url: str, postgres_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Before: the task was killed at its limit, redelivered and started the build again, forever."""
     redis.Redis.from_url(broker_redis_url).flushdb()
@@ -141,6 +162,7 @@ def test_a_build_longer_than_a_tasks_time_limit_goes_on_in_postgresql_and_its_ru
             progress = _progress(postgres_url, table)
             assert progress is not None and progress.phase == "waiting for a lock"
             assert _run(postgres_url, run_id).status == RunStatus.INDEXING
+            _shows_the_build(config, run_id, capsys)
         wait_for(lambda: _run(postgres_url, run_id).status.ended, timeout=60, what="the run to end")
     run = _run(postgres_url, run_id)
     assert run.status == RunStatus.DONE, run.error
