@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 
 #: Seconds a build_index attempt keeps, before its time limit, to send itself again.
 BUILD_WAIT_MARGIN = 10.0
+#: Seconds one build_index attempt waits for its build at most: a worker shutting down waits no longer for it.
+BUILD_WAIT_SECONDS = 60.0
 
 #: Every task: a backend that cannot be reached where no finer rule applies (building this process's context,
 #: opening a run) retries the task with backoff, never loses it.
@@ -205,10 +207,10 @@ def build_index(self: Task, collection: str, run_id: str, started: float | None 
 
 
 def _wait_seconds(settings: Settings) -> float:
-    """How long one ``build_index`` waits for its build: up to its soft time limit (or its hard one), less
-    ``BUILD_WAIT_MARGIN`` seconds for sending itself again (half the limit at most)."""
+    """How long one ``build_index`` waits for its build: ``BUILD_WAIT_SECONDS``, and up to its soft time limit
+    (or its hard one) less ``BUILD_WAIT_MARGIN`` seconds for sending itself again (half the limit at most)."""
     limit = soft_time_limit(settings.worker.time_limit, settings) or settings.worker.time_limit
-    return limit - min(BUILD_WAIT_MARGIN, limit / 2)
+    return min(BUILD_WAIT_SECONDS, limit - min(BUILD_WAIT_MARGIN, limit / 2))
 
 
 @app.task(bind=True, name=RECONCILE, **_RETRIED)

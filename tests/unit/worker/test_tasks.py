@@ -179,3 +179,12 @@ def test_a_sweep_sends_again_at_most_so_many_pushes_and_marks_them_sent(monkeypa
         assert pushed.send_lost("docs", at_most=2) == 2
         assert [t.args[1] for t in queue.pending] == ["d0", "d1"]
     assert [p.id for p in kept.kept] == ["d0", "d1"] and all(p.sent_at > 0 for p in kept.kept)
+
+
+def test_a_build_index_task_waits_a_minute_at_most_and_leaves_before_its_time_limit() -> None:
+    """The build goes on in PostgreSQL: the task only waits for it, in steps a shutdown or a limit never cuts."""
+    from store.settings import Settings
+
+    assert tasks._wait_seconds(Settings()) == tasks.BUILD_WAIT_SECONDS
+    short = Settings(worker={"time_limit": 4}, broker={"visibility_timeout": 6})
+    assert tasks._wait_seconds(short) == 2  # no soft limit at 4 s: half the hard one
