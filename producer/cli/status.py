@@ -249,6 +249,7 @@ def spent_cells(spent: Spent | None) -> tuple[str, str]:
 def _render_runs(view: Snapshot) -> None:
     ids = short_ids([r.run_id for r, _ in view.runs])
     runs = _table("run", "collection", "kind", "status", "progress", "failed", "tokens", "cost", "started")
+    runs.columns[0].no_wrap = True  # an id is what a reader copies: whole, the other cells fold around it
     for run, stalled in view.runs:
         progress = f"{run.processed}/{run.total if run.total is not None else '?'}"
         status = Text("stalled", style="red") if stalled else Text(str(run.status))

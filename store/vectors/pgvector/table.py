@@ -235,7 +235,8 @@ class PgvectorCollection(Collection):
 
     def _chunk_digests(self, record_ids: list[str]) -> list[ChunkDigest]:
         t = self.table
-        text_hash = sa.func.encode(t.c.text_hash, "hex")
+        # The text hashed as it is stored, not the text_hash column: verify checks the text itself.
+        text_hash = sa.func.encode(sa.func.sha256(sa.func.convert_to(t.c.text, "UTF8")), "hex")
         columns = (t.c.id, t.c.record_id, t.c.chunk, text_hash, t.c.model, sa.func.vector_dims(t.c.embedding))
         query = sa.select(*columns).where(t.c.record_id.in_(record_ids))
         with self._store.transaction() as conn:

@@ -74,6 +74,7 @@ def rig(tmp_path: Path, broker_redis_url: str, scratch_redis_url: str, postgres_
                 collection=collection,
                 max_tokens=32,
                 overlap=4,
+                extra=f"[collections.{collection}.search]\nkeywords = true\n",  # verify recounts its statistics
             )
         )
         settings = load_settings(config)
@@ -103,8 +104,8 @@ def test_verify_finds_each_drift_and_repair_fixes_them_all_with_nothing_else_cha
         rig.sql(f"UPDATE {rig.table} SET text = 'tampered words' WHERE id = '{text}:1'")  # text not its hash
         rig.sql(  # an orphan chunk: a record neither the ledger nor the source has
             f"INSERT INTO {rig.table} (id, record_id, chunk, embedding, text, metadata, model, keywords, "
-            "keyword_length) SELECT '999:0', '999', 0, embedding, text, "
-            "jsonb_set(metadata, '{record_id}', '\"999\"'), model, keywords, keyword_length "
+            "keyword_length, text_hash) SELECT '999:0', '999', 0, embedding, text, "
+            "jsonb_set(metadata, '{record_id}', '\"999\"'), model, keywords, keyword_length, text_hash "
             f"FROM {rig.table} WHERE id = '2:0'"
         )
         rig.sql(f"DELETE FROM {rig.table} WHERE id = '{shorter}:{ledger[shorter].chunks - 1}'")  # one chunk fewer
