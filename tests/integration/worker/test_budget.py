@@ -116,7 +116,7 @@ def _assert_store_is_the_ledger(world: Capped) -> set[str]:
     return indexed
 
 
-@pytest.mark.parametrize("concurrency", [1, 2])
+@pytest.mark.parametrize("concurrency", [2])  # two processes: the cap holds only through the shared total
 def test_a_capped_first_load_pauses_at_its_cap_and_resumes_to_done_with_every_record_once(
     capped: Capped, concurrency: int
 ) -> None:
