@@ -35,6 +35,7 @@ from typing import Any
 import redis
 import sqlalchemy as sa
 
+from bench.provider_calls import wait_done
 from bench.report import Row, print_table
 from producer.client import Producer
 from store.client import Client
@@ -44,7 +45,14 @@ from store.settings import Settings, load_settings
 from store.state.ledger import RunStatus
 from tests.fake_openai import FakeOpenAI
 from tests.services import embedded_postgres, redis_server
-from tests.workers import CrmTable, celery_worker, expected_chunks, settings_toml, sql_collection, stored_chunks
+from tests.workers import (
+    CrmTable,
+    celery_worker,
+    expected_chunks,
+    settings_toml,
+    sql_collection,
+    stored_chunks,
+)
 from worker.planning import PlanReading
 
 __all__ = ["run"]
@@ -118,17 +126,6 @@ def _plan(settings: Settings, collection: str, chain: list[str] | None = None) -
         return client.plan(collection, reader=reading, chain=chain)
 
 
-def _wait(producer: Producer, run_id: str, *, timeout: float = 900) -> Any:
-    start = time.perf_counter()
-    while not (progress := producer.reindex_status(run_id)).status.ended:
-        if time.perf_counter() - start > timeout:
-            raise RuntimeError(f"run {run_id} still {progress.status} after {timeout} s")
-        time.sleep(0.1)
-    if progress.status != RunStatus.DONE or progress.failed:
-        raise RuntimeError(f"run {run_id} ended {progress.status}: {progress}")
-    return progress
-
-
 def _compare(
     name: str, settings: Settings, openai: FakeOpenAI, start: Callable[[Producer], str], chain: list[str] | None = None
 ) -> Compared:
@@ -139,7 +136,7 @@ def _compare(
     producer = Producer(settings)
     try:
         began = time.perf_counter()
-        progress = _wait(producer, start(producer))
+        progress = wait_done(producer, start(producer))
         ran = time.perf_counter() - began
     finally:
         producer.close()
@@ -214,7 +211,7 @@ def _budget(settings: Settings, database: str, crm: CrmTable, openai: FakeOpenAI
         written = {key: chunk for key, chunk in expected.items() if key.split(":")[0] in indexed}
         same = {key.split(":")[0] for key in stored} == indexed and stored == written
         producer.resume(run_id, max_tokens=plan.tokens * 10)
-        done = _wait(producer, run_id)
+        done = wait_done(producer, run_id)
     finally:
         producer.close()
     lost, duplicated = _chunks_off(expected, stored_chunks(database, table), _rows(database, table))

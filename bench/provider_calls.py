@@ -30,7 +30,7 @@ from bench.report import Row, print_table
 from producer.client import Producer
 from store.connect.postgres import engine_url
 from store.settings import Settings, load_settings
-from store.state.ledger import RunStatus
+from store.state.ledger import RunProgress, RunStatus
 from tests.fake_openai import FakeOpenAI
 from tests.services import embedded_postgres, redis_server
 from tests.workers import CrmTable, celery_worker, expected_chunks, settings_toml
@@ -114,16 +114,24 @@ def _batches(database: str, run_id: str) -> int:
         engine.dispose()
 
 
+def wait_done(producer: Producer, run_id: str, *, timeout: float = 900) -> RunProgress:
+    """Wait for run ``run_id`` to end; its progress. Raises when it ends other than done with no failure, or
+    outlasts ``timeout``."""
+    start = time.perf_counter()
+    while not (progress := producer.reindex_status(run_id)).status.ended:
+        if time.perf_counter() - start > timeout:
+            raise RuntimeError(f"run {run_id} still {progress.status} after {timeout} s")
+        time.sleep(0.1)
+    if progress.status != RunStatus.DONE or progress.failed:
+        raise RuntimeError(f"run {run_id} ended {progress.status}: {progress}")
+    return progress
+
+
 def _reindex(producer: Producer, collection: str, *, timeout: float = 900) -> tuple[str, float]:
     """Run a reindex to its end; its run id and duration. Raises when it fails or outlasts ``timeout``."""
     start = time.perf_counter()
     run_id = producer.reindex_all(collection)
-    while not (progress := producer.reindex_status(run_id)).status.ended:
-        if time.perf_counter() - start > timeout:
-            raise RuntimeError(f"reindex {run_id} still {progress.status} after {timeout} s")
-        time.sleep(0.1)
-    if progress.status != RunStatus.DONE or progress.failed:
-        raise RuntimeError(f"reindex {run_id} ended {progress.status}: {progress}")
+    wait_done(producer, run_id, timeout=timeout)
     return run_id, time.perf_counter() - start
 
 
