@@ -117,11 +117,11 @@ def _assert_searches(lines: list[str]) -> None:
 def _clean_env(home: Path) -> dict[str, str]:
     """The machine's environment as a new user has it: a fresh HOME, no VECTORSYNC_*, no active venv.
 
-    The real pip cache stays (PIP_CACHE_DIR), so packages are not downloaded again.
+    The real pip and uv caches stay (PIP_CACHE_DIR, UV_CACHE_DIR), so packages are not downloaded again.
     """
-    real_cache = os.environ.get("PIP_CACHE_DIR") or str(
-        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pip"
-    )
+    caches = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    pip_cache = os.environ.get("PIP_CACHE_DIR") or str(caches / "pip")
+    uv_cache = os.environ.get("UV_CACHE_DIR") or str(caches / "uv")
     env = {
         k: v
         for k, v in child_env().items()
@@ -133,7 +133,13 @@ def _clean_env(home: Path) -> dict[str, str]:
         for entry in env.get("PATH", "").split(os.pathsep)
         if entry and not (Path(entry).parent / "pyvenv.cfg").exists()
     ]
-    env.update(HOME=str(home), PATH=os.pathsep.join(path), PIP_CACHE_DIR=real_cache, PYTHONUNBUFFERED="1")
+    env.update(
+        HOME=str(home),
+        PATH=os.pathsep.join(path),
+        PIP_CACHE_DIR=pip_cache,
+        UV_CACHE_DIR=uv_cache,
+        PYTHONUNBUFFERED="1",
+    )
     return env
 
 
