@@ -228,6 +228,7 @@ def _last_write(world: World) -> tuple[object, ...]:
     return (*row, ledger)
 
 
+@pytest.mark.parametrize("broker", ["redis"], indirect=True)  # row locks in PostgreSQL, whatever the broker
 def test_concurrent_index_tasks_for_changing_rows_leave_no_stale_or_duplicate_chunk(world: World) -> None:
     ids = list(range(1, 21))
     world.crm.insert([note(i) for i in ids])
@@ -264,6 +265,7 @@ def _wait_idle(app: Celery) -> None:
     wait_for(idle, timeout=60, what="the workers to go idle")
 
 
+@pytest.mark.parametrize("broker", ["redis"], indirect=True)  # the pipeline's failures rows
 def test_a_record_the_provider_rejects_lands_in_failures_and_retries_once_fixed(world: World) -> None:
     rows = [note(i) for i in range(1, 41)]
     rows[16]["body"] = "this text carries POISON the provider refuses"
@@ -307,6 +309,7 @@ def test_a_live_update_is_indexed_while_a_big_reindex_runs(world: World) -> None
     producer.close()
 
 
+@pytest.mark.parametrize("broker", ["redis"], indirect=True)  # the ledger's sweep
 def test_full_reindex_removes_gone_records_and_refuses_to_empty(world: World) -> None:
     world.crm.insert([note(i) for i in range(1, 31)])
     with celery_worker(world.config):
@@ -322,6 +325,7 @@ def test_full_reindex_removes_gone_records_and_refuses_to_empty(world: World) ->
         assert world.stored() == {}
 
 
+@pytest.mark.parametrize("broker", ["redis"], indirect=True)  # what the CLI draws
 def test_reindex_wait_draws_a_bar_on_a_terminal_and_lines_on_a_pipe(world: World) -> None:
     world.crm.insert([note(i) for i in range(1, 301)])
     with celery_worker(world.config):
@@ -333,6 +337,7 @@ def test_reindex_wait_draws_a_bar_on_a_terminal_and_lines_on_a_pipe(world: World
 
 # A port of its own for the metrics server; a fixed id, so that every xdist worker collects the same test.
 @pytest.mark.parametrize("world", [free_port()], indirect=True, ids=["metrics-port"])
+@pytest.mark.parametrize("broker", ["redis"], indirect=True)  # the worker's own metrics server
 def test_worker_metrics_are_scraped_after_real_work(world: World) -> None:
     import urllib.request
 
@@ -366,6 +371,7 @@ def test_a_live_record_whose_provider_fails_for_a_while_is_retried_and_indexed(w
     producer.close()
 
 
+@pytest.mark.parametrize("broker", ["redis"], indirect=True)  # the push source
 def test_pushed_documents_are_indexed_and_deleted_through_the_worker(world: World, postgres_url: str) -> None:
     pushed = f"{world.collection}_pushed"
     producer = world.producer()

@@ -241,6 +241,7 @@ def _progress(ops: Ops, run_id: str) -> int:
         ledger.close()
 
 
+@pytest.mark.parametrize("ops", ["redis"], indirect=True)  # what status draws, whatever the broker
 def test_status_fits_80_columns_on_a_terminal_without_cutting_ids(ops: Ops) -> None:
     ops.crm.insert([note(i) for i in range(1, 21)])
     with celery_worker(ops.config, name="a-worker-with-a-rather-long-name"):
