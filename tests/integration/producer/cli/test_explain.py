@@ -22,6 +22,7 @@ from store.settings import load_settings
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
 from tests.workers import CrmTable, celery_worker, note, run_cli, settings_toml, wait_for
+from worker.explaining import SourceReading
 
 pytestmark = pytest.mark.slow
 
@@ -39,6 +40,14 @@ class Rig:
         result = run_cli(self.config, "explain", self.collection, record_id, "--json")
         assert result.returncode == 0, result.stderr
         return dict(json.loads(result.stdout))
+
+    def state(self, record_id: str) -> str:
+        """The verdict's state as this process reads it: a poll that starts no CLI process each time."""
+        reading = SourceReading(self.client)
+        try:
+            return str(self.client.explain(self.collection, record_id, source=reading).verdict.state)
+        finally:
+            reading.close()
 
     def indexed(self, *ids: str) -> bool:
         return len(self.client.ledger.entries(self.collection, list(ids))) == len(ids)
@@ -119,15 +128,19 @@ def test_each_verdict_as_the_command_prints_it(rig: Rig) -> None:
     assert gone["verdict"]["line"].endswith(f"run `vectorsync index {rig.collection} 3` to delete them")
 
     with celery_worker(rig.config):  # the queued change, then the fixes the verdicts named
-        wait_for(lambda: rig.explain("1")["verdict"]["state"] == "current", timeout=60, what="record 1 current")
+        wait_for(lambda: rig.state("1") == "current", timeout=60, what="record 1 current")
+        assert rig.explain("1")["verdict"]["state"] == "current"
         assert run_cli(rig.config, "index", rig.collection, "3").returncode == 0
-        wait_for(lambda: rig.explain("3")["chunks"] == [], timeout=60, what="record 3's chunks deleted")
+        wait_for(
+            lambda: not rig.client.explain(rig.collection, "3").chunks, timeout=60, what="record 3's chunks deleted"
+        )
         assert rig.explain("3")["verdict"]["line"] == "gone from the source: nothing of it is stored, as it should be"
         repaired = run_cli(rig.config, "verify", rig.collection, "--repair")
         assert repaired.returncode == 1 and "sent to be indexed again" in repaired.stdout, (
             repaired.stdout + repaired.stderr
         )
-        wait_for(lambda: rig.explain("2")["verdict"]["state"] == "current", timeout=60, what="record 2 repaired")
+        wait_for(lambda: rig.state("2") == "current", timeout=60, what="record 2 repaired")
+        assert rig.explain("2")["verdict"]["state"] == "current"
 
 
 def test_the_text_form_ends_with_the_verdict_and_bad_input_exits_2(rig: Rig) -> None:
