@@ -297,6 +297,20 @@ class VectorSettings(Section):
     #: Parallel workers PostgreSQL may use to build an HNSW index (besides its leader): this machine's cores
     #: less one, a guess that holds where the database runs on a machine of the same size.
     index_build_workers: int = Field(default_factory=lambda: max(0, (os.cpu_count() or 2) - 1), ge=0, le=64)
+    #: How pgvector stores and indexes embeddings: "float" as ``vector(d)`` (4 bytes a dimension), "half" as
+    #: ``halfvec(d)`` (2 bytes, HNSW with ``halfvec_*_ops``). Above 2000 dimensions the column is halfvec
+    #: whatever this says (pgvector's HNSW indexes vector only up to 2000). pgvector only: another store with
+    #: "half" is refused. A table keeps the precision it was made with; opening it with the other is refused.
+    precision: Literal["float", "half"] = "float"
+
+    @model_validator(mode="after")
+    def _half_is_pgvector_only(self) -> VectorSettings:
+        if self.precision == "half" and self.store != "pgvector":
+            raise ValueError(
+                f'precision "half" is a pgvector storage (halfvec); the {self.store} store keeps float vectors: '
+                'set vectors.precision = "float", or use vectors.store = "pgvector"'
+            )
+        return self
 
 
 class ChunkerSettings(Section):

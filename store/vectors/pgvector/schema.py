@@ -1,8 +1,8 @@
 """The table of a pgvector collection: its columns and indexes, built and checked.
 
 Table ``<prefix><name>``: ``id`` (primary key), ``record_id`` (btree),
-``chunk``, ``embedding`` (``vector(d)``, ``halfvec(d)`` above 2000
-dimensions, HNSW for the metric), ``text``, ``metadata`` (jsonb, GIN),
+``chunk``, ``embedding`` (``vector(d)``; ``halfvec(d)`` with ``vectors.precision = "half"`` and always above 2000
+dimensions; HNSW for the metric), ``text``, ``metadata`` (jsonb, GIN),
 ``model``, ``updated_at``, ``text_hash`` (the sha256 of ``text`` as UTF-8, 32 bytes: ``text_digest``; btree
 with ``model``, for the vectors stored for a text), and for keyword search ``keywords`` (jsonb ``{term: tf}``, GIN) and
 ``keyword_length``, with the statistics table ``<table>_kwstats`` (``keywords.py``) and the segments tables
@@ -16,8 +16,10 @@ numbered steps of ``upgrades.py``, in one transaction under the table's advisory
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Literal
 
 import sqlalchemy as sa
 from pgvector.sqlalchemy import HALFVEC, VECTOR
@@ -35,6 +37,7 @@ from store.vectors.pgvector.upgrades import mark_analyzer, record_version, upgra
 __all__ = [
     "MAX_HALFVEC_DIMENSIONS",
     "MAX_VECTOR_DIMENSIONS",
+    "Precision",
     "Schema",
     "bulk_indexes",
     "embedding_type",
@@ -51,6 +54,10 @@ MAX_HALFVEC_DIMENSIONS = 4000
 MAX_TABLE_NAME = 63 - len("_embedding_idx")
 _OPS = {"cosine": "cosine", "dot": "ip", "euclidean": "l2"}
 _FIX = "drop the table or use another collection name"
+_TYPE = re.compile(r"(?P<kind>vector|halfvec)\((?P<dimensions>\d+)\)")
+
+#: How embeddings are stored: ``vector`` (4 bytes a dimension) or ``halfvec`` (2 bytes), ``vectors.precision``.
+Precision = Literal["float", "half"]
 
 
 @dataclass
@@ -62,6 +69,7 @@ class Schema:
     hnsw_m: int
     hnsw_ef_construction: int
     table_prefix: str
+    precision: Precision = "float"
     _metadata: sa.MetaData = field(default_factory=sa.MetaData, repr=False)
 
     def __post_init__(self) -> None:
@@ -73,7 +81,8 @@ class Schema:
 
     @property
     def half(self) -> bool:
-        return self.dimensions > MAX_VECTOR_DIMENSIONS
+        """Whether the column is halfvec: asked for, or forced above 2000 dimensions."""
+        return self.precision == "half" or self.dimensions > MAX_VECTOR_DIMENSIONS
 
     @property
     def vector_type(self) -> str:
@@ -136,7 +145,7 @@ class Schema:
     def ensure(self, conn: sa.Connection, name: str, analyzer: Analyzer | None) -> sa.Table:
         """Create the table of ``name`` at the current schema version if missing, else upgrade it (``upgrades.py``),
         its keyword terms made by ``analyzer`` (None: it keeps none, its keyword columns stay empty).
-        Raises ConfigError (another size or metric), SchemaTooNew."""
+        Raises ConfigError (another size, precision or metric), SchemaTooNew. Nothing stored is changed by a refusal."""
         table = self.table(name)
         advisory_lock(conn, table.name)
         found = embedding_type(conn, table.name)
@@ -147,15 +156,32 @@ class Schema:
                 part.create(conn)
             mark_analyzer(conn, table.name, analyzer)
             record_version(conn, table.name)
-        elif found != f"{self.vector_type}({self.dimensions})":
-            raise ConfigError(
-                f"table {table.name!r} of collection {name!r} holds embeddings of type {found}; "
-                f"settings say {self.vector_type}({self.dimensions}) (vectors.dimensions): {_FIX}"
-            )
+        elif found != self.column_type:
+            self._refuse(found, table.name, name)
         else:
             self._check_metric(conn, table.name, name)
             upgrade(conn, table, analyzer)
         return table
+
+    @property
+    def column_type(self) -> str:
+        """The embedding column's type as PostgreSQL prints it: ``vector(384)``, ``halfvec(384)``."""
+        return f"{self.vector_type}({self.dimensions})"
+
+    def _refuse(self, found: str, table_name: str, name: str) -> None:
+        """A table whose column is another type: of another size, or of the same size at the other precision."""
+        match = _TYPE.fullmatch(found)
+        if match is None or int(match["dimensions"]) != self.dimensions or self.dimensions > MAX_VECTOR_DIMENSIONS:
+            raise ConfigError(
+                f"table {table_name!r} of collection {name!r} holds embeddings of type {found}; "
+                f"settings say {self.column_type} (vectors.dimensions): {_FIX}"
+            )
+        made_with = "half" if match["kind"] == "halfvec" else "float"
+        raise ConfigError(
+            f"table {table_name!r} of collection {name!r} holds embeddings of type {found}; settings say "
+            f'{self.column_type} (vectors.precision = "{self.precision}"): set vectors.precision = "{made_with}" '
+            f"to use the table as it is, or {_FIX} and reindex"
+        )
 
     def _check_metric(self, conn: sa.Connection, table_name: str, name: str) -> None:
         """An HNSW index built for another metric would never be used: refuse, naming both."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import sqlalchemy as sa
@@ -38,6 +38,7 @@ class PgvectorTuning:
     table_prefix: str = default(VectorSettings, "table_prefix")
     exact_search_rows: int = default(VectorSettings, "exact_search_rows")
     index_build_workers: int = default(VectorSettings, "index_build_workers")
+    precision: Literal["float", "half"] = default(VectorSettings, "precision")
     pool_size: int = 5
 
     @classmethod
@@ -50,6 +51,7 @@ class PgvectorTuning:
             table_prefix=vectors.table_prefix,
             exact_search_rows=vectors.exact_search_rows,
             index_build_workers=vectors.index_build_workers,
+            precision=vectors.precision,
         )
 
 
@@ -73,6 +75,7 @@ class PgvectorStore(VectorStore):
             hnsw_m=tuning.hnsw_m,
             hnsw_ef_construction=tuning.hnsw_ef_construction,
             table_prefix=tuning.table_prefix,
+            precision=tuning.precision,
         )
         self.url = url
         self.safe_url = safe_url(url)

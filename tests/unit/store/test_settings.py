@@ -194,3 +194,28 @@ def test_a_key_like_setting_is_still_hidden_in_messages(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         load_settings(write(tmp_path, text))
     assert "sk-not" not in str(caught.value)
+
+
+def test_vectors_precision_is_float_by_default_and_half_on_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert load_settings(write(tmp_path, "")).vectors.precision == "float"
+    assert load_settings(write(tmp_path, '[vectors]\nprecision = "half"\n')).vectors.precision == "half"
+    monkeypatch.setenv("VECTORSYNC_VECTORS__PRECISION", "half")
+    assert load_settings(write(tmp_path, "")).vectors.precision == "half"
+
+
+def test_a_vectors_precision_other_than_float_or_half_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"setting vectors.precision = 'double' is not allowed: .*'float' or 'half'"):
+        load_settings(write(tmp_path, '[vectors]\nprecision = "double"\n'))
+
+
+@pytest.mark.parametrize("store", ["memory", "qdrant"])
+def test_half_precision_with_another_store_than_pgvector_is_refused_at_load(tmp_path: Path, store: str) -> None:
+    text = f'[vectors]\nstore = "{store}"\nurl = "http://127.0.0.1:6333"\nprecision = "half"\n'
+    expected = (
+        f'precision "half" is a pgvector storage \\(halfvec\\); the {store} store keeps float vectors: '
+        'set vectors.precision = "float", or use vectors.store = "pgvector"'
+    )
+    with pytest.raises(ConfigError, match=expected):
+        load_settings(write(tmp_path, text))

@@ -68,7 +68,15 @@ def test_store_tuning_defaults_are_the_vector_settings(tuning: Any) -> None:
 
 
 def test_pgvector_takes_every_index_setting_from_the_settings() -> None:
-    index = ("hnsw_m", "hnsw_ef_construction", "ef_search", "table_prefix", "exact_search_rows", "index_build_workers")
+    index = (
+        "hnsw_m",
+        "hnsw_ef_construction",
+        "ef_search",
+        "table_prefix",
+        "exact_search_rows",
+        "index_build_workers",
+        "precision",
+    )
     defaults = signature_defaults(PgvectorTuning)
     assert {k: defaults.get(k, "no such parameter") for k in index} == {k: getattr(DEFAULTS.vectors, k) for k in index}
 
