@@ -12,7 +12,8 @@ labelled sets (``bench/quality.py``), change capture (freshness, a bulk
 UPDATE against a reindex, the trigger's cost to writers), HNSW build
 parameters (build time, recall and latency per ``hnsw_m`` and
 ``hnsw_ef_construction``, ``bench/hnsw_sweep.py``), ``verify`` on 100,000 and
-1,000,000 chunks (time and peak memory, full and sampled, ``bench/verify_scale.py``), and indexing against
+1,000,000 chunks (time and peak memory, full and sampled, ``bench/verify_scale.py``), the bill (``bench/bill.py``),
+the whole pipeline at 10,000 to 1,000,000 records (``bench/scale.py``), and indexing against
 LangChain's ``index()`` with ``PGVector`` (``bench/peer.py``; its packages:
 ``scripts/bench-peer``). Benchmarks are never collected as tests; ``--quick`` is
 a smoke run of a few minutes. With ``--only``, the rows of the sections not run
@@ -48,6 +49,7 @@ SECTIONS = {
     "hnsw": "bench.hnsw_sweep",
     "verify": "bench.verify_scale",
     "bill": "bench.bill",
+    "scale": "bench.scale",
 }
 
 

@@ -1,0 +1,375 @@
+"""A million records through the whole pipeline: each phase's cost per record at 10,000 to 1,000,000 records,
+the storage limit at each size, and what each part holds in memory and on disk.
+
+    .venv/bin/python -m bench.scale [--sizes 10000,20000,100000,1000000] [--quick]
+
+Each size gets a system of its own: Redis, the bench's PostgreSQL with pgvector (``bench.servers``), two
+``celery worker`` processes of one pool process each, and the in-process ``fake`` embedder at DIMENSIONS
+dimensions with no embedding cache (no model, no network, nothing kept per text: the figures are vectorsync's
+own cost). The source is the pipeline bench's corpus (``bench.pipeline.notes``: 20 to 200 words a note, about
+1.4 chunks of 256 tokens). The phases, in order:
+
+- first index: ``reindex`` into the empty collection until its run ends ``done`` (HNSW built: searchable),
+  and the limit on the same rows (``bench.limit``: a raw binary COPY and the same index builds);
+- unchanged: ``reindex`` again, nothing changed;
+- 1% edit: one UPDATE of 1% of the rows (``updated_at`` moved), then ``reindex``;
+- reconcile: a reconcile sweep (``Producer.reconcile``) to its end;
+- capture burst: change capture on, one UPDATE of another 1% of the rows, until the outbox is empty and every
+  edited record's new text is stored;
+- ``vectorsync status`` and ``vectorsync doctor``: wall time of the command.
+
+Per record: a phase's seconds over the records it concerns (the edits' over the edited records). Peak RSS is
+sampled every 0.5 s over every process of both workers; Redis's peak is its own ``used_memory_peak``.
+At the size KEYWORDS_AT, the same first index runs again into a collection with keyword indexing on
+(``search.keywords``), for what keyword indexing costs the bulk path. The curve of per-record cost against
+records, on log axes, is drawn to ``docs/img/scale.png``. Never run as a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+import redis
+
+from bench.limit import measure
+from bench.pipeline import notes
+from bench.provider_calls import wait_done
+from bench.report import Row, print_table
+from bench.servers import database
+from producer.client import Producer
+from store.capture import control
+from store.settings import load_settings
+from store.vectors.pgvector.table import build_memory_mb
+from tests.services import redis_server
+from tests.workers import OUTBOX, CrmTable, Psql, celery_worker, insert_notes, run_cli, sql_collection, worker_sections
+
+__all__ = ["main", "run"]
+
+SIZES = (10_000, 20_000, 100_000, 1_000_000)
+QUICK_SIZES = (2_000, 10_000)
+DIMENSIONS = 64
+COLLECTION = "notes"
+#: The same source indexed again with keyword indexing on, at this size.
+KEYWORDS_AT = 100_000
+TABLE = "bench_notes"
+#: Rows per INSERT while the source is filled (untimed).
+FILL = 20_000
+#: A first load of a million records runs long: limits far above it, and a visibility timeout above them.
+LIMITS = {"time_limit": 600, "index_time_limit": 14_400, "visibility_timeout": 1200}
+#: The growth a phase's per-record cost may show from the smallest size to the largest.
+GROWTH = 1.2
+PICTURE = Path("docs/img/scale.png")
+#: Phases whose per-record cost is over the edited records, not all of them.
+EDITS = ("1% edit", "capture burst")
+PHASES = ("first index", "limit", "unchanged", "1% edit", "reconcile", "capture burst")
+
+
+@dataclass
+class Measured:
+    """One size's figures: seconds per phase, and what the parts held."""
+
+    records: int
+    chunks: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+    worker_rss: dict[str, int] = field(default_factory=dict)
+    redis_peak: int = 0
+    table_bytes: int = 0
+    state_bytes: int = 0
+    keywords_first: float | None = None
+
+    def per_record(self, phase: str) -> float:
+        edited = max(1, self.records // 100)
+        return self.seconds[phase] / (edited if phase in EDITS else self.records)
+
+
+class PeakRss:
+    """The largest resident memory of each worker (its main process or a pool child), sampled every 0.5 s."""
+
+    def __init__(self, workers: dict[str, int]) -> None:
+        self.peaks = dict.fromkeys(workers, 0)
+        self._roots = {name: psutil.Process(pid) for name, pid in workers.items()}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.5):
+            for name, root in self._roots.items():
+                try:
+                    for process in [root, *root.children(recursive=True)]:
+                        self.peaks[name] = max(self.peaks[name], process.memory_info().rss)
+                except psutil.Error:
+                    pass
+
+    def stop(self) -> dict[str, int]:
+        self._stop.set()
+        self._thread.join()
+        return self.peaks
+
+
+def settings_text(broker: str, url: str) -> str:
+    """The workers' settings: the fake embedder, no cache, the collection over TABLE (and its keyword twin)."""
+    sections = worker_sections(broker=broker, database=url, dimensions=DIMENSIONS, batch_size=100, **LIMITS)
+    collection = sql_collection(database=url, table=TABLE, collection=COLLECTION, max_tokens=256, overlap=32)
+    keyworded = sql_collection(database=url, table=TABLE, collection=f"{COLLECTION}_kw", max_tokens=256, overlap=32)
+    return (
+        f'{sections}\n[models.fake]\nprovider = "fake"\nmodel = "fake"\ndimensions = {DIMENSIONS}\n\n'
+        f'[embeddings]\nchain = ["fake"]\ncache_ttl_days = 0\n{collection}\n{keyworded}\n'
+        f"[collections.{COLLECTION}_kw.search]\nkeywords = true\n"
+    )
+
+
+def fill(url: str, records: int) -> None:
+    """The source table with ``records`` notes of the pipeline bench's corpus (untimed)."""
+    CrmTable(url, TABLE).close()
+    rng = random.Random(3)
+    sql = Psql(url)
+    for start in range(1, records + 1, FILL):
+        insert_notes(sql, TABLE, notes(rng, start, min(FILL, records + 1 - start)))
+    sql.run(f'VACUUM ANALYZE "{TABLE}"')
+    sql.close()
+
+
+@contextmanager
+def system(folder: Path, records: int) -> Iterator[tuple[str, Path, redis.Redis]]:
+    """Redis, PostgreSQL with the filled source, and the settings file: the database URL, the file, Redis."""
+    with redis_server() as (redis_url, _), database(folder) as url:
+        fill(url, records)
+        config = folder / "vectorsync.toml"
+        config.write_text(settings_text(redis_url, url))
+        client = redis.Redis.from_url(redis_url)
+        try:
+            yield url, config, client
+        finally:
+            client.close()
+
+
+def timed_run(producer: Producer, start_run: str | None = None, *, collection: str = COLLECTION) -> float:
+    """Seconds from sending a reindex (or from ``start_run``'s id being sent) to its run's end, done."""
+    start = time.perf_counter()
+    run_id = start_run or producer.reindex_all(collection)
+    wait_done(producer, run_id, timeout=14_400)
+    return time.perf_counter() - start
+
+
+def edit(sql: Psql, ids: list[int], marker: str) -> None:
+    """One UPDATE of ``ids``: ``marker`` first in each body, ``updated_at`` moved."""
+    sql.run(f'UPDATE "{TABLE}" SET body = %s || body, updated_at = now() WHERE id = ANY(%s)', (f"{marker} ", ids))
+
+
+def stored_with(sql: Psql, table: str, ids: list[int], marker: str) -> int:
+    """How many of ``ids`` have ``marker`` in a stored chunk (the first chunk may be the title alone)."""
+    found = sql.run(
+        f'SELECT count(DISTINCT record_id) FROM "{table}" WHERE record_id = ANY(%s) AND strpos(text, %s) > 0',
+        ([str(i) for i in ids], marker),
+    )
+    return int(found[0][0])
+
+
+def drained(sql: Psql) -> bool:
+    return not sql.run(f"SELECT EXISTS (SELECT FROM {OUTBOX} WHERE collection = %s)", (COLLECTION,))[0][0]
+
+
+def sizes_of(sql: Psql, table: str) -> tuple[int, int, int]:
+    """The collection's chunks, its table's bytes with indexes, and the state tables' bytes."""
+    chunks = int(sql.run(f'SELECT count(*) FROM "{table}"')[0][0])
+    table_bytes = int(sql.run("SELECT pg_total_relation_size(%s::regclass)", (table,))[0][0])
+    state = sql.run(
+        "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE c.relkind = 'r' AND n.nspname = current_schema() AND c.relname LIKE 'vectorsync\\_%'"
+    )
+    return chunks, table_bytes, int(state[0][0])
+
+
+def one_size(folder: Path, records: int) -> Measured:
+    """Every phase at ``records`` records, in a system of its own."""
+    m = Measured(records)
+    rng = random.Random(records)
+    with system(folder, records) as (url, config, cache), ExitStack() as stack:
+        settings = load_settings(config)
+        table = settings.vectors.table_prefix + COLLECTION
+        producer = Producer(settings)
+        stack.callback(producer.close)
+        workers = {name: stack.enter_context(celery_worker(config, concurrency=1, name=name)) for name in ("w1", "w2")}
+        rss = PeakRss({name: process.pid for name, process in workers.items()})
+        sql = Psql(url)
+        stack.callback(sql.close)
+
+        m.seconds["first index"] = timed_run(producer)
+        m.chunks, m.table_bytes, _ = sizes_of(sql, table)
+        memory = build_memory_mb(m.chunks, dimensions=DIMENSIONS, m=settings.vectors.hnsw_m)
+        limit = measure(url, table, build_memory_mb=memory, build_workers=settings.vectors.index_build_workers)
+        m.seconds["limit"] = limit.seconds
+        m.seconds["unchanged"] = timed_run(producer)
+
+        ids = rng.sample(range(1, records + 1), 2 * max(1, records // 100))
+        edited, captured = ids[: len(ids) // 2], ids[len(ids) // 2 :]
+        edit(sql, edited, "editedonce")
+        m.seconds["1% edit"] = timed_run(producer)
+        if stored_with(sql, table, edited, "editedonce") != len(edited):
+            raise RuntimeError("the 1% edit's reindex ended done without every edited record stored")
+        m.seconds["reconcile"] = timed_run(producer, producer.reconcile(COLLECTION))
+
+        control.enable(settings, COLLECTION)
+        time.sleep(2)  # the relays in the workers' main processes find the outbox
+        start = time.perf_counter()
+        edit(sql, captured, "capturedonce")
+        while not (drained(sql) and stored_with(sql, table, captured, "capturedonce") == len(captured)):
+            if time.perf_counter() - start > 3600:
+                raise RuntimeError("the capture burst was not indexed within an hour")
+            time.sleep(0.2)
+        m.seconds["capture burst"] = time.perf_counter() - start
+        control.disable(settings, COLLECTION)
+
+        for command in ("status", "doctor"):
+            start = time.perf_counter()
+            result = run_cli(config, command, timeout=600)
+            m.seconds[command] = time.perf_counter() - start
+            if result.returncode not in (0, 1):
+                raise RuntimeError(f"vectorsync {command} failed: {result.stderr[-2000:]}")
+
+        if records == KEYWORDS_AT:
+            m.keywords_first = timed_run(producer, collection=f"{COLLECTION}_kw")
+        m.worker_rss = rss.stop()
+        m.redis_peak = int(cache.info("memory")["used_memory_peak"])
+        _, _, m.state_bytes = sizes_of(sql, table)
+    return m
+
+
+def rows_of(measured: list[Measured]) -> list[Row]:
+    rows = []
+    for m in measured:
+        section = f"scale {m.records:,}"
+        for phase in PHASES:
+            seconds = m.seconds[phase]
+            unit = "edited record" if phase in EDITS else "record"
+            rows.append(Row(section, phase, seconds, "s", detail=f"{m.per_record(phase) * 1e6:,.0f} us per {unit}"))
+        ratio = m.seconds["limit"] / m.seconds["first index"]
+        rows.append(
+            Row(
+                section,
+                f"first index of {m.records:,} records ({m.chunks:,} chunks) against the limit",
+                ratio,
+                "x",
+                ratio=ratio,
+                target=">= 0.8x",
+                ok=ratio >= 0.8,
+            )
+        )
+        for command in ("status", "doctor"):
+            rows.append(Row(section, f"vectorsync {command}: wall", m.seconds[command], "s"))
+        peak = max(m.worker_rss.values())
+        rows.append(
+            Row(
+                section,
+                "peak worker RSS (any process of either worker)",
+                peak / 2**20,
+                "MiB",
+                target="< 400 MiB",
+                ok=peak < 400 * 2**20,
+                detail=", ".join(f"{name} {rss / 2**20:.0f} MiB" for name, rss in sorted(m.worker_rss.items())),
+            )
+        )
+        rows.append(Row(section, "Redis used_memory_peak", m.redis_peak / 2**20, "MiB"))
+        rows.append(Row(section, "PostgreSQL bytes per chunk (table and its indexes)", m.table_bytes / m.chunks, "B"))
+        rows.append(Row(section, "state tables (ledger, runs, spend, ...)", m.state_bytes / 2**20, "MiB"))
+        if m.keywords_first is not None:
+            ratio = m.keywords_first / m.seconds["first index"]
+            rows.append(
+                Row(
+                    section,
+                    "first index with keyword indexing on (search.keywords) / off",
+                    m.keywords_first,
+                    "s",
+                    ratio=ratio,
+                    detail=f"off {m.seconds['first index']:.1f} s: keyword indexing costs the bulk path {ratio:.2f}x",
+                )
+            )
+    if len(measured) > 1:
+        small, large = measured[0], measured[-1]
+        for phase in PHASES:
+            growth = large.per_record(phase) / small.per_record(phase)
+            rows.append(
+                Row(
+                    "scale growth",
+                    f"{phase}: per-record cost at {large.records:,} / at {small.records:,}",
+                    growth,
+                    "x",
+                    ratio=growth,
+                    target=f"<= {GROWTH}x",
+                    ok=growth <= GROWTH,
+                )
+            )
+        redis_growth = large.redis_peak / small.redis_peak
+        rows.append(
+            Row(
+                "scale growth",
+                f"Redis used_memory_peak at {large.records:,} / at {small.records:,}",
+                redis_growth,
+                "x",
+                ratio=redis_growth,
+                target="bounded",
+            )
+        )
+    return rows
+
+
+def draw(measured: list[Measured], path: Path = PICTURE) -> None:
+    """Per-record cost of each phase against records, log axes, to ``path`` (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(7, 4.5), dpi=120)
+    sizes = [m.records for m in measured]
+    for phase in PHASES:
+        unit = " (per edited record)" if phase in EDITS else ""
+        axes.plot(sizes, [m.per_record(phase) * 1e6 for m in measured], marker="o", label=phase + unit)
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("records")
+    axes.set_ylabel("microseconds per record")
+    axes.set_title("vectorsync: each phase's cost per record as the collection grows")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(fontsize=8, loc="best")
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path)
+    plt.close(figure)
+
+
+def run(quick: bool = False, sizes: tuple[int, ...] | None = None, picture: Path | None = PICTURE) -> list[Row]:
+    measured = []
+    for records in sizes or (QUICK_SIZES if quick else SIZES):
+        with tempfile.TemporaryDirectory(prefix="vsscale") as folder:
+            started = time.perf_counter()
+            measured.append(one_size(Path(folder), records))
+            print(f"-- scale {records:,}: {time.perf_counter() - started:.0f} s", flush=True)
+    if picture is not None and not quick:
+        draw(measured, picture)
+    return rows_of(measured)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES))
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--picture", type=Path, default=PICTURE)
+    args = parser.parse_args()
+    sizes = tuple(int(s) for s in args.sizes.split(","))
+    print_table(run(args.quick, None if args.quick else sizes, args.picture))
+
+
+if __name__ == "__main__":
+    main()
