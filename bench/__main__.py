@@ -11,7 +11,8 @@ a collection's alias costs a search, retrieval quality per search mode on
 labelled sets (``bench/quality.py``), change capture (freshness, a bulk
 UPDATE against a reindex, the trigger's cost to writers), HNSW build
 parameters (build time, recall and latency per ``hnsw_m`` and
-``hnsw_ef_construction``, ``bench/hnsw_sweep.py``), ``verify`` on 100,000 and
+``hnsw_ef_construction``, ``bench/hnsw_sweep.py``), halfvec against vector (build, index size,
+recall and latency per ``vectors.precision``, ``bench/precision.py``), ``verify`` on 100,000 and
 1,000,000 chunks (time and peak memory, full and sampled, ``bench/verify_scale.py``), the bill (``bench/bill.py``),
 the whole pipeline at 10,000 to 1,000,000 records (``bench/scale.py``), and indexing against
 LangChain's ``index()`` with ``PGVector`` (``bench/peer.py``; its packages:
@@ -50,6 +51,7 @@ SECTIONS = {
     "verify": "bench.verify_scale",
     "bill": "bench.bill",
     "scale": "bench.scale",
+    "precision": "bench.precision",
 }
 
 

@@ -24,7 +24,7 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import sqlalchemy as sa
@@ -101,12 +101,13 @@ def _stat(pid: int) -> list[str]:
     return text[text.rindex(")") + 2 :].split()
 
 
-def build(url: str, name: str, m: int, ef_construction: int) -> tuple[PgvectorStore, float, float, list[str]]:
-    """A store with these HNSW parameters, its index on ``name`` rebuilt: the store, wall and server CPU
-    seconds, server notices."""
-    store = PgvectorStore(
-        url, dimensions=DIMENSIONS, tuning=PgvectorTuning(hnsw_m=m, hnsw_ef_construction=ef_construction)
-    )
+def build(
+    url: str, name: str, m: int, ef_construction: int, *, precision: Literal["float", "half"] = "float"
+) -> tuple[PgvectorStore, float, float, list[str]]:
+    """A store with these HNSW parameters (and ``vectors.precision``), its index on ``name`` rebuilt: the store,
+    wall and server CPU seconds, server notices."""
+    tuning = PgvectorTuning(hnsw_m=m, hnsw_ef_construction=ef_construction, precision=precision)
+    store = PgvectorStore(url, dimensions=DIMENSIONS, tuning=tuning)
     notices: list[str] = []
     sa.event.listen(
         store.engine,
