@@ -20,8 +20,10 @@ own cost). The source is the pipeline bench's corpus (``bench.pipeline.notes``: 
 
 Per record: a phase's seconds over the records it concerns (the edits' over the edited records). Peak RSS is
 sampled every 0.5 s over every process of both workers; Redis's peak is its own ``used_memory_peak``.
-At the size KEYWORDS_AT, the same first index runs again into a collection with keyword indexing on
-(``search.keywords``), for what keyword indexing costs the bulk path. The curve of per-record cost against
+At the largest size up to KEYWORDS_AT, the same first index runs again into a collection with keyword
+indexing on (``search.keywords``), for what keyword indexing costs the bulk path; then a first load of a
+third collection by a worker whose ``worker.index_time_limit`` its HNSW build outlasts, which must end once,
+its build's progress shown by ``vectorsync status`` while it runs. The curve of per-record cost against
 records, on log axes, is drawn to ``docs/img/scale.png``. Never run as a test.
 """
 
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import re
 import tempfile
 import threading
 import time
@@ -58,13 +61,17 @@ SIZES = (10_000, 20_000, 100_000, 1_000_000)
 QUICK_SIZES = (2_000, 10_000)
 DIMENSIONS = 64
 COLLECTION = "notes"
-#: The same source indexed again with keyword indexing on, at this size.
+#: The keyword twin and the build past its limit run at the largest size up to this one.
 KEYWORDS_AT = 100_000
 TABLE = "bench_notes"
 #: Rows per INSERT while the source is filled (untimed).
 FILL = 20_000
 #: A first load of a million records runs long: limits far above it, and a visibility timeout above them.
-LIMITS = {"time_limit": 600, "index_time_limit": 14_400, "visibility_timeout": 1200}
+LIMITS: dict[str, float] = {"time_limit": 600, "index_time_limit": 14_400, "visibility_timeout": 1200}
+#: With the extras, a first load of this collection runs with worker.index_time_limit SHORT_BUILD_LIMIT seconds,
+#: less than its HNSW build takes: it must end once, done or failed, its build's progress shown by `status`.
+SLOW_BUILD = f"{COLLECTION}_slow"
+SHORT_BUILD_LIMIT = 5
 #: The growth a phase's per-record cost may show from the smallest size to the largest.
 GROWTH = 1.2
 PICTURE = Path("docs/img/scale.png")
@@ -85,10 +92,23 @@ class Measured:
     table_bytes: int = 0
     state_bytes: int = 0
     keywords_first: float | None = None
+    past_limit: PastLimit | None = None
 
     def per_record(self, phase: str) -> float:
         edited = max(1, self.records // 100)
         return self.seconds[phase] / (edited if phase in EDITS else self.records)
+
+
+@dataclass
+class PastLimit:
+    """How a first load whose build outlasted ``worker.index_time_limit`` went."""
+
+    status: str
+    error: str
+    build_tasks: int
+    builds_started: int
+    progress: list[str]
+    seconds: float
 
 
 class PeakRss:
@@ -116,14 +136,17 @@ class PeakRss:
         return self.peaks
 
 
-def settings_text(broker: str, url: str) -> str:
-    """The workers' settings: the fake embedder, no cache, the collection over TABLE (and its keyword twin)."""
-    sections = worker_sections(broker=broker, database=url, dimensions=DIMENSIONS, batch_size=100, **LIMITS)
-    collection = sql_collection(database=url, table=TABLE, collection=COLLECTION, max_tokens=256, overlap=32)
-    keyworded = sql_collection(database=url, table=TABLE, collection=f"{COLLECTION}_kw", max_tokens=256, overlap=32)
+def settings_text(broker: str, url: str, limits: dict[str, float] = LIMITS) -> str:
+    """The workers' settings: the fake embedder, no cache, the collection over TABLE, its keyword twin, and
+    the collection whose build outlasts SHORT_BUILD_LIMIT."""
+    sections = worker_sections(broker=broker, database=url, dimensions=DIMENSIONS, batch_size=100, **limits)
+    collections = "\n".join(
+        sql_collection(database=url, table=TABLE, collection=name, max_tokens=256, overlap=32)
+        for name in (COLLECTION, f"{COLLECTION}_kw", SLOW_BUILD)
+    )
     return (
         f'{sections}\n[models.fake]\nprovider = "fake"\nmodel = "fake"\ndimensions = {DIMENSIONS}\n\n'
-        f'[embeddings]\nchain = ["fake"]\ncache_ttl_days = 0\n{collection}\n{keyworded}\n'
+        f'[embeddings]\nchain = ["fake"]\ncache_ttl_days = 0\n{collections}\n'
         f"[collections.{COLLECTION}_kw.search]\nkeywords = true\n"
     )
 
@@ -191,8 +214,34 @@ def sizes_of(sql: Psql, table: str) -> tuple[int, int, int]:
     return chunks, table_bytes, int(state[0][0])
 
 
-def one_size(folder: Path, records: int) -> Measured:
-    """Every phase at ``records`` records, in a system of its own."""
+def past_limit(folder: Path, broker: str, url: str) -> PastLimit:
+    """A first load of SLOW_BUILD by one worker whose ``index_time_limit`` its HNSW build outlasts: the run's
+    end, how many builds started (the worker's log), and the build lines ``vectorsync status`` showed."""
+    config = folder / "short-build.toml"
+    config.write_text(settings_text(broker, url, {**LIMITS, "index_time_limit": SHORT_BUILD_LIMIT}))
+    producer = Producer(load_settings(config))
+    progress: list[str] = []
+    try:
+        with celery_worker(config, concurrency=1, name="short"):
+            start = time.perf_counter()
+            run_id = producer.reindex_all(SLOW_BUILD)
+            while not (run := producer.reindex_status(run_id)).status.ended:
+                if time.perf_counter() - start > 3600:
+                    raise RuntimeError(f"the run {run_id} of {SLOW_BUILD} has not ended after an hour")
+                shown = run_cli(config, "status", timeout=120).stdout
+                progress += [line.strip() for line in shown.splitlines() if "builds its index" in line]
+            seconds = time.perf_counter() - start
+    finally:
+        producer.close()
+    log = (folder / "short.log").read_text(errors="replace")
+    tasks = len(re.findall(r"Task vectorsync\.build_index\[[^]]+\] received", log))
+    builds = len(re.findall(r"building \S+_embedding_idx of ", log))
+    return PastLimit(str(run.status), run.error or "", tasks, builds, progress, seconds)
+
+
+def one_size(folder: Path, records: int, *, extras: bool = False) -> Measured:
+    """Every phase at ``records`` records, in a system of its own; with ``extras``, the keyword twin's first
+    index and the build past its limit too."""
     m = Measured(records)
     rng = random.Random(records)
     with system(folder, records) as (url, config, cache), ExitStack() as stack:
@@ -238,11 +287,14 @@ def one_size(folder: Path, records: int) -> Measured:
             if result.returncode not in (0, 1):
                 raise RuntimeError(f"vectorsync {command} failed: {result.stderr[-2000:]}")
 
-        if records == KEYWORDS_AT:
+        if extras:
             m.keywords_first = timed_run(producer, collection=f"{COLLECTION}_kw")
         m.worker_rss = rss.stop()
         m.redis_peak = int(cache.info("memory")["used_memory_peak"])
         _, _, m.state_bytes = sizes_of(sql, table)
+        stack.close()  # the workers stop; the servers stay for the build past its limit
+        if extras:
+            m.past_limit = past_limit(folder, settings.broker.url, url)
     return m
 
 
@@ -293,6 +345,21 @@ def rows_of(measured: list[Measured]) -> list[Row]:
                     "s",
                     ratio=ratio,
                     detail=f"off {m.seconds['first index']:.1f} s: keyword indexing costs the bulk path {ratio:.2f}x",
+                )
+            )
+        if m.past_limit is not None:
+            slow = m.past_limit
+            shown = slow.progress[-1] if slow.progress else "nothing"
+            rows.append(
+                Row(
+                    section,
+                    f"first load, HNSW build past index_time_limit = {SHORT_BUILD_LIMIT} s: ended {slow.status}",
+                    slow.builds_started,
+                    "HNSW builds started",
+                    target="ends once, the build started once",
+                    ok=slow.status in ("done", "failed") and slow.builds_started == 1,
+                    detail=f"{slow.seconds:.0f} s; {slow.build_tasks} build tasks; {len(slow.progress)} status lines "
+                    f"showed the build, the last: {shown!r}; the run's error: {slow.error!r}",
                 )
             )
     if len(measured) > 1:
@@ -351,10 +418,12 @@ def draw(measured: list[Measured], path: Path = PICTURE) -> None:
 
 def run(quick: bool = False, sizes: tuple[int, ...] | None = None, picture: Path | None = PICTURE) -> list[Row]:
     measured = []
-    for records in sizes or (QUICK_SIZES if quick else SIZES):
+    sizes = sizes or (QUICK_SIZES if quick else SIZES)
+    extras_at = max((s for s in sizes if s <= KEYWORDS_AT), default=None)
+    for records in sizes:
         with tempfile.TemporaryDirectory(prefix="vsscale") as folder:
             started = time.perf_counter()
-            measured.append(one_size(Path(folder), records))
+            measured.append(one_size(Path(folder), records, extras=records == extras_at))
             print(f"-- scale {records:,}: {time.perf_counter() - started:.0f} s", flush=True)
     if picture is not None and not quick:
         draw(measured, picture)

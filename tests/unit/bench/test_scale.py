@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tomllib
 
-from bench.scale import COLLECTION, GROWTH, LIMITS, PHASES, Measured, rows_of, settings_text
+from bench.scale import COLLECTION, GROWTH, LIMITS, PHASES, SLOW_BUILD, Measured, rows_of, settings_text
 
 
 def test_the_settings_carry_the_long_limits_no_cache_and_keywords_on_the_twin_only() -> None:
@@ -16,7 +16,9 @@ def test_the_settings_carry_the_long_limits_no_cache_and_keywords_on_the_twin_on
     assert config["broker"]["visibility_timeout"] == LIMITS["visibility_timeout"]
     assert config["embeddings"] == {"chain": ["fake"], "cache_ttl_days": 0}
     assert config["collections"][f"{COLLECTION}_kw"]["search"] == {"keywords": True}
-    assert "search" not in config["collections"][COLLECTION]
+    assert "search" not in config["collections"][COLLECTION] and "search" not in config["collections"][SLOW_BUILD]
+    short = tomllib.loads(settings_text("redis://127.0.0.1:1/0", "postgresql://db", {**LIMITS, "index_time_limit": 5}))
+    assert short["worker"]["index_time_limit"] == 5 and short["worker"]["time_limit"] == LIMITS["time_limit"]
 
 
 def _measured(records: int, per_record: float) -> Measured:
