@@ -19,7 +19,8 @@ own cost). The source is the pipeline bench's corpus (``bench.pipeline.notes``: 
 - ``vectorsync status`` and ``vectorsync doctor``: wall time of the command.
 
 Per record: a phase's seconds over the records it concerns (the edits' over the edited records). Peak RSS is
-sampled every 0.5 s over every process of both workers; Redis's peak is its own ``used_memory_peak``.
+sampled every 0.2 s over every process of each worker (``bench.pipeline.PeakMemory``); Redis's peak is its own
+``used_memory_peak``.
 At the largest size up to KEYWORDS_AT, the same first index runs again into a collection with keyword
 indexing on (``search.keywords``), for what keyword indexing costs the bulk path; then a first load of a
 third collection by a worker whose ``worker.index_time_limit`` its HNSW build outlasts, which must end once,
@@ -33,18 +34,16 @@ import argparse
 import random
 import re
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psutil
 import redis
 
 from bench.limit import measure
-from bench.pipeline import notes
+from bench.pipeline import PeakMemory, notes
 from bench.provider_calls import wait_done
 from bench.report import Row, print_table
 from bench.servers import database
@@ -53,7 +52,16 @@ from store.capture import control
 from store.settings import load_settings
 from store.vectors.pgvector.table import build_memory_mb
 from tests.services import redis_server
-from tests.workers import OUTBOX, CrmTable, Psql, celery_worker, insert_notes, run_cli, sql_collection, worker_sections
+from tests.workers import (
+    CrmTable,
+    Psql,
+    celery_worker,
+    insert_notes,
+    outbox_rows,
+    run_cli,
+    sql_collection,
+    worker_sections,
+)
 
 __all__ = ["main", "run"]
 
@@ -109,31 +117,6 @@ class PastLimit:
     builds_started: int
     progress: list[str]
     seconds: float
-
-
-class PeakRss:
-    """The largest resident memory of each worker (its main process or a pool child), sampled every 0.5 s."""
-
-    def __init__(self, workers: dict[str, int]) -> None:
-        self.peaks = dict.fromkeys(workers, 0)
-        self._roots = {name: psutil.Process(pid) for name, pid in workers.items()}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-
-    def _sample(self) -> None:
-        while not self._stop.wait(0.5):
-            for name, root in self._roots.items():
-                try:
-                    for process in [root, *root.children(recursive=True)]:
-                        self.peaks[name] = max(self.peaks[name], process.memory_info().rss)
-                except psutil.Error:
-                    pass
-
-    def stop(self) -> dict[str, int]:
-        self._stop.set()
-        self._thread.join()
-        return self.peaks
 
 
 def settings_text(broker: str, url: str, limits: dict[str, float] = LIMITS) -> str:
@@ -198,10 +181,6 @@ def stored_with(sql: Psql, table: str, ids: list[int], marker: str) -> int:
     return int(found[0][0])
 
 
-def drained(sql: Psql) -> bool:
-    return not sql.run(f"SELECT EXISTS (SELECT FROM {OUTBOX} WHERE collection = %s)", (COLLECTION,))[0][0]
-
-
 def sizes_of(sql: Psql, table: str) -> tuple[int, int, int]:
     """The collection's chunks, its table's bytes with indexes, and the state tables' bytes."""
     chunks = int(sql.run(f'SELECT count(*) FROM "{table}"')[0][0])
@@ -250,7 +229,7 @@ def one_size(folder: Path, records: int, *, extras: bool = False) -> Measured:
         producer = Producer(settings)
         stack.callback(producer.close)
         workers = {name: stack.enter_context(celery_worker(config, concurrency=1, name=name)) for name in ("w1", "w2")}
-        rss = PeakRss({name: process.pid for name, process in workers.items()})
+        peaks = {name: PeakMemory(process.pid) for name, process in workers.items()}
         sql = Psql(url)
         stack.callback(sql.close)
 
@@ -273,7 +252,7 @@ def one_size(folder: Path, records: int, *, extras: bool = False) -> Measured:
         time.sleep(2)  # the relays in the workers' main processes find the outbox
         start = time.perf_counter()
         edit(sql, captured, "capturedonce")
-        while not (drained(sql) and stored_with(sql, table, captured, "capturedonce") == len(captured)):
+        while outbox_rows(sql, COLLECTION) or stored_with(sql, table, captured, "capturedonce") != len(captured):
             if time.perf_counter() - start > 3600:
                 raise RuntimeError("the capture burst was not indexed within an hour")
             time.sleep(0.2)
@@ -289,7 +268,7 @@ def one_size(folder: Path, records: int, *, extras: bool = False) -> Measured:
 
         if extras:
             m.keywords_first = timed_run(producer, collection=f"{COLLECTION}_kw")
-        m.worker_rss = rss.stop()
+        m.worker_rss = {name: peak.stop() for name, peak in peaks.items()}
         m.redis_peak = int(cache.info("memory")["used_memory_peak"])
         _, _, m.state_bytes = sizes_of(sql, table)
         stack.close()  # the workers stop; the servers stay for the build past its limit
