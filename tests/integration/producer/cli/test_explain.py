@@ -35,6 +35,8 @@ class Rig:
     openai: FakeOpenAI
     client: Client
     database: str
+    #: The record's source as a worker reads it, for the in-process polls.
+    reading: SourceReading
 
     def explain(self, record_id: str) -> dict[str, Any]:
         result = run_cli(self.config, "explain", self.collection, record_id, "--json")
@@ -43,11 +45,7 @@ class Rig:
 
     def state(self, record_id: str) -> str:
         """The verdict's state as this process reads it: a poll that starts no CLI process each time."""
-        reading = SourceReading(self.client)
-        try:
-            return str(self.client.explain(self.collection, record_id, source=reading).verdict.state)
-        finally:
-            reading.close()
+        return str(self.client.explain(self.collection, record_id, source=self.reading).verdict.state)
 
     def indexed(self, *ids: str) -> bool:
         return len(self.client.ledger.entries(self.collection, list(ids))) == len(ids)
@@ -76,7 +74,11 @@ def rig(tmp_path: Path, broker_redis_url: str, scratch_redis_url: str, postgres_
         app.control.purge()
         app.close()
         with Client(settings) as client:
-            yield Rig(config, collection, crm, openai, client, postgres_url)
+            reading = SourceReading(client)
+            try:
+                yield Rig(config, collection, crm, openai, client, postgres_url, reading)
+            finally:
+                reading.close()
         crm.close()
 
 
