@@ -107,13 +107,18 @@ def _recall(store: PgvectorStore, data: np.ndarray, queries: np.ndarray) -> floa
 def test_half_precision_recall_is_close_to_float(postgres_url: str) -> None:
     data, queries = clustered(4_000, seed=5), clustered(50, seed=6)
     queries = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    # ef_search 1000: at the default 200 both graphs' recall was about 0.7 on these tight clusters, and two
+    # builds of the same rows differed by more than 0.03 by chance (0.702 against 0.736 in one CI run)
+    wide = {"ef_search": 1000}
     with (
-        PgvectorStore(postgres_url, dimensions=DIMENSIONS, tuning=FLOAT) as as_float,
-        PgvectorStore(postgres_url, dimensions=DIMENSIONS, tuning=HALF) as as_half,
+        PgvectorStore(
+            postgres_url, dimensions=DIMENSIONS, tuning=PgvectorTuning(precision="float", **wide)
+        ) as as_float,
+        PgvectorStore(postgres_url, dimensions=DIMENSIONS, tuning=PgvectorTuning(precision="half", **wide)) as as_half,
     ):
         float_recall, half_recall = _recall(as_float, data, queries), _recall(as_half, data, queries)
     assert float_recall > 0.5  # the index is searched, not bypassed
-    assert half_recall >= float_recall - 0.03
+    assert half_recall >= float_recall - 0.03, (half_recall, float_recall)
 
 
 @pytest.mark.parametrize(("made", "opened", "found"), [("float", "half", "vector"), ("half", "float", "halfvec")])
