@@ -6,7 +6,8 @@ Sections, each measured against its limit in the same run: filtered search
 (recall and latency by selectivity, 100,000 and 1,000,000 vectors, and real
 text), the bulk pipeline against binary COPY + HNSW build, live latency under
 a full bulk queue and peak worker memory, provider calls against the ideal,
-the local model against raw encode, the embeddings transport, what reading
+the local model against raw encode, the embeddings transport, taking tasks off
+Redis (``bench/broker.py``, ours against kombu's transport), what reading
 a collection's alias costs a search, retrieval quality per search mode on
 labelled sets (``bench/quality.py``), change capture (freshness, a bulk
 UPDATE against a reindex, the trigger's cost to writers), HNSW build
@@ -44,6 +45,7 @@ SECTIONS = {
     "calls": "bench.provider_calls",
     "local": "bench.local_model",
     "transport": "bench.transport",
+    "broker": "bench.broker",
     "aliases": "bench.aliases",
     "quality": "bench.quality",
     "capture": "bench.capture",

@@ -1,48 +1,85 @@
-"""kombu's Redis transport, less the gap that lost a task when the broker restarted.
+"""kombu's Redis transport, taking a message off its queue and recording it as unacknowledged in one step.
 
-kombu takes a message off its queue with ``BRPOP`` and records it as unacknowledged (``QoS.append``) in a
-second round trip. A broker that goes away between the two (restarted, killed, cut off) has already
-removed the message, durably with AOF, and never records it: the task is in neither place, nothing
-redelivers it, and a run waiting for that batch stays ``running``. Here a message whose record fails is
-kept in this process and pushed back to the head of its queue, marked redelivered, before the next
-``BRPOP`` on the same broker. What is still not covered is a ``BRPOP`` reply lost on the wire (the
-message then left Redis and never reached the worker); the reconcile sweep ends such a run and heals the
-index. See docs/operations.md ("Delivery").
+kombu takes a message with ``BRPOP`` and records it as unacknowledged (``QoS.append``) in a second round
+trip. A broker that goes away between the two (killed, restarted, cut off) has already removed the message,
+durably with AOF, and never records it. So does a ``BRPOP`` reply lost on the wire: a Redis killed with
+``appendfsync always`` writes the pop to its AOF before it sends the reply. Either way the task is in
+neither place, nothing delivers it again, and a run waiting for that batch stays ``running``.
+
+Here a consumer takes with one Lua script (``TAKE``): it pops the first message of the channel's queues, in
+kombu's order, and records it under kombu's own keys (``unacked``, ``unacked_index``) in the same atomic
+step. A reply that never arrives leaves the message recorded, and it comes back after the visibility
+timeout, as the task of a worker that died does. A script cannot block, so an idle consumer waits with
+``BRPOP`` on the queues' bells instead: lists of at most one element that every publish (and a take that
+leaves messages behind) rings. A bell carries nothing, so losing one costs at most ``brpop_timeout`` (1 s):
+the consumer takes again after every wait, rung or not. See docs/operations.md ("Redis persistence").
 """
 
 from __future__ import annotations
 
 import logging
-import threading
+import time
 from typing import Any
 
 import redis.exceptions as redis_errors
 from kombu.transport import redis
+from kombu.utils.encoding import bytes_to_str
+from kombu.utils.json import dumps, loads
 
-__all__ = ["Channel", "QoS", "Transport", "broker_key", "unrecorded"]
+__all__ = ["TAKE", "Channel", "QoS", "Transport", "bell_key"]
 
 log = logging.getLogger(__name__)
 
-#: Messages taken off a queue whose unacknowledged record failed, per broker: (payload, exchange, routing key).
-_UNRECORDED: dict[str, list[tuple[dict[str, Any], str, str]]] = {}
-_LOCK = threading.Lock()
+#: KEYS: the queue keys to take from, in order; then each one's bell; then kombu's ``unacked`` hash and its
+#: ``unacked_index``. ARGV: the time recorded (kombu's score, seconds); then "1" for each queue key whose
+#: messages are acknowledged (recorded), "0" for a no-ack consumer's. Returns {key, message} or nil.
+#: The message is read, recorded and the bells rung before it is popped: a Redis out of memory
+#: (``noeviction``) refuses those writes, and the script then fails having taken nothing.
+TAKE = """
+local n = (#KEYS - 2) / 2
+for i = 1, n do
+  local item = redis.call('LINDEX', KEYS[i], -1)
+  if item then
+    if ARGV[i + 1] == '1' then
+      local ok, message = pcall(cjson.decode, item)
+      local properties = ok and type(message) == 'table' and message['properties']
+      local info = properties and properties['delivery_info']
+      local tag = properties and properties['delivery_tag']
+      if type(tag) == 'string' and type(info) == 'table' then
+        redis.call('ZADD', KEYS[2 * n + 2], ARGV[1], tag)
+        redis.call('HSET', KEYS[2 * n + 1], tag,
+          '[' .. item .. ',' .. cjson.encode(info['exchange']) .. ',' .. cjson.encode(info['routing_key']) .. ']')
+      end
+    end
+    for j = 1, n do
+      if redis.call('LLEN', KEYS[j]) > (j == i and 1 or 0) then
+        redis.call('LPUSH', KEYS[n + j], 1)
+        redis.call('LTRIM', KEYS[n + j], 0, 0)
+      end
+    end
+    redis.call('RPOP', KEYS[i])
+    return {KEYS[i], item}
+  end
+end
+return false
+"""
 
 
-def broker_key(params: dict[str, Any]) -> str:
-    """Which Redis a channel's connection parameters name: host and port (or socket path), and database."""
-    where = params.get("path") or f"{params.get('host')}:{params.get('port')}"
-    return f"{where}/{params.get('db', params.get('virtual_host')) or 0}"
-
-
-def unrecorded(host: str, port: int, db: int = 0) -> int:
-    """How many messages taken from the Redis at ``host:port/db`` wait to be pushed back."""
-    with _LOCK:
-        return len(_UNRECORDED.get(broker_key({"host": host, "port": port, "db": db}), ()))
+def bell_key(queue_key: str) -> str:
+    """The list a publish to ``queue_key`` rings, that idle consumers of it wait on."""
+    return f"_vectorsync.bell.{queue_key}"
 
 
 class QoS(redis.QoS):
-    """kombu's QoS, keeping a message it could not record as unacknowledged (module docstring), and taking a
-    late ack or reject of a closed channel's message as the connection error it is."""
+    """kombu's QoS, not recording again a message ``TAKE`` recorded, and taking a late ack or reject of a
+    closed channel's message as the connection error it is."""
+
+    def append(self, message: Any, delivery_tag: str) -> None:
+        if self.channel.taken == delivery_tag:  # recorded by TAKE: only this process's own record is left
+            self.channel.taken = None
+            super(redis.QoS, self).append(message, delivery_tag)
+            return
+        super().append(message, delivery_tag)
 
     def ack(self, delivery_tag: str) -> None:
         self._open()
@@ -64,53 +101,131 @@ class QoS(redis.QoS):
         Redis, comes back after the visibility timeout."""
         transport = getattr(self.channel, "connection", None)
         if transport is None or transport.client is None:
-            raise redis_errors.ConnectionError(f"the channel of this message was closed ({self.channel.broker})")
-
-    def append(self, message: Any, delivery_tag: str) -> None:
-        try:
-            super().append(message, delivery_tag)
-        except self.channel.connection_errors:
-            delivery = message.delivery_info
-            with _LOCK:
-                _UNRECORDED.setdefault(self.channel.broker, []).append(
-                    (message._raw, delivery["exchange"], delivery["routing_key"])
-                )
-            log.warning(
-                "the broker went away as it handed over message %s; it goes back to its queue once the broker answers",
-                delivery_tag,
-            )
-            raise
+            raise redis_errors.ConnectionError("the channel of this message was closed")
 
 
 class Channel(redis.Channel):
-    """kombu's Redis channel, pushing back what its QoS could not record before it waits for more."""
+    """kombu's Redis channel, consuming with ``TAKE`` and bells (module docstring) instead of ``BRPOP``."""
 
     QoS = QoS
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        #: Which broker this is, for ``_UNRECORDED``: a closed connection no longer says.
-        self.broker = broker_key(self._connparams())
+        if self.global_keyprefix:
+            raise ValueError(
+                "store.broker.transport does not take global_keyprefix: use a Redis database of its own instead"
+            )
+        #: The delivery tag of the message being delivered, which ``TAKE`` recorded already.
+        self.taken: str | None = None
+        #: Queues consumed without acknowledgement (a client's reply queue): ``TAKE`` records none of theirs.
+        self._no_ack: set[str | None] = set()
+        #: Whether the next wait is for a bell (the last take found nothing), else a take.
+        self._idle = False
+        self._sent: str | None = None
+
+    def basic_consume(self, queue: str, no_ack: bool, *args: Any, **kwargs: Any) -> Any:
+        (self._no_ack.add if no_ack else self._no_ack.discard)(queue)  # kombu keeps one consumer per queue
+        return super().basic_consume(queue, no_ack, *args, **kwargs)
+
+    def _basic_cancel(self, consumer_tag: str) -> Any:
+        queue = self._tag_to_queue.get(consumer_tag)
+        result = super()._basic_cancel(consumer_tag)
+        if queue not in self._active_queues:
+            self._no_ack.discard(queue)
+        return result
 
     def _brpop_start(self, timeout: int | None = None) -> None:
-        self._push_back()
-        super()._brpop_start(timeout)
-
-    def _push_back(self) -> None:
-        with _LOCK:
-            waiting = _UNRECORDED.pop(self.broker, [])
-        if not waiting:
+        queues = self._queue_cycle.consume(len(self.active_queues))
+        if not queues:
             return
+        keys = [self._q_for_pri(queue, pri) for pri in self.priority_steps for queue in queues]
+        self._in_poll = self.client.connection
+        self._brpop_sent_at = time.monotonic()  # type: ignore[assignment]  # kombu's own, typed as its default
+        connection = self.client.connection
+        if self._idle:
+            self._sent = "BRPOP"
+            connection.send_command("BRPOP", *map(bell_key, keys), self.brpop_timeout if timeout is None else timeout)
+            return
+        acked = ["0" if key.rsplit(self.sep, 1)[0] in self._no_ack else "1" for key in keys]
+        self._sent = "EVAL"
+        connection.send_command(
+            "EVAL",
+            TAKE,
+            2 * len(keys) + 2,
+            *keys,
+            *map(bell_key, keys),
+            self.unacked_key,
+            self.unacked_index_key,
+            repr(time.time()),
+            *acked,
+        )
+
+    def _brpop_read(self, **options: Any) -> bool:
+        sent, self._sent = self._sent, None
         try:
-            with self.conn_or_acquire() as client, client.pipeline() as pipe:
-                for payload, exchange, routing_key in reversed(waiting):  # the first taken is the next given
-                    self._do_restore_message(payload, exchange, routing_key, pipe)
-                pipe.execute()
+            try:
+                reply = self.client.parse_response(self.client.connection, sent or "EVAL", **options)
+            except self.connection_errors:
+                self.client.connection.disconnect()  # the next poll connects again
+                raise
+            except self.ResponseError as exc:  # out of memory, say: nothing was taken; wait, then take again
+                log.warning("the broker refused to hand over a message (%s); trying again in a moment", exc)
+                self._idle = True
+                raise redis.Empty() from exc
+            if sent == "BRPOP" or not reply:
+                self._idle = sent != "BRPOP"  # found nothing: wait for a bell; rung or timed out: take
+                raise redis.Empty()
+            self._idle = False
+            key, item = reply
+            queue = bytes_to_str(key).rsplit(self.sep, 1)[0]
+            self._queue_cycle.rotate(queue)
+            payload = loads(bytes_to_str(item))
+            properties = payload.get("properties") or {}
+            if queue not in self._no_ack and isinstance(properties.get("delivery_info"), dict):
+                self.taken = properties.get("delivery_tag")  # what TAKE recorded, as it decided
+            try:
+                self.connection._deliver(payload, queue)
+            finally:
+                self.taken = None
+            return True
+        finally:
+            self._in_poll = False
+            self._flush_brpop_reauth()
+
+    def _put(self, queue: str, message: dict[str, Any], **kwargs: Any) -> None:
+        """kombu's publish, ringing the queue's bell in the same round trip."""
+        key = self._q_for_pri(queue, self._get_message_priority(message, reverse=False))
+        batch = kwargs.pop("_publish_batch", None)
+        expires = self._expires.get(queue) if self._expires else None
+        if batch is not None:
+            batch.add("lpush", key, dumps(message))
+            batch.add("lpush", bell_key(key), 1)
+            batch.add("ltrim", bell_key(key), 0, 0)
+            if expires:
+                for pri in self.priority_steps:
+                    batch.add("pexpire", self._q_for_pri(queue, pri), expires)
+            return
+        with self.conn_or_acquire() as client, client.pipeline(transaction=False) as pipe:
+            pipe.lpush(key, dumps(message)).lpush(bell_key(key), 1).ltrim(bell_key(key), 0, 0)
+            if expires:
+                for pri in self.priority_steps:
+                    pipe.pexpire(self._q_for_pri(queue, pri), expires)
+            pipe.execute()
+
+    def _do_restore_message(
+        self, payload: dict[str, Any], exchange: str, routing_key: str, pipe: Any, leftmost: bool = False
+    ) -> None:
+        """kombu's restore, ringing the bells of the queues it goes back to."""
+        super()._do_restore_message(payload, exchange, routing_key, pipe, leftmost)
+        try:
+            queues, pri = self._lookup(exchange, routing_key), self._get_message_priority(payload, reverse=False)
         except self.connection_errors:
-            with _LOCK:
-                _UNRECORDED.setdefault(self.broker, [])[:0] = waiting
             raise
-        log.warning("pushed %d message(s) back to their queues that the broker took as it went away", len(waiting))
+        except Exception:  # kombu logged it: nothing was restored
+            return
+        for queue in queues:
+            bell = bell_key(self._q_for_pri(queue, pri))
+            pipe.lpush(bell, 1).ltrim(bell, 0, 0)
 
 
 class Transport(redis.Transport):
