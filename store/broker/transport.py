@@ -10,9 +10,10 @@ Here a consumer takes with one Lua script (``TAKE``): it pops the first message 
 kombu's order, and records it under kombu's own keys (``unacked``, ``unacked_index``) in the same atomic
 step. A reply that never arrives leaves the message recorded, and it comes back after the visibility
 timeout, as the task of a worker that died does. A script cannot block, so an idle consumer waits with
-``BRPOP`` on the queues' bells instead: lists of at most one element that every publish (and a take that
-leaves messages behind) rings. A bell carries nothing, so losing one costs at most ``brpop_timeout`` (1 s):
-the consumer takes again after every wait, rung or not. See docs/operations.md ("Redis persistence").
+``BRPOP`` on the queues' bells instead: lists of at most one element, kept ``BELL_MS``, that every publish
+(and a take that leaves messages behind) rings. A bell carries nothing, so losing one costs at most
+``brpop_timeout`` (1 s): the consumer takes again after every wait, rung or not. See docs/operations.md
+("Redis persistence").
 """
 
 from __future__ import annotations
@@ -26,13 +27,13 @@ from kombu.transport import redis
 from kombu.utils.encoding import bytes_to_str
 from kombu.utils.json import dumps, loads
 
-__all__ = ["TAKE", "Channel", "QoS", "Transport", "bell_key"]
+__all__ = ["BELL_MS", "TAKE", "Channel", "QoS", "Transport", "bell_key"]
 
 log = logging.getLogger(__name__)
 
 #: KEYS: the queue keys to take from, in order; then each one's bell; then kombu's ``unacked`` hash and its
-#: ``unacked_index``. ARGV: the time recorded (kombu's score, seconds); then "1" for each queue key whose
-#: messages are acknowledged (recorded), "0" for a no-ack consumer's. Returns {key, message} or nil.
+#: ``unacked_index``. ARGV: the time recorded (kombu's score, seconds); BELL_MS; then "1" for each queue key
+#: whose messages are acknowledged (recorded), "0" for a no-ack consumer's. Returns {key, message} or nil.
 #: The message is read, recorded and the bells rung before it is popped: a Redis out of memory
 #: (``noeviction``) refuses those writes, and the script then fails having taken nothing.
 TAKE = """
@@ -40,7 +41,7 @@ local n = (#KEYS - 2) / 2
 for i = 1, n do
   local item = redis.call('LINDEX', KEYS[i], -1)
   if item then
-    if ARGV[i + 1] == '1' then
+    if ARGV[i + 2] == '1' then
       local ok, message = pcall(cjson.decode, item)
       local properties = ok and type(message) == 'table' and message['properties']
       local info = properties and properties['delivery_info']
@@ -55,6 +56,7 @@ for i = 1, n do
       if redis.call('LLEN', KEYS[j]) > (j == i and 1 or 0) then
         redis.call('LPUSH', KEYS[n + j], 1)
         redis.call('LTRIM', KEYS[n + j], 0, 0)
+        redis.call('PEXPIRE', KEYS[n + j], ARGV[2])
       end
     end
     redis.call('RPOP', KEYS[i])
@@ -63,6 +65,11 @@ for i = 1, n do
 end
 return false
 """
+
+
+#: How long a ring is kept. Nothing is lost when it lapses (a waiting consumer takes again after every
+#: ``brpop_timeout``), and the bells of short-lived queues (a client's reply queue) go with them.
+BELL_MS = 10_000
 
 
 def bell_key(queue_key: str) -> str:
@@ -157,6 +164,7 @@ class Channel(redis.Channel):
             self.unacked_key,
             self.unacked_index_key,
             repr(time.time()),
+            BELL_MS,
             *acked,
         )
 
@@ -201,12 +209,14 @@ class Channel(redis.Channel):
             batch.add("lpush", key, dumps(message))
             batch.add("lpush", bell_key(key), 1)
             batch.add("ltrim", bell_key(key), 0, 0)
+            batch.add("pexpire", bell_key(key), BELL_MS)
             if expires:
                 for pri in self.priority_steps:
                     batch.add("pexpire", self._q_for_pri(queue, pri), expires)
             return
         with self.conn_or_acquire() as client, client.pipeline(transaction=False) as pipe:
-            pipe.lpush(key, dumps(message)).lpush(bell_key(key), 1).ltrim(bell_key(key), 0, 0)
+            bell = bell_key(key)
+            pipe.lpush(key, dumps(message)).lpush(bell, 1).ltrim(bell, 0, 0).pexpire(bell, BELL_MS)
             if expires:
                 for pri in self.priority_steps:
                     pipe.pexpire(self._q_for_pri(queue, pri), expires)
@@ -225,7 +235,7 @@ class Channel(redis.Channel):
             return
         for queue in queues:
             bell = bell_key(self._q_for_pri(queue, pri))
-            pipe.lpush(bell, 1).ltrim(bell, 0, 0)
+            pipe.lpush(bell, 1).ltrim(bell, 0, 0).pexpire(bell, BELL_MS)
 
 
 class Transport(redis.Transport):

@@ -22,7 +22,7 @@ import redis
 from kombu import Connection, Exchange, Queue
 
 from store.broker.config import REDIS_TRANSPORT
-from store.broker.transport import Transport, bell_key
+from store.broker.transport import BELL_MS, Transport, bell_key
 from tests.proxy import Proxy
 from tests.services import redis_server
 
@@ -175,6 +175,7 @@ def test_a_publish_rings_its_queues_bell_and_an_idle_consumer_takes_at_once(serv
             _publish(server, {"batch": n})
         client = redis.Redis.from_url(server)
         assert client.llen(bell_key(QUEUE.name)) == 1
+        assert 0 < client.pttl(bell_key(QUEUE.name)) <= BELL_MS  # a reply queue's bell goes when it does
         start = time.monotonic()
         for _ in range(3):
             connection.drain_events(timeout=5)
