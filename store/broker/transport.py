@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 import redis.exceptions as redis_errors
 from kombu.transport import redis
 from kombu.utils.encoding import bytes_to_str
-from kombu.utils.json import dumps, loads
+from kombu.utils.json import loads
 
 __all__ = ["BELL_MS", "TAKE", "Channel", "QoS", "Transport", "bell_key"]
 
@@ -202,40 +203,48 @@ class Channel(redis.Channel):
 
     def _put(self, queue: str, message: dict[str, Any], **kwargs: Any) -> None:
         """kombu's publish, ringing the queue's bell in the same round trip."""
-        key = self._q_for_pri(queue, self._get_message_priority(message, reverse=False))
         batch = kwargs.pop("_publish_batch", None)
-        expires = self._expires.get(queue) if self._expires else None
         if batch is not None:
-            batch.add("lpush", key, dumps(message))
-            batch.add("lpush", bell_key(key), 1)
-            batch.add("ltrim", bell_key(key), 0, 0)
-            batch.add("pexpire", bell_key(key), BELL_MS)
-            if expires:
-                for pri in self.priority_steps:
-                    batch.add("pexpire", self._q_for_pri(queue, pri), expires)
+            super()._put(queue, message, _publish_batch=_Ringing(batch.add), **kwargs)
             return
         with self.conn_or_acquire() as client, client.pipeline(transaction=False) as pipe:
-            bell = bell_key(key)
-            pipe.lpush(key, dumps(message)).lpush(bell, 1).ltrim(bell, 0, 0).pexpire(bell, BELL_MS)
-            if expires:
-                for pri in self.priority_steps:
-                    pipe.pexpire(self._q_for_pri(queue, pri), expires)
+            super()._put(queue, message, _publish_batch=_Ringing(_calling(pipe)), **kwargs)
             pipe.execute()
 
     def _do_restore_message(
         self, payload: dict[str, Any], exchange: str, routing_key: str, pipe: Any, leftmost: bool = False
     ) -> None:
         """kombu's restore, ringing the bells of the queues it goes back to."""
-        super()._do_restore_message(payload, exchange, routing_key, pipe, leftmost)
-        try:
-            queues, pri = self._lookup(exchange, routing_key), self._get_message_priority(payload, reverse=False)
-        except self.connection_errors:
-            raise
-        except Exception:  # kombu logged it: nothing was restored
-            return
-        for queue in queues:
-            bell = bell_key(self._q_for_pri(queue, pri))
-            pipe.lpush(bell, 1).ltrim(bell, 0, 0).pexpire(bell, BELL_MS)
+        super()._do_restore_message(payload, exchange, routing_key, _Ringing(_calling(pipe)), leftmost)
+
+
+class _Ringing:
+    """Where kombu's publish or restore puts its commands (``add``, as a publish batch takes them; ``lpush`` and
+    ``rpush``, as a pipeline does): each goes on to ``add``, and a push to a queue key rings that key's bell."""
+
+    def __init__(self, add: Callable[..., Any]) -> None:
+        self._add = add
+
+    def add(self, name: str, *args: Any) -> None:
+        self._add(name, *args)
+        if name in ("lpush", "rpush"):
+            bell = bell_key(args[0])
+            self._add("lpush", bell, 1)
+            self._add("ltrim", bell, 0, 0)
+            self._add("pexpire", bell, BELL_MS)
+
+    def lpush(self, key: str, *values: Any) -> _Ringing:
+        self.add("lpush", key, *values)
+        return self
+
+    def rpush(self, key: str, *values: Any) -> _Ringing:
+        self.add("rpush", key, *values)
+        return self
+
+
+def _calling(pipe: Any) -> Callable[..., Any]:
+    """``add`` for a redis-py pipeline: a command by its method's name."""
+    return lambda name, *args: getattr(pipe, name)(*args)
 
 
 class Transport(redis.Transport):
