@@ -19,6 +19,13 @@ The batch re-checks every hash, so a record judged here that changes again
 meanwhile is still indexed as it is. The ids the fan-out found unchanged are
 counted in the run as one batch of skipped records (``count_run``).
 
+A fan-out goes in steps of at most ``worker.fanout_pages`` pages (``Step``). A step that has not
+reached the source's end hands the rest to a step of its own, queued behind the
+batches it sent (``FanOut.cursor``): a worker takes it once those are taken, so
+the bulk queue holds about that many batches of a run, whatever the source's
+size, and no step outlasts a task's time limit on a big source. Sending all
+10,000 batches of a million records at once held 38 MiB in Redis.
+
 A full reindex then sends the records the ledger holds and the source no longer has (``send_gone``) as
 batches of the same run, which re-check each against the source and delete it: a TRUNCATE leaves thousands,
 and deleting them inside the fan-out made it outlast its time limit, so that every retry began again.
@@ -26,21 +33,24 @@ and deleting them inside the fan-out made it outlast its time limit, so that eve
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from store.errors import ConfigError
 from store.state.ledger import Ledger, RunProgress
 from worker.pipeline import Indexer
 
-__all__ = ["FanOut", "changed_ids", "count_run", "fan_out", "send_gone"]
+__all__ = ["FanOut", "Step", "changed_ids", "count_run", "fan_out", "gone_ids", "send_gone"]
 #: Sends one batch: its ids and its number in the run (0, 1, ...).
 Send = Callable[[list[str], int], None]
+#: Ids per page when a full reindex looks for the records gone from the source (ids only, nothing else read).
+GONE_PAGE = 1000
 
 
 @dataclass(slots=True)
 class FanOut:
-    """What a fan-out found and sent."""
+    """What a fan-out found and sent so far, and where it goes on (its ``cursor``)."""
 
     #: Ids the source has.
     total: int = 0
@@ -50,8 +60,38 @@ class FanOut:
     unchanged: int = 0
     #: Ids the ledger holds and the source no longer has, sent to be deleted (a full reindex's).
     gone: int = 0
-    #: Every id the source has (only when asked for: a full reindex drops the ledger's others).
-    seen: set[str] = field(default_factory=set)
+    #: The last id paged: the next step reads the source after it.
+    after: str | None = None
+    #: Ids kept for the next batch (fewer than a batch), and those of them the ledger held nothing of.
+    pending: list[str] = field(default_factory=list)
+    new: list[str] = field(default_factory=list)
+    #: True once the source is paged to its end and every id kept is sent.
+    finished: bool = False
+
+    def cursor(self) -> dict[str, Any]:
+        """The JSON a step sends on to the next (``resumed`` reads it back)."""
+        return asdict(self)
+
+    @classmethod
+    def resumed(cls, cursor: Mapping[str, Any]) -> FanOut:
+        """A fan-out going on where ``cursor`` says; ConfigError when the message does not hold one."""
+        try:
+            found = cls(**cursor)
+        except TypeError as exc:
+            raise ConfigError(f"a reindex step's cursor is not one ({exc}): send the reindex again") from None
+        counts = (found.total, found.batches, found.unchanged, found.gone)
+        ids = [*found.pending, *found.new, *([] if found.after is None else [found.after])]
+        if not all(isinstance(n, int) and n >= 0 for n in counts) or not all(isinstance(i, str) for i in ids):
+            raise ConfigError(f"a reindex step's cursor holds {cursor!r}: send the reindex again")
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of a fan-out: from where ``start`` stopped, at most ``pages`` pages of the source."""
+
+    start: FanOut
+    pages: int
 
 
 def changed_ids(indexer: Indexer, stamped: Sequence[tuple[str, str]], *, new: set[str] | None = None) -> list[str]:
@@ -74,40 +114,45 @@ def fan_out(
     *,
     batch_size: int,
     send: Send,
-    keep_ids: bool = False,
     changed_only: bool = True,
     fresh: Send | None = None,
+    step: Step | None = None,
 ) -> FanOut:
     """Page through ``indexer``'s source and ``send`` what changed in batches of ``batch_size`` ids.
 
     Without ``changed_only`` every id page is sent as it is, numbered by its place in the source: a
     second attempt of a run sends that, so its batches repeat the first attempt's and none counts twice.
     ``fresh``: sends instead a batch whose ids the ledger held none of (a first load's), which need not read
-    the ledger again (``Indexer.index``'s ``fresh``).
+    the ledger again (``Indexer.index``'s ``fresh``). ``step``: go on from where an earlier step stopped, for
+    at most so many pages; without it, the whole source at once.
     """
-    found = FanOut()
-    pending: list[str] = []
-    new: set[str] = set()
-    after: str | None = None
+    found, window = (step.start, step.pages) if step is not None else (FanOut(), None)
+    pending, new = list(found.pending), set(found.new)
+    pages = 0
 
     def out(ids: list[str]) -> None:
         (fresh if fresh is not None and new.issuperset(ids) else send)(ids, found.batches)
         found.batches += 1
         new.difference_update(ids)
 
-    while stamped := indexer.source.page_stamps(after=after, limit=batch_size):
+    while window is None or pages < window:
+        stamped = indexer.source.page_stamps(after=found.after, limit=batch_size)
+        if not stamped:
+            found.finished = True
+            break
+        pages += 1
         changed = changed_ids(indexer, stamped, new=new) if changed_only else [i for i, _ in stamped]
         found.total += len(stamped)
         found.unchanged += len(stamped) - len(changed)
-        if keep_ids:
-            found.seen.update(record_id for record_id, _ in stamped)
         pending.extend(changed)
         while len(pending) >= batch_size:
             out(pending[:batch_size])
             pending = pending[batch_size:]
-        after = stamped[-1][0]
-    if pending:
+        found.after = stamped[-1][0]
+    if found.finished and pending:
         out(pending)
+        pending = []
+    found.pending, found.new = pending, [i for i in pending if i in new]
     return found
 
 
@@ -129,18 +174,29 @@ def count_run(ledger: Ledger, run_id: str, found: FanOut, *, pooled: bool = Fals
     return ledger.set_run_total(run_id, total=found.total + found.gone, batches=batches)
 
 
+def gone_ids(indexer: Indexer) -> list[str]:
+    """The ids the ledger holds and the source no longer has: the ledger's, less each page of the source's ids.
+    Only the ledger's ids are held, never the source's, and they are held by the one step that asks."""
+    known = indexer.ledger.record_ids(indexer.name)
+    after: str | None = None
+    while known and (ids := indexer.source.page_ids(after=after, limit=GONE_PAGE)):
+        known.difference_update(ids)
+        after = ids[-1]
+    return sorted(known)
+
+
 def send_gone(
     collection: str, indexer: Indexer, found: FanOut, *, batch_size: int, send: Send, allow_empty: bool
 ) -> None:
-    """A full reindex's last step: send the ids the ledger holds that the fan-out has not seen, in batches
+    """A full reindex's last step: send the ids the ledger holds that the source no longer has, in batches
     numbered after its own, to be re-checked against the source and deleted. Refused when the source returned
     nothing at all and the collection holds chunks, unless ``allow_empty``."""
-    if not found.seen and not allow_empty and indexer.collection.count() > 0:
+    if not found.total and not allow_empty and indexer.collection.count() > 0:
         raise ConfigError(
             f"the source of {collection!r} returned no records; a full reindex would empty the collection. "
             "Check the source, or pass allow_empty (vectorsync reindex --full --allow-empty)"
         )
-    gone = sorted(indexer.ledger.record_ids(indexer.name) - found.seen)
+    gone = gone_ids(indexer)
     for start in range(0, len(gone), batch_size):
         send(gone[start : start + batch_size], found.batches)
         found.batches += 1

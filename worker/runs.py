@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from store.broker.queues import sent_headers
-from store.contract import BUILD_INDEX, BULK_QUEUE, INDEX_BATCH, POOL_BATCH, BatchMessage
+from store.contract import BUILD_INDEX, BULK_QUEUE, INDEX_BATCH, POOL_BATCH, REINDEX_ALL, BatchMessage
 from store.state.generations import parse_name
 from store.state.generations.routing import switch_when_built
 from store.state.ledger import RunProgress, RunStatus
@@ -11,7 +13,7 @@ from worker.celery import app
 from worker.delivery import send
 from worker.process import context
 
-__all__ = ["batch_kwargs", "flush_when_due", "run_finished", "send_batch", "send_build"]
+__all__ = ["batch_kwargs", "flush_when_due", "run_finished", "send_batch", "send_build", "send_step"]
 
 
 def batch_kwargs(run_id: str | None, batch: int | None, carried: dict[str, int] | None, pooled: bool) -> BatchMessage:
@@ -30,6 +32,13 @@ def send_batch(
     if fresh:
         kwargs["fresh"] = True
     send(app.tasks[INDEX_BATCH], args=(collection, ids), kwargs=kwargs, queue=BULK_QUEUE, headers=sent_headers())
+
+
+def send_step(collection: str, run_id: str, *, full: bool, allow_empty: bool, cursor: dict[str, Any]) -> None:
+    """Send a reindex's next fan-out step to the bulk queue, behind the batches the last one sent, so a worker
+    takes it once they are taken (``worker.fanout``)."""
+    kwargs = {"full": full, "run_id": run_id, "allow_empty": allow_empty, "cursor": cursor}
+    send(app.tasks[REINDEX_ALL], args=(collection,), kwargs=kwargs, queue=BULK_QUEUE, headers=sent_headers())
 
 
 def flush_when_due(collection: str, progress: RunProgress, *, left: bool = False) -> None:

@@ -25,22 +25,25 @@ from store.contract import (
     RECONCILE,
     REINDEX_ALL,
     BatchMessage,
+    RunStatus,
 )
 from store.errors import ConfigError, StoreError, StoreUnavailable
 from store.retrieval.options import refuse_unknown
 from store.settings import Settings
+from store.state.ledger import RunProgress
 from store.vectors.records import check_collection_name
 from worker.batches import Document
 from worker.budgets import caps_of
 from worker.celery import app
 from worker.delivery import RedeliveredTask, delivered_again_if_unsent
-from worker.fanout import count_run, fan_out, send_gone
+from worker.fanout import FanOut, Step, count_run, fan_out, send_gone
 from worker.flow import Batch, Work, process
+from worker.pipeline import Indexer
 from worker.pooling.batches import PoolBatch, PooledBatch
 from worker.process import context
 from worker.pushed import Pushed, is_pushed, send_lost
 from worker.retries import DeliveredTooOften, again, check_redeliveries, message_run_id, retry_or_give_up, task_policy
-from worker.runs import flush_when_due, run_finished, send_batch, send_build
+from worker.runs import flush_when_due, run_finished, send_batch, send_build, send_step
 from worker.sweeps import yielded_to
 
 __all__ = ["build_index", "index_batch", "index_document", "index_record", "reconcile", "reindex_all"]
@@ -108,47 +111,30 @@ def index_document(
 
 @app.task(bind=True, name=REINDEX_ALL, **_RETRIED)
 def reindex_all(
-    self: Task, collection: str, full: bool = False, run_id: str | None = None, allow_empty: bool = False
+    self: Task,
+    collection: str,
+    full: bool = False,
+    run_id: str | None = None,
+    allow_empty: bool = False,
+    cursor: dict[str, Any] | None = None,
 ) -> str:
     """Fan what changed in a collection out as batch tasks on the bulk queue (``worker.fanout``: a first
-    load sends every id); with ``full``, drop records gone from the source. A retry goes on with the same run
-    (the message's id when its sender named none), fanning out again in full."""
+    load sends every id); with ``full``, drop records gone from the source. A source of more than
+    ``worker.fanout_pages`` pages is fanned out in steps, each a reindex_all of the same run with the ``cursor``
+    the last one left. A retry goes on with the same run (the message's id when its sender named none), fanning
+    its step out again in full."""
     ctx = context()
     check_collection_name(collection)
-    run_id = ctx.ledger.create_run(collection, full=full, run_id=run_id or message_run_id(self))
+    if cursor is None:
+        run_id = ctx.ledger.create_run(collection, full=full, run_id=run_id or message_run_id(self))
+    elif run_id is None or ctx.ledger.run(run_id).status != RunStatus.RUNNING:
+        log.info("reindex %s of %s ended before its fan-out did: its next step is dropped", run_id, collection)
+        return str(run_id)
     try:
-        check_redeliveries(self)
-        indexer = ctx.started(collection)
-        indexer.source.page_ids(after=None, limit=1)  # a pushed collection has nothing to read: refuse first
-        indexer.forget_if_lost()
-        if indexer.collection.defer_index():
-            ctx.ledger.defer_index(run_id)
-            log.info("%s is empty: its vector index is built once every record is in", collection)
-        # A capped run is not pooled: a pooled record waits in Redis outside its batch, which parking could
-        # not put aside whole.
-        pooled = ctx.leftovers() is not None and caps_of(ctx.ledger.run(run_id)) == (None, None)
-
-        def sender(fresh: bool) -> Any:
-            return lambda ids, batch: send_batch(
-                collection, ids, run_id=run_id, batch=batch, pooled=pooled, fresh=fresh
-            )
-
-        batch_size = ctx.settings.worker.batch_size
-        found = fan_out(
-            indexer,
-            batch_size=batch_size,
-            keep_ids=full,
-            changed_only=not again(self),
-            send=sender(False),
-            fresh=sender(True),
-        )
-        if full:
-            send_gone(collection, indexer, found, batch_size=batch_size, send=sender(False), allow_empty=allow_empty)
-        progress = count_run(ctx.ledger, run_id, found, pooled=pooled)
-    except (StoreUnavailable, SoftTimeLimitExceeded) as exc:  # a fan-out cut short fans out again, in full
-        retry_or_give_up(
-            self, exc, args=(collection,), kwargs={"full": full, "run_id": run_id, "allow_empty": allow_empty}
-        )
+        step = _fan_out_step(self, collection, run_id, full=full, allow_empty=allow_empty, cursor=cursor)
+    except (StoreUnavailable, SoftTimeLimitExceeded) as exc:  # a step cut short fans out again, in full
+        kwargs = {"full": full, "run_id": run_id, "allow_empty": allow_empty, "cursor": cursor}
+        retry_or_give_up(self, exc, args=(collection,), kwargs=kwargs)
         ctx.ledger.fail_run(run_id, str(exc) or type(exc).__name__)
         log.error("reindex %s of %s failed: %s", run_id, collection, exc)
         return run_id
@@ -158,6 +144,9 @@ def reindex_all(
     except Exception as exc:  # a bug: the run ends failed, saying what happened
         ctx.ledger.fail_run(run_id, f"{type(exc).__name__}: {exc}")
         raise
+    found, progress, pooled = step
+    if progress is None:  # its next step goes on
+        return run_id
     with delivered_again_if_unsent(self):
         if pooled:
             flush_when_due(collection, progress)
@@ -171,6 +160,51 @@ def reindex_all(
         found.batches,
     )
     return run_id
+
+
+def _fan_out_step(
+    self: Task, collection: str, run_id: str, *, full: bool, allow_empty: bool, cursor: dict[str, Any] | None
+) -> tuple[FanOut, RunProgress | None, bool]:
+    """One step of a reindex's fan-out: what it found, the run's progress once the last step has counted it
+    (None while a next step goes on), and whether the run is pooled."""
+    ctx = context()
+    check_redeliveries(self)
+    indexer = ctx.started(collection)
+    start = FanOut() if cursor is None else FanOut.resumed(cursor)
+    if cursor is None:
+        _first_step(collection, indexer, run_id)
+    # A capped run is not pooled: a pooled record waits in Redis outside its batch, which parking could
+    # not put aside whole.
+    pooled = ctx.leftovers() is not None and caps_of(ctx.ledger.run(run_id)) == (None, None)
+
+    def sender(fresh: bool) -> Any:
+        return lambda ids, batch: send_batch(collection, ids, run_id=run_id, batch=batch, pooled=pooled, fresh=fresh)
+
+    batch_size = ctx.settings.worker.batch_size
+    found = fan_out(
+        indexer,
+        batch_size=batch_size,
+        changed_only=not again(self),
+        send=sender(False),
+        fresh=sender(True),
+        step=Step(start, ctx.settings.worker.fanout_pages),
+    )
+    if not found.finished:
+        send_step(collection, run_id, full=full, allow_empty=allow_empty, cursor=found.cursor())
+        return found, None, pooled
+    if full:
+        send_gone(collection, indexer, found, batch_size=batch_size, send=sender(False), allow_empty=allow_empty)
+    return found, count_run(ctx.ledger, run_id, found, pooled=pooled), pooled
+
+
+def _first_step(collection: str, indexer: Indexer, run_id: str) -> None:
+    """What only a reindex's first step does: refuse a pushed collection, forget a ledger whose collection was
+    lost, and defer the vector index of an empty collection until every record is in."""
+    indexer.source.page_ids(after=None, limit=1)  # a pushed collection has nothing to read: refuse first
+    indexer.forget_if_lost()
+    if indexer.collection.defer_index():
+        context().ledger.defer_index(run_id)
+        log.info("%s is empty: its vector index is built once every record is in", collection)
 
 
 @app.task(bind=True, name=BUILD_INDEX, **_RETRIED)

@@ -114,6 +114,10 @@ class WorkerSettings(Section):
     index_time_limit: int = Field(default=21_600, gt=0)
     #: Record ids per bulk batch task.
     batch_size: int = Field(default=100, gt=0, le=10_000)
+    #: Id pages (of ``batch_size``) one fan-out step of a reindex reads before it queues a step of its own for the
+    #: rest, behind the batches it sent: the bulk queue holds about this many batches of a run at a time, so
+    #: Redis's memory does not grow with the source (docs/operations.md#the-fan-out).
+    fanout_pages: int = Field(default=100, gt=0, le=100_000)
     #: Retries of a batch whose provider calls keep failing, before its records go to failures.
     max_retries: int = Field(default=5, ge=0)
     #: Times a task's message may come back after its pool process died under it or was killed at

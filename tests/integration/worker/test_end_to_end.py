@@ -23,7 +23,7 @@ from celery import Celery
 from producer.client import Producer
 from store.broker.config import celery_config
 from store.connect.postgres import engine_url
-from store.contract import INDEX_RECORD, LIVE_QUEUE
+from store.contract import BULK_QUEUE, INDEX_RECORD, LIVE_QUEUE
 from store.settings import Settings, load_settings
 from store.state.ledger import RunStatus
 from store.state.ledger.postgres import PostgresLedger
@@ -305,6 +305,27 @@ def test_a_live_update_is_indexed_while_a_big_reindex_runs(world: World) -> None
             timeout=300,
             what="the reindex to finish",
         )
+        assert world.in_sync()
+    producer.close()
+
+
+@pytest.mark.parametrize("broker", ["redis"], indirect=True)  # the queue's length is read in Redis
+def test_a_reindex_keeps_a_step_of_batches_queued_however_big_its_source(world: World, broker: str) -> None:
+    """A first load of 40 pages fanned out 2 pages a step: sampled every few milliseconds, the bulk queue never
+    holds more than a step's 2 batches, the next step, and the run's pool batch or index build (all 40 batches
+    at once before the fan-out went in steps); the run ends done with the store equal to the source."""
+    world.config.write_text(world.config.read_text().replace("[worker]\n", "[worker]\nfanout_pages = 2\n", 1))
+    world.crm.insert([note(i) for i in range(1, 2001)])
+    queue, producer = redis.Redis.from_url(broker), world.producer()
+    with celery_worker(world.config):
+        run_id = producer.reindex_all(world.collection)
+        lengths = [0]
+        while lengths[-1] or producer.reindex_status(run_id).status == RunStatus.RUNNING:
+            for _ in range(20):
+                lengths.append(queue.llen(BULK_QUEUE))
+                time.sleep(0.005)
+        wait_for(lambda: producer.reindex_status(run_id).status == RunStatus.DONE, timeout=60, what="the run")
+        assert 0 < max(lengths) <= 4, max(lengths)
         assert world.in_sync()
     producer.close()
 

@@ -9,11 +9,14 @@ finish_batch), so the run's accounting is checked too.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import pytest
 
 from store.embeddings import Embeddings
 from store.settings import Settings
@@ -22,7 +25,7 @@ from store.vectors.filters import AnyOf
 from store.vectors.records import VectorRecord, text_digest
 from tests.backends import unique_name
 from worker.chunking import Chunker
-from worker.fanout import count_run, fan_out, send_gone
+from worker.fanout import FanOut, Step, count_run, fan_out, gone_ids, send_gone
 from worker.pipeline import Indexer, Recipe
 from worker.policy import RetryPolicy, decide
 from worker.sources.base import SourceRecord
@@ -101,23 +104,33 @@ class Rig:
     fan_out_read: list[str] = field(default_factory=list)
     #: The record ids the store held once the last fan-out had sent its batches, before they ran.
     stored_after_fan_out: set[str] = field(default_factory=set)
+    #: Steps the last fan-out took.
+    steps: int = 0
+    #: What the last reindex sent: each batch's ids and number.
+    numbered: list[tuple[list[str], int]] = field(default_factory=list)
 
     @property
     def calls(self) -> int:
         """Provider calls so far (the chain's own counter, as the metrics read it)."""
         return sum(self.indexer.embeddings.stats.calls.values())
 
-    def reindex(self, *, full: bool = False) -> RunProgress:
-        """What the reindex_all task does, with its batches run at once as index_batch runs them."""
+    def reindex(self, *, full: bool = False, pages: int | None = None) -> RunProgress:
+        """What the reindex_all task does, with its batches run at once as index_batch runs them; ``pages``: in
+        steps of so many pages, each going on from the last one's cursor (sent as JSON, as the task sends it)."""
         run_id = self.ledger.create_run(self.indexer.name, full=full)
         batches: list[tuple[list[str], int]] = []
         read: list[str] = getattr(self.indexer.source, "read", [])
         start = len(read)
-        found = fan_out(self.indexer, batch_size=BATCH, keep_ids=full, send=lambda ids, n: batches.append((ids, n)))
+        self.steps = 0
+        found = FanOut()
+        while not found.finished:
+            step = None if pages is None else Step(FanOut.resumed(json.loads(json.dumps(found.cursor()))), pages)
+            found = fan_out(self.indexer, batch_size=BATCH, send=lambda ids, n: batches.append((ids, n)), step=step)
+            self.steps += 1
         if full:
             send = lambda ids, n: batches.append((ids, n))  # noqa: E731
             send_gone(self.indexer.name, self.indexer, found, batch_size=BATCH, send=send, allow_empty=False)
-        self.sent, self.fan_out_read = [ids for ids, _ in batches], read[start:]
+        self.numbered, self.sent, self.fan_out_read = batches, [ids for ids, _ in batches], read[start:]
         self.stored_after_fan_out = set(self.chunks.by_record)
         progress = count_run(self.ledger, run_id, found)
         for ids, number in batches:
@@ -256,9 +269,9 @@ def test_a_full_reindex_still_sees_every_id() -> None:
     deleted = ["00007", "01500"]
     for i in deleted:
         del source.records[i]
-    found = fan_out(rig.indexer, batch_size=BATCH, keep_ids=True, send=lambda ids, n: None)
-    assert found.seen == set(source.records) and found.batches == 0
-    assert rig.ledger.record_ids(rig.indexer.name) - found.seen == set(deleted)  # what reindex_all then drops
+    found = fan_out(rig.indexer, batch_size=BATCH, send=lambda ids, n: None)
+    assert found.total == len(source.records) and found.batches == 0
+    assert gone_ids(rig.indexer) == deleted  # what reindex_all then drops
 
 
 def test_a_full_reindex_sends_the_records_gone_from_the_source_as_batches_of_its_run() -> None:
@@ -283,3 +296,30 @@ def test_a_second_attempt_of_a_run_sends_every_id_page_numbered_as_in_a_first_lo
     found = fan_out(rig.indexer, batch_size=BATCH, changed_only=False, send=lambda ids, n: batches.append((ids, n)))
     assert [n for _, n in batches] == list(range(RECORDS // BATCH)) and found.unchanged == 0
     assert [i for ids, _ in batches for i in ids] == sorted(source.records)
+
+
+@pytest.mark.parametrize("pages", [1, 3])
+def test_a_fan_out_in_steps_sends_what_one_fan_out_sends(pages: int) -> None:
+    """Each step goes on from the cursor the last one left, sent as JSON as the task sends it: a first load, then
+    a full reindex after edits, new records and deletions, send the same batches with the same numbers, and end
+    the same runs, whether the source is fanned out at once or a few pages at a time."""
+    seen = []
+    for step in (None, pages):
+        rng = random.Random(10)
+        rig, source = stamped_rig(rng)
+        first = rig.reindex(pages=step)
+        first_batches, first_steps = rig.numbered, rig.steps
+        for i in rng.sample(sorted(source.records), 230):
+            source.records[i] = SourceRecord(i, text(rng), stamp="t1")
+        source.records.update(
+            {f"{i:05d}": SourceRecord(f"{i:05d}", text(rng), stamp="t0") for i in range(RECORDS, 2050)}
+        )
+        for i in sorted(source.records)[3::41]:
+            del source.records[i]
+        full = rig.reindex(full=True, pages=step)
+        runs = [(p.status, p.total, p.done, p.skipped, p.failed) for p in (first, full)]
+        seen.append((first_batches, rig.numbered, runs, set(rig.chunks.by_record) == set(source.records)))
+        if step is not None:
+            assert first_steps == RECORDS // BATCH // pages + 1  # the last step finds the source's end
+    assert seen[0] == seen[1]
+    assert seen[1][2][1][0] == RunStatus.DONE and seen[1][3]
