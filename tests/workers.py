@@ -108,7 +108,7 @@ def celery_worker(
         "worker",
         "worker",
         "--loglevel",
-        "INFO",
+        os.environ.get("VECTORSYNC_TEST_WORKER_LOGLEVEL", "INFO"),
         "-c",
         str(concurrency),
         "-n",

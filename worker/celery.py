@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import sys
 from typing import Any
 
 from celery import Celery
@@ -161,6 +162,29 @@ def _stop_relays(**_: Any) -> None:
     from worker.relaying import stop_relays
 
     stop_relays()
+
+
+@worker_shutdown.connect
+def _exit_without_teardown(sender: Any = None, **_: Any) -> None:
+    """Once a warm shutdown has stopped the consumer and the pool, exit without the interpreter's teardown.
+
+    That teardown is a full garbage collection over the ~200,000 objects of the ~2,000 modules a worker's main
+    process holds, about 0.3 s of CPU and nothing else: on a loaded machine it was most of a warm shutdown's
+    time after its last task (4.5 of 6.4 s, py-spy in ``gc_collect_main``, two busy loops on 2 cores).
+    Only after a shutdown Celery completed (its blueprint terminated) with no pool process left, which a
+    worker that failed to start may still have; the logs are flushed first."""
+    from billiard.process import active_children
+    from celery.bootsteps import TERMINATE
+
+    blueprint = getattr(sender, "blueprint", None)
+    if blueprint is None or blueprint.state != TERMINATE or active_children():
+        return
+    code = sender.exitcode
+    log.info("worker stopped: exiting with code %s", code if code is not None else 0)
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code if isinstance(code, int) else 0 if code is None else 1)
 
 
 @worker_process_shutdown.connect
