@@ -66,6 +66,8 @@ from tests.workers import (
 __all__ = ["main", "run"]
 
 SIZES = (10_000, 20_000, 100_000, 1_000_000)
+#: Pool processes of each of the two workers.
+PROCESSES = 1
 QUICK_SIZES = (2_000, 10_000)
 DIMENSIONS = 64
 COLLECTION = "notes"
@@ -218,7 +220,7 @@ def past_limit(folder: Path, broker: str, url: str) -> PastLimit:
     return PastLimit(str(run.status), run.error or "", tasks, builds, progress, seconds)
 
 
-def one_size(folder: Path, records: int, *, extras: bool = False) -> Measured:
+def one_size(folder: Path, records: int, *, extras: bool = False, processes: int = PROCESSES) -> Measured:
     """Every phase at ``records`` records, in a system of its own; with ``extras``, the keyword twin's first
     index and the build past its limit too."""
     m = Measured(records)
@@ -228,7 +230,9 @@ def one_size(folder: Path, records: int, *, extras: bool = False) -> Measured:
         table = settings.vectors.table_prefix + COLLECTION
         producer = Producer(settings)
         stack.callback(producer.close)
-        workers = {name: stack.enter_context(celery_worker(config, concurrency=1, name=name)) for name in ("w1", "w2")}
+        workers = {
+            name: stack.enter_context(celery_worker(config, concurrency=processes, name=name)) for name in ("w1", "w2")
+        }
         peaks = {name: PeakMemory(process.pid) for name, process in workers.items()}
         sql = Psql(url)
         stack.callback(sql.close)
@@ -412,14 +416,19 @@ def draw(measured: list[Measured], path: Path = PICTURE) -> None:
     plt.close(figure)
 
 
-def run(quick: bool = False, sizes: tuple[int, ...] | None = None, picture: Path | None = PICTURE) -> list[Row]:
+def run(
+    quick: bool = False,
+    sizes: tuple[int, ...] | None = None,
+    picture: Path | None = PICTURE,
+    processes: int = PROCESSES,
+) -> list[Row]:
     measured = []
     sizes = sizes or (QUICK_SIZES if quick else SIZES)
     extras_at = max((s for s in sizes if s <= KEYWORDS_AT), default=None)
     for records in sizes:
         with tempfile.TemporaryDirectory(prefix="vsscale") as folder:
             started = time.perf_counter()
-            measured.append(one_size(Path(folder), records, extras=records == extras_at))
+            measured.append(one_size(Path(folder), records, extras=records == extras_at, processes=processes))
             print(f"-- scale {records:,}: {time.perf_counter() - started:.0f} s", flush=True)
     if picture is not None and not quick:
         draw(measured, picture)
@@ -431,9 +440,10 @@ def main() -> None:
     parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES))
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--picture", type=Path, default=PICTURE)
+    parser.add_argument("--processes", type=int, default=PROCESSES, help="pool processes of each of the two workers")
     args = parser.parse_args()
     sizes = tuple(int(s) for s in args.sizes.split(","))
-    rows = run(args.quick, None if args.quick else sizes, args.picture)
+    rows = run(args.quick, None if args.quick else sizes, args.picture, args.processes)
     print_table(rows)
     for row in rows:  # what the table leaves out; `python -m bench` keeps it in results.json
         if row.detail:
