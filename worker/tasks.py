@@ -25,7 +25,6 @@ from store.contract import (
     RECONCILE,
     REINDEX_ALL,
     BatchMessage,
-    RunStatus,
 )
 from store.errors import ConfigError, StoreError, StoreUnavailable
 from store.retrieval.options import refuse_unknown
@@ -127,7 +126,7 @@ def reindex_all(
     check_collection_name(collection)
     if cursor is None:
         run_id = ctx.ledger.create_run(collection, full=full, run_id=run_id or message_run_id(self))
-    elif run_id is None or ctx.ledger.run(run_id).status != RunStatus.RUNNING:
+    elif run_id is None or ctx.ledger.run(run_id).status.ended:  # a paused run's steps go on, its batches parked
         log.info("reindex %s of %s ended before its fan-out did: its next step is dropped", run_id, collection)
         return str(run_id)
     try:
