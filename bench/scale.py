@@ -49,6 +49,7 @@ from bench.report import Row, print_table
 from bench.servers import database
 from producer.client import Producer
 from store.capture import control
+from store.capture.sql import CHANNEL
 from store.settings import load_settings
 from store.vectors.pgvector.table import build_memory_mb
 from tests.services import redis_server
@@ -174,6 +175,17 @@ def edit(sql: Psql, ids: list[int], marker: str) -> None:
     sql.run(f'UPDATE "{TABLE}" SET body = %s || body, updated_at = now() WHERE id = ANY(%s)', (f"{marker} ", ids))
 
 
+def wait_for_relays(sql: Psql, relays: int) -> None:
+    """Until the relays in the workers' main processes LISTEN on the outbox capture has just made: a relay looks
+    for a missing outbox every ``MISSING_OUTBOX_SECONDS`` (10 s), which the burst would otherwise include. Runs
+    before 2026-12-05 slept 2 s here, so their bursts below 1,000,000 records hold 0 to 10 s of that wait."""
+    start = time.perf_counter()
+    while sql.run("SELECT count(*) FROM pg_stat_activity WHERE query = %s", (f"LISTEN {CHANNEL}",))[0][0] < relays:
+        if time.perf_counter() - start > 60:
+            raise RuntimeError(f"{relays} capture relays did not find the outbox within 60 s")
+        time.sleep(0.2)
+
+
 def stored_with(sql: Psql, table: str, ids: list[int], marker: str) -> int:
     """How many of ``ids`` have ``marker`` in a stored chunk (the first chunk may be the title alone)."""
     found = sql.run(
@@ -254,7 +266,7 @@ def one_size(folder: Path, records: int, *, extras: bool = False, processes: int
         m.seconds["reconcile"] = timed_run(producer, producer.reconcile(COLLECTION))
 
         control.enable(settings, COLLECTION)
-        time.sleep(2)  # the relays in the workers' main processes find the outbox
+        wait_for_relays(sql, len(workers))
         start = time.perf_counter()
         edit(sql, captured, "capturedonce")
         while outbox_rows(sql, COLLECTION) or stored_with(sql, table, captured, "capturedonce") != len(captured):
