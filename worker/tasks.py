@@ -169,9 +169,11 @@ def _fan_out_step(
     ctx = context()
     check_redeliveries(self)
     indexer = ctx.started(collection)
-    start = FanOut() if cursor is None else FanOut.resumed(cursor)
     if cursor is None:
         _first_step(collection, indexer, run_id)
+        start = FanOut()
+    else:
+        start = FanOut.resumed(cursor)
     # A capped run is not pooled: a pooled record waits in Redis outside its batch, which parking could
     # not put aside whole.
     pooled = ctx.leftovers() is not None and caps_of(ctx.ledger.run(run_id)) == (None, None)
