@@ -25,8 +25,13 @@ class CpuMeter:
         self.roots = [psutil.Process(), postmaster]
 
     def seconds(self) -> float:
-        total, seen = 0.0, set()
+        return sum(self.parts())
+
+    def parts(self) -> tuple[float, float]:
+        """CPU so far of this process's tree (the bench, the workers it started, Redis) and of PostgreSQL's."""
+        totals, seen = [], set()
         for root in self.roots:
+            total = 0.0
             for process in [root, *root.children(recursive=True)]:
                 if process.pid in seen:
                     continue
@@ -36,4 +41,5 @@ class CpuMeter:
                 except psutil.Error:  # gone since it was listed: its parent's children_* has it now
                     continue
                 total += times.user + times.system + times.children_user + times.children_system
-        return total
+            totals.append(total)
+        return totals[0], totals[1]

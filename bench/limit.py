@@ -20,6 +20,8 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from bench.cpu import CpuMeter
+
 __all__ = ["Limit", "index_statements", "measure"]
 
 #: Bytes per COPY FROM write.
@@ -29,11 +31,13 @@ _INDEX = re.compile(r"^CREATE (UNIQUE )?INDEX (\S+) ON (\S+) (USING .*)$")
 
 @dataclass(frozen=True)
 class Limit:
-    """Seconds to load and index ``rows`` rows (``copy`` of them the COPY, ``build`` the indexes)."""
+    """Seconds to load and index ``rows`` rows (``copy`` of them the COPY, ``build`` the indexes), and the CPU
+    seconds that took (``cpu``, with a meter: PostgreSQL's and this process tree's)."""
 
     rows: int
     copy: float
     build: float
+    cpu: float | None = None
 
     @property
     def seconds(self) -> float:
@@ -58,10 +62,10 @@ def index_statements(conn: psycopg.Connection, table: str, copy: str) -> list[st
     return statements
 
 
-def measure(url: str, table: str, *, build_memory_mb: int, build_workers: int) -> Limit:
+def measure(url: str, table: str, *, build_memory_mb: int, build_workers: int, meter: CpuMeter | None = None) -> Limit:
     """The limit for ``table`` as it stands: its rows copied into a new table and indexed, timed; the new
     table dropped afterwards. ``build_memory_mb`` and ``build_workers``: the collection's HNSW build's
-    ``maintenance_work_mem`` and ``max_parallel_maintenance_workers``."""
+    ``maintenance_work_mem`` and ``max_parallel_maintenance_workers``; ``meter``: CPU seconds too."""
     copy = f"{table}_limit"
     with tempfile.TemporaryDirectory(prefix="vslimit") as folder, psycopg.connect(url, autocommit=True) as conn:
         rows_file = Path(folder) / "rows.bin"
@@ -77,6 +81,7 @@ def measure(url: str, table: str, *, build_memory_mb: int, build_workers: int) -
         conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (f"{build_memory_mb}MB",))
         conn.execute("SELECT set_config('max_parallel_maintenance_workers', %s, false)", (str(build_workers),))
         try:
+            used = meter.seconds() if meter else 0.0
             start = time.perf_counter()
             with conn.transaction():
                 conn.execute(
@@ -94,7 +99,8 @@ def measure(url: str, table: str, *, build_memory_mb: int, build_workers: int) -
             for statement in statements:
                 conn.execute(statement.encode())
             built = time.perf_counter()
+            cpu = meter.seconds() - used if meter else None
             rows = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(copy))).fetchone()
         finally:
             conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(copy)))
-    return Limit(rows=int(rows[0]) if rows else 0, copy=copied - start, build=built - copied)
+    return Limit(rows=int(rows[0]) if rows else 0, copy=copied - start, build=built - copied, cpu=cpu)

@@ -18,6 +18,11 @@ own cost). The source is the pipeline bench's corpus (``bench.pipeline.notes``: 
   edited record's new text is stored;
 - ``vectorsync status`` and ``vectorsync doctor``: wall time of the command.
 
+What bounds a phase is measured beside it: the CPU seconds of the first index, the limit, the 1% edit and the
+capture burst (``bench.cpu``: the bench's process tree, which holds the workers, and PostgreSQL's), the
+pipeline's own index build (its ``build_index`` task, from the workers' logs), and what one INSERT of edited
+records' chunks costs PostgreSQL in the HNSW-indexed table at that size (EXPLAIN ANALYZE, rolled back).
+
 Per record: a phase's seconds over the records it concerns (the edits' over the edited records). Peak RSS is
 sampled every 0.2 s over every process of each worker (``bench.pipeline.PeakMemory``); Redis's peak is its own
 ``used_memory_peak``.
@@ -41,7 +46,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
+import sqlalchemy as sa
 
+from bench.cpu import CpuMeter
 from bench.limit import measure
 from bench.pipeline import PeakMemory, notes
 from bench.provider_calls import wait_done
@@ -50,6 +57,7 @@ from bench.servers import database
 from producer.client import Producer
 from store.capture import control
 from store.capture.sql import CHANNEL
+from store.connect.postgres import engine_url
 from store.settings import load_settings
 from store.vectors.pgvector.table import build_memory_mb
 from tests.services import redis_server
@@ -86,6 +94,10 @@ SHORT_BUILD_LIMIT = 15
 #: The growth a phase's per-record cost may show from the smallest size to the largest.
 GROWTH = 1.2
 PICTURE = Path("docs/img/scale.png")
+#: Records whose chunks one INSERT writes again, for what the HNSW-indexed table's writes cost at each size.
+INSERTED = 200
+#: Phases whose CPU seconds are measured, and the CPU of the limit.
+METERED = ("first index", "limit", "1% edit", "capture burst")
 #: Phases whose per-record cost is over the edited records, not all of them.
 EDITS = ("1% edit", "capture burst")
 PHASES = ("first index", "limit", "unchanged", "1% edit", "reconcile", "capture burst")
@@ -104,10 +116,16 @@ class Measured:
     state_bytes: int = 0
     keywords_first: float | None = None
     past_limit: PastLimit | None = None
+    #: CPU seconds of a phase: the bench's process tree (the workers, Redis, the bench), and PostgreSQL's.
+    cpu: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: Seconds of the first index's own index builds (its build_index tasks).
+    own_build: float = 0.0
+    #: Seconds per chunk of one INSERT of INSERTED records' chunks into the HNSW-indexed table.
+    insert_per_chunk: float = 0.0
 
-    def per_record(self, phase: str) -> float:
+    def per_record(self, phase: str, seconds: float | None = None) -> float:
         edited = max(1, self.records // 100)
-        return self.seconds[phase] / (edited if phase in EDITS else self.records)
+        return (self.seconds[phase] if seconds is None else seconds) / (edited if phase in EDITS else self.records)
 
 
 @dataclass
@@ -160,6 +178,51 @@ def system(folder: Path, records: int) -> Iterator[tuple[str, Path, redis.Redis]
             yield url, config, client
         finally:
             client.close()
+
+
+class Phases:
+    """Each phase's CPU seconds into ``m.cpu``, split by ``meter.parts()``."""
+
+    def __init__(self, m: Measured, meter: CpuMeter) -> None:
+        self.m, self.meter = m, meter
+
+    @contextmanager
+    def cpu(self, phase: str) -> Iterator[None]:
+        ours, postgres = self.meter.parts()
+        yield
+        after = self.meter.parts()
+        self.m.cpu[phase] = (after[0] - ours, after[1] - postgres)
+
+
+def build_seconds(folder: Path, workers: list[str]) -> float:
+    """Seconds the workers' ``build_index`` tasks took so far, from their logs."""
+    found = re.compile(r"Task vectorsync\.build_index\[[^]]+\] succeeded in ([0-9.]+)s")
+    return sum(
+        float(seconds)
+        for name in workers
+        for seconds in found.findall((folder / f"{name}.log").read_text(errors="replace"))
+    )
+
+
+def insert_cost(sql: Psql, table: str, ids: list[int]) -> float:
+    """Seconds per chunk of one INSERT of ``ids``' chunks again, under new ids, into ``table`` with its indexes
+    (EXPLAIN ANALYZE, rolled back): the insert's own time, without the SELECT feeding it; the best of 3."""
+    statement = (
+        f'EXPLAIN (ANALYZE, FORMAT JSON) INSERT INTO "{table}" '
+        "(id, record_id, chunk, embedding, text, metadata, model, text_hash) "
+        "SELECT id || '+', record_id || '+', chunk, embedding, text, metadata, model, text_hash "
+        f'FROM "{table}" WHERE record_id = ANY(%s)'
+    )
+    best = float("inf")
+    for _ in range(3):
+        with sql.conn.transaction(force_rollback=True):
+            (plan,) = sql.run(statement, ([str(i) for i in ids],))[0][0]
+        feed = plan["Plan"]["Plans"][0]
+        chunks = int(feed["Actual Rows"])
+        if chunks == 0:
+            raise RuntimeError(f"no chunks of records {ids[:5]}... in {table} to insert again")
+        best = min(best, (plan["Execution Time"] - feed["Actual Total Time"]) / 1000 / chunks)
+    return best
 
 
 def timed_run(producer: Producer, start_run: str | None = None, *, collection: str = COLLECTION) -> float:
@@ -248,33 +311,44 @@ def one_size(folder: Path, records: int, *, extras: bool = False, processes: int
         peaks = {name: PeakMemory(process.pid) for name, process in workers.items()}
         sql = Psql(url)
         stack.callback(sql.close)
+        engine = sa.create_engine(engine_url(url))
+        stack.callback(engine.dispose)
+        phases = Phases(m, CpuMeter(engine))
 
-        m.seconds["first index"] = timed_run(producer)
+        with phases.cpu("first index"):
+            m.seconds["first index"] = timed_run(producer)
+        m.own_build = build_seconds(folder, list(workers))
         m.chunks, m.table_bytes, _ = sizes_of(sql, table)
         memory = build_memory_mb(m.chunks, dimensions=DIMENSIONS, m=settings.vectors.hnsw_m)
-        limit = measure(url, table, build_memory_mb=memory, build_workers=settings.vectors.index_build_workers)
+        limit = measure(
+            url, table, build_memory_mb=memory, build_workers=settings.vectors.index_build_workers, meter=phases.meter
+        )
         m.seconds["limit"] = limit.seconds
         m.seconds["limit: COPY"], m.seconds["limit: index builds"] = limit.copy, limit.build
+        m.cpu["limit"] = (0.0, limit.cpu or 0.0)  # the limit's work is PostgreSQL's; the split is not kept
         m.seconds["unchanged"] = timed_run(producer)
 
         ids = rng.sample(range(1, records + 1), 2 * max(1, records // 100))
         edited, captured = ids[: len(ids) // 2], ids[len(ids) // 2 :]
         edit(sql, edited, "editedonce")
-        m.seconds["1% edit"] = timed_run(producer)
+        with phases.cpu("1% edit"):
+            m.seconds["1% edit"] = timed_run(producer)
         if stored_with(sql, table, edited, "editedonce") != len(edited):
             raise RuntimeError("the 1% edit's reindex ended done without every edited record stored")
         m.seconds["reconcile"] = timed_run(producer, producer.reconcile(COLLECTION))
 
         control.enable(settings, COLLECTION)
         wait_for_relays(sql, len(workers))
-        start = time.perf_counter()
-        edit(sql, captured, "capturedonce")
-        while outbox_rows(sql, COLLECTION) or stored_with(sql, table, captured, "capturedonce") != len(captured):
-            if time.perf_counter() - start > 3600:
-                raise RuntimeError("the capture burst was not indexed within an hour")
-            time.sleep(0.2)
-        m.seconds["capture burst"] = time.perf_counter() - start
+        with phases.cpu("capture burst"):
+            start = time.perf_counter()
+            edit(sql, captured, "capturedonce")
+            while outbox_rows(sql, COLLECTION) or stored_with(sql, table, captured, "capturedonce") != len(captured):
+                if time.perf_counter() - start > 3600:
+                    raise RuntimeError("the capture burst was not indexed within an hour")
+                time.sleep(0.2)
+            m.seconds["capture burst"] = time.perf_counter() - start
         control.disable(settings, COLLECTION)
+        m.insert_per_chunk = insert_cost(sql, table, captured[:INSERTED])
 
         for command in ("status", "doctor"):
             start = time.perf_counter()
@@ -319,6 +393,7 @@ def rows_of(measured: list[Measured]) -> list[Row]:
                 rows.append(
                     Row(section, part, m.seconds[part], "s", detail=f"of the limit's {m.seconds['limit']:.1f} s")
                 )
+        rows += bound_rows(section, m)
         for command in ("status", "doctor"):
             rows.append(Row(section, f"vectorsync {command}: wall", m.seconds[command], "s"))
         peak = max(m.worker_rss.values())
@@ -389,6 +464,7 @@ def rows_of(measured: list[Measured]) -> list[Row]:
                         "x",
                     )
                 )
+        rows += bound_growth(small, large)
         redis_growth = large.redis_peak / small.redis_peak
         rows.append(
             Row(
@@ -401,6 +477,87 @@ def rows_of(measured: list[Measured]) -> list[Row]:
             )
         )
     return rows
+
+
+def bound_rows(section: str, m: Measured) -> list[Row]:
+    """What bounds the first index and the edits at one size: CPU seconds, the pipeline's own build, and what
+    an INSERT into the HNSW-indexed table costs."""
+    ours, postgres = m.cpu["first index"]
+    limit = sum(m.cpu["limit"])
+    loading = m.seconds["first index"] - m.own_build
+    rows = [
+        Row(
+            section,
+            "first index: CPU seconds, all processes (the limit's in the detail)",
+            ours + postgres,
+            "CPU s",
+            ratio=limit / (ours + postgres),
+            detail=f"workers, Redis and the bench {ours:.1f} s ({ours / m.records * 1e6:,.0f} us per record), "
+            f"PostgreSQL {postgres:.1f} s ({postgres / m.records * 1e6:,.0f} us per record); the limit {limit:.1f} s: "
+            f"limit / first index in CPU seconds {limit / (ours + postgres):.3f}",
+        ),
+        Row(
+            section,
+            "first index: its own index builds (build_index)",
+            m.own_build,
+            "s",
+            detail=f"loading before them {loading:.1f} s ({loading / m.records * 1e6:,.0f} us per record); "
+            f"the limit's builds {m.seconds['limit: index builds']:.1f} s",
+        ),
+    ]
+    for phase in ("1% edit", "capture burst"):
+        ours, postgres = m.cpu[phase]
+        rows.append(
+            Row(
+                section,
+                f"{phase}: CPU per edited record",
+                m.per_record(phase, ours + postgres) * 1e3,
+                "CPU ms",
+                detail=f"workers, Redis and the bench {m.per_record(phase, ours) * 1e3:.2f} ms, "
+                f"PostgreSQL {m.per_record(phase, postgres) * 1e3:.2f} ms",
+            )
+        )
+    rows.append(
+        Row(
+            section,
+            f"INSERT of {INSERTED} records' chunks into the HNSW-indexed table (EXPLAIN ANALYZE)",
+            m.insert_per_chunk * 1e6,
+            "us per chunk",
+        )
+    )
+    return rows
+
+
+def bound_growth(small: Measured, large: Measured) -> list[Row]:
+    """How the measures of ``bound_rows`` grow from the smallest size to the largest."""
+    name = f"per-record cost at {large.records:,} / at {small.records:,}"
+    pairs = {
+        "first index, CPU seconds of the workers, Redis and the bench": (
+            large.cpu["first index"][0] / large.records,
+            small.cpu["first index"][0] / small.records,
+        ),
+        "first index, CPU seconds of PostgreSQL": (
+            large.cpu["first index"][1] / large.records,
+            small.cpu["first index"][1] / small.records,
+        ),
+        "first index, loading before its own index builds": (
+            (large.seconds["first index"] - large.own_build) / large.records,
+            (small.seconds["first index"] - small.own_build) / small.records,
+        ),
+        "first index, its own index builds": (large.own_build / large.records, small.own_build / small.records),
+    }
+    for phase in ("1% edit", "capture burst"):
+        for part, label in ((0, "of the workers, Redis and the bench"), (1, "of PostgreSQL")):
+            pairs[f"{phase}, CPU seconds {label}"] = (
+                large.per_record(phase, large.cpu[phase][part]),
+                small.per_record(phase, small.cpu[phase][part]),
+            )
+    pairs["INSERT into the HNSW-indexed table, per chunk"] = (large.insert_per_chunk, small.insert_per_chunk)
+    return [
+        Row("scale growth", f"{label}: {name}", big / little, "x", ratio=big / little)
+        for label, (big, little) in pairs.items()
+        if little > 0
+    ]
 
 
 def draw(measured: list[Measured], path: Path = PICTURE) -> None:
