@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any
 
 from store.broker.queues import sent_headers
@@ -13,7 +14,7 @@ from worker.celery import app
 from worker.delivery import send
 from worker.process import context
 
-__all__ = ["batch_kwargs", "flush_when_due", "run_finished", "send_batch", "send_build", "send_step"]
+__all__ = ["ReindexStep", "batch_kwargs", "flush_when_due", "run_finished", "send_batch", "send_build"]
 
 
 def batch_kwargs(run_id: str | None, batch: int | None, carried: dict[str, int] | None, pooled: bool) -> BatchMessage:
@@ -34,11 +35,27 @@ def send_batch(
     send(app.tasks[INDEX_BATCH], args=(collection, ids), kwargs=kwargs, queue=BULK_QUEUE, headers=sent_headers())
 
 
-def send_step(collection: str, run_id: str, *, full: bool, allow_empty: bool, cursor: dict[str, Any]) -> None:
-    """Send a reindex's next fan-out step to the bulk queue, behind the batches the last one sent, so a worker
-    takes it once they are taken (``worker.fanout``)."""
-    kwargs = {"full": full, "run_id": run_id, "allow_empty": allow_empty, "cursor": cursor}
-    send(app.tasks[REINDEX_ALL], args=(collection,), kwargs=kwargs, queue=BULK_QUEUE, headers=sent_headers())
+@dataclass(frozen=True, slots=True)
+class ReindexStep:
+    """One fan-out step of a reindex run, as its ``reindex_all`` message carries it: the run, whether it drops
+    records gone from the source (``full``), whether an empty source may end it, and the cursor the last step
+    left (None: the first step)."""
+
+    collection: str
+    run_id: str
+    full: bool = False
+    allow_empty: bool = False
+    cursor: dict[str, Any] | None = None
+
+    def kwargs(self) -> dict[str, Any]:
+        """The message's keyword arguments, after ``collection``: a retry of this step sends them again."""
+        return {"full": self.full, "run_id": self.run_id, "allow_empty": self.allow_empty, "cursor": self.cursor}
+
+    def send_next(self, cursor: dict[str, Any]) -> None:
+        """Send the run's next step to the bulk queue, behind the batches this one sent, so a worker takes it
+        once they are taken (``worker.fanout``)."""
+        kwargs = replace(self, cursor=cursor).kwargs()
+        send(app.tasks[REINDEX_ALL], args=(self.collection,), kwargs=kwargs, queue=BULK_QUEUE, headers=sent_headers())
 
 
 def flush_when_due(collection: str, progress: RunProgress, *, left: bool = False) -> None:

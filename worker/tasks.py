@@ -42,7 +42,7 @@ from worker.pooling.batches import PoolBatch, PooledBatch
 from worker.process import context
 from worker.pushed import Pushed, is_pushed, send_lost
 from worker.retries import DeliveredTooOften, again, check_redeliveries, message_run_id, retry_or_give_up, task_policy
-from worker.runs import flush_when_due, run_finished, send_batch, send_build, send_step
+from worker.runs import ReindexStep, flush_when_due, run_finished, send_batch, send_build
 from worker.sweeps import yielded_to
 
 __all__ = ["build_index", "index_batch", "index_document", "index_record", "reconcile", "reindex_all"]
@@ -126,14 +126,17 @@ def reindex_all(
     check_collection_name(collection)
     if cursor is None:
         run_id = ctx.ledger.create_run(collection, full=full, run_id=run_id or message_run_id(self))
-    elif run_id is None or ctx.ledger.run(run_id).status.ended:  # a paused run's steps go on, its batches parked
-        log.info("reindex %s of %s ended before its fan-out did: its next step is dropped", run_id, collection)
-        return str(run_id)
+    elif run_id is None:
+        raise Reject(f"a fan-out step of {collection} without its run", requeue=False)
+    step = ReindexStep(collection, run_id, full=full, allow_empty=allow_empty, cursor=cursor)
     try:
-        step = _fan_out_step(self, collection, run_id, full=full, allow_empty=allow_empty, cursor=cursor)
+        run = ctx.ledger.run(run_id)
+        if cursor is not None and run.status.ended:  # a paused run's steps go on, its batches parked
+            log.info("reindex %s of %s ended before its fan-out did: its next step is dropped", run_id, collection)
+            return run_id
+        found, progress, pooled = _fan_out_step(self, step, run)
     except (StoreUnavailable, SoftTimeLimitExceeded) as exc:  # a step cut short fans out again, in full
-        kwargs = {"full": full, "run_id": run_id, "allow_empty": allow_empty, "cursor": cursor}
-        retry_or_give_up(self, exc, args=(collection,), kwargs=kwargs)
+        retry_or_give_up(self, exc, args=(collection,), kwargs=step.kwargs())
         ctx.ledger.fail_run(run_id, str(exc) or type(exc).__name__)
         log.error("reindex %s of %s failed: %s", run_id, collection, exc)
         return run_id
@@ -143,7 +146,6 @@ def reindex_all(
     except Exception as exc:  # a bug: the run ends failed, saying what happened
         ctx.ledger.fail_run(run_id, f"{type(exc).__name__}: {exc}")
         raise
-    found, progress, pooled = step
     if progress is None:  # its next step goes on
         return run_id
     with delivered_again_if_unsent(self):
@@ -161,22 +163,20 @@ def reindex_all(
     return run_id
 
 
-def _fan_out_step(
-    self: Task, collection: str, run_id: str, *, full: bool, allow_empty: bool, cursor: dict[str, Any] | None
-) -> tuple[FanOut, RunProgress | None, bool]:
-    """One step of a reindex's fan-out: what it found, the run's progress once the last step has counted it
+def _fan_out_step(self: Task, step: ReindexStep, run: RunProgress) -> tuple[FanOut, RunProgress | None, bool]:
+    """One step of ``run``'s fan-out: what it found, the run's progress once the last step has counted it
     (None while a next step goes on), and whether the run is pooled."""
-    ctx = context()
+    ctx, collection, run_id = context(), step.collection, step.run_id
     check_redeliveries(self)
     indexer = ctx.started(collection)
-    if cursor is None:
+    if step.cursor is None:
         _first_step(collection, indexer, run_id)
         start = FanOut()
     else:
-        start = FanOut.resumed(cursor)
+        start = FanOut.resumed(step.cursor)
     # A capped run is not pooled: a pooled record waits in Redis outside its batch, which parking could
     # not put aside whole.
-    pooled = ctx.leftovers() is not None and caps_of(ctx.ledger.run(run_id)) == (None, None)
+    pooled = ctx.leftovers() is not None and caps_of(run) == (None, None)
 
     def sender(fresh: bool) -> Any:
         return lambda ids, batch: send_batch(collection, ids, run_id=run_id, batch=batch, pooled=pooled, fresh=fresh)
@@ -191,10 +191,10 @@ def _fan_out_step(
         step=Step(start, ctx.settings.worker.fanout_pages),
     )
     if not found.finished:
-        send_step(collection, run_id, full=full, allow_empty=allow_empty, cursor=found.cursor())
+        step.send_next(found.cursor())
         return found, None, pooled
-    if full:
-        send_gone(collection, indexer, found, batch_size=batch_size, send=sender(False), allow_empty=allow_empty)
+    if step.full:
+        send_gone(collection, indexer, found, batch_size=batch_size, send=sender(False), allow_empty=step.allow_empty)
     return found, count_run(ctx.ledger, run_id, found, pooled=pooled), pooled
 
 
