@@ -2,6 +2,7 @@
 the storage limit at each size, and what each part holds in memory and on disk.
 
     .venv/bin/python -m bench.scale [--sizes 10000,20000,100000,1000000] [--quick]
+        [--processes N] [--batch-size N]
 
 Each size gets a system of its own: Redis, the bench's PostgreSQL with pgvector (``bench.servers``), two
 ``celery worker`` processes of one pool process each, and the in-process ``fake`` embedder at DIMENSIONS
@@ -42,7 +43,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import redis
@@ -53,6 +54,7 @@ from bench.limit import measure
 from bench.pipeline import PeakMemory, notes
 from bench.provider_calls import wait_done
 from bench.report import Row, print_table
+from bench.scale_figures import INSERTED, PICTURE, SHORT_BUILD_LIMIT, Measured, PastLimit, draw, rows_of
 from bench.servers import database
 from producer.client import Producer
 from store.capture import control
@@ -77,6 +79,8 @@ __all__ = ["main", "run"]
 SIZES = (10_000, 20_000, 100_000, 1_000_000)
 #: Pool processes of each of the two workers.
 PROCESSES = 1
+#: Record ids per bulk batch (``worker.batch_size``, its default).
+BATCH_SIZE = 100
 QUICK_SIZES = (2_000, 10_000)
 DIMENSIONS = 64
 COLLECTION = "notes"
@@ -87,63 +91,23 @@ TABLE = "bench_notes"
 FILL = 20_000
 #: A first load of a million records runs long: limits far above it, and a visibility timeout above them.
 LIMITS: dict[str, float] = {"time_limit": 600, "index_time_limit": 14_400, "visibility_timeout": 1200}
-#: With the extras, a first load of this collection runs with worker.index_time_limit SHORT_BUILD_LIMIT seconds,
-#: less than its HNSW build takes: it must end once, done or failed, its build's progress shown by `status`.
+#: With the extras, a first load of this collection runs with worker.index_time_limit SHORT_BUILD_LIMIT seconds.
 SLOW_BUILD = f"{COLLECTION}_slow"
-SHORT_BUILD_LIMIT = 15
-#: The growth a phase's per-record cost may show from the smallest size to the largest.
-GROWTH = 1.2
-PICTURE = Path("docs/img/scale.png")
-#: Records whose chunks one INSERT writes again, for what the HNSW-indexed table's writes cost at each size.
-INSERTED = 200
-#: Phases whose CPU seconds are measured, and the CPU of the limit.
-METERED = ("first index", "limit", "1% edit", "capture burst")
-#: Phases whose per-record cost is over the edited records, not all of them.
-EDITS = ("1% edit", "capture burst")
-PHASES = ("first index", "limit", "unchanged", "1% edit", "reconcile", "capture burst")
 
 
-@dataclass
-class Measured:
-    """One size's figures: seconds per phase, and what the parts held."""
+@dataclass(frozen=True)
+class Workers:
+    """How the two workers run: pool processes each, and record ids per bulk batch (``--processes``,
+    ``--batch-size``: what they change is measured back to back against the defaults)."""
 
-    records: int
-    chunks: int = 0
-    seconds: dict[str, float] = field(default_factory=dict)
-    worker_rss: dict[str, int] = field(default_factory=dict)
-    redis_peak: int = 0
-    table_bytes: int = 0
-    state_bytes: int = 0
-    keywords_first: float | None = None
-    past_limit: PastLimit | None = None
-    #: CPU seconds of a phase: the bench's process tree (the workers, Redis, the bench), and PostgreSQL's.
-    cpu: dict[str, tuple[float, float]] = field(default_factory=dict)
-    #: Seconds of the first index's own index builds (its build_index tasks).
-    own_build: float = 0.0
-    #: Seconds per chunk of one INSERT of INSERTED records' chunks into the HNSW-indexed table.
-    insert_per_chunk: float = 0.0
-
-    def per_record(self, phase: str, seconds: float | None = None) -> float:
-        edited = max(1, self.records // 100)
-        return (self.seconds[phase] if seconds is None else seconds) / (edited if phase in EDITS else self.records)
+    processes: int = PROCESSES
+    batch_size: int = BATCH_SIZE
 
 
-@dataclass
-class PastLimit:
-    """How a first load whose build outlasted ``worker.index_time_limit`` went."""
-
-    status: str
-    error: str
-    build_tasks: int
-    builds_started: int
-    progress: list[str]
-    seconds: float
-
-
-def settings_text(broker: str, url: str, limits: dict[str, float] = LIMITS) -> str:
+def settings_text(broker: str, url: str, limits: dict[str, float] = LIMITS, *, batch_size: int = BATCH_SIZE) -> str:
     """The workers' settings: the fake embedder, no cache, the collection over TABLE, its keyword twin, and
     the collection whose build outlasts SHORT_BUILD_LIMIT."""
-    sections = worker_sections(broker=broker, database=url, dimensions=DIMENSIONS, batch_size=100, **limits)
+    sections = worker_sections(broker=broker, database=url, dimensions=DIMENSIONS, batch_size=batch_size, **limits)
     collections = "\n".join(
         sql_collection(database=url, table=TABLE, collection=name, max_tokens=256, overlap=32)
         for name in (COLLECTION, f"{COLLECTION}_kw", SLOW_BUILD)
@@ -167,12 +131,12 @@ def fill(url: str, records: int) -> None:
 
 
 @contextmanager
-def system(folder: Path, records: int) -> Iterator[tuple[str, Path, redis.Redis]]:
+def system(folder: Path, records: int, workers: Workers) -> Iterator[tuple[str, Path, redis.Redis]]:
     """Redis, PostgreSQL with the filled source, and the settings file: the database URL, the file, Redis."""
     with redis_server() as (redis_url, _), database(folder) as url:
         fill(url, records)
         config = folder / "vectorsync.toml"
-        config.write_text(settings_text(redis_url, url))
+        config.write_text(settings_text(redis_url, url, batch_size=workers.batch_size))
         client = redis.Redis.from_url(redis_url)
         try:
             yield url, config, client
@@ -295,18 +259,19 @@ def past_limit(folder: Path, broker: str, url: str) -> PastLimit:
     return PastLimit(str(run.status), run.error or "", tasks, builds, progress, seconds)
 
 
-def one_size(folder: Path, records: int, *, extras: bool = False, processes: int = PROCESSES) -> Measured:
-    """Every phase at ``records`` records, in a system of its own; with ``extras``, the keyword twin's first
-    index and the build past its limit too."""
+def one_size(folder: Path, records: int, *, extras: bool = False, shape: Workers = Workers()) -> Measured:
+    """Every phase at ``records`` records, in a system of its own, the workers run as ``shape`` says; with
+    ``extras``, the keyword twin's first index and the build past its limit too."""
     m = Measured(records)
     rng = random.Random(records)
-    with system(folder, records) as (url, config, cache), ExitStack() as stack:
+    with system(folder, records, shape) as (url, config, cache), ExitStack() as stack:
         settings = load_settings(config)
         table = settings.vectors.table_prefix + COLLECTION
         producer = Producer(settings)
         stack.callback(producer.close)
         workers = {
-            name: stack.enter_context(celery_worker(config, concurrency=processes, name=name)) for name in ("w1", "w2")
+            name: stack.enter_context(celery_worker(config, concurrency=shape.processes, name=name))
+            for name in ("w1", "w2")
         }
         peaks = {name: PeakMemory(process.pid) for name, process in workers.items()}
         sql = Psql(url)
@@ -368,228 +333,11 @@ def one_size(folder: Path, records: int, *, extras: bool = False, processes: int
     return m
 
 
-def rows_of(measured: list[Measured]) -> list[Row]:
-    rows = []
-    for m in measured:
-        section = f"scale {m.records:,}"
-        for phase in PHASES:
-            seconds = m.seconds[phase]
-            unit = "edited record" if phase in EDITS else "record"
-            rows.append(Row(section, phase, seconds, "s", detail=f"{m.per_record(phase) * 1e6:,.0f} us per {unit}"))
-        ratio = m.seconds["limit"] / m.seconds["first index"]
-        rows.append(
-            Row(
-                section,
-                f"first index of {m.records:,} records ({m.chunks:,} chunks) against the limit",
-                ratio,
-                "x",
-                ratio=ratio,
-                target=">= 0.8x",
-                ok=ratio >= 0.8,
-            )
-        )
-        for part in ("limit: COPY", "limit: index builds"):
-            if part in m.seconds:  # not in runs before the split was kept
-                rows.append(
-                    Row(section, part, m.seconds[part], "s", detail=f"of the limit's {m.seconds['limit']:.1f} s")
-                )
-        rows += bound_rows(section, m)
-        for command in ("status", "doctor"):
-            rows.append(Row(section, f"vectorsync {command}: wall", m.seconds[command], "s"))
-        peak = max(m.worker_rss.values())
-        rows.append(
-            Row(
-                section,
-                "peak worker RSS (any process of either worker)",
-                peak / 2**20,
-                "MiB",
-                target="< 400 MiB",
-                ok=peak < 400 * 2**20,
-                detail=", ".join(f"{name} {rss / 2**20:.0f} MiB" for name, rss in sorted(m.worker_rss.items())),
-            )
-        )
-        rows.append(Row(section, "Redis used_memory_peak", m.redis_peak / 2**20, "MiB"))
-        rows.append(Row(section, "PostgreSQL bytes per chunk (table and its indexes)", m.table_bytes / m.chunks, "B"))
-        rows.append(Row(section, "state tables (ledger, runs, spend, ...)", m.state_bytes / 2**20, "MiB"))
-        if m.keywords_first is not None:
-            ratio = m.keywords_first / m.seconds["first index"]
-            rows.append(
-                Row(
-                    section,
-                    "first index with keyword indexing on (search.keywords) / off",
-                    m.keywords_first,
-                    "s",
-                    ratio=ratio,
-                    detail=f"off {m.seconds['first index']:.1f} s: keyword indexing costs the bulk path {ratio:.2f}x",
-                )
-            )
-        if m.past_limit is not None:
-            slow = m.past_limit
-            shown = slow.progress[-1] if slow.progress else "nothing"
-            rows.append(
-                Row(
-                    section,
-                    f"first load, HNSW build past index_time_limit = {SHORT_BUILD_LIMIT} s: ended {slow.status}",
-                    slow.builds_started,
-                    "HNSW builds started",
-                    target="ends once, the build started once, its progress shown",
-                    ok=slow.status in ("done", "failed") and slow.builds_started == 1 and bool(slow.progress),
-                    detail=f"{slow.seconds:.0f} s; {slow.build_tasks} build tasks; {len(slow.progress)} status lines "
-                    f"showed the build, the last: {shown!r}; the run's error: {slow.error!r}",
-                )
-            )
-    if len(measured) > 1:
-        small, large = measured[0], measured[-1]
-        for phase in PHASES:
-            growth = large.per_record(phase) / small.per_record(phase)
-            rows.append(
-                Row(
-                    "scale growth",
-                    f"{phase}: per-record cost at {large.records:,} / at {small.records:,}",
-                    growth,
-                    "x",
-                    ratio=growth,
-                    target=f"<= {GROWTH}x",
-                    ok=growth <= GROWTH,
-                )
-            )
-        for part in ("limit: COPY", "limit: index builds"):
-            if part in small.seconds and part in large.seconds:
-                growth = (large.seconds[part] / large.records) / (small.seconds[part] / small.records)
-                rows.append(
-                    Row(
-                        "scale growth",
-                        f"{part}: per-record cost at {large.records:,} / at {small.records:,}",
-                        growth,
-                        "x",
-                    )
-                )
-        rows += bound_growth(small, large)
-        redis_growth = large.redis_peak / small.redis_peak
-        rows.append(
-            Row(
-                "scale growth",
-                f"Redis used_memory_peak at {large.records:,} / at {small.records:,}",
-                redis_growth,
-                "x",
-                ratio=redis_growth,
-                target="bounded",
-            )
-        )
-    return rows
-
-
-def bound_rows(section: str, m: Measured) -> list[Row]:
-    """What bounds the first index and the edits at one size: CPU seconds, the pipeline's own build, and what
-    an INSERT into the HNSW-indexed table costs."""
-    ours, postgres = m.cpu["first index"]
-    limit = sum(m.cpu["limit"])
-    loading = m.seconds["first index"] - m.own_build
-    rows = [
-        Row(
-            section,
-            "first index: CPU seconds, all processes (the limit's in the detail)",
-            ours + postgres,
-            "CPU s",
-            ratio=limit / (ours + postgres),
-            detail=f"workers, Redis and the bench {ours:.1f} s ({ours / m.records * 1e6:,.0f} us per record), "
-            f"PostgreSQL {postgres:.1f} s ({postgres / m.records * 1e6:,.0f} us per record); the limit {limit:.1f} s: "
-            f"limit / first index in CPU seconds {limit / (ours + postgres):.3f}",
-        ),
-        Row(
-            section,
-            "first index: its own index builds (build_index)",
-            m.own_build,
-            "s",
-            detail=f"loading before them {loading:.1f} s ({loading / m.records * 1e6:,.0f} us per record); "
-            f"the limit's builds {m.seconds['limit: index builds']:.1f} s",
-        ),
-    ]
-    for phase in ("1% edit", "capture burst"):
-        ours, postgres = m.cpu[phase]
-        rows.append(
-            Row(
-                section,
-                f"{phase}: CPU per edited record",
-                m.per_record(phase, ours + postgres) * 1e3,
-                "CPU ms",
-                detail=f"workers, Redis and the bench {m.per_record(phase, ours) * 1e3:.2f} ms, "
-                f"PostgreSQL {m.per_record(phase, postgres) * 1e3:.2f} ms",
-            )
-        )
-    rows.append(
-        Row(
-            section,
-            f"INSERT of {INSERTED} records' chunks into the HNSW-indexed table (EXPLAIN ANALYZE)",
-            m.insert_per_chunk * 1e6,
-            "us per chunk",
-        )
-    )
-    return rows
-
-
-def bound_growth(small: Measured, large: Measured) -> list[Row]:
-    """How the measures of ``bound_rows`` grow from the smallest size to the largest."""
-    name = f"per-record cost at {large.records:,} / at {small.records:,}"
-    pairs = {
-        "first index, CPU seconds of the workers, Redis and the bench": (
-            large.cpu["first index"][0] / large.records,
-            small.cpu["first index"][0] / small.records,
-        ),
-        "first index, CPU seconds of PostgreSQL": (
-            large.cpu["first index"][1] / large.records,
-            small.cpu["first index"][1] / small.records,
-        ),
-        "first index, loading before its own index builds": (
-            (large.seconds["first index"] - large.own_build) / large.records,
-            (small.seconds["first index"] - small.own_build) / small.records,
-        ),
-        "first index, its own index builds": (large.own_build / large.records, small.own_build / small.records),
-    }
-    for phase in ("1% edit", "capture burst"):
-        for part, label in ((0, "of the workers, Redis and the bench"), (1, "of PostgreSQL")):
-            pairs[f"{phase}, CPU seconds {label}"] = (
-                large.per_record(phase, large.cpu[phase][part]),
-                small.per_record(phase, small.cpu[phase][part]),
-            )
-    pairs["INSERT into the HNSW-indexed table, per chunk"] = (large.insert_per_chunk, small.insert_per_chunk)
-    return [
-        Row("scale growth", f"{label}: {name}", big / little, "x", ratio=big / little)
-        for label, (big, little) in pairs.items()
-        if little > 0
-    ]
-
-
-def draw(measured: list[Measured], path: Path = PICTURE) -> None:
-    """Per-record cost of each phase against records, log axes, to ``path`` (PNG)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(7, 4.5), dpi=120)
-    sizes = [m.records for m in measured]
-    for phase in PHASES:
-        unit = " (per edited record)" if phase in EDITS else ""
-        axes.plot(sizes, [m.per_record(phase) * 1e6 for m in measured], marker="o", label=phase + unit)
-    axes.set_xscale("log")
-    axes.set_yscale("log")
-    axes.set_xlabel("records")
-    axes.set_ylabel("microseconds per record")
-    axes.set_title("vectorsync: each phase's cost per record as the collection grows")
-    axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize=8, loc="best")
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path)
-    plt.close(figure)
-
-
 def run(
     quick: bool = False,
     sizes: tuple[int, ...] | None = None,
     picture: Path | None = PICTURE,
-    processes: int = PROCESSES,
+    shape: Workers = Workers(),
 ) -> list[Row]:
     measured = []
     sizes = sizes or (QUICK_SIZES if quick else SIZES)
@@ -597,7 +345,7 @@ def run(
     for records in sizes:
         with tempfile.TemporaryDirectory(prefix="vsscale") as folder:
             started = time.perf_counter()
-            measured.append(one_size(Path(folder), records, extras=records == extras_at, processes=processes))
+            measured.append(one_size(Path(folder), records, extras=records == extras_at, shape=shape))
             print(f"-- scale {records:,}: {time.perf_counter() - started:.0f} s", flush=True)
     if picture is not None and not quick:
         draw(measured, picture)
@@ -610,9 +358,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--picture", type=Path, default=PICTURE)
     parser.add_argument("--processes", type=int, default=PROCESSES, help="pool processes of each of the two workers")
+    parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="record ids per bulk batch")
     args = parser.parse_args()
     sizes = tuple(int(s) for s in args.sizes.split(","))
-    rows = run(args.quick, None if args.quick else sizes, args.picture, args.processes)
+    rows = run(args.quick, None if args.quick else sizes, args.picture, Workers(args.processes, args.batch_size))
     print_table(rows)
     for row in rows:  # what the table leaves out; `python -m bench` keeps it in results.json
         if row.detail:

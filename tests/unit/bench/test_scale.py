@@ -8,7 +8,8 @@ import tomllib
 import pytest
 
 from bench.report import Row
-from bench.scale import COLLECTION, GROWTH, LIMITS, PHASES, SLOW_BUILD, Measured, rows_of, settings_text
+from bench.scale import COLLECTION, LIMITS, SLOW_BUILD, settings_text
+from bench.scale_figures import GROWTH, PHASES, Measured, rows_of
 
 
 def test_the_settings_carry_the_long_limits_no_cache_and_keywords_on_the_twin_only() -> None:
