@@ -43,3 +43,8 @@ class CpuMeter:
                 total += times.user + times.system + times.children_user + times.children_system
             totals.append(total)
         return totals[0], totals[1]
+
+    def since(self, before: tuple[float, float]) -> tuple[float, float]:
+        """``parts()`` spent since ``before`` (an earlier ``parts()``)."""
+        ours, postgres = self.parts()
+        return ours - before[0], postgres - before[1]

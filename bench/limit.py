@@ -32,12 +32,12 @@ _INDEX = re.compile(r"^CREATE (UNIQUE )?INDEX (\S+) ON (\S+) (USING .*)$")
 @dataclass(frozen=True)
 class Limit:
     """Seconds to load and index ``rows`` rows (``copy`` of them the COPY, ``build`` the indexes), and the CPU
-    seconds that took (``cpu``, with a meter: PostgreSQL's and this process tree's)."""
+    seconds that took (``cpu``, with a meter: this process tree's and PostgreSQL's, as ``CpuMeter.parts``)."""
 
     rows: int
     copy: float
     build: float
-    cpu: float | None = None
+    cpu: tuple[float, float] | None = None
 
     @property
     def seconds(self) -> float:
@@ -81,7 +81,7 @@ def measure(url: str, table: str, *, build_memory_mb: int, build_workers: int, m
         conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (f"{build_memory_mb}MB",))
         conn.execute("SELECT set_config('max_parallel_maintenance_workers', %s, false)", (str(build_workers),))
         try:
-            used = meter.seconds() if meter else 0.0
+            used = meter.parts() if meter else None
             start = time.perf_counter()
             with conn.transaction():
                 conn.execute(
@@ -99,7 +99,7 @@ def measure(url: str, table: str, *, build_memory_mb: int, build_workers: int, m
             for statement in statements:
                 conn.execute(statement.encode())
             built = time.perf_counter()
-            cpu = meter.seconds() - used if meter else None
+            cpu = meter.since(used) if meter and used else None
             rows = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(copy))).fetchone()
         finally:
             conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(copy)))

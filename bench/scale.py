@@ -60,6 +60,7 @@ from producer.client import Producer
 from store.capture import control
 from store.capture.sql import CHANNEL
 from store.connect.postgres import engine_url
+from store.contract import BUILD_INDEX
 from store.settings import load_settings
 from store.vectors.pgvector.table import build_memory_mb
 from tests.services import redis_server
@@ -93,6 +94,8 @@ FILL = 20_000
 LIMITS: dict[str, float] = {"time_limit": 600, "index_time_limit": 14_400, "visibility_timeout": 1200}
 #: With the extras, a first load of this collection runs with worker.index_time_limit SHORT_BUILD_LIMIT seconds.
 SLOW_BUILD = f"{COLLECTION}_slow"
+#: A build_index task's line in a worker's log, up to what happened to it.
+BUILD_TASK = re.escape(f"Task {BUILD_INDEX}[") + r"[^]]+\]"
 
 
 @dataclass(frozen=True)
@@ -131,12 +134,12 @@ def fill(url: str, records: int) -> None:
 
 
 @contextmanager
-def system(folder: Path, records: int, workers: Workers) -> Iterator[tuple[str, Path, redis.Redis]]:
+def system(folder: Path, records: int, shape: Workers) -> Iterator[tuple[str, Path, redis.Redis]]:
     """Redis, PostgreSQL with the filled source, and the settings file: the database URL, the file, Redis."""
     with redis_server() as (redis_url, _), database(folder) as url:
         fill(url, records)
         config = folder / "vectorsync.toml"
-        config.write_text(settings_text(redis_url, url, batch_size=workers.batch_size))
+        config.write_text(settings_text(redis_url, url, batch_size=shape.batch_size))
         client = redis.Redis.from_url(redis_url)
         try:
             yield url, config, client
@@ -144,23 +147,17 @@ def system(folder: Path, records: int, workers: Workers) -> Iterator[tuple[str, 
             client.close()
 
 
-class Phases:
-    """Each phase's CPU seconds into ``m.cpu``, split by ``meter.parts()``."""
-
-    def __init__(self, m: Measured, meter: CpuMeter) -> None:
-        self.m, self.meter = m, meter
-
-    @contextmanager
-    def cpu(self, phase: str) -> Iterator[None]:
-        ours, postgres = self.meter.parts()
-        yield
-        after = self.meter.parts()
-        self.m.cpu[phase] = (after[0] - ours, after[1] - postgres)
+@contextmanager
+def metered(meter: CpuMeter, m: Measured, phase: str) -> Iterator[None]:
+    """The CPU seconds of what runs inside, into ``m.cpu[phase]``, split as ``meter.parts()``."""
+    before = meter.parts()
+    yield
+    m.cpu[phase] = meter.since(before)
 
 
 def build_seconds(folder: Path, workers: list[str]) -> float:
     """Seconds the workers' ``build_index`` tasks took so far, from their logs."""
-    found = re.compile(r"Task vectorsync\.build_index\[[^]]+\] succeeded in ([0-9.]+)s")
+    found = re.compile(BUILD_TASK + r" succeeded in ([0-9.]+)s")
     return sum(
         float(seconds)
         for name in workers
@@ -254,7 +251,7 @@ def past_limit(folder: Path, broker: str, url: str) -> PastLimit:
     finally:
         producer.close()
     log = (folder / "short.log").read_text(errors="replace")
-    tasks = len(re.findall(r"Task vectorsync\.build_index\[[^]]+\] received", log))
+    tasks = len(re.findall(BUILD_TASK + " received", log))
     builds = len(re.findall(r"building \S+_embedding_idx of ", log))
     return PastLimit(str(run.status), run.error or "", tasks, builds, progress, seconds)
 
@@ -278,25 +275,25 @@ def one_size(folder: Path, records: int, *, extras: bool = False, shape: Workers
         stack.callback(sql.close)
         engine = sa.create_engine(engine_url(url))
         stack.callback(engine.dispose)
-        phases = Phases(m, CpuMeter(engine))
+        meter = CpuMeter(engine)
 
-        with phases.cpu("first index"):
+        with metered(meter, m, "first index"):
             m.seconds["first index"] = timed_run(producer)
         m.own_build = build_seconds(folder, list(workers))
         m.chunks, m.table_bytes, _ = sizes_of(sql, table)
         memory = build_memory_mb(m.chunks, dimensions=DIMENSIONS, m=settings.vectors.hnsw_m)
         limit = measure(
-            url, table, build_memory_mb=memory, build_workers=settings.vectors.index_build_workers, meter=phases.meter
+            url, table, build_memory_mb=memory, build_workers=settings.vectors.index_build_workers, meter=meter
         )
         m.seconds["limit"] = limit.seconds
         m.seconds["limit: COPY"], m.seconds["limit: index builds"] = limit.copy, limit.build
-        m.cpu["limit"] = (0.0, limit.cpu or 0.0)  # the limit's work is PostgreSQL's; the split is not kept
+        m.cpu["limit"] = limit.cpu or (0.0, 0.0)
         m.seconds["unchanged"] = timed_run(producer)
 
         ids = rng.sample(range(1, records + 1), 2 * max(1, records // 100))
         edited, captured = ids[: len(ids) // 2], ids[len(ids) // 2 :]
         edit(sql, edited, "editedonce")
-        with phases.cpu("1% edit"):
+        with metered(meter, m, "1% edit"):
             m.seconds["1% edit"] = timed_run(producer)
         if stored_with(sql, table, edited, "editedonce") != len(edited):
             raise RuntimeError("the 1% edit's reindex ended done without every edited record stored")
@@ -304,7 +301,7 @@ def one_size(folder: Path, records: int, *, extras: bool = False, shape: Workers
 
         control.enable(settings, COLLECTION)
         wait_for_relays(sql, len(workers))
-        with phases.cpu("capture burst"):
+        with metered(meter, m, "capture burst"):
             start = time.perf_counter()
             edit(sql, captured, "capturedonce")
             while outbox_rows(sql, COLLECTION) or stored_with(sql, table, captured, "capturedonce") != len(captured):

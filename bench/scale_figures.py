@@ -66,6 +66,11 @@ class Measured:
     #: Seconds per chunk of one INSERT of INSERTED records' chunks into the HNSW-indexed table.
     insert_per_chunk: float = 0.0
 
+    @property
+    def loading(self) -> float:
+        """Seconds of the first index before its own index builds."""
+        return self.seconds["first index"] - self.own_build
+
     def per_record(self, phase: str, seconds: float | None = None) -> float:
         edited = max(1, self.records // 100)
         return (self.seconds[phase] if seconds is None else seconds) / (edited if phase in EDITS else self.records)
@@ -187,7 +192,6 @@ def bound_rows(section: str, m: Measured) -> list[Row]:
     an INSERT into the HNSW-indexed table costs."""
     ours, postgres = m.cpu["first index"]
     limit = sum(m.cpu["limit"])
-    loading = m.seconds["first index"] - m.own_build
     rows = [
         Row(
             section,
@@ -204,7 +208,7 @@ def bound_rows(section: str, m: Measured) -> list[Row]:
             "first index: its own index builds (build_index)",
             m.own_build,
             "s",
-            detail=f"loading before them {loading:.1f} s ({loading / m.records * 1e6:,.0f} us per record); "
+            detail=f"loading before them {m.loading:.1f} s ({m.loading / m.records * 1e6:,.0f} us per record); "
             f"the limit's builds {m.seconds['limit: index builds']:.1f} s",
         ),
     ]
@@ -244,8 +248,8 @@ def bound_growth(small: Measured, large: Measured) -> list[Row]:
             small.cpu["first index"][1] / small.records,
         ),
         "first index, loading before its own index builds": (
-            (large.seconds["first index"] - large.own_build) / large.records,
-            (small.seconds["first index"] - small.own_build) / small.records,
+            large.loading / large.records,
+            small.loading / small.records,
         ),
         "first index, its own index builds": (large.own_build / large.records, small.own_build / small.records),
     }
