@@ -71,7 +71,7 @@ ROUTES = {
 }
 
 #: URL schemes of a Redis (coalescing and the embedding cache need one; a RabbitMQ URL is not).
-REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+REDIS_SCHEMES = ("redis://", "rediss://", "redis+socket://", "unix://", "sentinel://")
 #: Prefix of the keys that mark a record whose index task is queued and not yet started.
 PENDING_KEY_PREFIX = "vectorsync:pending:"
 #: Prefix of the keys of a run's leftover pool: records left by its batches for full provider calls.

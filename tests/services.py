@@ -12,25 +12,33 @@ import contextlib
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 # The dev command starts the same services; the tests use its helpers rather than copies.
 from producer.cli.dev.services import embedded_postgres_user, free_port, redis_answers, redis_server_binary
 
 __all__ = [
     "AMQP_URL",
+    "REDIS_FORMS",
+    "SENTINEL_MASTER",
+    "SentinelGroup",
     "amqp_answers",
     "amqp_vhost",
     "embedded_postgres",
     "free_port",
     "redis_answers",
     "redis_db",
+    "redis_listen",
     "redis_server",
     "redis_server_binary",
+    "sentinel_group",
+    "tls_certificate",
 ]
 
 
@@ -82,26 +90,166 @@ def redis_db(url: str, db: int) -> str:
     return f"{base}/{db}"
 
 
+#: The forms a test's redis-server can listen in: plain TCP, TLS only, or a Unix socket only.
+REDIS_FORMS = ("tcp", "tls", "socket")
+
+
+def tls_certificate(folder: Path, host: str = "127.0.0.1") -> tuple[Path, Path]:
+    """A self-signed certificate and its key for ``host`` (and localhost), made with ``openssl``: the
+    certificate is its own CA, so a client given it as ``ssl_ca_certs`` verifies the server fully."""
+    folder.mkdir(parents=True, exist_ok=True)
+    cert, key = folder / "redis.crt", folder / "redis.key"
+    if not cert.exists():
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost",
+             "-addext", f"subjectAltName=DNS:localhost,IP:{host}", "-keyout", str(key), "-out", str(cert)],
+            check=True, capture_output=True, timeout=60,
+        )  # fmt: skip
+    return cert, key
+
+
+def redis_listen(form: str, folder: Path, port: int, host: str = "127.0.0.1") -> tuple[list[str], str]:
+    """redis-server's arguments to listen in ``form`` (``REDIS_FORMS``), and the URL a client of ours uses."""
+    if form == "tls":
+        cert, key = tls_certificate(folder, host)
+        args = ["--port", "0", "--tls-port", str(port), "--tls-cert-file", str(cert), "--tls-key-file", str(key)]
+        args += ["--tls-ca-cert-file", str(cert), "--tls-auth-clients", "no", "--tls-replication", "no"]
+        return args, f"rediss://{host}:{port}/0?ssl_ca_certs={cert}"
+    if form == "socket":
+        folder.mkdir(parents=True, exist_ok=True)
+        sock = folder / f"redis-{port}.sock"
+        return ["--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700"], f"redis+socket://{sock}"
+    return ["--port", str(port)], f"redis://{host}:{port}/0"
+
+
 @contextmanager
-def redis_server(port: int | None = None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """A throwaway redis-server that keeps nothing on disk; yields (url, process)."""
+def redis_server(
+    port: int | None = None, *, form: str = "tcp", folder: Path | None = None
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A throwaway redis-server that keeps nothing on disk, listening in ``form`` (``REDIS_FORMS``; a TLS
+    certificate or a socket goes in ``folder``, a temporary one by default); yields (url, process)."""
     port = port or free_port()
-    process = subprocess.Popen(
-        [redis_server_binary()[0], "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    try:
-        deadline = time.monotonic() + 10
-        while not redis_answers(url):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"redis-server on port {port} did not start")
-            time.sleep(0.05)
-        yield url, process
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    with contextlib.ExitStack() as stack:
+        if folder is None:
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="vsredis")))
+        listen, url = redis_listen(form, folder, port)
+        process = subprocess.Popen(
+            [redis_server_binary()[0], *listen, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 10
+            while not redis_answers(url):
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"redis-server ({form}) on port {port} did not start")
+                time.sleep(0.05)
+            yield url, process
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+
+
+#: The name the tests' Sentinels know their master by.
+SENTINEL_MASTER = "vsmaster"
+
+
+class SentinelGroup:
+    """A master, a replica and one Sentinel watching them (quorum 1), each a redis-server of its own that keeps
+    nothing on disk, on loopback; ``url`` is the ``sentinel://`` URL vectorsync takes."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.ports = [free_port(), free_port()]  # the master's, then the replica's, at the start
+        self.sentinel_port = free_port()
+        self.url = f"sentinel://127.0.0.1:{self.sentinel_port}/0?master_name={SENTINEL_MASTER}"
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    def start(self) -> None:
+        binary = redis_server_binary()[0]
+        master, replica = self.ports
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for port, extra in ((master, []), (replica, ["--replicaof", "127.0.0.1", str(master)])):
+            self._spawn([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                         "--dir", str(self.folder), *extra])  # fmt: skip
+        config = self.folder / "sentinel.conf"
+        config.write_text(
+            f"port {self.sentinel_port}\nbind 127.0.0.1\ndir {self.folder}\n"
+            f"sentinel monitor {SENTINEL_MASTER} 127.0.0.1 {master} 1\n"
+            f"sentinel down-after-milliseconds {SENTINEL_MASTER} 1000\n"
+            f"sentinel failover-timeout {SENTINEL_MASTER} 4000\n"
+        )
+        self._spawn([binary, str(config), "--sentinel"])
+        deadline = time.monotonic() + 20
+        while not (self.replicas_in_sync() and redis_answers(self.url)):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the Sentinel group did not come up: no replica in sync")
+            time.sleep(0.1)
+
+    def _spawn(self, args: list[str]) -> None:
+        self.processes.append(subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+
+    def sentinel(self) -> Any:
+        import redis
+
+        return redis.Redis(host="127.0.0.1", port=self.sentinel_port, socket_timeout=2, decode_responses=True)
+
+    def master_port(self) -> int:
+        """The port of the master the Sentinel names now."""
+        client = self.sentinel()
+        try:
+            return int(client.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", SENTINEL_MASTER)[1])
+        finally:
+            client.close()
+
+    def replicas_in_sync(self) -> bool:
+        import redis
+
+        try:
+            client = redis.Redis(host="127.0.0.1", port=self.master_port(), socket_timeout=2)
+            try:
+                info = client.info("replication")
+            finally:
+                client.close()
+        except (redis.RedisError, OSError):
+            return False
+        return info.get("role") == "master" and any(
+            isinstance(v, dict) and v.get("state") == "online" for k, v in info.items() if k.startswith("slave")
+        )
+
+    def failover(self, timeout: float = 30) -> int:
+        """Make the Sentinel promote the replica (``SENTINEL FAILOVER``) and wait until the new master has the
+        old one back as its replica, in sync; the new master's port."""
+        old = self.master_port()
+        client = self.sentinel()
+        try:
+            client.execute_command("SENTINEL", "FAILOVER", SENTINEL_MASTER)
+        finally:
+            client.close()
+        deadline = time.monotonic() + timeout
+        while self.master_port() == old or not self.replicas_in_sync():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no failover within {timeout} s: the master is still on port {old}")
+            time.sleep(0.2)
+        return self.master_port()
+
+    def close(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=10)
+
+
+@contextmanager
+def sentinel_group(folder: Path | None = None) -> Iterator[SentinelGroup]:
+    """A started ``SentinelGroup`` (in ``folder``, a temporary one by default), stopped afterwards."""
+    with contextlib.ExitStack() as stack:
+        if folder is None:
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="vssentinel")))
+        group = SentinelGroup(folder)
+        stack.callback(group.close)
+        group.start()
+        yield group
 
 
 @contextmanager

@@ -61,6 +61,22 @@ def pool_processes(worker: Any) -> int | None:
 
 
 @worker_init.connect
+def _say_handover(**_: Any) -> None:
+    """Say in one line how the broker hands tasks over (``store.broker.handover``), as a warning where a task
+    may be lost; refuse to start on a kombu the Redis transport was not written for (it would die at its first
+    take with an AttributeError)."""
+    from store.broker.handover import handover
+    from store.broker.kombu_names import UnsupportedKombu
+
+    try:
+        said = handover(load_settings().broker.url)
+    except UnsupportedKombu as exc:
+        log.critical("%s", exc)
+        raise SystemExit(f"vectorsync worker refused to start: {exc}") from exc
+    (log.info if said.safe else log.warning)("%s", said.line)
+
+
+@worker_init.connect
 def _upgrade_state(**_: Any) -> None:
     """Bring the state database's schema to this vectorsync's version as the worker starts, before its pool
     forks; workers starting together take turns under the advisory lock (``store.state.database``).

@@ -158,11 +158,30 @@ def _capture(settings: Settings) -> Iterator[Check]:
 
 
 def _broker(settings: Settings) -> str:
+    """Connect as the workers do (``celery_config``: the transport, TLS and Sentinel options of the URL's
+    form), and say how the broker hands tasks over; a warning where a task may be lost."""
     from kombu import Connection
 
-    with Connection(settings.broker.url, connect_timeout=3) as conn:
+    from store.broker.config import celery_config
+    from store.broker.handover import handover
+    from store.broker.kombu_names import SUPPORTED, UnsupportedKombu
+
+    try:
+        said = handover(settings.broker.url)
+    except UnsupportedKombu as exc:
+        raise _Broken(str(exc).split(" (", 1)[0], f"pip install 'kombu[redis]{SUPPORTED}'") from None
+    config = celery_config(settings)
+    with Connection(
+        config["broker_url"],
+        transport=config.get("broker_transport"),
+        ssl=config.get("broker_use_ssl", False),
+        transport_options=config["broker_transport_options"],
+        connect_timeout=3,
+    ) as conn:
         conn.ensure_connection(max_retries=1, timeout=3)
-    return without_credentials(settings.broker.url)
+    if not said.safe:
+        raise _Broken(said.summary, "use a Redis or RabbitMQ broker", status="warn")
+    return said.summary
 
 
 def _state(producer: Any) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from store.connect.redis_urls import kombu_broker, redis_form
 from store.contract import BULK_QUEUE, LIVE_QUEUE, RECONCILE, REDIS_SCHEMES, ROUTES, VERIFY
 from store.settings import Settings
 from store.settings.network import redis_options, tcp_options
@@ -22,7 +23,8 @@ __all__ = [
     "soft_time_limit",
 ]
 
-#: The transport of a ``redis://`` broker, by name (loaded when a connection is made, not at import).
+#: The transport of a ``redis://`` or ``rediss://`` broker, by name (loaded when a connection is made, not at
+#: import); ``store.connect.redis_urls.kombu_broker`` names the one of each form.
 REDIS_TRANSPORT = "store.broker.transport:Transport"
 #: How every publish retries (a task sent by a producer or by a task, a retry, the task-sent event): once, at
 #: once, on a fresh connection, then the caller gets the error. Celery's default (3 retries, each reconnecting)
@@ -43,13 +45,10 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     """Celery settings for at-least-once delivery of JSON tasks (never pickle)."""
     time_limit = settings.worker.time_limit
     return {
-        "broker_url": settings.broker.url,
         "broker_connection_retry_on_startup": True,
         "broker_connection_timeout": settings.network.connect_timeout,
         "broker_heartbeat": settings.broker.heartbeat,
-        "broker_transport_options": _transport_options(settings),
-        # kombu's Redis transport, less a gap that lost the message a restarting broker was handing over.
-        **({"broker_transport": REDIS_TRANSPORT} if settings.broker.url.startswith("redis://") else {}),
+        **_broker(settings),
         "task_serializer": "json",
         "result_serializer": "json",
         "accept_content": ["json"],
@@ -103,6 +102,22 @@ def publish_seconds(settings: Settings) -> float:
         answer = network.tcp_user_timeout or 2 * settings.broker.heartbeat
     retries = PUBLISH_RETRY_POLICY["max_retries"]
     return float((retries + 1) * (network.connect_timeout + answer) + retries * PUBLISH_RETRY_POLICY["interval_max"])
+
+
+def _broker(settings: Settings) -> dict[str, Any]:
+    """The broker's URL, transport and their options. A Redis broker, in every form of URL, goes through
+    ``store.broker.transport``: kombu's Redis transport, less a gap that lost the message a restarting broker
+    was handing over."""
+    url = settings.broker.url
+    if redis_form(url) is None:
+        return {"broker_url": url, "broker_transport_options": _transport_options(settings)}
+    broker = kombu_broker(url)
+    return {
+        "broker_url": broker.url,
+        "broker_transport": broker.transport,
+        "broker_transport_options": _transport_options(settings) | broker.transport_options,
+        **({"broker_use_ssl": broker.use_ssl} if broker.use_ssl is not None else {}),
+    }
 
 
 def _transport_options(settings: Settings) -> dict[str, Any]:

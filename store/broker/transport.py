@@ -14,6 +14,10 @@ timeout, as the task of a worker that died does. A script cannot block, so an id
 (and a take that leaves messages behind) rings. A bell carries nothing, so losing one costs at most
 ``brpop_timeout`` (1 s): the consumer takes again after every wait, rung or not. See docs/operations.md
 ("Redis persistence").
+
+Every form of Redis broker URL takes this way (``store.connect.redis_urls``): TCP and TLS through
+``Transport``, a Unix socket through ``SocketTransport``, a Sentinel's master through ``SentinelTransport``.
+The kombu names all of them rely on are checked as this module is imported (``store.broker.kombu_names``).
 """
 
 from __future__ import annotations
@@ -21,16 +25,30 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis.exceptions as redis_errors
 from kombu.transport import redis
 from kombu.utils.encoding import bytes_to_str
 from kombu.utils.json import loads
 
-__all__ = ["BELL_MS", "TAKE", "Channel", "QoS", "Transport", "bell_key"]
+from store.broker.kombu_names import check
+
+__all__ = [
+    "BELL_MS",
+    "TAKE",
+    "Channel",
+    "QoS",
+    "SentinelChannel",
+    "SentinelTransport",
+    "SocketTransport",
+    "Transport",
+    "bell_key",
+]
 
 log = logging.getLogger(__name__)
+
+check(redis)
 
 #: KEYS: the queue keys to take from, in order; then each one's bell; then kombu's ``unacked`` hash and its
 #: ``unacked_index``. ARGV: the time recorded (kombu's score, seconds); BELL_MS; then "1" for each queue key
@@ -112,8 +130,16 @@ class QoS(redis.QoS):
             raise redis_errors.ConnectionError("the channel of this message was closed")
 
 
-class Channel(redis.Channel):
-    """kombu's Redis channel, consuming with ``TAKE`` and bells (module docstring) instead of ``BRPOP``."""
+# The mixin is checked as the kombu channel it is mixed into; at run time it stands on its own.
+if TYPE_CHECKING:
+    _Channel = redis.Channel
+else:
+    _Channel = object
+
+
+class Taking(_Channel):
+    """What a kombu Redis channel is given to consume with ``TAKE`` and bells (module docstring) instead of
+    ``BRPOP``: mixed into kombu's plain channel and its Sentinel channel alike."""
 
     QoS = QoS
 
@@ -247,7 +273,28 @@ def _calling(pipe: Any) -> Callable[..., Any]:
     return lambda name, *args: getattr(pipe, name)(*args)
 
 
+class Channel(Taking, redis.Channel):
+    """kombu's Redis channel, taking with ``TAKE``."""
+
+
+class SentinelChannel(Taking, redis.SentinelChannel):
+    """kombu's Sentinel channel, taking with ``TAKE`` from the master the Sentinels name."""
+
+
 class Transport(redis.Transport):
-    """kombu's Redis transport with ``Channel``."""
+    """kombu's Redis transport with ``Channel``: ``redis://`` and ``rediss://``."""
 
     Channel = Channel
+
+
+class SocketTransport(Transport):
+    """``Transport`` on a Unix socket: its URL, ``socket:///path?virtual_host=DB``, is kombu's channel's own
+    to read (kombu would take ``redis+socket://`` to mean its own transport, whatever Celery names)."""
+
+    can_parse_url = True
+
+
+class SentinelTransport(redis.SentinelTransport):
+    """kombu's Sentinel transport with ``SentinelChannel``."""
+
+    Channel = SentinelChannel

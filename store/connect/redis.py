@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import quote
 
 from redis.exceptions import RedisError
 
+from store.connect.redis_urls import parse_redis_url, redis_form
 from store.errors import StoreUnavailable
 from store.settings import NetworkSettings
 from store.settings.network import redis_options
@@ -25,7 +27,9 @@ def redis_client(
 ) -> Any:
     """A redis-py client for ``url``: ``redis_options`` for ``network``, ``timeout`` seconds per command (None:
     none; the health check and TCP_USER_TIMEOUT bound a silent peer), ``connect_timeout`` to connect (default
-    ``timeout``, else the network's), and no retry of a timed-out command: its caller decides."""
+    ``timeout``, else the network's), and no retry of a timed-out command: its caller decides. Every form of
+    ``store.connect.redis_urls`` is taken: TCP, TLS, a Unix socket, and a Sentinel's master (found again
+    after a failover)."""
     import redis
 
     options = redis_options(url, network or NetworkSettings())
@@ -33,7 +37,21 @@ def redis_client(
         options["socket_timeout"] = timeout
     if connect_timeout is not None or timeout is not None:
         options["socket_connect_timeout"] = connect_timeout if connect_timeout is not None else timeout
-    return redis.Redis.from_url(url, retry_on_timeout=False, **options)
+    form = redis_form(url)
+    if form in ("tcp", "tls"):
+        parse_redis_url(url)  # a ConfigError for a TLS option that is wrong, before redis-py takes the URL
+        return redis.Redis.from_url(url, retry_on_timeout=False, **options)
+    parsed = parse_redis_url(url)
+    if form == "socket":
+        options.pop("socket_connect_timeout", None)
+        socket_url = f"unix://{quote(parsed.path)}?db={parsed.db}"
+        return redis.Redis.from_url(socket_url, retry_on_timeout=False, **parsed.client_options(), **options)
+    from redis.sentinel import Sentinel
+
+    sentinels = Sentinel(list(parsed.hosts), **{k: v for k, v in options.items() if k.startswith("socket_")})
+    return sentinels.master_for(
+        parsed.master_name, retry_on_timeout=False, db=parsed.db, **parsed.client_options(), **options
+    )
 
 
 @contextmanager

@@ -70,8 +70,8 @@ def tcp_options(network: NetworkSettings) -> dict[int, int]:
 
 def redis_options(url: str, network: NetworkSettings) -> dict[str, Any]:
     """redis-py connection options for ``url``: keepalive, TCP_USER_TIMEOUT, the health check and the connect
-    timeout on TCP (``redis://``, ``rediss://``); the health check alone on a Unix socket."""
-    if not url.startswith(("redis://", "rediss://")):
+    timeout on TCP (``redis://``, ``rediss://``, ``sentinel://``); the health check alone on a Unix socket."""
+    if url.startswith(("redis+socket://", "unix://")):
         return {"health_check_interval": network.health_check_interval}
     return {
         "socket_keepalive": True,

@@ -6,6 +6,9 @@ its AOF before it answers), leaves the message in neither place. A proxy of the 
 consumer and a real Redis makes that moment happen every time: the first reply that carries a message is
 passed on or dropped, and the proxy goes down (every connection closed, new ones closed at once) until the
 test brings it back.
+
+Each scenario runs on every form of Redis URL a broker may have (``store.connect.redis_urls``): TCP, TLS
+(the proxy ends and reopens the TLS, so it sees the commands) and a Unix socket.
 """
 
 from __future__ import annotations
@@ -14,17 +17,20 @@ import contextlib
 import socket
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import redis
 from kombu import Connection, Exchange, Queue
 
 from store.broker.config import REDIS_TRANSPORT
-from store.broker.transport import BELL_MS, Transport, bell_key
+from store.broker.transport import BELL_MS, Taking, Transport, bell_key
+from store.connect.redis import redis_client
+from store.connect.redis_urls import kombu_broker
 from tests.proxy import Proxy
-from tests.services import redis_server
+from tests.services import REDIS_FORMS, redis_server, tls_certificate
 
 QUEUE = Queue("vs-handover", Exchange("vs-handover", "direct"), "vs-handover")
 #: Short enough for a test to see a recorded message come back (the worker's own are in ``celery_config``).
@@ -40,10 +46,10 @@ RESTORING = {
 class HandoverProxy(Proxy):
     """TCP to ``target`` that goes down at the first reply carrying a message, passing it on or not."""
 
-    def __init__(self, target: tuple[str, int], *, deliver: bool = True) -> None:
+    def __init__(self, target: tuple[str, int] | str, *, deliver: bool = True, **options: Any) -> None:
         self.down, self.armed, self.deliver = False, True, deliver
         self.waiting: set[socket.socket] = set()  # server ends of the connections a take was sent on
-        super().__init__(target)
+        super().__init__(target, **options)
 
     def accepting(self) -> bool:
         return not self.down
@@ -71,20 +77,36 @@ class HandoverProxy(Proxy):
         super().close()
 
 
+@pytest.fixture(params=REDIS_FORMS)
+def server(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[str]:
+    """A redis-server of the test's own, in each form (TCP, TLS, a Unix socket): its URL."""
+    with redis_server(form=request.param, folder=tmp_path) as (url, _process):
+        yield url
+
+
 @pytest.fixture
-def server() -> Iterator[str]:
-    """A redis-server of the test's own: its URL."""
+def tcp_server() -> Iterator[str]:
     with redis_server() as (url, _process):
         yield url
 
 
 def _proxy(url: str, *, deliver: bool) -> HandoverProxy:
     parts = urlsplit(url)
-    return HandoverProxy((parts.hostname or "127.0.0.1", parts.port or 6379), deliver=deliver)
+    if parts.scheme == "redis+socket":
+        return HandoverProxy(parts.path, deliver=deliver)
+    tls = tls_certificate(Path(parse_qs(parts.query)["ssl_ca_certs"][0]).parent) if parts.scheme == "rediss" else None
+    return HandoverProxy((parts.hostname or "127.0.0.1", parts.port or 6379), deliver=deliver, tls=tls)
+
+
+def _connection(url: str, transport: Any = None, **options: Any) -> Connection:
+    """A kombu connection to ``url`` as the broker's configuration makes it (``kombu_broker``), through
+    ``transport`` (default: the one of ``url``'s form)."""
+    broker = kombu_broker(url)
+    return Connection(broker.url, transport=transport or broker.transport, ssl=broker.use_ssl or False, **options)
 
 
 def _publish(url: str, body: dict[str, Any]) -> None:
-    with Connection(url, transport=Transport) as connection:
+    with _connection(url) as connection:
         connection.Producer().publish(
             body, exchange=QUEUE.exchange, routing_key=QUEUE.routing_key, declare=[QUEUE], serializer="json"
         )
@@ -96,7 +118,7 @@ def _consume(url: str, transport: Any, got: list[Any], *, within: float = 5) -> 
     goes away raises."""
     deadline = time.monotonic() + within
     with (
-        Connection(url, transport=transport, transport_options=RESTORING) as connection,
+        _connection(url, transport, transport_options=RESTORING) as connection,
         connection.Consumer(
             QUEUE, callbacks=[lambda body, message: (got.append(body), message.ack())], accept=["json"]
         ),
@@ -111,7 +133,7 @@ def _consume(url: str, transport: Any, got: list[Any], *, within: float = 5) -> 
 
 def _held(url: str) -> tuple[int, int]:
     """Messages in the queue, and recorded as unacknowledged."""
-    client = redis.Redis.from_url(url)
+    client = redis_client(url, timeout=5)
     try:
         return int(client.llen(QUEUE.name)), int(client.hlen("unacked"))
     finally:
@@ -125,22 +147,23 @@ def test_a_message_handed_over_as_the_broker_goes_away_comes_back_once_it_is_bac
         _publish(server, {"batch": 4})
         got: list[Any] = []
         with pytest.raises(Exception) as raised:
-            _consume(proxy.url, Transport, got)
+            _consume(proxy.url, None, got)
         assert isinstance(raised.value, Connection(server).connection_errors), raised.value
         assert got == ([{"batch": 4}] if deliver else [])  # its ack, if any, could not get through
         assert _held(server) == (0, 1)  # taken and recorded in one step: never in neither place
         proxy.come_back()
         again: list[Any] = []
-        _consume(proxy.url, Transport, again, within=30)  # back after the visibility timeout
+        _consume(proxy.url, None, again, within=30)  # back after the visibility timeout
         assert again == [{"batch": 4}]
         assert _held(server) == (0, 0)
     finally:
         proxy.close()
 
 
-def test_kombus_own_transport_still_loses_that_message(server: str) -> None:
+def test_kombus_own_transport_still_loses_that_message(tcp_server: str) -> None:
     """The defect our transport closes, shown on kombu's: when this fails, kombu has fixed it upstream and
     ``store.broker.transport`` can go."""
+    server = tcp_server
     proxy = _proxy(server, deliver=False)
     try:
         _publish(server, {"batch": 4})
@@ -161,7 +184,7 @@ def test_a_publish_rings_its_queues_bell_and_an_idle_consumer_takes_at_once(serv
     taken at once, and the bell never holds more than one ring."""
     got: list[Any] = []
     with (
-        Connection(server, transport=Transport, transport_options=RESTORING) as connection,
+        _connection(server, transport_options=RESTORING) as connection,
         connection.Consumer(
             QUEUE, callbacks=[lambda body, message: (got.append(body), message.ack())], accept=["json"]
         ),
@@ -170,7 +193,7 @@ def test_a_publish_rings_its_queues_bell_and_an_idle_consumer_takes_at_once(serv
             connection.drain_events(timeout=1.5)  # found nothing, now waiting on the bell
         for n in range(3):
             _publish(server, {"batch": n})
-        client = redis.Redis.from_url(server)
+        client = redis_client(server, timeout=5)
         assert client.llen(bell_key(QUEUE.name)) == 1
         assert 0 < client.pttl(bell_key(QUEUE.name)) <= BELL_MS  # a reply queue's bell goes when it does
         start = time.monotonic()
@@ -182,13 +205,69 @@ def test_a_publish_rings_its_queues_bell_and_an_idle_consumer_takes_at_once(serv
         client.close()
 
 
-def test_a_redis_broker_is_consumed_through_that_transport() -> None:
+def _through_celery(url: str) -> tuple[type, list[Any]]:
+    """Publish and consume one message on a Celery app configured as producers and workers are
+    (``celery_config``) for a broker at ``url``: the channel's class, and what was consumed."""
+    from celery import Celery
+
+    from store.broker.config import celery_config
+    from store.settings import Settings
+
+    app = Celery("vs-forms", set_as_current=False)
+    app.conf.update(celery_config(Settings.model_validate({"broker": {"url": url}})))
+    got: list[Any] = []
+    with app.connection_for_write() as connection:
+        connection.Producer().publish(
+            {"form": url.split(":", 1)[0]}, exchange=QUEUE.exchange, routing_key=QUEUE.routing_key, declare=[QUEUE]
+        )
+        with connection.Consumer(QUEUE, callbacks=[lambda body, m: (got.append(body), m.ack())], accept=["json"]):
+            connection.drain_events(timeout=5)
+        return type(connection.default_channel), got
+
+
+def test_every_form_of_redis_broker_is_consumed_through_that_transport(server: str) -> None:
+    """TCP, TLS (verifying the server's certificate) and a Unix socket: Celery, configured as our producers and
+    workers are, takes through ``store.broker.transport``, never silently through kombu's own (a ``rediss://``
+    or ``redis+socket://`` broker did before)."""
+    channel, got = _through_celery(server)
+    assert issubclass(channel, Taking), channel
+    assert got == [{"form": server.split(":", 1)[0]}]
+    assert _held(server) == (0, 0)
+
+
+def test_a_sentinel_broker_is_consumed_through_that_transport_and_follows_a_failover(tmp_path: Path) -> None:
+    """A ``sentinel://`` broker: the master the Sentinel names takes through ``TAKE``, and after the Sentinel
+    promotes the replica, a new connection finds the new master."""
+    from tests.services import sentinel_group
+
+    with sentinel_group(tmp_path) as group:
+        first = group.master_port()
+        channel, got = _through_celery(group.url)
+        assert issubclass(channel, Taking) and "Sentinel" in channel.__name__, channel
+        assert got == [{"form": "sentinel"}]
+        assert group.failover() != first
+        channel, got = _through_celery(group.url)
+        assert got == [{"form": "sentinel"}]
+        assert _held(group.url) == (0, 0)
+
+
+def test_an_open_channel_has_every_name_the_transport_reads(tcp_server: str) -> None:
+    """The names kombu's channel sets on itself as it opens (``kombu_names.INSTANCE``), which no import-time
+    check can see."""
+    from store.broker.kombu_names import INSTANCE
+
+    with _connection(tcp_server) as connection:
+        channel = connection.default_channel
+        assert [name for name in INSTANCE if not hasattr(channel, name)] == []
+        assert callable(channel._queue_cycle.consume) and callable(channel._queue_cycle.rotate)
+
+
+def test_a_rabbitmq_broker_keeps_kombus_transport() -> None:
     from store.broker.config import celery_config
     from store.settings import Settings
 
     settings = Settings.model_validate({"broker": {"url": "redis://127.0.0.1:6379/0"}})
     assert celery_config(settings)["broker_transport"] == REDIS_TRANSPORT
-    assert Connection("redis://127.0.0.1:6379/0", transport=REDIS_TRANSPORT).transport_cls == REDIS_TRANSPORT
     amqp = Settings.model_validate({"broker": {"url": "amqp://guest:guest@127.0.0.1:5672//"}})
     assert "broker_transport" not in celery_config(amqp)
 
@@ -267,10 +346,10 @@ def test_a_broker_out_of_memory_hands_over_nothing_and_loses_nothing(
     """kombu's ``BRPOP`` still pops from a full ``noeviction`` Redis and then fails to record the message: it
     is lost. ``TAKE`` writes its record before it pops, so a full broker refuses the whole take."""
     _publish(server, {"batch": 5})
-    client = redis.Redis.from_url(server)
+    client = redis_client(server, timeout=5)
     got: list[Any] = []
     with (
-        Connection(server, transport=Transport, transport_options=RESTORING) as connection,
+        _connection(server, transport_options=RESTORING) as connection,
         connection.Consumer(
             QUEUE, callbacks=[lambda body, message: (got.append(body), message.ack())], accept=["json"]
         ),

@@ -4,6 +4,7 @@ PostgreSQL with pgvector and `celery worker` processes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import signal
@@ -25,7 +26,7 @@ from store.contract import WORKER_COMMAND
 from store.settings import Settings, load_settings
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
-from tests.services import free_port
+from tests.services import REDIS_FORMS, free_port, redis_server, sentinel_group
 from tests.workers import (
     ROOT,
     CrmTable,
@@ -263,3 +264,27 @@ def test_status_fits_80_columns_on_a_terminal_without_cutting_ids(ops: Ops) -> N
     assert re.search(rf"^ ?{shown}\s", "\n".join(lines), re.M)  # the id's unique prefix, whole, in its column
     single = run_cli(ops.config, "status", shown)
     assert single.returncode == 0 and "done 20, unchanged 0, failed 0" in single.stdout
+
+
+@pytest.mark.parametrize("form", [*REDIS_FORMS, "unix", "sentinel", "memory"])
+def test_doctor_reaches_every_form_of_broker_and_says_how_it_hands_tasks_over(tmp_path: Path, form: str) -> None:
+    """TLS verifying the server, a Unix socket in both spellings, a Sentinel's master: doctor connects as the
+    workers do and says the take is atomic; a broker vectorsync does not test is a warning that says so."""
+    with contextlib.ExitStack() as stack:
+        if form == "sentinel":
+            url = stack.enter_context(sentinel_group(tmp_path / "sentinel")).url
+        elif form == "memory":
+            url = "memory://"
+        else:
+            url, _ = stack.enter_context(redis_server(form="socket" if form == "unix" else form, folder=tmp_path))
+            url = url.replace("redis+socket://", "unix://") if form == "unix" else url
+        config = tmp_path / "vectorsync.toml"
+        config.write_text(f'[broker]\nurl = "{url}"\n\n[cache]\nurl = "memory://"\n')
+        _code, lines = doctor_lines(config)
+    if form == "memory":
+        assert lines["broker"].startswith("warn memory://: kombu's own 'memory' transport, untested"), lines
+        assert "fix: use a Redis or RabbitMQ broker" in lines["broker"]
+        return
+    where = {"tcp": "TCP", "tls": "TLS", "socket": "a Unix socket", "unix": "a Unix socket"}.get(form, "the master")
+    assert lines["broker"].startswith("ok "), lines
+    assert f"Redis over {where}" in lines["broker"] and lines["broker"].endswith("tasks taken atomically"), lines
