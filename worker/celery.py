@@ -36,6 +36,21 @@ def _config() -> dict[str, Any]:
     }
 
 
+def _refuse_unsupported_kombu() -> None:
+    """Stop here, in one line naming the supported range, on a kombu the broker's Redis transport was not
+    written for: Celery resolves the transport before any signal of the worker's (a worker on kombu 5.5 died
+    with 60 lines of tracebacks, or at its first take with an AttributeError)."""
+    from kombu.transport import redis
+
+    from store.broker.kombu_names import UnsupportedKombu, check
+
+    try:
+        check(redis)
+    except UnsupportedKombu as exc:
+        raise SystemExit(f"vectorsync worker refused to start: {exc}") from None
+
+
+_refuse_unsupported_kombu()
 prepare_environment()  # before any pool process starts
 app = Celery("vectorsync", include=["worker.tasks", "worker.verified"])
 app.add_defaults(_config)
@@ -63,16 +78,10 @@ def pool_processes(worker: Any) -> int | None:
 @worker_init.connect
 def _say_handover(**_: Any) -> None:
     """Say in one line how the broker hands tasks over (``store.broker.handover``), as a warning where a task
-    may be lost; refuse to start on a kombu the Redis transport was not written for (it would die at its first
-    take with an AttributeError)."""
+    may be lost."""
     from store.broker.handover import handover
-    from store.broker.kombu_names import UnsupportedKombu
 
-    try:
-        said = handover(load_settings().broker.url)
-    except UnsupportedKombu as exc:
-        log.critical("%s", exc)
-        raise SystemExit(f"vectorsync worker refused to start: {exc}") from exc
+    said = handover(load_settings().broker.url)
     (log.info if said.safe else log.warning)("%s", said.line)
 
 

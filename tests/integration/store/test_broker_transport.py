@@ -369,3 +369,30 @@ def test_a_broker_out_of_memory_hands_over_nothing_and_loses_nothing(
     assert got == [{"batch": 5}]
     assert _held(server) == (0, 0)
     client.close()
+
+
+def test_a_worker_on_a_kombu_without_a_name_refuses_to_start_in_one_line(tmp_path: Path) -> None:
+    """kombu 5.5 and 5.6 lack ``_flush_brpop_reauth`` (and four more names): a worker there died at once with
+    tracebacks. Here that kombu is made by deleting the name before ``celery -A worker worker`` starts."""
+    import subprocess
+    import sys
+
+    from tests.workers import ROOT, process_env
+
+    config = tmp_path / "vectorsync.toml"
+    config.write_text('[broker]\nurl = "redis://127.0.0.1:1/0"\n')
+    start = (
+        "import sys, kombu.transport.redis as r; del r.Channel._flush_brpop_reauth; "
+        "from celery.__main__ import main; sys.argv = ['celery', '-A', 'worker', 'worker']; main()"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", start], cwd=ROOT, env=process_env(config), capture_output=True, text=True, timeout=60
+    )
+    assert ran.returncode == 1 and ran.stdout == "", ran
+    import kombu
+
+    assert ran.stderr.strip().splitlines() == [
+        f"vectorsync worker refused to start: kombu {kombu.__version__} is not one vectorsync's Redis transport "
+        "supports (Channel._flush_brpop_reauth is missing): install kombu>=5.7,<5.8, "
+        "e.g. pip install 'kombu[redis]>=5.7,<5.8'"
+    ]
