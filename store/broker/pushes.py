@@ -23,7 +23,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from store.connect.redis import REDIS_ERRORS, redis_client
+from store.connect.redis import REDIS_ERRORS, redis_client, replicated
+from store.connect.redis_urls import redis_form
 from store.contract import PUSHED_KEY_PREFIX, REDIS_SCHEMES
 from store.settings import NetworkSettings
 
@@ -69,6 +70,8 @@ class Pushes:
 
     def __init__(self, url: str | None, *, network: NetworkSettings | None = None) -> None:
         self.client: Any = None
+        #: A Sentinel's master: a push is kept once a replica has it too (``replicated``).
+        self.sentinel = bool(url) and redis_form(url or "") == "sentinel"
         if url and url.startswith(REDIS_SCHEMES):
             self.client = redis_client(url, network, timeout=2)
             self._keep = self.client.register_script(_KEEP)
@@ -84,7 +87,12 @@ class Pushes:
         body = json.dumps(
             {"text": push.text, "metadata": push.metadata, "version": push.version, "sent_at": push.sent_at}
         )
-        self._keep(keys=_keys(collection), args=[push.id, body, _digits(push.version)])
+        if not self.sentinel:
+            self._keep(keys=_keys(collection), args=[push.id, body, _digits(push.version)])
+            return
+        with self.client.pipeline(transaction=False) as pipe:
+            self._keep(keys=_keys(collection), args=[push.id, body, _digits(push.version)], client=pipe)
+            replicated(self.client, pipe)
 
     def settle(self, collection: str, id: str, version: int) -> None:
         """The push of ``id`` at ``version`` is indexed (or given up): drop it, unless a newer one is kept. A

@@ -33,6 +33,7 @@ from kombu.utils.encoding import bytes_to_str
 from kombu.utils.json import loads
 
 from store.broker.kombu_names import check
+from store.connect.redis import replicated
 
 __all__ = [
     "BELL_MS",
@@ -235,7 +236,11 @@ class Taking(_Channel):
             return
         with self.conn_or_acquire() as client, client.pipeline(transaction=False) as pipe:
             super()._put(queue, message, _publish_batch=_Ringing(_calling(pipe)), **kwargs)
-            pipe.execute()
+            self._published(client, pipe)
+
+    def _published(self, client: Any, pipe: Any) -> None:
+        """Send a publish's commands (a Sentinel's channel also waits for a replica to have them)."""
+        pipe.execute()
 
     def _do_restore_message(
         self, payload: dict[str, Any], exchange: str, routing_key: str, pipe: Any, leftmost: bool = False
@@ -278,7 +283,16 @@ class Channel(Taking, redis.Channel):
 
 
 class SentinelChannel(Taking, redis.SentinelChannel):
-    """kombu's Sentinel channel, taking with ``TAKE`` from the master the Sentinels name."""
+    """kombu's Sentinel channel, taking with ``TAKE`` from the master the Sentinels name, and publishing only
+    what a replica has too (``store.connect.redis.replicated``): a publish to a master the Sentinels have just
+    failed over is acknowledged, then dropped as it resyncs, so it fails instead and Celery publishes again on a
+    new connection, to the new master."""
+
+    #: kombu's publish batches are sent by kombu, past the replica's check: each publish goes alone.
+    supports_batch_publish = False
+
+    def _published(self, client: Any, pipe: Any) -> None:
+        replicated(client, pipe)
 
 
 class Transport(redis.Transport):

@@ -15,7 +15,7 @@ from store.errors import StoreUnavailable
 from store.settings import NetworkSettings
 from store.settings.network import redis_options
 
-__all__ = ["REDIS_ERRORS", "redis_client", "unavailable"]
+__all__ = ["REDIS_ERRORS", "REPLICA_WAIT_MS", "redis_client", "replicated", "unavailable"]
 
 #: What a Redis client raises when its server is down, restarting or silent: redis-py's errors, and the
 #: socket's own (OSError) where redis-py lets them through.
@@ -52,6 +52,28 @@ def redis_client(
     return sentinels.master_for(
         parsed.master_name, retry_on_timeout=False, db=parsed.db, **parsed.client_options(), **options
     )
+
+
+#: How long a write that must outlive a Sentinel failover waits for a replica to have it, milliseconds.
+REPLICA_WAIT_MS = 1000
+
+
+def replicated(client: Any, pipe: Any) -> list[Any]:
+    """Send ``pipe``'s commands to a Sentinel's master, then wait for one replica to have them (``WAIT``); their
+    replies. A master no replica follows any more (the Sentinels promoted one: it keeps taking writes for some
+    8 s, until they make it a replica, and then drops them) raises ConnectionError, having closed ``client``'s
+    connections, so the caller's next try asks the Sentinels for the master again."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    pipe.execute_command("WAIT", 1, REPLICA_WAIT_MS)
+    *replies, replicas = list(pipe.execute())
+    if int(replicas) < 1:
+        client.connection_pool.disconnect()
+        raise RedisConnectionError(
+            f"no replica of the Sentinels' master had the write within {REPLICA_WAIT_MS} ms: it may have "
+            "been failed over, or have no replica left; the write is not taken as done"
+        )
+    return replies
 
 
 @contextmanager
