@@ -32,7 +32,7 @@ from store.settings import Settings, load_settings
 from store.state.ledger.postgres import PostgresLedger
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
-from tests.services import free_port, redis_answers, redis_server_binary
+from tests.reliability.brokers import Broker, Redis, Sentinel, with_db
 from tests.workers import (
     OUTBOX,
     CrmTable,
@@ -96,74 +96,6 @@ def print_figures(terminalreporter: Any, rows: list[dict[str, Any]]) -> None:
         )
 
 
-class Redis:
-    """A redis-server of the rig's own, that a scenario can kill and start again (with or without AOF),
-    listening on ``host``."""
-
-    def __init__(self, folder: Path, *, persistent: bool, host: str = "127.0.0.1") -> None:
-        self.folder, self.persistent, self.port, self.host = folder, persistent, free_port(), host
-        self.url = f"redis://{host}:{self.port}/0"
-        self.process: subprocess.Popen[bytes] | None = None
-        #: Every server start() began, so that close() leaves none behind.
-        self.started: list[subprocess.Popen[bytes]] = []
-        #: Set by ``close``: a restart still sleeping then starts nothing (the chaos run's ended with a
-        #: redis-server that nothing stopped).
-        self.closed = False
-
-    def start(self) -> None:
-        if self.closed:
-            return
-        self.folder.mkdir(parents=True, exist_ok=True)
-        aof = ["--appendonly", "yes", "--appendfsync", "always"] if self.persistent else ["--appendonly", "no"]
-        self.process = process = subprocess.Popen(
-            [
-                redis_server_binary()[0],
-                "--port",
-                str(self.port),
-                "--bind",
-                self.host,
-                "--save",
-                "",
-                # clients from another address than loopback (a network namespace's) would be refused
-                "--protected-mode",
-                "no" if self.host != "127.0.0.1" else "yes",
-                "--dir",
-                str(self.folder),
-                *aof,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        self.started.append(process)
-        try:
-            wait_for(lambda: redis_answers(self.url), timeout=10, what="redis-server to start")
-        finally:
-            if self.closed:  # closed while this started it
-                process.kill()
-                process.wait(timeout=10)
-
-    def kill(self) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait(timeout=10)
-
-    def restart(self, *, down_seconds: float = 1.0) -> None:
-        self.kill()
-        time.sleep(down_seconds)
-        self.start()
-
-    def close(self) -> None:
-        """Kill it for good: no restart under way starts it again, and every server it ever started is gone (a
-        chaos run left one running: a restart whose server did not answer in time raised before its caller
-        could kill it)."""
-        self.closed = True
-        self.kill()
-        for process in self.started:
-            if process.poll() is None:
-                process.kill()
-                process.wait(timeout=10)
-
-
 @dataclass
 class Rig:
     """One scenario's system: settings, source table, two model endpoints, its broker, its workers."""
@@ -175,7 +107,7 @@ class Rig:
     primary: FakeOpenAI
     backup: FakeOpenAI
     database: str
-    broker: Redis
+    broker: Broker
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     @property
@@ -280,11 +212,13 @@ def settings_text(
     worker_keys: str = "",
     sections: str = "",
     capture: bool = False,
+    cache: str | None = None,
 ) -> str:
     """The rig's settings: tasks of ``time_limit`` seconds (the index build one more, the visibility timeout
     one more again); ``broker_keys`` and ``worker_keys`` add lines to [broker] and [worker], ``sections`` whole
     sections (TOML: a section is written once); ``capture``: triggers write the collection's changes to the
-    outbox, the workers relay them."""
+    outbox, the workers relay them. ``cache``: the cache's URL; by default database 1 of a Redis broker (a
+    broker of another kind must name one)."""
     return f"""
 [broker]
 url = "{broker}"
@@ -301,7 +235,7 @@ stall_seconds = 3
 {worker_keys}
 
 [cache]
-url = "{broker.rsplit("/", 1)[0]}/1"
+url = "{cache or with_db(broker, 1)}"
 
 [models.primary]
 provider = "openai"
@@ -335,13 +269,29 @@ dimensions = 8
 
 @contextmanager
 def make_rig(
-    folder: Path, database: str, *, persistent: bool = False, host: str = "127.0.0.1", **settings: Any
+    folder: Path,
+    database: str,
+    *,
+    persistent: bool = False,
+    host: str = "127.0.0.1",
+    form: str = "tcp",
+    **settings: Any,
 ) -> Iterator[Rig]:
     """A rig in ``folder``: its own broker (with AOF when ``persistent``), model servers and source table.
     Its servers listen on ``host``; ``settings`` are ``settings_text``'s (time_limit, broker_keys, worker_keys,
-    sections, capture)."""
-    broker = Redis(folder / "redis", persistent=persistent, host=host)
-    broker.start()
+    sections, capture). ``form``: the broker's Redis, also the cache, is a redis-server on TCP (``tcp``), on TLS
+    only (``tls``), on a Unix socket only (``socket``), or a master, a replica and a Sentinel, both servers with
+    AOF whatever ``persistent`` says (``sentinel``: ``tests.reliability.brokers.Sentinel``)."""
+    broker: Broker = (
+        Sentinel(folder / "sentinel", host=host)
+        if form == "sentinel"
+        else Redis(folder / "redis", persistent=persistent, host=host, form=form)
+    )
+    try:
+        broker.start()
+    except BaseException:  # a Sentinel group half up: its servers go too
+        broker.close()
+        raise
     collection = unique_name("rel")
     with FakeOpenAI(dimensions=8, host=host) as primary, FakeOpenAI(dimensions=8, host=host) as backup:
         crm = CrmTable(database, f"crm_{collection}")
@@ -354,6 +304,7 @@ def make_rig(
                 collection=collection,
                 primary=primary.url,
                 backup=backup.url,
+                cache=broker.cache_url,
                 **settings,
             )
         )
@@ -363,7 +314,7 @@ def make_rig(
             raise AssertionError(f"{exc}\n{worker_logs(folder)}") from exc
         finally:
             crm.close()
-            broker.kill()
+            broker.close()
 
 
 #: Worker log lines that say nothing of a failure: a task received, or done.
@@ -384,7 +335,10 @@ def worker_logs(folder: Path) -> str:
 
 @pytest.fixture
 def rig(tmp_path: Path, postgres_url: str, request: pytest.FixtureRequest) -> Iterator[Rig]:
-    with make_rig(tmp_path, postgres_url, persistent=bool(getattr(request, "param", False))) as made:
+    """A rig; parametrized indirectly with whether its broker keeps an AOF, or with (that, its ``form``)."""
+    param = getattr(request, "param", False)
+    persistent, form = param if isinstance(param, tuple) else (bool(param), "tcp")
+    with make_rig(tmp_path, postgres_url, persistent=persistent, form=form) as made:
         yield made
 
 

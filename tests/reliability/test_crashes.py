@@ -16,6 +16,7 @@ from producer.client import Producer
 from store.broker.config import soft_time_limit
 from store.connect.postgres import engine_url
 from store.contract import RunStatus
+from tests.reliability.brokers import Redis
 from tests.reliability.conftest import Rig, kill_tree, make_rig, restart_postgres
 from tests.workers import note, pool_processes, run_cli, wait_for
 
@@ -93,8 +94,16 @@ def test_sigterm_during_a_batch_finishes_it_and_leaves_the_rest_queued(rig: Rig)
     producer.close()
 
 
-@pytest.mark.parametrize("rig", [True, False], ids=["redis-aof", "redis-no-persistence"], indirect=True)
+#: The same kill and restart on each form of Redis URL the broker takes (``store.connect.redis_urls``): TLS and a
+#: Unix socket go through the same transport, with AOF.
+BROKER_FORMS = {"redis-aof": (True, "tcp"), "redis-no-persistence": (False, "tcp"), "rediss-aof": (True, "tls"),
+                "socket-aof": (True, "socket")}  # fmt: skip
+FORM_NAMES = {"tcp": "Redis", "tls": "Redis over TLS", "socket": "Redis on a Unix socket"}
+
+
+@pytest.mark.parametrize("rig", list(BROKER_FORMS.values()), ids=list(BROKER_FORMS), indirect=True)
 def test_the_broker_restarted_mid_reindex(rig: Rig) -> None:
+    assert isinstance(rig.broker, Redis)
     producer = rig.producer()
     with rig.worker(concurrency=2):
         run_id = _started(rig, producer, 1000, delay=0.05)
@@ -105,7 +114,8 @@ def test_the_broker_restarted_mid_reindex(rig: Rig) -> None:
             time.sleep(rig.settings.worker.stall_seconds + 1)
             healed = run_cli(rig.config, "reconcile", rig.collection, "--wait", timeout=180)
             assert healed.returncode == 0, healed.stdout + healed.stderr
-        rig.verify(f"Redis restarted mid-reindex ({'AOF' if rig.broker.persistent else 'no persistence'})", faults=1)
+        persistence = "AOF" if rig.broker.persistent else "no persistence"
+        rig.verify(f"{FORM_NAMES[rig.broker.form]} restarted mid-reindex ({persistence})", faults=1)
         lost_runs = [r for r in rig.runs() if r.status == "failed"]
         if rig.broker.persistent:  # AOF kept the queue: the reindex ran to its end
             assert lost_runs == []

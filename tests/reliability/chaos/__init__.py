@@ -1,9 +1,9 @@
 """A seeded chaos run: overlapping faults from a seeded schedule on a system of real parts while writes go on;
 then heal everything, stop writing, wait for quiet and check every invariant (``invariants.broken``).
 
-``python -m tests.reliability.chaos --minutes 30 --seed 7`` runs one; ``tests/reliability/test_chaos.py`` runs a
-short one in CI. The seed and the schedule are printed first, so a failing seed replays the same faults in the
-same order.
+``python -m tests.reliability.chaos --minutes 30 --seed 7`` runs one (``--broker`` stands it on another broker:
+``tests.reliability.brokers``); ``tests/reliability/test_chaos.py`` runs short ones in CI. The seed and the
+schedule are printed first, so a failing seed replays the same faults in the same order.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tests.reliability.chaos.invariants import broken, caught_up, ended, figures, unended
+from tests.reliability.chaos.invariants import broken, caught_up, ended, figures, stale_documents, unended
 from tests.reliability.chaos.schedule import Fault, counts, schedule
 from tests.reliability.chaos.system import System, system
 from tests.reliability.chaos.writers import Writers
@@ -35,6 +35,7 @@ class Report:
 
     seed: int
     faults: list[Fault]
+    broker: str = "redis"
     injected: Counter[str] = field(default_factory=Counter)
     writes: Counter[str] = field(default_factory=Counter)
     refused: Counter[str] = field(default_factory=Counter)
@@ -46,7 +47,8 @@ class Report:
     def lines(self) -> list[str]:
         kinds = sorted(set(self.injected) | set(counts(self.faults)))
         out = [
-            f"seed {self.seed}: {len(self.faults)} faults scheduled, {sum(self.injected.values())} injected",
+            f"seed {self.seed} on {self.broker}: {len(self.faults)} faults scheduled, "
+            f"{sum(self.injected.values())} injected",
             *(f"  {kind:<18} {self.injected[kind]:>4} injected of {counts(self.faults)[kind]}" for kind in kinds),
             f"writes: {sum(self.writes.values())} done ({dict(sorted(self.writes.items()))}), "
             f"{sum(self.refused.values())} refused by an outage",
@@ -69,6 +71,8 @@ def _inject(made: System, fault: Fault, rng: random.Random) -> bool:
     if kind == "broker_restart":
         made.broker.restart(down_seconds=fault.seconds)
         return True
+    if kind in made.broker.faults:  # a fault of this broker's own (a Sentinel's failover)
+        return made.broker.inject(kind, fault.seconds)
     if kind == "postgres_restart":
         made.restart_postgres(fault.seconds)
         return True
@@ -128,16 +132,20 @@ def _settle(made: System, writers: Writers, say: Callable[[str], None]) -> float
     return time.monotonic()
 
 
-def run(folder: Path, *, seed: int, seconds: float, say: Callable[[str], None] = print) -> Report:
-    """One chaos run of ``seconds`` in ``folder`` with the faults of ``seed``."""
-    faults = schedule(seed, seconds)
-    report = Report(seed, faults)
-    say(f"chaos: seed {seed}, {seconds:.0f}s, {len(faults)} faults:")
+def run(
+    folder: Path, *, seed: int, seconds: float, say: Callable[[str], None] = print, broker: str = "redis"
+) -> Report:
+    """One chaos run of ``seconds`` in ``folder`` with the faults of ``seed``, on the broker ``broker``
+    (``tests.reliability.brokers.BROKERS``)."""
+    faults = schedule(seed, seconds, broker=broker)
+    report = Report(seed, faults, broker)
+    say(f"chaos: seed {seed}, {seconds:.0f}s on {broker}, {len(faults)} faults:")
     for fault in faults:
         say(f"  {fault}")
-    with system(folder) as made:
+    with system(folder, broker=broker) as made:
         writers = Writers(made, seed)
         writers.start()
+        made.broker.started_at = writers.started  # its events in the run's seconds, as the faults and writes are
         try:
             _play(made, faults, seed, report, say)
             time.sleep(max(0.0, seconds - (faults[-1].at if faults else 0)) * 0.1)
@@ -151,6 +159,11 @@ def run(folder: Path, *, seed: int, seconds: float, say: Callable[[str], None] =
         if report.settled_in is not None:
             report.settled_in -= healed
         report.broken = broken(made, writers.documents)
+        if stale := stale_documents(made, writers.documents):  # when each was last pushed tells which fault lost it
+            times = sorted((writers.pushed_at.get(doc, -1.0), doc) for doc in stale)
+            report.broken.append("  last pushed at: " + ", ".join(f"{doc} {at:.1f}s" for at, doc in times))
+        if made.broker.events:
+            say("broker events: " + "; ".join(f"{at:.1f}s {what}" for at, what in made.broker.events))
         if not ended(made):
             report.broken += [f"  left running: {line}" for line in unended(made)[:20]]
         report.figures = figures(made, writers.documents)

@@ -1,5 +1,5 @@
-"""``python -m tests.reliability.chaos --minutes 30 --seed 7``: one chaos run; exit 1 when an invariant broke.
-Its folder (the workers' logs, the settings, Redis's AOF) is kept and named at the end."""
+"""``python -m tests.reliability.chaos --minutes 30 --seed 7 [--broker redis]``: one chaos run; exit 1 when an
+invariant broke. Its folder (the workers' logs, the settings, the broker's AOF) is kept and named at the end."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.reliability.brokers import BROKERS
 from tests.reliability.chaos import run
 
 
@@ -17,15 +18,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=30.0, help="how long faults are injected (default 30)")
     parser.add_argument("--seed", type=int, default=7, help="the seed of the fault schedule and the writes")
     parser.add_argument("--folder", type=Path, default=None, help="where logs go (default: a new temporary one)")
+    parser.add_argument(
+        "--broker",
+        choices=BROKERS,
+        default="redis",
+        help="redis (default), rediss (TLS), sentinel (a master, a replica, a Sentinel) or rabbitmq",
+    )
     args = parser.parse_args(argv)
-    folder = args.folder or Path(tempfile.mkdtemp(prefix=f"vectorsync-chaos-{args.seed}-"))
+    folder = args.folder or Path(tempfile.mkdtemp(prefix=f"vectorsync-chaos-{args.broker}-{args.seed}-"))
     folder.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
 
     def say(line: str) -> None:
         print(line, flush=True)
 
-    report = run(folder, seed=args.seed, seconds=args.minutes * 60, say=say)
+    report = run(folder, seed=args.seed, seconds=args.minutes * 60, say=say, broker=args.broker)
     say(f"chaos: {time.monotonic() - started:.0f}s in all; logs in {folder}")
     return 1 if report.broken or report.settled_in is None else 0
 

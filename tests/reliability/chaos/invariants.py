@@ -14,7 +14,7 @@ from store.state.ledger.postgres import PostgresLedger
 from tests.reliability.chaos.system import PUSHED, SQL, System
 from tests.workers import OUTBOX, expected_chunks, stored_chunks
 
-__all__ = ["broken", "caught_up", "ended", "figures", "unended"]
+__all__ = ["broken", "caught_up", "ended", "figures", "stale_documents", "unended"]
 
 Chunks = dict[str, tuple[str, dict[str, Any]]]
 
@@ -191,6 +191,13 @@ def broken(system: System, documents: dict[str, tuple[str, dict[str, Any]] | Non
     found += _ledger(system, SQL, sql_stored) + _ledger(system, PUSHED, pushed_stored)
     found += _keyword_statistics(system, SQL) + _keyword_statistics(system, PUSHED)
     return found
+
+
+def stale_documents(system: System, documents: dict[str, tuple[str, dict[str, Any]] | None]) -> list[str]:
+    """The pushed documents the store does not hold as last pushed (missing, stale, or deleted and still there)."""
+    _, _, expected, stored = state(system, documents)
+    wrong = {_record(k) for k, v in expected.items() if stored.get(k) != v}
+    return sorted(wrong | {_record(k) for k in stored if k not in expected})
 
 
 def figures(system: System, documents: dict[str, tuple[str, dict[str, Any]] | None]) -> dict[str, int]:

