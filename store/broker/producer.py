@@ -6,6 +6,7 @@ App code reaches it as ``Client.producer`` (``store.client``) or through ``produ
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, overload
@@ -36,7 +37,7 @@ from store.state.generations import Generation
 from store.state.ledger import Ledger, RunProgress, ledger_from_settings
 from store.vectors.records import check_collection_name, check_record_id, validate_metadata
 
-__all__ = ["Producer", "Sender"]
+__all__ = ["MAX_TOKENS_CAP", "Producer", "Sender", "checked_caps"]
 
 #: Sends one task by name, called as Celery's ``send_task(name, args=..., queue=..., headers=...)`` is.
 Sender = Callable[..., object]
@@ -46,6 +47,21 @@ def _record_id(record_id: object) -> str:
     if isinstance(record_id, bool) or not isinstance(record_id, str | int) or record_id == "":
         raise ConfigError(f"record id {record_id!r} is not allowed: use a non-empty string or an integer")
     return str(record_id)
+
+
+#: The most tokens a cap may hold: the ledger keeps it in a bigint.
+MAX_TOKENS_CAP = 2**63 - 1
+
+
+def checked_caps(max_tokens: int | None, max_cost: float | None) -> None:
+    """Refuse caps the ledger cannot keep or JSON cannot carry, before a run is created: a cost that is not a
+    finite number of 0 or more (``inf`` was taken, and ``status --json`` then held ``Infinity``, which strict
+    parsers refuse), a token count past a bigint (PostgreSQL refused it after the run was committed, leaving a
+    run with no task)."""
+    if max_cost is not None and not (isinstance(max_cost, int | float) and math.isfinite(max_cost) and max_cost >= 0):
+        raise ConfigError(f"--max-cost {max_cost!r} is not a cost: give a finite number of 0 or more")
+    if max_tokens is not None and not (isinstance(max_tokens, int) and 1 <= max_tokens <= MAX_TOKENS_CAP):
+        raise ConfigError(f"--max-tokens {max_tokens!r} is not a cap: give a whole number from 1 to {MAX_TOKENS_CAP}")
 
 
 log = logging.getLogger(__name__)
@@ -240,6 +256,7 @@ class Producer:
         its caps (None: the collection's ``[collections.NAME.budget]``), past which it pauses. Raises ConfigError
         for a collection the settings do not declare, or whose records are pushed (there is no source to read)."""
         collection = self._declared(collection, read=True)
+        checked_caps(max_tokens, max_cost)
         run_id = self.ledger.create_run(collection, full=full)
         if max_tokens is not None or max_cost is not None:
             self.ledger.set_caps(run_id, max_tokens=max_tokens, max_cost=max_cost)
@@ -251,6 +268,7 @@ class Producer:
         each dropped from the ledger once the broker took it; how many were sent. A resume cut short is run
         again: a batch sent twice is counted once and writes its records whole, as any redelivered batch.
         Raises ConfigError for a run that is neither paused nor running."""
+        checked_caps(max_tokens, max_cost)
         parked = self.ledger.resume_run(run_id, max_tokens=max_tokens, max_cost=max_cost)
         for batch in parked:
             message = BatchMessage(run_id=run_id, batch=batch.batch, carried=batch.carried)

@@ -104,3 +104,40 @@ def test_a_document_pushed_to_a_collection_the_settings_do_not_declare_is_refuse
     with pytest.raises(ConfigError, match=message):
         producer.delete_document("nosuch", "a")
     assert sent == []
+
+
+class _Runs(_NoLedger):
+    def __init__(self) -> None:
+        self.created: list[str] = []
+
+    def create_run(self, collection: str, **_: Any) -> str:
+        self.created.append(collection)
+        return "run"
+
+    def resume_run(self, run_id: str, **_: Any) -> list[Any]:
+        raise AssertionError("a refused resume reaches no ledger")
+
+
+@pytest.mark.parametrize(
+    ("caps", "refusal"),
+    [
+        ({"max_cost": float("inf")}, r"--max-cost inf is not a cost: give a finite number of 0 or more"),
+        ({"max_cost": float("nan")}, r"--max-cost nan is not a cost"),
+        ({"max_cost": -1.0}, r"--max-cost -1.0 is not a cost"),
+        ({"max_tokens": 99999999999999999999999}, r"--max-tokens 99999999999999999999999 is not a cap: .* to 9223"),
+        ({"max_tokens": 0}, r"--max-tokens 0 is not a cap"),
+    ],
+)
+def test_caps_no_ledger_or_json_can_hold_are_refused_before_a_run_is_created(
+    sent: list[Any], caps: dict[str, Any], refusal: str
+) -> None:
+    """Issue 48, defects 5 and 6: ``--max-cost inf`` was taken (``status --json`` then held ``Infinity``), and a
+    token cap past a bigint failed after its run was committed, leaving a run with no task."""
+    runs = _Runs()
+    producer = Producer(SETTINGS, send=lambda name, **options: sent.append((name, options)), ledger=runs)
+    producer.coalescer.client = None
+    with pytest.raises(ConfigError, match=refusal):
+        producer.reindex_all("notes", **caps)
+    with pytest.raises(ConfigError, match=refusal):
+        producer.resume("run", **caps)
+    assert (runs.created, sent) == ([], [])
