@@ -39,13 +39,12 @@ def _config() -> dict[str, Any]:
 def _refuse_unsupported_kombu() -> None:
     """Stop here, in one line naming the supported range, on a kombu the broker's Redis transport was not
     written for: Celery resolves the transport before any signal of the worker's (a worker on kombu 5.5 died
-    with 60 lines of tracebacks, or at its first take with an AttributeError)."""
-    from kombu.transport import redis
-
-    from store.broker.kombu_names import UnsupportedKombu, check
+    with 60 lines of tracebacks, or at its first take with an AttributeError). The transport checks kombu's
+    names as it is imported, once a process; Celery then finds it imported."""
+    from store.broker.kombu_names import UnsupportedKombu
 
     try:
-        check(redis)
+        import store.broker.transport  # noqa: F401
     except UnsupportedKombu as exc:
         raise SystemExit(f"vectorsync worker refused to start: {exc}") from None
 

@@ -92,7 +92,9 @@ def checks(settings: Settings, producer: Any) -> Iterator[Check]:
     """Every check, in order; each one runs when the previous has been reported."""
     os.environ.setdefault("PGCONNECT_TIMEOUT", CONNECT_SECONDS)  # libpq: a dead host fails fast
     broker = _timed(
-        "broker", lambda: _broker(settings), fix="start the broker, or fix broker.url (VECTORSYNC_BROKER__URL)"
+        "broker",
+        lambda: _broker(settings, producer),
+        fix="start the broker, or fix broker.url (VECTORSYNC_BROKER__URL)",
     )
     yield broker
     yield _timed(
@@ -157,12 +159,10 @@ def _capture(settings: Settings) -> Iterator[Check]:
             )
 
 
-def _broker(settings: Settings) -> str:
-    """Connect as the workers do (``celery_config``: the transport, TLS and Sentinel options of the URL's
-    form), and say how the broker hands tasks over; a warning where a task may be lost."""
-    from kombu import Connection
-
-    from store.broker.config import celery_config
+def _broker(settings: Settings, producer: Any) -> str:
+    """Connect through the producer's Celery app, as the workers do (``celery_config``: the transport, TLS and
+    Sentinel options of the URL's form), and say how the broker hands tasks over; a warning where a task may
+    be lost."""
     from store.broker.handover import handover
     from store.broker.kombu_names import SUPPORTED, UnsupportedKombu
 
@@ -170,14 +170,7 @@ def _broker(settings: Settings) -> str:
         said = handover(settings.broker.url)
     except UnsupportedKombu as exc:
         raise _Broken(str(exc).split(" (", 1)[0], f"pip install 'kombu[redis]{SUPPORTED}'") from None
-    config = celery_config(settings)
-    with Connection(
-        config["broker_url"],
-        transport=config.get("broker_transport"),
-        ssl=config.get("broker_use_ssl", False),
-        transport_options=config["broker_transport_options"],
-        connect_timeout=3,
-    ) as conn:
+    with producer.app.connection_for_write(connect_timeout=3) as conn:
         conn.ensure_connection(max_retries=1, timeout=3)
     if not said.safe:
         raise _Broken(said.summary, "use a Redis or RabbitMQ broker", status="warn")

@@ -71,7 +71,7 @@ class Pushes:
     def __init__(self, url: str | None, *, network: NetworkSettings | None = None) -> None:
         self.client: Any = None
         #: A Sentinel's master: a push is kept once a replica has it too (``replicated``).
-        self.sentinel = bool(url) and redis_form(url or "") == "sentinel"
+        self.sentinel = redis_form(url or "") == "sentinel"
         if url and url.startswith(REDIS_SCHEMES):
             self.client = redis_client(url, network, timeout=2)
             self._keep = self.client.register_script(_KEEP)

@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 from redis.exceptions import RedisError
 
-from store.connect.redis_urls import parse_redis_url, redis_form
+from store.connect.redis_urls import parse_redis_url
 from store.errors import StoreUnavailable
 from store.settings import NetworkSettings
 from store.settings.network import redis_options
@@ -37,12 +37,10 @@ def redis_client(
         options["socket_timeout"] = timeout
     if connect_timeout is not None or timeout is not None:
         options["socket_connect_timeout"] = connect_timeout if connect_timeout is not None else timeout
-    form = redis_form(url)
-    if form in ("tcp", "tls"):
-        parse_redis_url(url)  # a ConfigError for a TLS option that is wrong, before redis-py takes the URL
+    parsed = parse_redis_url(url)  # a ConfigError for a URL that is wrong, before redis-py takes it
+    if parsed.form in ("tcp", "tls"):
         return redis.Redis.from_url(url, retry_on_timeout=False, **options)
-    parsed = parse_redis_url(url)
-    if form == "socket":
+    if parsed.form == "socket":
         options.pop("socket_connect_timeout", None)
         socket_url = f"unix://{quote(parsed.path)}?db={parsed.db}"
         return redis.Redis.from_url(socket_url, retry_on_timeout=False, **parsed.client_options(), **options)

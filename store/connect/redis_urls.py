@@ -124,12 +124,10 @@ def kombu_broker(url: str) -> KombuBroker:
     if parsed.form == "sentinel":
         hosts = ";".join(f"sentinel://{userinfo}{_netloc(h, p)}/{parsed.db}" for h, p in parsed.hosts)
         return KombuBroker(hosts, transport, {"master_name": parsed.master_name}, None)
-    host, port = parsed.hosts[0]
-    scheme = "rediss" if parsed.form == "tls" else "redis"
-    plain = f"{scheme}://{userinfo}{_netloc(host, port)}/{parsed.db}"
     if parsed.form == "tcp":
         return KombuBroker(url, transport, {}, None)
-    return KombuBroker(plain, transport, {}, dict(parsed.tls))
+    host, port = parsed.hosts[0]
+    return KombuBroker(f"rediss://{userinfo}{_netloc(host, port)}/{parsed.db}", transport, {}, dict(parsed.tls))
 
 
 def _tls_options(query: dict[str, str], url: str) -> dict[str, Any]:
