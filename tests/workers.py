@@ -95,15 +95,17 @@ def celery_worker(
     name: str = "w1",
     queues: tuple[str, ...] = (LIVE_QUEUE, BULK_QUEUE),
     prefix: Sequence[str] = (),
+    celery: Sequence[str] = (sys.executable, "-m", "celery"),
+    cwd: Path = ROOT,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
     """``celery -A worker worker`` with these settings; yields once it answers a ping. ``prefix`` runs it
-    through a command that execs it (``ip netns exec NAME``: the process is the worker itself)."""
+    through a command that execs it (``ip netns exec NAME``: the process is the worker itself); ``celery``,
+    ``cwd`` and ``env`` (default: ``process_env``) are another environment's (an installed wheel's)."""
     log = open(config.parent / f"{name}.log", "wb")  # noqa: SIM115 - kept open for the process's life
     command = [
         *prefix,
-        sys.executable,
-        "-m",
-        "celery",
+        *celery,
         "-A",
         "worker",
         "worker",
@@ -119,7 +121,8 @@ def celery_worker(
         "--without-mingle",
         "-E",
     ]
-    process = subprocess.Popen(command, cwd=ROOT, env=process_env(config), stdout=log, stderr=subprocess.STDOUT)
+    environment = dict(env) if env is not None else process_env(config)
+    process = subprocess.Popen(command, cwd=cwd, env=environment, stdout=log, stderr=subprocess.STDOUT)
     app = Celery("vectorsync-test", set_as_current=False)
     app.conf.update(celery_config(load_settings(config)))
     try:

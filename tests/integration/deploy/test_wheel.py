@@ -31,24 +31,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from celery import Celery
 
-from store.broker.config import celery_config
-from store.contract import BULK_QUEUE, LIVE_QUEUE
-from store.settings import load_settings
 from tests.backends import unique_name
 from tests.services import redis_server
-from tests.workers import ROOT, CrmTable, child_env, sql_collection, wait_for, worker_sections
+from tests.workers import ROOT, CrmTable, celery_worker, child_env, sql_collection, worker_sections
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -164,65 +156,6 @@ def run(bin: Path, *args: str, cwd: Path, env: dict[str, str], timeout: float = 
     return result.stdout
 
 
-@contextmanager
-def celery_worker(bin: Path, config: Path, *, cwd: Path, env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
-    """``celery -A worker worker`` of the new environment (one pool process); yields once it answers a ping,
-    and is stopped with its whole process group afterwards, whatever happened."""
-    name = unique_name("wheel")
-    log_path = config.parent / "worker.log"
-    with log_path.open("wb") as log:
-        command = [str(bin / "celery"), "-A", "worker", "worker", "--loglevel", "INFO", "-c", "1", "-n", f"{name}@%h"]
-        command += ["-Q", f"{LIVE_QUEUE},{BULK_QUEUE}", "--without-gossip", "--without-mingle"]
-        process = subprocess.Popen(
-            command,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: the pool processes are stopped with it
-        )
-        app = Celery("vectorsync-wheel-test", set_as_current=False)
-        try:
-            app.conf.update(celery_config(load_settings(config)))
-            node = f"{name}@{socket.gethostname()}"
-            wait_for(
-                lambda: process.poll() is not None or app.control.ping(destination=[node], timeout=0.5),
-                timeout=60,
-                what=f"worker {node} to answer a ping",
-            )
-            assert process.poll() is None, f"the worker exited {process.returncode}:\n{log_path.read_text()[-5000:]}"
-            yield process
-        except BaseException:
-            print(f"worker log:\n{log_path.read_text()[-5000:]}")
-            raise
-        finally:
-            stop_group(process)
-            app.close()
-
-
-def stop_group(process: subprocess.Popen[bytes]) -> None:
-    """Stop a process started in a session of its own, and every process of its group: SIGTERM (a warm
-    shutdown), then SIGKILL after 20 seconds."""
-    for sig, wait in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
-        # The leader is gone; a pool process it left behind would still be in the group.
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            try:
-                os.killpg(process.pid, 0)
-            except ProcessLookupError:
-                return
-            time.sleep(0.1)
-
-
 def search_rows(output: str) -> list[list[str]]:
     """The rows of ``vectorsync search``'s table: [score, id, text, metadata], best first."""
     rows = []
@@ -281,7 +214,9 @@ def test_the_installed_wheel_indexes_and_searches(tmp_path: Path, postgres_url: 
             config.write_text(f"{head}\n{model}\n{chain}\n{source}\n{search}")
 
             run(bin, "vectorsync", "init", cwd=home, env=env)
-            with celery_worker(bin, config, cwd=home, env=env):
+            # The worker of the new environment's ``celery`` script, from the user's folder; its log is in home.
+            with celery_worker(config, concurrency=1, name=unique_name("wheel"), celery=[str(bin / "celery")],
+                               cwd=home, env=env):  # fmt: skip
                 reindexed = run(
                     bin, "vectorsync", "reindex", collection, "--wait", "--timeout", "120", cwd=home, env=env
                 )
