@@ -1,5 +1,6 @@
 """``vectorsync verify COLLECTION [--sample N] [--repair] [--json]``: the ledger compared with what the store holds,
-record by record; exit 1 when anything drifted, 0 when clean, 2 on bad input.
+record by record; exit 1 when anything drifted, 0 when clean, 2 on bad input, 3 when a part it needs (the state
+database, the store, the source, the broker) cannot be reached: nothing is lost then, and it can simply run again.
 
 Chunk texts are compared with what the source's records make, read as a worker reads them
 (``worker.verifying``), imported inside the command alone, so ``import producer`` stays light.
@@ -8,18 +9,23 @@ Chunk texts are compared with what the source's records make, read as a worker r
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from producer.cli.console import guarded, say
+from producer.cli.console import error, guarded, say
+from store.errors import StoreUnavailable
 
 if TYPE_CHECKING:
     from store.client import Client
     from store.verify import Report
 
-__all__ = ["render", "to_json", "verify"]
+__all__ = ["UNREACHABLE", "render", "to_json", "verify"]
+
+#: The exit code when a part verify needs cannot be reached: not bad input (2), and worth running again.
+UNREACHABLE = 3
 
 
 def verify(
@@ -34,7 +40,7 @@ def verify(
     from store.client import default_client
 
     client = guarded(default_client)
-    report = guarded(lambda: read(client, collection, sample=sample, repair=repair))
+    report = guarded(lambda: reached(lambda: read(client, collection, sample=sample, repair=repair)))
     if as_json:
         print(to_json(report))
     else:
@@ -51,6 +57,17 @@ def read(client: Client, collection: str, *, sample: int | None, repair: bool) -
     declared(client.settings, collection)  # an unknown collection is refused before any part is opened
     with ChunkReading(client) as reading:
         return client.verify(collection, sample=sample, source=reading, repair=repair)
+
+
+def reached(action: Callable[[], Report]) -> Report:
+    """``action()``; a part it cannot reach (StoreUnavailable, BrokerUnavailable) is one line and exit 3, not bad
+    input: verify loses nothing to one (``store.verify.scan``), so it can run again. Other errors go on to
+    ``guarded`` (exit 2)."""
+    try:
+        return action()
+    except StoreUnavailable as exc:
+        error(str(exc))
+        raise typer.Exit(UNREACHABLE) from None
 
 
 def _summary(report: Report) -> str:

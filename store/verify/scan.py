@@ -6,6 +6,9 @@ records (their text as a hash, computed where the backend can); orphans are foun
 record ids. Workers go on meanwhile: a record that looks drifted is read again under its ledger lock, which a
 worker's write of it holds too, so a write half done is never reported; and ``repair`` forgets its entry under
 that same lock before sending it to be indexed again.
+
+Nothing is lost to a part that cannot be reached: a repair opens the source before it sends anything, and a drifted
+record the broker does not take gets its ledger entry back, so the next verify reports it again.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from store.errors import ConfigError
+from store.errors import BrokerUnavailable, ConfigError, StoreUnavailable
 from store.explain.gather import Parts, backend_of, declared
 from store.state.generations.base import parse_name
 from store.verify.drift import Expected, RecordDrift, Repair, Report, compare
@@ -39,8 +42,19 @@ class ChunkReader(Protocol):
     (``worker.verifying.ChunkReading`` is the worker's)."""
 
     def expected(self, collection: str, record_ids: Sequence[str]) -> dict[str, Expected]:
-        """Each record's ``Expected``; a record the source cannot give is left out or ``found`` None."""
+        """Each record's ``Expected``; a record the source cannot give is left out or ``found`` None. Opens the
+        source on first use: raises StoreUnavailable when it cannot be reached (no ids: opens it, reads nothing)."""
         ...
+
+
+class _Unsent(Exception):
+    """The broker did not take one of a repair's ``index_batch`` tasks: ``ids`` were not sent (that batch's and
+    those after it), ``cause`` is what the send raised."""
+
+    def __init__(self, ids: list[str], cause: Exception) -> None:
+        super().__init__(f"{type(cause).__name__}: {cause}")
+        self.ids = ids
+        self.cause = cause
 
 
 @dataclass
@@ -72,12 +86,17 @@ class _Run:
             report.drifted += len(drifts)
 
     def send(self, ids: list[str], counted: str) -> None:
-        """Send ``ids`` as ``index_batch`` tasks of ``worker.batch_size`` ids, counted under ``counted``."""
+        """Send ``ids`` as ``index_batch`` tasks of ``worker.batch_size`` ids, counted under ``counted`` as each is
+        taken. Raises _Unsent, naming the ids not sent, when the broker does not take one."""
         size = self.parts.settings.worker.batch_size
         for start in range(0, len(ids), size):
-            self.parts.producer.index_batch(self.name, ids[start : start + size])
+            batch = ids[start : start + size]
+            try:
+                self.parts.producer.index_batch(self.name, batch)
+            except Exception as exc:  # kombu's OperationalError, a socket's, a Redis client's: not sent, whatever it is
+                raise _Unsent(ids[start:], exc) from exc
             self.sent["batches"] += 1
-        self.sent[counted] += len(ids)
+            self.sent[counted] += len(batch)
 
 
 def verify(
@@ -101,6 +120,8 @@ def verify(
     run = _Run(parts, collection, stored, report, source, repair and config.source.kind != "push")
     if source is None:
         report.notes.append("chunk texts were not compared with the source (no source reader)")
+    if run.repair:
+        _open_source(run)  # before anything is sent: a source that cannot be read stops a repair with nothing sent
     _orphans(run)  # first: a repair's forgotten entries would make their records look like orphans
     for page in _pages(parts.ledger, generation, sample):
         _check(run, page)
@@ -109,6 +130,21 @@ def verify(
         report.repair = _repaired(run, pushed=config.source.kind == "push")
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _open_source(run: _Run) -> None:
+    """Ask the reader for no record, which opens the source: one that cannot be reached raises StoreUnavailable
+    now, saying that nothing was sent, rather than after a repair sent the orphans. (Without ``repair`` nothing
+    is sent: the first page's read raises it.)"""
+    if run.source is None:
+        return
+    try:
+        run.source.expected(run.name, [])
+    except StoreUnavailable as exc:
+        raise StoreUnavailable(
+            f"{exc}; verify stopped before comparing or sending anything, so nothing was sent or changed: "
+            f"{_again(run)} once the source answers (collections.{parse_name(run.name)[0]}.source)"
+        ) from exc
 
 
 def _pages(ledger: Ledger, generation: str, sample: int | None) -> Iterator[list[LedgerEntry]]:
@@ -183,8 +219,49 @@ def _confirmed(run: _Run, ids: list[str], expected: dict[str, Expected]) -> list
         if run.repair and drifted:
             held.forget(drifted)
     if run.repair and drifted:
-        run.send(drifted, "reindexed")
+        _resend(run, drifted, {i: entries[i] for i in drifted if i in entries})
     return drifts
+
+
+def _resend(run: _Run, ids: list[str], forgotten: dict[str, LedgerEntry]) -> None:
+    """Send the drifted records forgotten by the ledger (forgotten first: a worker skips a record whose entry
+    still holds its content hash). Those the broker does not take get their entries back, so nothing is lost."""
+    try:
+        run.send(ids, "reindexed")
+    except _Unsent as unsent:
+        back = [forgotten[i] for i in unsent.ids if i in forgotten]
+        try:
+            _restore(run, back)
+        except StoreUnavailable as exc:
+            raise StoreUnavailable(
+                f"the broker did not take a repair's index_batch task ({unsent}) and the ledger entries of "
+                f"{len(back)} records could not be put back ({exc}): `vectorsync reconcile {run.name}` sends "
+                f"them (it indexes every record the ledger does not hold): {_listed(unsent.ids)}"
+            ) from exc
+        raise BrokerUnavailable(
+            f"the broker did not take a repair's index_batch task ({unsent}): {len(unsent.ids)} drifted records "
+            f"of {run.name!r} were not sent and their ledger entries are back as they were, so nothing was lost: "
+            f"{_again(run)} once the broker answers (broker.url)"
+        ) from unsent.cause
+
+
+def _restore(run: _Run, entries: list[LedgerEntry]) -> None:
+    """Put back the entries of records forgotten but not sent, under their locks; a record indexed since (by a
+    task of its own) keeps the entry that task wrote."""
+    ids = [e.record_id for e in entries]
+    if not ids:
+        return
+    with run.ledger.locked(run.report.generation, ids, read=True) as held:
+        written = held.entries(ids)
+        held.record_indexed([e for e in entries if e.record_id not in written])
+
+
+def _again(run: _Run) -> str:
+    return f"run `vectorsync verify {run.name}{' --repair' if run.repair else ''}` again"
+
+
+def _listed(ids: Sequence[str], shown: int = 10) -> str:
+    return ", ".join(ids[:shown]) + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
 
 
 def _orphans(run: _Run) -> None:
@@ -215,7 +292,14 @@ def _confirm_orphans(run: _Run, ids: list[str]) -> None:
     run.found(drifts, orphans=True)
     run.report.orphan_chunks += sum(len(c) for c in chunks.values())
     if run.repair and drifts:
-        run.send([d.record_id for d in drifts], "orphans")
+        try:
+            run.send([d.record_id for d in drifts], "orphans")
+        except _Unsent as unsent:
+            raise BrokerUnavailable(
+                f"the broker did not take a repair's index_batch task ({unsent}): {len(unsent.ids)} orphans' record "
+                f"ids of {run.name!r} were not sent; their chunks are where they were, so nothing was lost: "
+                f"{_again(run)} once the broker answers (broker.url)"
+            ) from unsent.cause
 
 
 def _repaired(run: _Run, *, pushed: bool) -> Repair:
