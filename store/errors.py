@@ -12,12 +12,14 @@
         └── InputError       the input itself was refused (400): the record's or the caller's fault
 
 Driver errors (psycopg, qdrant-client, redis, openai) are translated inside the
-module that talks to the driver and raised ``from`` the original.
+module that talks to the driver and raised ``from`` the original. A message naming a value a user gave names
+it with ``echo``: its repr, its start alone when it is long.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "ECHO_CHARS",
     "BrokerUnavailable",
     "BudgetExceeded",
     "ConfigError",
@@ -30,7 +32,22 @@ __all__ = [
     "StoreUnavailable",
     "TransientError",
     "VectorsyncError",
+    "echo",
 ]
+
+#: Characters of a value a message echoes; a longer one is cut there and its length said.
+ECHO_CHARS = 60
+
+
+def echo(value: object, *, limit: int = ECHO_CHARS) -> str:
+    """``value`` as a message names it: its repr (control characters escaped), or for a long one its first
+    ``limit`` characters and its length, so a 5,000-character name still makes a one-line error."""
+    if isinstance(value, str):
+        return repr(value) if len(value) <= limit else f"{value[:limit]!r}… ({len(value):,} characters)"
+    shown = repr(value)
+    if len(shown) <= limit:
+        return shown
+    return f"{shown[:limit]}… (a {type(value).__name__} whose repr has {len(shown):,} characters)"
 
 
 class VectorsyncError(Exception):

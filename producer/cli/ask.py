@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from producer.cli.console import guarded, say, short
+from producer.cli.safe_text import printable
 from producer.cli.search import MODE_HELP, parse_filter, parse_mode
 
 __all__ = ["ask"]
@@ -29,10 +30,10 @@ def ask(
     if as_json:
         print(json.dumps(asdict(grounded), indent=2, default=str))
     elif grounded.answered:
-        say(grounded.answer)
+        say(printable(grounded.answer, lines=True))  # a model's prose: its paragraphs kept
         for source in grounded.sources:
-            say(f"[{source.number}] {source.record_id} ({source.score:.2f}): {short(source.excerpt, 160)}")
+            say(f"[{source.number}] {printable(source.record_id)} ({source.score:.2f}): {short(source.excerpt, 160)}")
     else:
-        say(f"not answered: {grounded.reason}")
+        say(f"not answered: {printable(grounded.reason)}")
     if not grounded.answered:
         raise typer.Exit(2)

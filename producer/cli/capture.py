@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from producer.cli.console import guarded, out, say
+from producer.cli.safe_text import printable
 from producer.cli.values import TypedValues
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ def status() -> None:
         return
     table = Table("collection", "capture", "pending", "lag", "problem", box=None, show_edge=False)
     for row in capture_rows(states):
-        table.add_row(*row)
+        table.add_row(*(printable(value) for value in row))
     out.print(table)
 
 

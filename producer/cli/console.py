@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from producer.cli.safe_text import EscapeControls, printable
 from store.errors import VectorsyncError
 
 if TYPE_CHECKING:
@@ -36,10 +37,20 @@ __all__ = [
 ]
 
 # Soft wrap: messages stay whole lines on a pipe; tables still fit the width. No markup: ids, names, filters and
-# errors come from users, sources and the state database, and "[/b]" or "[link=...]" in them is text.
-out = Console(soft_wrap=True, markup=False)
-err = Console(stderr=True, soft_wrap=True, markup=False)
+# errors come from users, sources and the state database, and "[/b]" or "[link=...]" in them is text. Their control
+# characters are escaped where they are printed (safe_text.printable), and by each console as it writes, at last.
 T = TypeVar("T")
+
+
+def _console(*, stderr: bool = False) -> Console:
+    """A console that wraps softly, reads no markup and escapes the control characters it is given."""
+    console = Console(stderr=stderr, soft_wrap=True, markup=False)
+    console.push_render_hook(EscapeControls())
+    return console
+
+
+out = _console()
+err = _console(stderr=True)
 
 
 @contextmanager
@@ -97,8 +108,8 @@ def confirmed(question: str, *, action: str, yes: bool, flag: str = "--yes") -> 
 
 
 def error(message: str) -> None:
-    """``error: message`` on stderr, the message literally."""
-    err.print(styled(("error:", "red"), f" {message}"), highlight=False)
+    """``error: message`` on stderr, the message literally, its control characters escaped (its lines kept)."""
+    err.print(styled(("error:", "red"), f" {printable(message, lines=True)}"), highlight=False)
 
 
 def styled(*parts: str | tuple[str, str]) -> Text:
@@ -112,6 +123,7 @@ def say(text: str, *, style: str = "") -> None:
 
 
 def short(text: str, width: int) -> str:
-    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
+    """``text`` on one line, cut to ``width`` characters with an ellipsis, then escaped (``printable``): an
+    escape is never cut in two, and makes the text a few characters wider than ``width``."""
     text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return printable(text if len(text) <= width else text[: width - 1] + "…")

@@ -25,6 +25,7 @@ import typer
 from rich.text import Text
 
 from producer.cli.console import open_producer, out
+from producer.cli.safe_text import printable
 from store.broker.queues import consumers_of
 from store.contract import QUEUES, REDIS_SCHEMES, WORKER_COMMAND
 from store.settings import Settings
@@ -344,9 +345,9 @@ def render(check: Check) -> None:
     """One line: status, part, latency, what was found; the fix on the same line when broken."""
     mark, colour = _MARKS[check.status]
     line = Text(f"{mark:<4}", style=colour)
-    line.append(f" {check.part:<24} {check.millis:>7.0f} ms  {check.detail}")
+    line.append(f" {check.part:<24} {check.millis:>7.0f} ms  {printable(check.detail)}")
     if check.fix:
-        line.append(f" → fix: {check.fix}")
+        line.append(f" → fix: {printable(check.fix)}")
     out.print(line)
 
 

@@ -14,6 +14,7 @@ import typer
 from rich.table import Table
 
 from producer.cli.console import err, guarded, out, say
+from producer.cli.safe_text import printable
 
 if TYPE_CHECKING:
     from store.vectors import SearchMode
@@ -29,7 +30,10 @@ def default_modes(collection: str) -> str:
     config = guarded(load_settings).collections.get(collection)
     if config is None or config.search.keeps_keywords:
         return "vector,keyword,hybrid"
-    err.print(f"{collection} keeps no keyword index (search.keywords): evaluating vector search alone", highlight=False)
+    err.print(
+        f"{printable(collection)} keeps no keyword index (search.keywords): evaluating vector search alone",
+        highlight=False,
+    )
     return "vector"
 
 
@@ -64,7 +68,7 @@ def evaluate(
         f"nDCG@{k}",
         "p50 ms",
         "p95 ms",
-        title=f"{collection}: {len(labelled)} queries from {queries.name}",
+        title=f"{printable(collection)}: {len(labelled)} queries from {printable(queries.name)}",
     )
     for row in report.modes:
         table.add_row(

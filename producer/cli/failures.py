@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from producer.cli.console import errors, guarded, open_producer, out, short
+from producer.cli.safe_text import cell
 
 __all__ = ["failures"]
 
@@ -25,7 +26,11 @@ def failures(
     table = Table("collection", "record", "attempts", "last seen", "error")
     for f in found:
         table.add_row(
-            f.collection, f.record_id, str(f.attempts), f.last_seen.strftime("%Y-%m-%d %H:%M:%S"), short(f.error, 100)
+            cell(f.collection),
+            cell(f.record_id),
+            str(f.attempts),
+            f.last_seen.strftime("%Y-%m-%d %H:%M:%S"),
+            short(f.error, 100),
         )
     out.print(table)
     if retry:

@@ -10,6 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressC
 from rich.text import Text
 
 from producer.cli.console import err, guarded, out, styled
+from producer.cli.safe_text import printable
 from store.broker.queues import consumers_of
 from store.contract import BULK_QUEUE, WORKER_COMMAND
 from store.state.ledger import RunProgress, RunStatus
@@ -114,7 +115,8 @@ def follow(producer: Any, run_id: str, timeout: float | None = None, *, queue: s
 
 def _give_up(run_id: str, deadline: float | None) -> None:
     if deadline is not None and time.monotonic() > deadline:
-        err.print(f"run {run_id} is still running; follow it with `vectorsync status {run_id}`", highlight=False)
+        shown = printable(run_id)
+        err.print(f"run {shown} is still running; follow it with `vectorsync status {shown}`", highlight=False)
         raise typer.Exit(3)
 
 
@@ -154,7 +156,7 @@ def _follow_bar(producer: Any, run_id: str, deadline: float | None, watch: _Watc
 
 
 def _building(build: Any) -> str:
-    return "building the vector index" + (f": {build.describe()}" if build is not None else "")
+    return "building the vector index" + (f": {printable(build.describe())}" if build is not None else "")
 
 
 def _follow_plain(producer: Any, run_id: str, deadline: float | None, watch: _Watch) -> RunProgress:
@@ -169,7 +171,7 @@ def _follow_plain(producer: Any, run_id: str, deadline: float | None, watch: _Wa
             + (f"; {_building(build)}" if build is not None else "")
         )
         if line != last_line and (time.monotonic() - last_time >= PLAIN_EVERY_SECONDS or _settled(run)):
-            print(line, flush=True)
+            print(printable(line), flush=True)
             last_line, last_time = line, time.monotonic()
         if _settled(run):
             look.close()
@@ -192,7 +194,7 @@ def summary(run: RunProgress) -> None:
         styled(
             (str(run.status), colour),
             f": {run.total} records, {run.done} indexed, {run.skipped} "
-            f"unchanged, {run.failed} failed in {took:.1f}s" + (f" — {run.error}" if run.error else ""),
+            f"unchanged, {run.failed} failed in {took:.1f}s" + (f" — {printable(run.error)}" if run.error else ""),
         ),
         highlight=False,
     )

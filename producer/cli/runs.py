@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from producer.cli.console import guarded, open_producer, out
+from producer.cli.safe_text import printable
 
 __all__ = ["resume", "runs_app"]
 
@@ -27,4 +28,4 @@ def resume(
         return run_id, producer.resume(run_id, max_tokens=max_tokens, max_cost=max_cost)
 
     run_id, sent = guarded(resumed)
-    out.print(f"run {run_id} resumed: {sent} parked batches sent again", highlight=False)
+    out.print(f"run {printable(run_id)} resumed: {sent} parked batches sent again", highlight=False)

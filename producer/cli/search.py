@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from producer.cli.console import guarded, out, short
+from producer.cli.safe_text import cell
 
 __all__ = ["MODE_HELP", "parse_filter", "parse_mode", "search"]
 
@@ -35,8 +36,8 @@ def search(
     matches = guarded(go)
     table = Table("score", "id", "text", "metadata")
     for m in matches:
-        # Stored data is printed literally: a chunk holding "[/b]" or "[link=...]" is text, not markup.
-        table.add_row(f"{m.score:.3f}", Text(m.id), Text(short(m.text, 80)), Text(short(json.dumps(m.metadata), 60)))
+        # Stored data is printed literally, escaped: "[/b]" or "[link=...]" is text, ESC is shown as \x1b.
+        table.add_row(f"{m.score:.3f}", cell(m.id), Text(short(m.text, 80)), Text(short(json.dumps(m.metadata), 60)))
     out.print(table)
 
 

@@ -27,6 +27,7 @@ from rich.text import Text
 from producer.cli.capture import capture_rows
 from producer.cli.console import guarded, open_producer, out, say
 from producer.cli.progress import index_builds
+from producer.cli.safe_text import cell, printable
 from store.broker.queues import QueueState, WorkerState
 from store.calls.spend import Spent, total
 from store.contract import BULK_QUEUE, WORKER_COMMAND
@@ -59,7 +60,7 @@ def status(
         tokens, cost = spent_cells(view.spend.get(progress.run_id))
         say(
             f"done {progress.done}, unchanged {progress.skipped}, failed {progress.failed}; tokens {tokens}, "
-            f"cost {cost}" + (f"; {progress.error}" if progress.error else "")
+            f"cost {cost}" + (f"; {printable(progress.error)}" if progress.error else "")
         )
 
 
@@ -198,7 +199,7 @@ def render(view: Snapshot) -> None:
     if view.capture:
         captured = _table("captured", "capture", "pending", "lag", "problem")
         for row in capture_rows(view.capture):
-            captured.add_row(*(Text(cell) for cell in row))
+            captured.add_row(*(cell(value) for value in row))
         out.print(captured)
     _render_freshness(view)
 
@@ -210,13 +211,13 @@ def _seconds(value: float | None) -> str:
 def _render_freshness(view: Snapshot) -> None:
     """Collections with changes made searchable in the last hour; the others are left out."""
     if view.freshness_error:
-        say(view.freshness_error)
+        say(printable(view.freshness_error))
     changed = [f for f in view.freshness if f.changes]
     if not changed:
         return
     table = _table("collection", "changes (1h)", "fresh p50", "fresh p95")
     for f in changed:
-        table.add_row(Text(f.collection), str(f.changes), _seconds(f.p50), _seconds(f.p95))
+        table.add_row(cell(f.collection), str(f.changes), _seconds(f.p50), _seconds(f.p95))
     out.print(table)
 
 
@@ -224,7 +225,7 @@ def _render_broker(view: Snapshot) -> None:
     if view.workers is not None:
         workers = _table("worker", "queues", "active")
         for w in view.workers:
-            workers.add_row(Text(w.name), Text(", ".join(w.queues) or "-"), str(w.active))
+            workers.add_row(cell(w.name), cell(", ".join(w.queues) or "-"), str(w.active))
         if view.workers:
             out.print(workers)
         else:
@@ -232,10 +233,10 @@ def _render_broker(view: Snapshot) -> None:
     if view.queues is not None:
         queues = _table("queue", "waiting", "oldest", "consumers")
         for q in view.queues:
-            queues.add_row(Text(q.name), str(q.depth), _age(q.oldest_seconds), str(len(q.consumers)))
+            queues.add_row(cell(q.name), str(q.depth), _age(q.oldest_seconds), str(len(q.consumers)))
         out.print(queues)
     if view.broker_error:
-        say(view.broker_error)
+        say(printable(view.broker_error))
 
 
 def spent_cells(spent: Spent | None) -> tuple[str, str]:
@@ -254,9 +255,9 @@ def _render_runs(view: Snapshot) -> None:
         progress = f"{run.processed}/{run.total if run.total is not None else '?'}"
         status = Text("stalled", style="red") if stalled else Text(str(run.status))
         runs.add_row(
-            Text(ids[run.run_id]),
-            Text(run.collection),
-            run.kind,
+            cell(ids[run.run_id]),
+            cell(run.collection),
+            cell(run.kind),
             status,
             progress,
             str(run.failed),
@@ -266,9 +267,9 @@ def _render_runs(view: Snapshot) -> None:
     out.print(runs)
     for run, stalled in view.runs:
         if stalled:
-            say(f"run {ids[run.run_id]} ({run.collection}) is stalled: {stalled}")
+            say(f"{_run(run, ids)} is stalled: {printable(stalled)}")
         elif run.status == RunStatus.PAUSED:
-            say(f"run {ids[run.run_id]} ({run.collection}) is {run.error or 'paused'}")
+            say(f"{_run(run, ids)} is {printable(run.error or 'paused')}")
 
 
 def _render_builds(view: Snapshot) -> None:
@@ -277,7 +278,12 @@ def _render_builds(view: Snapshot) -> None:
     for run, _ in view.runs:
         build = view.builds.get(run.run_id)
         if build is not None:
-            say(f"run {ids[run.run_id]} ({run.collection}) builds its index: {build.describe()}")
+            say(f"{_run(run, ids)} builds its index: {printable(build.describe())}")
+
+
+def _run(run: RunProgress, ids: dict[str, str]) -> str:
+    """``run ID (COLLECTION)``, as a line names a run: its short id, escaped."""
+    return f"run {printable(ids[run.run_id])} ({printable(run.collection)})"
 
 
 def to_json(view: Snapshot) -> str:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from producer.cli.console import error, guarded, say
+from producer.cli.safe_text import printable
 from store.errors import StoreUnavailable
 
 if TYPE_CHECKING:
@@ -73,8 +74,8 @@ def reached(action: Callable[[], Report]) -> Report:
 def _summary(report: Report) -> str:
     checked = f"a sample of {report.records} records" if report.sample is not None else f"{report.records} records"
     return (
-        f"{report.collection} (reads {report.generation}, a {report.backend} store): {checked}, {report.chunks} "
-        f"chunks compared in {report.seconds:.1f} s"
+        f"{printable(report.collection)} (reads {printable(report.generation)}, a {report.backend} store): "
+        f"{checked}, {report.chunks} chunks compared in {report.seconds:.1f} s"
     )
 
 
@@ -96,11 +97,11 @@ def render(report: Report) -> None:
     for line in _findings(report):
         say(line)
     for drift in report.first:
-        say(f"  {drift.record_id}: " + "; ".join(drift.details))
+        say(f"  {printable(drift.record_id)}: " + "; ".join(printable(detail) for detail in drift.details))
     if len(report.first) < report.drifted + report.orphan_records:
         say(f"  ... and {report.drifted + report.orphan_records - len(report.first)} more (--json shows the first)")
     for note in report.notes:
-        say(f"note: {note}")
+        say(f"note: {printable(note)}")
     fixed = report.repair
     if fixed is not None:
         say(
@@ -109,11 +110,11 @@ def render(report: Report) -> None:
             f"in {fixed.batches} index_batch tasks; {fixed.recounted} keyword terms recounted"
         )
         for line in fixed.left:
-            say(f"left: {line}")
+            say(f"left: {printable(line)}")
     if report.clean:
         say("clean")
     elif fixed is None:
-        say(f"drifted: `vectorsync verify {report.collection} --repair` fixes it")
+        say(f"drifted: `vectorsync verify {printable(report.collection)} --repair` fixes it")
 
 
 def to_json(report: Report) -> str:

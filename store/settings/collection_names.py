@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from store.errors import ConfigError
+from store.errors import ConfigError, echo
 
 __all__ = ["GENERATION_NAME", "check_collection_name", "check_declared_name"]
 
@@ -14,10 +14,10 @@ GENERATION_NAME = re.compile(r"(?P<collection>[a-z][a-z0-9_]*?)__g(?P<number>[1-
 
 
 def check_collection_name(name: object) -> str:
-    """Return ``name`` if it is a valid collection name, else raise ConfigError."""
+    """Return ``name`` if it is a valid collection name, else raise ConfigError naming it (its start, when long)."""
     if not isinstance(name, str) or not _COLLECTION_NAME.fullmatch(name):
         raise ConfigError(
-            f"collection name {name!r} is not allowed: use 1-48 lower-case letters, "
+            f"collection name {echo(name)} is not allowed: use 1-48 lower-case letters, "
             "digits and '_', starting with a letter (e.g. 'activity_notes')"
         )
     return name

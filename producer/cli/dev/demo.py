@@ -11,6 +11,7 @@ from typing import Any
 from rich.text import Text
 
 from producer.cli.console import out, say, short, styled
+from producer.cli.safe_text import printable
 from store.settings import Settings
 
 __all__ = ["ASK", "CHANGE", "SEARCHES", "show"]
@@ -73,7 +74,7 @@ def _searches(store: Any) -> None:
         )
         for match in matches:
             out.print(
-                Text(f"  {match.score:6.3f}  {match.id:<22} {short(_metadata_text(match.metadata), 70)}"),
+                Text(f"  {match.score:6.3f}  {printable(match.id):<22} {short(_metadata_text(match.metadata), 70)}"),
                 soft_wrap=True,
             )
             out.print(Text(f"          {short(match.text, 100)}"), soft_wrap=True)
@@ -102,11 +103,11 @@ def _answer(retrieval: Any, settings: Settings) -> None:
     )
     say(f"  answered by {which}")
     if not grounded.answered:
-        say(f"  not answered: {grounded.reason}")
+        say(f"  not answered: {printable(grounded.reason)}")
         return
     say(f"  {short(grounded.answer, 300)}")
     for source in grounded.sources:
-        say(f"  [{source.number}] {source.record_id} ({source.score:.2f}): {short(source.excerpt, 90)}")
+        say(f"  [{source.number}] {printable(source.record_id)} ({source.score:.2f}): {short(source.excerpt, 90)}")
 
 
 def _captured_change(store: Any, settings: Settings) -> None:
