@@ -39,9 +39,10 @@ from typing import Any
 
 from store.errors import ConfigError
 from store.state.ledger import Ledger, RunProgress
+from store.vectors.records import check_record_id
 from worker.pipeline import Indexer
 
-__all__ = ["FanOut", "Step", "changed_ids", "count_run", "fan_out", "gone_ids", "send_gone"]
+__all__ = ["FanOut", "Step", "changed_ids", "count_run", "fan_out", "gone_ids", "refused_ids", "send_gone"]
 #: Sends one batch: its ids and its number in the run (0, 1, ...).
 Send = Callable[[list[str], int], None]
 #: Ids per page when a full reindex looks for the records gone from the source (ids only, nothing else read).
@@ -94,10 +95,35 @@ class Step:
     pages: int
 
 
+def refused_ids(indexer: Indexer, ids: Sequence[str]) -> set[str]:
+    """The ids ``check_record_id`` refuses (a NUL, a lone surrogate, empty, over ``limits.max_id_chars``): no
+    ledger query may see them (PostgreSQL refuses a NUL in a parameter, and a lone surrogate cannot be encoded),
+    and no ledger holds them, so they are new, and their batch fails each alone with a failures row."""
+    refused = set()
+    for record_id in ids:
+        try:
+            check_record_id(record_id, max_chars=indexer.limits.max_id_chars)
+        except ConfigError:
+            refused.add(record_id)
+    return refused
+
+
 def changed_ids(indexer: Indexer, stamped: Sequence[tuple[str, str]], *, new: set[str] | None = None) -> list[str]:
     """The ids of one page of (id, stamp) pairs a reindex must send, in page order (see the module docstring).
-    ``new``: where the ids of a page the ledger holds nothing of are added."""
+    ``new``: where the ids of a page the ledger holds nothing of are added. An id no ledger can hold
+    (``refused_ids``) is sent, unjudged, as new: its batch fails it alone, saying why."""
+    refused = refused_ids(indexer, [record_id for record_id, _ in stamped])
+    if new is not None:
+        new.update(refused)
+    kept = set(_changed(indexer, [pair for pair in stamped if pair[0] not in refused], new=new)) | refused
+    return [record_id for record_id, _ in stamped if record_id in kept]
+
+
+def _changed(indexer: Indexer, stamped: Sequence[tuple[str, str]], *, new: set[str] | None) -> list[str]:
+    """``changed_ids`` of a page whose ids a ledger can hold."""
     ids = [record_id for record_id, _ in stamped]
+    if not ids:
+        return []
     known = indexer.ledger.entries(indexer.name, ids)
     if not known:
         if new is not None:
@@ -191,7 +217,7 @@ def send_gone(
     """A full reindex's last step: send the ids the ledger holds that the source no longer has, in batches
     numbered after its own, to be re-checked against the source and deleted. Refused when the source returned
     nothing at all and the collection holds chunks, unless ``allow_empty``."""
-    if not found.total and not allow_empty and indexer.collection.count() > 0:
+    if not found.total and not allow_empty and not indexer.collection.is_empty():
         raise ConfigError(
             f"the source of {collection!r} returned no records; a full reindex would empty the collection. "
             "Check the source, or pass allow_empty (vectorsync reindex --full --allow-empty)"

@@ -27,6 +27,7 @@ __all__ = [
     "check_record_id",
     "clean_text",
     "escape_unstorable",
+    "quoted_id",
     "text_digest",
     "validate_vector",
 ]
@@ -251,11 +252,24 @@ ID_RULE = (
 )
 
 
+#: The longest quote of an id a refusal holds whole; a longer one is quoted by its first ``QUOTED_ID_CHARS``.
+MAX_QUOTE_CHARS, QUOTED_ID_CHARS = 200, 40
+
+
+def quoted_id(record_id: str) -> str:
+    """``record_id`` as a message quotes it: its repr (which escapes a NUL or a surrogate, so the message can be
+    stored and printed), by its beginning when long, so the rule after it is never cut off with the message."""
+    whole = repr(record_id)
+    if len(whole) <= MAX_QUOTE_CHARS:
+        return whole
+    return f"{record_id[:QUOTED_ID_CHARS]!r}... ({len(record_id)} characters)"
+
+
 def check_record_id(record_id: str, *, max_chars: int = DEFAULT_MAX_ID_CHARS) -> str:
     """Return ``record_id`` if every backend and the state database can store it; else a ConfigError naming it
-    (repr escapes a NUL or a surrogate, so the message itself can be stored and printed) and the rule."""
+    (``quoted_id``) and the rule."""
     if not record_id or _UNSTORABLE.search(record_id):
-        raise ConfigError(f"record id {record_id!r} is not allowed: {ID_RULE}")
+        raise ConfigError(f"record id {quoted_id(record_id)} is not allowed: {ID_RULE}")
     return check_id_length(record_id, max_chars=max_chars)
 
 

@@ -28,7 +28,7 @@ from store.settings import NetworkSettings
 from store.state.database import StateDatabase
 from store.state.generations.postgres import PostgresGenerations
 from store.state.ledger.base import Failure, Forgotten, LedgerEntry, Overview, Parked, RunProgress, RunStatus, now
-from store.vectors.records import escape_unstorable
+from store.vectors.records import escape_unstorable, has_unstorable
 
 __all__ = ["PostgresLedger"]
 
@@ -157,7 +157,13 @@ class PostgresLedger:
             return self._entries(conn, collection, record_ids)
 
     def _entries(self, conn: sa.Connection, collection: str, record_ids: Sequence[str]) -> dict[str, LedgerEntry]:
-        rows = conn.execute(sql.ENTRIES, {"collection": collection, "ids": list(record_ids)}).all()
+        # An id PostgreSQL cannot hold (a NUL, a lone surrogate) has no entry, and would fail the statement for
+        # every other id: it is left out (a caller that did not check ids, ``reindex --plan``'s reader, is told
+        # the truth; the record's batch refuses it and records why).
+        ids = [record_id for record_id in record_ids if not has_unstorable(record_id)]
+        if not ids:
+            return {}
+        rows = conn.execute(sql.ENTRIES, {"collection": collection, "ids": ids}).all()
         return {row.record_id: _entry(row) for row in rows}
 
     def record_ids(self, collection: str) -> set[str]:
@@ -387,10 +393,11 @@ class PostgresLedger:
         return spent
 
     def record_failure(self, collection: str, record_id: str, error: str, *, run_id: str | None = None) -> None:
-        # An id PostgreSQL cannot store (a NUL, a lone surrogate) is kept escaped: the failure is still told.
+        # An id PostgreSQL cannot store (a NUL, a lone surrogate, too long to key a row) is kept as
+        # ``rules.kept_record_id`` says: the failure is still told.
         failure = {
             "collection": collection,
-            "record_id": escape_unstorable(record_id),
+            "record_id": rules.kept_record_id(record_id),
             "error": rules.kept_error(escape_unstorable(error)),
             "attempts": rules.attempts_after(None),
             "run_id": run_id,

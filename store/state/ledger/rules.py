@@ -7,6 +7,7 @@ Two rules run inside PostgreSQL's upserts, where they must be atomic: ``kept_ver
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -15,14 +16,17 @@ from datetime import datetime
 from store.contract import RunStatus
 from store.errors import ConfigError
 from store.state.ledger.base import Overview, RunProgress
+from store.vectors.records import QUOTED_ID_CHARS, escape_unstorable
 
 __all__ = [
     "MAX_ERROR_CHARS",
+    "MAX_KEPT_ID_BYTES",
     "MAX_OPEN_RUNS",
     "Tally",
     "attempts_after",
     "ended_at",
     "kept_error",
+    "kept_record_id",
     "kept_version",
     "may_pause",
     "newest_first",
@@ -38,6 +42,9 @@ __all__ = [
 
 #: Longest error text kept per failure and per failed run.
 MAX_ERROR_CHARS = 2000
+#: The most UTF-8 bytes of a failed record's id kept whole: any id ``limits.max_id_chars`` allows by default (512
+#: characters of up to 4 bytes). PostgreSQL's btree refuses a key over 2704 bytes (the failures row's primary key).
+MAX_KEPT_ID_BYTES = 2048
 #: The most open runs an ``Overview`` lists (the newest): runs that never ended must not make a scrape slow.
 MAX_OPEN_RUNS = 100
 
@@ -178,3 +185,20 @@ def attempts_after(known: int | None) -> int:
 def kept_error(error: str) -> str:
     """The part of an error text the ledger keeps: its first ``MAX_ERROR_CHARS`` characters."""
     return error[:MAX_ERROR_CHARS]
+
+
+def kept_record_id(record_id: str) -> str:
+    """A failed record's id as the PostgreSQL ledger's failures row keeps it, so that every failure gets its row.
+
+    Text PostgreSQL cannot hold is escaped (``escape_unstorable``: a NUL as ``\\x00``, a lone surrogate as
+    ``\\ud800``), which tells the id as ``repr`` does; an id still over ``MAX_KEPT_ID_BYTES`` (a loader's, refused
+    for its length) is kept as its beginning, its length and the sha256 of the whole id, which keeps two long ids
+    apart. Either form is what ``vectorsync failures`` shows; neither is an id a source holds, so a retry of it finds
+    no record (the source's id must be fixed first). The memory ledger holds any text, and keeps the id as it is.
+    """
+    escaped = escape_unstorable(record_id)
+    if len(escaped.encode()) <= MAX_KEPT_ID_BYTES:
+        return escaped
+    digest = hashlib.sha256(record_id.encode("utf-8", "surrogatepass")).hexdigest()
+    beginning = escape_unstorable(record_id[:QUOTED_ID_CHARS])
+    return f"{beginning}... ({len(record_id)} characters, sha256 {digest})"
