@@ -50,13 +50,20 @@ Markdown mode (``Chunker.markdown``):
 Chunking is deterministic. ``Chunker.describe()`` gives the settings (and
 ``CHUNKER_VERSION``) for the pipeline's content hash.
 
+Chunks are cut as they are taken (``Chunker.chunks``): sections, pieces and
+chunks are each found only when the next one is asked for, so a caller that
+stops early holds no more than the chunks it took. ``Chunker.texts(text,
+limit=N + 1)`` is how a limit of N chunks a record is checked: a text of
+millions of words costs N + 1 chunks, never a piece per word of it.
+
 Besides the standard library, only store's errors, settings (where the
 defaults are stated) and token estimate are imported.
 """
 
 from __future__ import annotations
 
-import bisect
+import collections
+import itertools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -90,6 +97,8 @@ CHUNKER_VERSION = 1
 MARKDOWN_VERSION = 2
 
 _Span = tuple[int, int]
+#: A Markdown section: its heading path, and where its body starts and ends.
+_Section = tuple[str, int, int]
 _Splitter = Callable[[str, int, int], Iterator[_Span]]
 
 _PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n\s*")
@@ -157,22 +166,28 @@ class Chunker:
             "version": MARKDOWN_VERSION if self.is_markdown else CHUNKER_VERSION,
         }
 
+    def chunks(self, text: str) -> Iterator[Chunk]:
+        """The chunks of ``text``, in order, each cut when it is asked for; blank text gives none."""
+        sections = _markdown_sections(text) if self.is_markdown else iter([("", 0, len(text))])
+        index = 0
+        for (heading, start, end), below in _with_next_heading(sections):
+            fences = _Fences(_fences(text, start, end) if self.is_markdown else iter(()))
+            alone = bool(heading)
+            for s, e in self._section_spans(text, start, end, _prefix(heading), fences):
+                yield Chunk(index, _prefix(heading) + text[s:e], heading, s, e)
+                index, alone = index + 1, False
+            if alone and not below.startswith(heading + HEADING_SEPARATOR):
+                yield Chunk(index, heading, heading, start, start)  # a heading alone
+                index += 1
+
     def split(self, text: str) -> list[Chunk]:
         """Cut ``text`` into chunks, in order; blank text gives an empty list."""
-        if self.is_markdown:
-            sections, fences = _parse_markdown(text)
-        else:
-            sections, fences = [("", 0, len(text))], []
-        chunks: list[Chunk] = []
-        for number, (heading, start, end) in enumerate(sections):
-            spans = self._section_spans(text, start, end, _prefix(heading), fences)
-            for s, e in spans:
-                chunk_text = _prefix(heading) + text[s:e]
-                chunks.append(Chunk(len(chunks), chunk_text, heading, s, e))
-            below = sections[number + 1][0] if number + 1 < len(sections) else ""
-            if heading and not spans and not below.startswith(heading + HEADING_SEPARATOR):
-                chunks.append(Chunk(len(chunks), heading, heading, start, start))  # a heading alone
-        return chunks
+        return list(self.chunks(text))
+
+    def texts(self, text: str, *, limit: int) -> list[str]:
+        """The texts of ``text``'s first ``limit`` chunks, the rest never cut: a caller that allows N chunks asks
+        for N + 1, so a text over the limit costs N + 1 chunks, not all of its own (``max_chunks_per_record``)."""
+        return [chunk.text for chunk in itertools.islice(self.chunks(text), limit)]
 
     def __repr__(self) -> str:
         kind = "Chunker.markdown" if self.is_markdown else "Chunker"
@@ -184,14 +199,14 @@ class Chunker:
     def __hash__(self) -> int:
         return hash(tuple(self.describe().items()))
 
-    def _section_spans(self, text: str, start: int, end: int, prefix: str, fences: list[_Span]) -> list[_Span]:
+    def _section_spans(self, text: str, start: int, end: int, prefix: str, fences: _Fences) -> Iterator[_Span]:
         start, end = _strip(text, start, end)
         if start == end:
-            return []
+            return
         limit = self.max_tokens * CHARS_PER_TOKEN
         budget = max(limit - len(prefix), limit // 2)
         pieces = _section_pieces(text, start, end, budget, fences)
-        return _pack(text, pieces, budget, self.overlap * CHARS_PER_TOKEN, fences)
+        yield from _pack(text, pieces, budget, self.overlap * CHARS_PER_TOKEN, fences)
 
 
 def _check_settings(max_tokens: object, overlap: object) -> None:
@@ -242,105 +257,139 @@ _CODE_LEVELS = (_splitter(_LINE_BREAK), _BY_WHITESPACE)
 _WORD = re.compile(r"\S+")
 
 
-def _words(text: str, start: int, end: int, budget: int) -> list[_Span]:
+def _words(text: str, start: int, end: int, budget: int) -> Iterator[_Span]:
     """What ``_fit`` makes of ``text[start:end]`` at the last level, without a call per word: each word, and a
     word longer than ``budget`` cut into pieces of ``budget`` characters (the hot loop of plain prose)."""
-    pieces: list[_Span] = []
     for match in _WORD.finditer(text, start, end):
         s, e = match.span()
         if e - s <= budget:
-            pieces.append((s, e))
+            yield s, e
         else:
-            pieces.extend((cut, min(cut + budget, e)) for cut in range(s, e, budget))
-    return pieces
+            yield from ((cut, min(cut + budget, e)) for cut in range(s, e, budget))
 
 
-def _section_pieces(text: str, start: int, end: int, budget: int, fences: list[_Span]) -> list[_Span]:
+def _section_pieces(text: str, start: int, end: int, budget: int, fences: _Fences) -> Iterator[_Span]:
     if end - start <= budget:
-        return [(start, end)]
-    pieces: list[_Span] = []
+        yield start, end
+        return
     pos = start
-    for fence_start, fence_end in _fences_within(fences, start, end):
-        pieces += _fit(text, pos, fence_start, budget, _PROSE_LEVELS)
-        pieces += _fit(text, fence_start, fence_end, budget, _CODE_LEVELS)
+    for fence_start, fence_end in fences:  # a section's fences all start inside its stripped body
+        yield from _fit(text, pos, fence_start, budget, _PROSE_LEVELS)
+        yield from _fit(text, fence_start, fence_end, budget, _CODE_LEVELS)
         pos = fence_end
-    pieces += _fit(text, pos, end, budget, _PROSE_LEVELS)
-    return pieces
+    yield from _fit(text, pos, end, budget, _PROSE_LEVELS)
 
 
-def _fit(text: str, start: int, end: int, budget: int, levels: tuple[_Splitter, ...]) -> list[_Span]:
+def _fit(text: str, start: int, end: int, budget: int, levels: tuple[_Splitter, ...]) -> Iterator[_Span]:
     """Stripped pieces of ``text[start:end]`` of at most ``budget`` characters, cut as coarsely as can be."""
     start, end = _strip(text, start, end)
     if end - start <= budget:
-        return [(start, end)] if start < end else []
-    if not levels:
-        return [(s, min(s + budget, end)) for s in range(start, end, budget)]
-    if levels == (_BY_WHITESPACE,):
-        return _words(text, start, end, budget)
-    pieces: list[_Span] = []
-    for s, e in levels[0](text, start, end):
-        pieces += _fit(text, s, e, budget, levels[1:])
-    return pieces
+        if start < end:
+            yield start, end
+    elif not levels:
+        yield from ((s, min(s + budget, end)) for s in range(start, end, budget))
+    elif levels == (_BY_WHITESPACE,):
+        yield from _words(text, start, end, budget)
+    else:
+        for s, e in levels[0](text, start, end):
+            yield from _fit(text, s, e, budget, levels[1:])
 
 
-def _fences_within(fences: list[_Span], start: int, end: int) -> list[_Span]:
-    # A fence never crosses a section boundary: the ones that start in the section end in it.
-    return fences[bisect.bisect_left(fences, start, key=_first) : bisect.bisect_left(fences, end, key=_first)]
+class _Fences:
+    """A section's fenced code blocks, taken as its pieces reach them; keeps only those an overlap may still start
+    in, so a section of many blocks holds a chunk's worth of them."""
+
+    def __init__(self, spans: Iterator[_Span]) -> None:
+        self._spans = spans
+        self._seen: collections.deque[_Span] = collections.deque()
+
+    def __iter__(self) -> Iterator[_Span]:
+        for span in self._spans:
+            self._seen.append(span)
+            yield span
+
+    def forget(self, before: int) -> None:
+        """Drop the blocks that end at or before ``before``: no later question is about them."""
+        while self._seen and self._seen[0][1] <= before:
+            self._seen.popleft()
+
+    def inside(self, pos: int) -> bool:
+        """Whether ``pos`` is strictly inside a block; asked at positions that never go back."""
+        self.forget(pos)
+        return bool(self._seen) and self._seen[0][0] < pos
 
 
 # --- packing pieces into overlapping chunks ------------------------------------------------------
 
 
-def _pack(text: str, pieces: list[_Span], budget: int, overlap: int, fences: list[_Span]) -> list[_Span]:
-    spans: list[_Span] = []
-    i = 0
-    while i < len(pieces):
-        start, end = pieces[i]
-        if spans:
-            start = _overlap_start(text, spans[-1], pieces[i], budget, overlap, fences)
-        i += 1
-        while i < len(pieces) and pieces[i][1] - start <= budget:
-            end = pieces[i][1]
-            i += 1
-        spans.append((start, end))
-    return spans
+def _pack(text: str, pieces: Iterator[_Span], budget: int, overlap: int, fences: _Fences) -> Iterator[_Span]:
+    """Pieces packed greedily, in order, into spans of at most ``budget`` characters, each after the first
+    starting with an overlap of the one before; a span is given as soon as the next piece does not fit it."""
+    piece, previous = next(pieces, None), None
+    while piece is not None:
+        start, end = piece
+        if previous is not None:
+            start = _overlap_start(text, previous, piece, budget, overlap, fences)
+        piece = next(pieces, None)
+        while piece is not None and piece[1] - start <= budget:
+            end = piece[1]
+            piece = next(pieces, None)
+        previous = (start, end)
+        fences.forget(start)
+        yield previous
 
 
-def _overlap_start(text: str, previous: _Span, piece: _Span, budget: int, overlap: int, fences: list[_Span]) -> int:
+def _overlap_start(text: str, previous: _Span, piece: _Span, budget: int, overlap: int, fences: _Fences) -> int:
     """Where the chunk that begins with ``piece`` starts: the earliest allowed word start in ``previous``."""
     prev_start, prev_end = previous
     earliest = max(prev_start + 1, prev_end - overlap, piece[1] - budget)
     for match in _WORD_START.finditer(text, earliest, prev_end):
-        if not _inside_fence(fences, match.start()):
+        if not fences.inside(match.start()):
             return match.start()
     return piece[0]
-
-
-def _inside_fence(fences: list[_Span], pos: int) -> bool:
-    i = bisect.bisect_right(fences, pos, key=_first) - 1
-    return i >= 0 and fences[i][0] < pos < fences[i][1]
-
-
-def _first(span: _Span) -> int:
-    return span[0]
 
 
 # --- Markdown structure --------------------------------------------------------------------------
 
 
-def _parse_markdown(text: str) -> tuple[list[tuple[str, int, int]], list[_Span]]:
-    """The sections (heading path, body start, body end) and fenced code blocks of ``text``."""
-    sections: list[tuple[str, int, int]] = []
-    fences: list[_Span] = []
+def _markdown_sections(text: str) -> Iterator[_Section]:
+    """The sections of ``text``, in order, each found when asked for: the text before the first heading, then
+    each ATX heading's path with its body (up to the next heading outside a fenced block)."""
     titles: list[tuple[int, str]] = []
     heading, body_start = "", 0
+    for (line_start, line_end), match in _markdown_blocks(text, 0, len(text)):
+        if match is not None:
+            yield heading, body_start, line_start
+            heading = _heading_path(titles, len(match.group(1)), match.group(2) or "")
+            body_start = line_end
+    yield heading, body_start, len(text)
+
+
+def _with_next_heading(sections: Iterator[_Section]) -> Iterator[tuple[_Section, str]]:
+    """Each section with the heading path of the one after it ("" for the last)."""
+    current = next(sections, None)
+    while current is not None:
+        following = next(sections, None)
+        yield current, following[0] if following is not None else ""
+        current = following
+
+
+def _fences(text: str, start: int, end: int) -> Iterator[_Span]:
+    """The fenced code blocks of one section's body, ``text[start:end]``, in order (one left open runs to the
+    end of the text, which is its section's end: a heading inside it is code)."""
+    return (span for span, match in _markdown_blocks(text, start, end) if match is None)
+
+
+def _markdown_blocks(text: str, start: int, end: int) -> Iterator[tuple[_Span, re.Match[str] | None]]:
+    """The fenced code blocks (stripped span, None) and the ATX heading lines (line span, match) of the whole lines
+    of ``text[start:end]``, in order; a ``#`` line inside a block is code."""
     fence: tuple[str, int] | None = None  # the open fence's marker and where it starts
-    for line in _LINE.finditer(text):
-        if line.start() == len(text):
+    for line in _LINE.finditer(text, start, end):
+        if line.start() == end:
             break
         if fence is not None:
             if _closes(line, fence[0]):
-                fences.append(_strip(text, fence[1], line.end()))
+                yield _strip(text, fence[1], line.end()), None
                 fence = None
             continue
         opening = _FENCE_OPEN.match(text, line.start(), line.end())
@@ -349,13 +398,9 @@ def _parse_markdown(text: str) -> tuple[list[tuple[str, int, int]], list[_Span]]
             continue
         match = _HEADING.fullmatch(text, line.start(), line.end())
         if match:
-            sections.append((heading, body_start, line.start()))
-            heading = _heading_path(titles, len(match.group(1)), match.group(2) or "")
-            body_start = line.end()
+            yield (line.start(), line.end()), match
     if fence is not None:
-        fences.append(_strip(text, fence[1], len(text)))
-    sections.append((heading, body_start, len(text)))
-    return sections, fences
+        yield _strip(text, fence[1], end), None
 
 
 def _closes(line: re.Match[str], marker: str) -> bool:

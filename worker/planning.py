@@ -119,8 +119,9 @@ def judge(indexer: Indexer, *, page_size: int) -> Iterator[Judged]:
             if entry is not None and indexer.holds(entry, digest):
                 page.unchanged += 1
                 continue
-            texts = [chunk.text for chunk in indexer.chunker.split(clean_text(record.text))]
-            if len(texts) > indexer.limits.max_chunks_per_record:
+            most = indexer.limits.max_chunks_per_record
+            texts = indexer.chunker.texts(clean_text(record.text), limit=most + 1)  # cut no further than the batch
+            if len(texts) > most:
                 page.failed += 1
                 continue
             if entry is not None and entry.content_hash:

@@ -18,29 +18,34 @@ if TYPE_CHECKING:
     from store.client import Client
     from store.plan import Plan
 
-__all__ = ["read", "render", "show", "to_json"]
+__all__ = ["Caps", "read", "render", "show", "to_json"]
+
+#: A run's ``--max-tokens`` and ``--max-cost`` (None: not given).
+Caps = tuple[int | None, float | None]
 
 
-def show(collection: str, *, chain: Sequence[str] | None, as_json: bool) -> None:
-    """Make the plan of the run and print it."""
+def show(collection: str, *, chain: Sequence[str] | None, as_json: bool, caps: Caps = (None, None)) -> None:
+    """Make the plan of the run (capped at ``caps``: ``--max-tokens``, ``--max-cost``) and print it."""
     from store.client import default_client
 
     client = guarded(default_client)
-    plan = guarded(lambda: read(client, collection, chain=chain))
+    plan = guarded(lambda: read(client, collection, chain=chain, caps=caps))
     if as_json:
         print(to_json(plan))
     else:
         render(plan)
 
 
-def read(client: Client, collection: str, *, chain: Sequence[str] | None) -> Plan:
-    """The plan of ``collection``'s reindex (``chain``: migration), its source read as a worker reads it."""
+def read(client: Client, collection: str, *, chain: Sequence[str] | None, caps: Caps = (None, None)) -> Plan:
+    """The plan of ``collection``'s reindex (``chain``: migration), its source read as a worker reads it; a capped
+    run's (``caps``) packs each batch's calls alone, as the run will."""
     from store.explain.gather import declared
+    from store.plan import plan
     from worker.planning import PlanReading
 
     declared(client.settings, collection)  # an unknown collection is refused before any part is opened
     with PlanReading(client) as reading:
-        return client.plan(collection, reader=reading, chain=chain)
+        return plan(client, collection, reader=reading, chain=chain, max_tokens=caps[0], max_cost=caps[1])
 
 
 def to_json(plan: Plan) -> str:

@@ -34,7 +34,7 @@ def reindex(
     if plan:
         from producer.cli.plan import show
 
-        show(collection, chain=None, as_json=as_json)
+        show(collection, chain=None, as_json=as_json, caps=(max_tokens, max_cost))
         return
     producer = open_producer()
     run_id = guarded(

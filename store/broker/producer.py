@@ -19,6 +19,7 @@ from store.broker.documents import document_id
 from store.broker.pushes import Push, Pushes
 from store.broker.queues import QueueState, WorkerState, queue_states, sent_headers, worker_states
 from store.broker.versions import DocumentClock
+from store.calls.spend import Spent, total
 from store.connect.redis import REDIS_ERRORS
 from store.contract import (
     BULK_QUEUE,
@@ -34,10 +35,11 @@ from store.contract import (
 from store.errors import ConfigError
 from store.settings import CollectionSettings, Settings
 from store.state.generations import Generation
+from store.state.generations.base import generation_settings, parse_name
 from store.state.ledger import Ledger, RunProgress, ledger_from_settings
 from store.vectors.records import check_collection_name, check_record_id, validate_metadata
 
-__all__ = ["MAX_TOKENS_CAP", "Producer", "Sender", "checked_caps"]
+__all__ = ["MAX_TOKENS_CAP", "Producer", "Sender", "checked_caps", "checked_prices", "checked_resume_caps"]
 
 #: Sends one task by name, called as Celery's ``send_task(name, args=..., queue=..., headers=...)`` is.
 Sender = Callable[..., object]
@@ -62,6 +64,54 @@ def checked_caps(max_tokens: int | None, max_cost: float | None) -> None:
         raise ConfigError(f"--max-cost {max_cost!r} is not a cost: give a finite number of 0 or more")
     if max_tokens is not None and not (isinstance(max_tokens, int) and 1 <= max_tokens <= MAX_TOKENS_CAP):
         raise ConfigError(f"--max-tokens {max_tokens!r} is not a cap: give a whole number from 1 to {MAX_TOKENS_CAP}")
+
+
+#: What ``_unpriced_models`` calls the model of an empty chain, which no ``[models.NAME]`` declares.
+_BUILT_IN_FAKE = "the built-in fake model (embeddings.chain is empty)"
+
+
+def _unpriced_models(settings: Settings, generations: Sequence[Generation]) -> list[str]:
+    """The ``[models.NAME]`` entries of the chains that embed ``generations`` that declare no price (an empty chain:
+    ``_BUILT_IN_FAKE``); a cost cap cannot count their calls."""
+    unpriced: dict[str, None] = {}
+    for generation in generations:
+        embedded = generation_settings(settings, generation)
+        for name in embedded.embeddings.chain or [_BUILT_IN_FAKE]:
+            model = embedded.models.get(name)
+            if model is None or model.price_per_million_tokens is None:
+                unpriced[name] = None
+    return list(unpriced)
+
+
+def checked_prices(max_cost: float | None, unpriced: Sequence[str], collection: str) -> None:
+    """Refuse a cost cap on a run whose chain has a model without a declared price: its calls cost nothing against
+    the cap, which then stops nothing (a run capped at 0.000001 spent 6,446 tokens)."""
+    if max_cost is None or not unpriced:
+        return
+    one = len(unpriced) == 1
+    models = f"model {unpriced[0]!r} declares" if one else f"models {', '.join(map(repr, unpriced))} declare"
+    named = next((name for name in unpriced if name != _BUILT_IN_FAKE), "NAME")
+    raise ConfigError(
+        f"--max-cost {max_cost!r} cannot cap a run of {collection!r}: {models} no price, so calls to "
+        f"{'it' if one else 'them'} would cost nothing against the cap: declare [models.{named}] "
+        "price_per_million_tokens (what the provider charges for a million tokens) for each model of the chain, or "
+        "cap the run with --max-tokens"
+    )
+
+
+def checked_resume_caps(run_id: str, spent: Spent, max_tokens: int | None, max_cost: float | None) -> None:
+    """Refuse a resumed run's cap at or below what it has spent already: a cap counts the whole run's spend, so
+    such a cap pauses it again at its next call (``--max-tokens 1`` on a run that spent 1,968 said "-1967 left")."""
+    if max_tokens is not None and max_tokens <= spent.tokens:
+        raise ConfigError(
+            f"--max-tokens {max_tokens:,} is not above the {spent.tokens:,} tokens run {run_id} has spent already "
+            f"(a cap counts the whole run's spend, not what is left): resume it with a cap above {spent.tokens:,}"
+        )
+    if max_cost is not None and spent.cost is not None and max_cost <= spent.cost:
+        raise ConfigError(
+            f"--max-cost {max_cost:g} is not above the {spent.cost:g} run {run_id} has spent already (a cap counts "
+            f"the whole run's spend, not what is left): resume it with a cap above {spent.cost:g}"
+        )
 
 
 log = logging.getLogger(__name__)
@@ -257,6 +307,8 @@ class Producer:
         for a collection the settings do not declare, or whose records are pushed (there is no source to read)."""
         collection = self._declared(collection, read=True)
         checked_caps(max_tokens, max_cost)
+        if max_cost is not None:
+            checked_prices(max_cost, self._unpriced(collection), collection)
         run_id = self.ledger.create_run(collection, full=full)
         if max_tokens is not None or max_cost is not None:
             self.ledger.set_caps(run_id, max_tokens=max_tokens, max_cost=max_cost)
@@ -267,8 +319,11 @@ class Producer:
         """Resume a paused run with these caps (None: its caps as they were): its parked batches sent again,
         each dropped from the ledger once the broker took it; how many were sent. A resume cut short is run
         again: a batch sent twice is counted once and writes its records whole, as any redelivered batch.
-        Raises ConfigError for a run that is neither paused nor running."""
+        Raises ConfigError for a run that is neither paused nor running, a cap at or below what it has spent, or a
+        cost cap on a chain with a model that declares no price."""
         checked_caps(max_tokens, max_cost)
+        if max_tokens is not None or max_cost is not None:
+            self._checked_resume(run_id, max_tokens, max_cost)
         parked = self.ledger.resume_run(run_id, max_tokens=max_tokens, max_cost=max_cost)
         for batch in parked:
             message = BatchMessage(run_id=run_id, batch=batch.batch, carried=batch.carried)
@@ -283,6 +338,23 @@ class Producer:
             )
             self.ledger.unpark([batch])
         return len(parked)
+
+    def _checked_resume(self, run_id: str, max_tokens: int | None, max_cost: float | None) -> None:
+        """Refuse new caps of ``run_id`` that its spend has passed already, or a cost cap its models cannot count."""
+        collection = self.ledger.run(run_id).collection
+        if max_cost is not None:
+            checked_prices(max_cost, self._unpriced(collection), collection)
+        checked_resume_caps(run_id, total(self.ledger.run_spend(run_id)), max_tokens, max_cost)
+
+    def _unpriced(self, collection: str) -> list[str]:
+        """The models of the chains a run of ``collection`` (a name, or one generation's) embeds with that declare
+        no price: each generation its writes go to (``store.state.generations.routing.writing``). None when the
+        settings do not declare the collection: they are not the workers', and cannot tell (as ``_declared``)."""
+        from store.state.generations.routing import writing
+
+        if parse_name(collection)[0] not in self.settings.collections:
+            return []
+        return _unpriced_models(self.settings, writing(self.settings, self.ledger.generations, collection))
 
     def migrate(self, collection: str, chain: Sequence[str]) -> tuple[Generation, str]:
         """Build ``collection`` under ``chain`` in a new generation and return it with its run id at once.

@@ -63,8 +63,12 @@ class Plan:
     cost: float | None = None
     #: Seconds the declared rate limits need for those calls and tokens at the least; None when none is declared.
     rate_limited_seconds: float | None = None
-    #: Whether the run packs every call full (a leftover pool in the cache's Redis) or each batch's alone.
+    #: Whether the run packs every call full (a leftover pool in the cache's Redis) or each batch's alone (no pool,
+    #: or a capped run: ``store.plan.tally.pools``).
     pooled: bool = True
+    #: The run's caps: its own (``--max-tokens``, ``--max-cost``), else its collection's ``[budget]``; None: no cap.
+    max_tokens: int | None = None
+    max_cost: float | None = None
     #: How long the plan took to make.
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
