@@ -17,28 +17,38 @@ write is never counted twice) in a temporary table, and adds them as its last st
 of ``SHARDS`` rows per term chosen per transaction. Two writers meet on a row only when they drew the same
 shard, and then wait for each other's commit, never in a cycle: the rows are taken in one order, and last.
 Reading sums a term's shards.
+
+Each change is counted from what a statement did: rows out from a DELETE's RETURNING, rows in from an INSERT's or
+a COPY's own rows, never from a read that a concurrent write could outdate (the writers in ``table.py`` replace
+a row by a DELETE and an INSERT, not an UPDATE, for that). Erasure: a transaction that deletes rows also purges
+their postings (``segments.purge``) and takes out the statistics rows of the terms no row holds any more
+(``_drop_unheld``), under the table's erase lock, so once it commits no table holds the deleted text's terms.
 """
 
 from __future__ import annotations
 
+import logging
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import psycopg
 import sqlalchemy as sa
 from psycopg import sql
 from psycopg.types.json import Jsonb
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, insert
 
-from store.connect.postgres import driver
+from store.connect.postgres import advisory_lock, driver
 from store.vectors.keyword import bm25
 
 __all__ = [
     "BACKFILL_PAGE",
+    "DEAD_TABLE",
     "DELTA_TABLE",
     "SHARDS",
     "Delta",
+    "Purge",
     "backfill",
     "count_rows",
     "drifted_terms",
@@ -54,12 +64,18 @@ SHARDS = 16
 BACKFILL_PAGE = 2000
 #: The temporary table a write transaction collects its statistics changes in.
 DELTA_TABLE = "vs_kwdelta"
+#: The temporary table a write transaction keeps the rows it deleted in (kwdoc, keywords), for their purge.
+DEAD_TABLE = "vs_kwdead"
 #: The statistics row of the whole collection (N and the sum of lengths): no term is empty.
 TOTAL = ""
 
+_log = logging.getLogger(__name__)
+#: ``segments.purge``'s shape: the connection, the collection's table, the temporary table of the deleted rows.
+Purge = Callable[[psycopg.Connection[Any], sa.Table, str], None]
 _delta = sa.table(
     DELTA_TABLE, sa.column("term", sa.Text), sa.column("docs", sa.BigInteger), sa.column("tokens", sa.BigInteger)
 )
+_dead = sa.table(DEAD_TABLE, sa.column("kwdoc", sa.BigInteger), sa.column("keywords", JSONB))
 
 
 def stats_table(table: sa.Table) -> sa.Table:
@@ -80,31 +96,57 @@ def stats_table(table: sa.Table) -> sa.Table:
 class Delta:
     """One write transaction's changes to the statistics, applied by ``apply`` as its last statement."""
 
-    def __init__(self, conn: sa.Connection, table: sa.Table, *, counting: bool = True) -> None:
+    def __init__(self, conn: sa.Connection, table: sa.Table, *, counting: bool = True, purge: Purge | None = None):
         self.conn, self.table, self.stats = conn, table, stats_table(table)
         #: False for a collection that keeps no keyword index: statements run, nothing is counted.
         self.counting = counting
-        self._open = False
+        #: What takes the deleted rows' postings out of the segments (``segments.purge``), given the temporary
+        #: table of those rows; None where no row is deleted.
+        self.purge = purge
+        self._open = self._deleted = False
 
     def _ready(self) -> None:
         if not self._open:
-            raw = driver(self.conn)
-            raw.execute(
-                sql.SQL(
-                    "CREATE TEMP TABLE IF NOT EXISTS {} (term text, docs bigint, tokens bigint) ON COMMIT DROP"
-                ).format(sql.Identifier(DELTA_TABLE))
+            create = "CREATE TEMP TABLE IF NOT EXISTS {} ({}) ON COMMIT DROP"
+            driver(self.conn).execute(  # both in one round trip
+                sql.SQL("; ").join(
+                    sql.SQL(create).format(sql.Identifier(name), sql.SQL(columns))
+                    for name, columns in (
+                        (DELTA_TABLE, "term text, docs bigint, tokens bigint"),
+                        (DEAD_TABLE, "kwdoc bigint, keywords jsonb"),
+                    )
+                )
             )
             self._open = True
 
     def add(self, rows: Any, sign: int) -> None:
-        """Count ``sign`` times the rows ``rows`` returns: a SELECT or a DELETE ... RETURNING of ``keywords`` and
+        """Count ``sign`` times the rows ``rows`` returns: a SELECT, or an INSERT ... RETURNING of ``keywords`` and
         ``keyword_length`` (run here, as a CTE of the one statement that counts them)."""
         if not self.counting:
             if not isinstance(rows, sa.Select):
-                self.conn.execute(rows)  # a DELETE or UPDATE still writes; a SELECT only counted
+                self.conn.execute(rows)  # an INSERT still writes; a SELECT only counted
             return
         self._ready()
         source = rows.cte("counted")
+        self.conn.execute(self._counted(source, sign).add_cte(source))
+
+    def delete(self, statement: sa.Delete) -> None:
+        """Run ``statement`` (a DELETE of the collection's rows), counting the rows it deletes out and keeping
+        their kwdocs and terms for ``apply``'s purge, in the same statement."""
+        if not self.counting:
+            self.conn.execute(statement)
+            return
+        self._ready()
+        c = self.table.c
+        source = statement.returning(c.keywords, c.keyword_length, c.kwdoc).cte("counted")
+        deleted = sa.select(source.c.kwdoc, source.c.keywords).where(source.c.keyword_length > 0)
+        kept = sa.insert(_dead).from_select(["kwdoc", "keywords"], deleted).cte("kept")
+        self.conn.execute(self._counted(source, -1).add_cte(source).add_cte(kept))
+        self._deleted = True
+
+    @staticmethod
+    def _counted(source: Any, sign: int) -> sa.Insert:
+        """The INSERT of ``source``'s rows' changes (``sign`` each) into the transaction's delta table."""
         terms = sa.select(
             sa.func.jsonb_object_keys(source.c.keywords), sa.literal(sign, sa.BigInteger), sa.literal(0, sa.BigInteger)
         ).select_from(source)
@@ -117,17 +159,21 @@ class Delta:
             .select_from(source)
             .where(source.c.keyword_length > 0)
         )
-        insert_rows = sa.insert(_delta).from_select(["term", "docs", "tokens"], sa.union_all(terms, total))
-        self.conn.execute(insert_rows.add_cte(source))
-
-    def delete(self, statement: sa.Delete) -> None:
-        """Run ``statement`` (a DELETE of the collection's rows), counting the rows it deletes out."""
-        self.add(statement.returning(self.table.c.keywords, self.table.c.keyword_length), -1)
+        return sa.insert(_delta).from_select(["term", "docs", "tokens"], sa.union_all(terms, total))
 
     def apply(self) -> None:
-        """Add the collected changes to one shard of the statistics, in term order; then forget them."""
+        """The deleted rows' postings purged; the collected changes added to one shard of the statistics, in term
+        order; the terms no row holds any more taken out; then the changes forgotten. A transaction that deleted
+        rows does it under the table's erase lock: such transactions take turns here, so ``_drop_unheld`` sees
+        every other one's counting out committed (why it can finish the job in this transaction)."""
         if not self._open:
             return
+        raw = driver(self.conn)
+        erasing = self._deleted and bool(self.conn.execute(sa.select(sa.exists().select_from(_dead))).scalar())
+        if erasing:
+            advisory_lock(self.conn, f"{self.table.name}:erase")
+            if self.purge is not None:
+                self.purge(raw, self.table, DEAD_TABLE)
         summed = (
             sa.select(
                 _delta.c.term,
@@ -148,14 +194,46 @@ class Delta:
             },
         )
         self.conn.execute(upsert)
-        raw = driver(self.conn)
-        raw.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(DELTA_TABLE)))
-        self._open = False
+        if erasing:
+            _drop_unheld(self.conn, self.stats)
+        raw.execute(sql.SQL("DROP TABLE {}, {}").format(sql.Identifier(DELTA_TABLE), sql.Identifier(DEAD_TABLE)))
+        self._open = self._deleted = False
+
+
+def _drop_unheld(conn: sa.Connection, stats: sa.Table) -> None:
+    """Delete the statistics rows of the terms this transaction counted out whose shards now sum to nothing (no
+    row holds them): a deleted text's terms leave no zero-count row behind.
+
+    Run under the erase lock, after this transaction's own changes: every other transaction that counts a term
+    out has committed or waits, so a row another one holds (``SKIP LOCKED``: never waited for, it may be waiting
+    for ours) is one counting the term in, which keeps it. Only rows locked here and summing to nothing per term
+    go, so whatever was skipped, no term's sum changes."""
+    out = sa.select(_delta.c.term).group_by(_delta.c.term).having(sa.func.sum(_delta.c.docs) < 0)
+    locked = conn.execute(
+        sa.select(stats.c.term, stats.c.shard, stats.c.docs, stats.c.tokens)
+        .where(stats.c.term.in_(out))
+        .order_by(stats.c.term, stats.c.shard)
+        .with_for_update(skip_locked=True)
+    ).all()
+    sums: dict[str, tuple[int, int]] = {}
+    for row in locked:
+        docs, tokens = sums.get(row.term, (0, 0))
+        sums[row.term] = (docs + row.docs, tokens + row.tokens)
+    gone = [row for row in locked if sums[row.term] == (0, 0)]
+    if gone:
+        driver(conn).execute(
+            sql.SQL(
+                "DELETE FROM {} AS s USING unnest(%s::text[], %s::int2[]) AS g(term, shard) "
+                "WHERE s.term = g.term AND s.shard = g.shard"
+            ).format(sql.Identifier(stats.name)),
+            [[row.term for row in gone], [row.shard for row in gone]],
+        )
 
 
 def count_rows(conn: sa.Connection, table: sa.Table) -> int:
     """Statistics made anew from every row (after a bulk load into an empty table, or a backfill, or to repair
-    drift); returns how many terms (the collection's total among them) were counted otherwise before."""
+    drift); returns how many terms (the collection's total among them) were counted wrong before. A term whose
+    shards summed to nothing was counted right (no row holds it): its rows go, logged, but are no repair."""
     stats = stats_table(table)
     summed = sa.select(
         stats.c.term, sa.func.sum(stats.c.docs).label("docs"), sa.func.sum(stats.c.tokens).label("tokens")
@@ -166,7 +244,10 @@ def count_rows(conn: sa.Connection, table: sa.Table) -> int:
     delta.add(sa.select(table.c.keywords, table.c.keyword_length), 1)
     delta.apply()
     after = {row.term: (row.docs, row.tokens) for row in conn.execute(summed)}
-    return sum(1 for term in before.keys() | after.keys() if before.get(term) != after.get(term))
+    unheld = {term for term, counts in before.items() if counts == (0, 0) and term not in after}
+    if unheld:
+        _log.info("recount of %s: %d terms no row holds taken out of the statistics", table.name, len(unheld))
+    return sum(1 for term in (before.keys() - unheld) | after.keys() if before.get(term) != after.get(term))
 
 
 def drifted_terms(conn: sa.Connection, table: sa.Table) -> int:

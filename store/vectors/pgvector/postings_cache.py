@@ -1,8 +1,10 @@
 """Decoded keyword postings of one process, least recently used first out, within a byte budget.
 
-A segment never changes once written (a merge writes a new one), so its decoded arrays stay right for as long
-as it exists; a search that finds a term's segments gone forgets them. Why: the common terms come back in
-query after query, and reading and decoding their postings is most of a keyword search's time.
+A segment's postings of a term only ever shrink once written (a merge writes a new segment; a delete purges its
+rows' postings, ``segments.purge``), so their count names their version: decoded arrays stay right for as long
+as the segment holds that many postings of the term. A search sends the count of what it holds and reads again
+what changed; one that finds a term's segments gone forgets them. Why: the common terms come back in query
+after query, and reading and decoding their postings is most of a keyword search's time.
 """
 
 from __future__ import annotations
@@ -55,6 +57,11 @@ class PostingsCache:
         with self._lock:
             return set(self._segments.get((table, term), ()))
 
+    def versions(self, table: str, term: str) -> dict[int, int]:
+        """The segments of ``term`` whose postings are here, each with its count of postings (its version)."""
+        with self._lock:
+            return {seg: len(self._items[(table, term, seg)].docs) for seg in self._segments.get((table, term), ())}
+
     def get(self, table: str, term: str, seg: int) -> Decoded | None:
         with self._lock:
             found = self._items.get((table, term, seg))
@@ -68,8 +75,10 @@ class PostingsCache:
             return
         with self._lock:
             key = (table, term, seg)
-            if key in self._items:
+            held = self._items.get(key)
+            if held is not None and len(held.docs) == len(decoded.docs):
                 return
+            self._remove(key)  # another count: the postings purged since
             self._items[key] = decoded
             self._segments.setdefault((table, term), set()).add(seg)
             self.used += size
@@ -81,6 +90,11 @@ class PostingsCache:
         with self._lock:
             for seg in self._segments.get((table, term), set()) - segs:
                 self._remove((table, term, seg))
+
+    def discard(self, table: str, term: str, seg: int) -> None:
+        """Forget ``term``'s postings in ``seg`` (a purge rewrote them)."""
+        with self._lock:
+            self._remove((table, term, seg))
 
     def clear(self) -> None:
         with self._lock:

@@ -7,12 +7,11 @@ read and nanoseconds a posting to score.
 Every written row version gets a new ``kwdoc`` (an identity, never reused). The transaction that writes rows
 also writes their postings as one new segment: per term, a row of ``<table>_kwpost`` holding the kwdocs, term
 frequencies and row lengths as big-endian arrays, plus the segment's row in ``<table>_kwsegs``. So a reader
-sees rows and postings together or neither, and no write contends with another (each adds its own segment).
-A replaced or deleted row leaves its postings behind, dead: a search scores them, then keeps only candidates
-whose kwdoc is still in the table (``top``), so they cost time, never correctness. ``merge`` (after a write
-commits) joins ``FANOUT`` segments of one size class into one of the next and drops the dead postings; a
-segment's class is ``log_FANOUT(docs / BASE_DOCS)``, so a search reads at most about ``FANOUT`` rows per term
-and class.
+sees rows and postings together or neither; writes contend only to purge (``purge``): the write that replaces
+or deletes a row takes its postings out, so none of a deleted text outlives its delete. A search still keeps
+only candidates whose kwdoc is in the table (``best``): a row deleted between its two reads. ``merge`` (after a
+write commits) joins ``FANOUT`` segments of one size class into one of the next; a segment's class is
+``log_FANOUT(docs / BASE_DOCS)``, so a search reads at most about ``FANOUT`` rows per term and class.
 
 The scores use the live statistics (``keywords.statistics``), exactly as the SQL path does; the segments only
 say which rows hold a term and how often.
@@ -34,6 +33,7 @@ from psycopg import sql
 
 import store.vectors.pgvector.postings_cache as postings_cache
 from store.connect.postgres import driver
+from store.errors import StoreUnavailable
 from store.vectors.keyword import bm25
 from store.vectors.records import VectorMatch
 
@@ -48,6 +48,7 @@ __all__ = [
     "drop",
     "merge",
     "posting_tables",
+    "purge",
     "rebuild",
     "scores",
     "write",
@@ -58,6 +59,8 @@ FANOUT = 4
 #: Segments of fewer rows than this are all of class 0.
 BASE_DOCS = 256
 
+#: A term's postings in one segment: the term, then its kwdocs, term frequencies and row lengths.
+_Postings = tuple[str, np.ndarray, np.ndarray, np.ndarray]
 _WIDTHS: dict[int, np.dtype[Any]] = {1: np.dtype(">u1"), 2: np.dtype(">u2"), 4: np.dtype(">u4"), 8: np.dtype(">u8")}
 
 
@@ -146,12 +149,7 @@ def write(raw: psycopg.Connection[Any], table: sa.Table, rows: Iterable[Posted])
     _store(raw, table, count, ((t, np.array(docs[t]), np.array(tfs[t]), np.array(lengths[t])) for t in docs))
 
 
-def _store(
-    raw: psycopg.Connection[Any],
-    table: sa.Table,
-    count: int,
-    terms: Iterable[tuple[str, np.ndarray, np.ndarray, np.ndarray]],
-) -> None:
+def _store(raw: psycopg.Connection[Any], table: sa.Table, count: int, terms: Iterable[_Postings]) -> None:
     segments, postings = posting_tables(table)
     seg = _new_seg()
     raw.execute(
@@ -165,6 +163,99 @@ def _store(
         copy.set_types(["text", "int8", "int4", "bytea", "bytea", "bytea"])
         for term, docs, tfs, lengths in terms:
             copy.write_row((term, seg, len(docs), _pack(docs), _pack(tfs), _pack(lengths)))
+
+
+#: Times ``purge`` looks a deleted row's segment up again after a merge replaced it, before it gives up.
+PURGE_TRIES = 20
+#: Each deleted row's rarest term (fewest postings) with its postings in every segment (``_segments_of``).
+_PROBE = (
+    "WITH d AS (SELECT kwdoc, keywords FROM {dead} WHERE %(all)s OR kwdoc = ANY(%(only)s::int8[])), "
+    "sizes AS (SELECT term, sum(count) AS n FROM {posts} WHERE term IN (SELECT jsonb_object_keys(keywords) FROM d) "
+    "GROUP BY term), probes AS (SELECT DISTINCT ON (d.kwdoc) d.kwdoc, s.term FROM d CROSS JOIN LATERAL "
+    "jsonb_object_keys(d.keywords) AS k(term) JOIN sizes AS s ON s.term = k.term ORDER BY d.kwdoc, s.n, s.term), "
+    "wanted AS (SELECT term, array_agg(kwdoc) AS kwdocs FROM probes GROUP BY term) "
+    "SELECT p.seg, p.count, p.docs, w.kwdocs FROM {posts} AS p JOIN wanted AS w ON w.term = p.term"
+)
+#: One segment's postings rows written again (those left with none deleted) and its count of rows lowered.
+_REWRITE = (
+    "WITH k AS (SELECT * FROM unnest(%(terms)s::text[], %(counts)s::int4[], %(docs)s::bytea[], %(tfs)s::bytea[], "
+    "%(lengths)s::bytea[]) AS k(term, count, docs, tfs, lengths)), "
+    "gone AS (DELETE FROM {posts} AS p USING k WHERE p.seg = %(seg)s AND p.term = k.term AND k.count = 0), "
+    "kept AS (UPDATE {posts} AS p SET count = k.count, docs = k.docs, tfs = k.tfs, lengths = k.lengths FROM k "
+    "WHERE p.seg = %(seg)s AND p.term = k.term AND k.count > 0) "
+    "UPDATE {segs} SET docs = docs - %(deleted)s WHERE seg = %(seg)s RETURNING docs"
+)
+
+
+def purge(raw: psycopg.Connection[Any], table: sa.Table, dead: str) -> None:
+    """Take the postings of the rows this transaction deleted (the temporary table ``dead``: their kwdoc and
+    keywords) out of the segments holding them, in the transaction that deletes them: once it commits, no table
+    holds a deleted text's terms or postings, and a crash cannot leave them behind.
+
+    Cost, bounded by the deleted rows: a row's segment is found through its rarest term's postings, then only
+    that segment's postings of the row's terms are read and written again, never another term or segment (a row
+    in a large merged segment costs about what its terms' postings there weigh), never the whole index. The
+    segments stay locked (``FOR UPDATE``) until the commit: merges skip them; one a merge replaced meanwhile is
+    looked up again in the merged one."""
+    pending = None
+    for _ in range(PURGE_TRIES):
+        found = _segments_of(raw, table, dead, pending)
+        lock = sql.SQL("SELECT seg FROM {} WHERE seg = ANY(%s) ORDER BY seg FOR UPDATE")  # waits for a merge
+        segs = raw.execute(lock.format(sql.Identifier(posting_tables(table)[0].name)), [sorted(found)]).fetchall()
+        locked = {row[0] for row in segs}  # a segment merged away meanwhile is gone
+        for seg in locked:
+            _purge_segment(raw, table, (dead, seg), found[seg])
+        pending = [int(k) for seg in found.keys() - locked for k in found[seg]]
+        if not pending:
+            return
+    raise StoreUnavailable(f"the keyword segments of {table.name} kept being merged under a delete: try again")
+
+
+def _segments_of(raw: psycopg.Connection[Any], table: sa.Table, dead: str, only: Any) -> dict[int, np.ndarray]:
+    """The segments holding the deleted rows' postings (those of ``only``, when given), each with its deleted
+    kwdocs: each row is looked for in the postings of its term with the fewest, the cheapest to read."""
+    _, postings = posting_tables(table)
+    statement = sql.SQL(_PROBE).format(dead=sql.Identifier(dead), posts=sql.Identifier(postings.name))
+    found: dict[int, list[np.ndarray]] = defaultdict(list)
+    with raw.cursor(binary=True) as cursor:
+        cursor.execute(statement, {"all": only is None, "only": only or []})
+        for seg, count, docs, kwdocs in cursor.fetchall():
+            held = np.intersect1d(_unpack(docs, count), np.asarray(kwdocs, np.int64))
+            if len(held):
+                found[seg].append(held)
+    return {seg: np.unique(np.concatenate(parts)) for seg, parts in found.items()}
+
+
+def _purge_segment(raw: psycopg.Connection[Any], table: sa.Table, where: tuple[str, int], kwdocs: np.ndarray) -> None:
+    """Write segment ``seg``'s postings of the deleted rows' terms again without ``kwdocs`` (``where``: the
+    temporary table of the deleted rows and the segment), in one statement; a term left with none loses its
+    row, and the segment, left with no row, goes."""
+    dead, seg = where
+    segments, postings = posting_tables(table)
+    with raw.cursor(binary=True) as cursor:
+        cursor.execute(
+            sql.SQL(
+                "SELECT term, count, docs, tfs, lengths FROM {posts} WHERE seg = %(seg)s AND term IN "
+                "(SELECT DISTINCT jsonb_object_keys(keywords) FROM {dead} WHERE kwdoc = ANY(%(kwdocs)s))"
+            ).format(posts=sql.Identifier(postings.name), dead=sql.Identifier(dead)),
+            {"seg": seg, "kwdocs": kwdocs.tolist()},
+        )
+        found = cursor.fetchall()
+    rows: dict[str, list[Any]] = {"terms": [], "counts": [], "docs": [], "tfs": [], "lengths": []}
+    for term, count, *parts in found:
+        keep = ~np.isin(_unpack(parts[0], count), kwdocs)
+        if not keep.all():
+            rows["terms"].append(term)
+            rows["counts"].append(int(keep.sum()))
+            for name, part in zip(("docs", "tfs", "lengths"), parts, strict=True):
+                rows[name].append(_pack(_unpack(part, count)[keep]))
+    rewrite = sql.SQL(_REWRITE).format(posts=sql.Identifier(postings.name), segs=sql.Identifier(segments.name))
+    left = raw.execute(rewrite, {"seg": seg, "deleted": len(kwdocs), **rows}).fetchone()
+    if left is not None and left[0] <= 0:  # its last postings purged: the segment goes
+        raw.execute(sql.SQL("DELETE FROM {} WHERE seg = %s").format(sql.Identifier(segments.name)), [seg])
+    cache = postings_cache.shared()
+    for term in rows["terms"]:
+        cache.discard(table.name, term, seg)
 
 
 def merge(raw: psycopg.Connection[Any], table: sa.Table) -> int:
@@ -291,16 +382,18 @@ def scores(
     present = [t for t in terms if t in df]
     _, postings = posting_tables(table)
     cache = postings_cache.shared()
-    cached = [f"{seg} {term}" for term in present for seg in cache.held(table.name, term)]
-    # the postings of segments already decoded here are not sent again (a CASE never reads the value)
+    cached = [f"{seg} {count} {term}" for term in present for seg, count in cache.versions(table.name, term).items()]
+    # the postings decoded here, at the count they still have, are not sent again (a CASE never reads the value)
     with raw.cursor(binary=True) as cursor:
         cursor.execute(
             sql.SQL(
-                "SELECT term, seg, count, CASE WHEN seg || ' ' || term = ANY(%(held)s) THEN NULL ELSE docs END, "
-                "CASE WHEN seg || ' ' || term = ANY(%(held)s) THEN NULL ELSE tfs END, "
-                "CASE WHEN seg || ' ' || term = ANY(%(held)s) THEN NULL ELSE lengths END "
-                "FROM {} WHERE term = ANY(%(terms)s) ORDER BY seg"
-            ).format(sql.Identifier(postings.name)),
+                "SELECT term, seg, count, CASE WHEN {held} THEN NULL ELSE docs END, "
+                "CASE WHEN {held} THEN NULL ELSE tfs END, CASE WHEN {held} THEN NULL ELSE lengths END "
+                "FROM {posts} WHERE term = ANY(%(terms)s) ORDER BY seg"
+            ).format(
+                held=sql.SQL("seg || ' ' || count || ' ' || term = ANY(%(held)s)"),
+                posts=sql.Identifier(postings.name),
+            ),
             {"held": cached, "terms": present},
         )
         found = cursor.fetchall()
@@ -309,6 +402,8 @@ def scores(
     for term, seg, count, docs, tfs, lengths in found:
         segs_of[term].add(seg)
         decoded = cache.get(table.name, term, seg) if docs is None else None
+        if decoded is not None and len(decoded.docs) != count:
+            decoded = None  # purged and decoded again by another search meanwhile: read it again
         if decoded is None:
             if docs is None:  # evicted since: read it again
                 return scores(raw, table, terms, n=n, avgdl=avgdl, df=df)
@@ -358,6 +453,8 @@ def best(
     from store.vectors.pgvector.keywords import statistics
 
     n, avgdl, df = statistics(conn, table, terms)
+    for gone in set(terms) - df.keys():  # no row holds it: its postings decoded here are a deleted text's
+        postings_cache.shared().keep_only(table.name, gone, set())
     if not df:
         return []
     raw = driver(conn)

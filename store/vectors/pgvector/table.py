@@ -21,7 +21,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 import store.vectors.pgvector.segments as segments
 from store.connect.postgres import advisory_lock, driver
-from store.errors import StoreError
+from store.errors import StoreError, StoreUnavailable
 from store.vectors.base import Collection
 from store.vectors.filters import Filter
 from store.vectors.indexed import IndexedFields
@@ -41,6 +41,10 @@ _log = logging.getLogger(__name__)
 
 #: A load this large into an empty table builds the HNSW index after the rows (much faster).
 BULK_LOAD_ROWS = 2000
+#: A write of more ids than this locks the table from other writers, not each id (``_lock_ids``).
+MAX_ID_LOCKS = 1000
+#: Times a write deletes and inserts again the rows another writer inserted between its DELETE and INSERT.
+REPLACE_TRIES = 20
 #: The most memory one HNSW build is given (a million 1536-d vectors need about this much).
 MAX_BUILD_MEMORY_MB = 8192
 
@@ -57,6 +61,9 @@ _COLUMNS = (
     "kwdoc",
     "text_hash",
 )
+#: The advisory lock of a key, as ``advisory_lock`` takes it; and the lock of each row id of an array, in its order.
+_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
+_LOCK_IDS = "SELECT count(pg_advisory_xact_lock(hashtextextended(%s || id, 0))) FROM unnest(%s::text[]) AS id"
 #: The terms of a row in a collection that keeps no keyword index.
 _NO_TERMS: Counter[str] = Counter()
 _COPY_TYPES = ["text", "text", "int4", None, "text", "jsonb", "text", "jsonb", "int4", "int8", "bytea"]
@@ -73,13 +80,14 @@ class PgvectorCollection(Collection):
 
     def _delta(self, conn: sa.Connection) -> Delta:
         """The statistics changes of a write; nothing counted when the collection keeps no keyword index."""
-        return Delta(conn, self.table, counting=self.keyword_analyzer is not None)
+        return Delta(conn, self.table, counting=self.keyword_analyzer is not None, purge=segments.purge)
 
     def _where(self, filter: Filter | None) -> sa.ColumnElement[bool]:
         return sa.true() if filter is None else compile_filter(filter, self.table, self.indexed)
 
     def _upsert(self, records: list[VectorRecord]) -> None:
         with self._store.transaction() as conn:
+            self._lock_ids(conn, [r.id for r in records])
             delta = self._delta(conn)
             self._write(conn, records, delta)
             delta.apply()
@@ -87,6 +95,7 @@ class PgvectorCollection(Collection):
 
     def _delete_ids(self, ids: list[str]) -> None:
         with self._store.transaction() as conn:
+            self._lock_ids(conn, ids)
             delta = self._delta(conn)
             delta.delete(sa.delete(self.table).where(self.table.c.id.in_(ids)))
             delta.apply()
@@ -99,9 +108,7 @@ class PgvectorCollection(Collection):
 
     def _replace_where(self, filter: Filter, records: list[VectorRecord]) -> None:
         with self._store.transaction() as conn:
-            # Two swaps of the same set wait for each other; otherwise the second one's
-            # delete could miss rows the first one is inserting.
-            advisory_lock(conn, f"{self.table.name}:{canonical_json(filter.to_dict())}")
+            self._lock_ids(conn, [r.id for r in records], swap=filter)
             delta = self._delta(conn)
             delta.delete(sa.delete(self.table).where(self._where(filter)))
             self._write(conn, records, delta, bulk=False)  # a table lock after the DELETE could deadlock
@@ -127,16 +134,16 @@ class PgvectorCollection(Collection):
         (written by hand under such an id) fails the COPY; the swap is then done again as ``replace_where``."""
         try:
             with self._store.transaction() as conn:
+                ids = [r.id for r in records]
+                self._lock_ids(conn, ids)
                 delta = self._delta(conn)  # the keyword statistics: the rows deleted out, the rows copied in
                 delta.delete(sa.delete(self.table).where(self.table.c.record_id.in_(record_ids)))
                 if records:
                     self.copy_rows(driver(conn), self.table.name, records)
-                    delta.add(
-                        sa.select(self.table.c.keywords, self.table.c.keyword_length).where(
-                            self.table.c.record_id.in_(record_ids)
-                        ),
-                        1,
-                    )
+                    # by id, not by record: a row of these records another writer committed since the DELETE
+                    # began is that writer's to count
+                    t, copied = self.table.c, sa.bindparam("copied", ids, type_=ARRAY(sa.Text))
+                    delta.add(sa.select(t.keywords, t.keyword_length).where(t.id == sa.func.any(copied)), 1)
                 delta.apply()
         except StoreError as exc:
             if not isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
@@ -326,38 +333,43 @@ class PgvectorCollection(Collection):
             )
         )
         self.copy_rows(raw, staging, records)
-        self._insert_or_update(conn, sa.table(staging, *(sa.column(c) for c in _COLUMNS)), delta)
+        self._insert_replacing(conn, sa.table(staging, *(sa.column(c) for c in _COLUMNS)), delta)
         raw.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(staging)))
 
-    def _insert_or_update(self, conn: sa.Connection, load: sa.TableClause, delta: Delta) -> None:
-        """Write the staged rows, counting the keyword statistics exactly whatever writes the same ids at once.
+    def _lock_ids(self, conn: sa.Connection, ids: list[str], *, swap: Filter | None = None) -> None:
+        """Take the advisory lock of each row id this write may write, in sorted order, first: two writes of one
+        id take turns whole, and writes of overlapping ids never wait for each other in a cycle. A write of more
+        than ``MAX_ID_LOCKS`` ids locks the table from other writers instead (PostgreSQL's lock table is finite);
+        a smaller one holds the table's writers' lock before its ids, so it never waits for such a write while
+        holding ids. Between the two, a swap of ``swap``'s set locks that set: two swaps of one set wait for each
+        other, else the second one's DELETE could miss rows the first one is inserting (both sets would stay)."""
+        mode = "SHARE ROW EXCLUSIVE" if len(ids) > MAX_ID_LOCKS else "ROW EXCLUSIVE"
+        raw, name = driver(conn), self.table.name
+        with raw.pipeline():  # one round trip
+            raw.execute(sql.SQL("LOCK TABLE {} IN {} MODE").format(sql.Identifier(name), sql.SQL(mode)))
+            if swap is not None:
+                raw.execute(_LOCK, [f"{name}:{canonical_json(swap.to_dict())}"])
+            if len(ids) <= MAX_ID_LOCKS:
+                raw.execute(_LOCK_IDS, [f"{name}:id:", sorted(set(ids))])  # unnest keeps the array's order
 
-        An INSERT ... ON CONFLICT DO UPDATE counted a row twice when two writers inserted the same new id
-        together: both saw no row to count out, and the second one's update replaced the first's row (two
-        threads of upsert_many on 5 ids, 20 rounds: 190 documents counted for 100 rows). Here new ids are
-        inserted (waiting for a concurrent insert of one to commit, then leaving it) and counted in; the rest,
-        in a statement of their own that sees what committed meanwhile, are counted out as locked and in as
-        updated."""
-        table = self.table
-        insert = pg_insert(table).from_select(list(_COLUMNS), sa.select(*load.c))
-        inserted = (
-            conn.execute(insert.on_conflict_do_nothing(index_elements=["id"]).returning(table.c.id)).scalars().all()
-        )
-        if inserted:
-            delta.add(sa.select(table.c.keywords, table.c.keyword_length).where(table.c.id.in_(inserted)), 1)
-            conn.execute(sa.delete(load).where(load.c.id.in_(inserted)))
-        delta.add(
-            sa.select(table.c.keywords, table.c.keyword_length)
-            .where(table.c.id.in_(sa.select(load.c.id)))
-            .with_for_update(),
-            -1,
-        )
-        update = (
-            sa.update(table)
-            .where(table.c.id == load.c.id)
-            .values({c: load.c[c] for c in _COLUMNS if c != "id"} | {"updated_at": sa.func.now()})
-        )
-        delta.add(update.returning(table.c.keywords, table.c.keyword_length), 1)
+    def _insert_replacing(self, conn: sa.Connection, load: sa.TableClause, delta: Delta) -> None:
+        """Write the staged rows, each replacing the row of its id, counting the keyword statistics exactly.
+
+        A row is replaced by a DELETE and an INSERT, each counted from its own RETURNING, never by an UPDATE:
+        PostgreSQL before 18 cannot return the row an UPDATE replaced, and the row read before it (FOR UPDATE)
+        could be one that a concurrent swap deleted and wrote again meanwhile (the FOR UPDATE skipped it, the
+        UPDATE met the new one: counted in, never out). An id some writer outside ``_lock_ids`` inserted between
+        the two is deleted and inserted again."""
+        t = self.table.c
+        written = sa.exists().where(t.id == load.c.id, t.kwdoc == load.c.kwdoc)
+        for _ in range(REPLACE_TRIES):
+            delta.delete(sa.delete(self.table).where(t.id.in_(sa.select(load.c.id))))
+            insert = pg_insert(self.table).from_select(list(_COLUMNS), sa.select(*load.c).order_by(load.c.id))
+            delta.add(insert.on_conflict_do_nothing(index_elements=["id"]).returning(t.keywords, t.keyword_length), 1)
+            if not conn.execute(sa.select(sa.exists().where(~written).select_from(load))).scalar():
+                return
+            conn.execute(sa.delete(load).where(written))
+        raise StoreUnavailable(f"rows of {self.name!r} kept being written by another writer meanwhile: try again")
 
     def _empty_for_bulk(self, conn: sa.Connection) -> bool:
         lock_table = sql.SQL("LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE").format(sql.Identifier(self.table.name))
