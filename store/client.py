@@ -253,14 +253,23 @@ class Client:
         refuse_unknown("Client.asearch", options, SearchOptions.__optional_keys__)
         return Pending(asyncio.to_thread(self.search, collection, query, **options), "asearch")
 
-    def explain(self, collection: str, record_id: str | int, *, source: SourceReader | None = None) -> Facts:
+    def explain(
+        self,
+        collection: str,
+        record_id: str | int,
+        *,
+        source: SourceReader | None = None,
+        filter: Filter | Mapping[str, Any] | None = None,
+    ) -> Facts:
         """Where one record stands: its source row, its content hash now and the ledger's, its stored chunks, its
         failure, and a change waiting (outbox row, queued mark); ``.verdict`` says what it adds up to. ``source``
         reads the record as a worker would (``worker.explaining.SourceReading(client)``); None: the source is
-        not read, and the facts say so. Raises ConfigError for an unknown collection or a bad record id."""
+        not read, and the facts say so. ``filter``: a collection with a required filter is explained only within
+        one that pins it (a record outside is told as unknown). Raises ConfigError for an unknown collection, a
+        bad record id or filter."""
         from store.explain import gather
 
-        return gather(self, collection, str(record_id), source=source)
+        return gather(self, collection, str(record_id), source=source, filter=as_filter(filter))
 
     def verify(
         self, collection: str, *, sample: int | None = None, source: ChunkReader | None = None, repair: bool = False

@@ -15,19 +15,21 @@ failures too (runs stay, as history).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from store.errors import ConfigError
 from store.settings import Settings
 from store.state.generations import Alias, Generation
-from store.state.generations.base import generation_settings
+from store.state.generations.base import generation_settings, parse_name
 from store.state.generations.routing import dropping, read_physical
 from store.state.ledger import Forgotten, Ledger, ledger_from_settings
 from store.vectors.backends import open_store
 from store.vectors.base import Collection, VectorStore, missing
+from store.vectors.rules import Rules
 
-__all__ = ["Collections", "Emptied"]
+__all__ = ["Collections", "Emptied", "RulesChanged"]
 
 log = logging.getLogger("vectorsync.collections")
 
@@ -39,6 +41,16 @@ class Emptied:
 
     chunks: int | None
     forgotten: Forgotten
+
+
+@dataclass(frozen=True, slots=True)
+class RulesChanged:
+    """One physical collection's rules before and after ``Collections.set_rules``, and the chunks analyzed."""
+
+    physical: str
+    before: Rules
+    after: Rules
+    analyzed: int
 
 
 class Collections:
@@ -101,7 +113,7 @@ class Collections:
         if not self.exists(name):
             raise ConfigError(missing(name, self.names()))
         try:
-            return self.store.get_collection(name).count()
+            return self.store.get_collection(name).total()
         except ConfigError:
             return None
 
@@ -124,6 +136,37 @@ class Collections:
         if not self.exists(name):
             raise ConfigError(missing(name, self.names()))
         return self.store.get_collection(name).recount_keywords()
+
+    def set_rules(self, name: str, **changes: object) -> list[RulesChanged]:
+        """Change the rules collection ``name`` holds (``required_filter``, ``keywords``, ``language``) in every
+        generation of it, so a migration's tenancy and keyword index stay its collection's: what each held before
+        and holds now, and the chunks whose text was analyzed anew (nothing is re-embedded). A missing
+        collection, or a generation's name: ConfigError."""
+        if parse_name(name)[1] is not None:
+            raise ConfigError(
+                f"{name!r} is one generation: a collection's rules hold for all of its generations, so set them "
+                f"on {parse_name(name)[0]!r}"
+            )
+        alias = self.ledger.generations.alias(name) if self.ledger.generations is not None else None
+        generations = list(alias.generations) if alias is not None else [Generation(name, 1, ())]
+        held = [g for g in generations if self.exists(g.physical)]
+        if not held:
+            raise ConfigError(missing(name, self.names()))
+        changed = []
+        for generation in held:
+            with self._store_of(generation) as store:
+                before, after, analyzed = store.set_rules(generation.physical, **changes)
+            changed.append(RulesChanged(generation.physical, before, after, analyzed))
+        return changed
+
+    @contextmanager
+    def _store_of(self, generation: Generation) -> Iterator[VectorStore]:
+        """The store a generation is opened with: its own chain's size, or this one for the collection as made."""
+        if self.settings is None or not generation.registered:
+            yield self.store
+            return
+        with open_store(generation_settings(self.settings, generation)) as store:
+            yield store
 
     def physical(self, name: str) -> str:
         """The store's collection a name reads: a migrated collection's live generation, or ``NAME__gN``'s."""
@@ -165,7 +208,7 @@ class Collections:
         if self.settings is None or not self.exists(generation.physical):
             return None
         with open_store(generation_settings(self.settings, generation)) as store:  # no embedder:
-            return store.get_collection(generation.physical).count()  # counting needs no model key
+            return store.get_collection(generation.physical).total()  # counting needs no model key
 
     def _forget_again(self, name: str, first: Forgotten) -> Forgotten:
         """A record indexed between the first forget and the store's change would be remembered without its

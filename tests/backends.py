@@ -5,13 +5,14 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import pytest
 
 from store import VectorStore
-from store.settings import SearchSettings
 from store.vectors.backends import memory_store
-from store.vectors.base import Metric
+from store.vectors.base import Collection, Metric
+from store.vectors.rules import Declared
 
 __all__ = [
     "BACKENDS",
@@ -40,8 +41,14 @@ def unique_name(prefix: str = "c") -> str:
 def keep_keywords(store: VectorStore) -> VectorStore:
     """``store``, its collections keeping the keyword index unless configured otherwise (``search.keywords``):
     for the tests of keyword search itself."""
-    kept = SearchSettings(keywords=True)
-    store.search_settings_of = lambda name: store.search_settings.get(name) or kept  # type: ignore[method-assign]
+    ensure = store._ensure
+
+    def keeping(name: str, declared: Declared | None) -> Collection:
+        if name in store.search_settings:  # configured: as its settings say
+            return ensure(name, declared)
+        return ensure(name, replace(declared or Declared(), keywords=True))  # a new one is made keeping them
+
+    store._ensure = keeping  # type: ignore[method-assign]
     return store
 
 

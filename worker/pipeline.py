@@ -13,11 +13,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from store.embeddings import Embedding, Embeddings, Reuse
+from store.erasure.copies import erase
 from store.errors import ConfigError, EmbeddingError, InputError, StoreError, StoreUnavailable
 from store.settings import LimitSettings
+from store.state.generations.base import parse_name
 from store.state.ledger import Held, Ledger, LedgerEntry
 from store.vectors.base import Collection
-from store.vectors.filters import Filter
 from store.vectors.indexed import check_indexed
 from store.vectors.records import VectorRecord, check_record_id, clean_text, validate_metadata
 from store.vectors.stored import StoredVectors
@@ -64,6 +65,8 @@ class Indexer:
         #: Collections whose stored vectors this one may take, asked when its own lacks a text: the generation a
         #: migration replaces, embedded by the same model at the same size (``worker.process`` sets it).
         self.replaces: Callable[[], Sequence[Collection]] = tuple
+        #: The embedding cache's scope: its collection's (``[collections.NAME] cache``; ``worker.process`` sets it).
+        self.cache_scope = parse_name(name)[0]
 
     # -- entry points ---------------------------------------------------------------
 
@@ -108,8 +111,8 @@ class Indexer:
     ) -> list[Planned]:
         """More records, from ``leftovers``, whose texts fill the batch's last provider call up (in
         ``result.claimed``: their own batches count them)."""
-        texts = len(self.embeddings.uncached([t for p in planned for t in p.texts], reuse=reuse))
-        short = -texts % self.embeddings.call_size
+        texts = self.embeddings.uncached([t for p in planned for t in p.texts], reuse=reuse, scope=self.cache_scope)
+        short = -len(texts) % self.embeddings.call_size
         if not short:
             return []
         try:
@@ -126,7 +129,9 @@ class Indexer:
         """Embed in whole provider calls; the records of the partly filled last one go to ``leftovers``. On a
         failure, as ``_embed`` (each record alone); when ``leftovers`` cannot take them, they are embedded now."""
         try:
-            found, _ = self.embeddings.embed_whole_calls([t for p in planned for t in p.texts], reuse=reuse)
+            found, _ = self.embeddings.embed_whole_calls(
+                [t for p in planned for t in p.texts], reuse=reuse, scope=self.cache_scope
+            )
         except EmbeddingError:
             return self._embed(planned, result, reuse)
         ready: list[tuple[Planned, list[Embedding]]] = []
@@ -179,7 +184,7 @@ class Indexer:
             known = held.entries(list(ids))
             gone = [i for i in ids if i not in known or known[i].version <= version]
             if gone:
-                self.collection.delete_where(Filter.any_of("record_id", gone))
+                erase(self.collection, gone, cache=self.embeddings.cache, scope=self.cache_scope)
                 held.record_indexed([LedgerEntry(i, "", "", 0, version) for i in gone])
         result.deleted.extend(gone)
         result.superseded.extend(i for i in ids if i not in gone)
@@ -306,7 +311,7 @@ class Indexer:
         with self.ledger.locked(self.name, gone) as held:
             still_gone = [i for i in gone if i not in self.source.fetch(gone)]
             if still_gone:
-                self.collection.delete_where(Filter.any_of("record_id", still_gone))
+                erase(self.collection, still_gone, cache=self.embeddings.cache, scope=self.cache_scope)
                 held.forget(still_gone)
         result.deleted.extend(still_gone)
         result.superseded.extend(i for i in gone if i not in still_gone)
@@ -336,12 +341,12 @@ class Indexer:
                     # the same content pushed again, or touched in the source: remember the newer marker
                     bumps.append(replace(known, version=max(known.version, version), stamp=record.stamp))
                 continue
-            texts = [chunk.text for chunk in self.chunker.split(record.text)]
-            if len(texts) > self.limits.max_chunks_per_record:
+            most = self.limits.max_chunks_per_record
+            texts = self.chunker.texts(record.text, limit=most + 1)  # cut no further than the limit allows
+            if len(texts) > most:
                 result.failed[record.id] = (
-                    f"ConfigError: record {record.id!r} makes {len(texts)} chunks ({len(record.text)} characters), "
-                    f"over limits.max_chunks_per_record ({self.limits.max_chunks_per_record}): split the record, "
-                    "or raise the limit"
+                    f"ConfigError: record {record.id!r} makes more than {most} chunks ({len(record.text)} characters), "
+                    f"over limits.max_chunks_per_record ({most}): split the record, or raise the limit"
                 )
                 continue
             planned.append(Planned(record, digest, texts, version, raw))
@@ -371,7 +376,8 @@ class Indexer:
         if not planned:
             return []
         try:
-            vectors = self.embeddings.embed_many([t for p in planned for t in p.texts], reuse=reuse)
+            texts = [t for p in planned for t in p.texts]
+            vectors = self.embeddings.embed_many(texts, reuse=reuse, scope=self.cache_scope)
         except EmbeddingError as exc:
             if len(planned) == 1:
                 self._record_error(planned[0], exc, result)

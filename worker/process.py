@@ -25,6 +25,7 @@ from store.broker.reservations import Reservations
 from store.calls import spend
 from store.client import Client, Hooks, ProcessDefault
 from store.embeddings import Embeddings
+from store.embeddings.cache import cache_scope
 from store.errors import BudgetExceeded, ConfigError, StoreUnavailable
 from store.settings import Settings, load_settings
 from store.state.generations import Generation, parse_name
@@ -228,6 +229,7 @@ class WorkerContext:
             limits=self.settings.limits,
         )
         indexer.replaces = lambda: self._replaced(generation, indexer)
+        indexer.cache_scope = cache_scope(config, collection)
         return indexer
 
     def _replaced(self, generation: Generation, indexer: Indexer) -> list[Collection]:

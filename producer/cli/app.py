@@ -18,6 +18,7 @@ from producer.cli.doctor import doctor
 from producer.cli.eval import evaluate
 from producer.cli.explain import explain
 from producer.cli.failures import failures
+from producer.cli.forget import forget
 from producer.cli.index import index
 from producer.cli.init import init
 from producer.cli.migrate import migrate
@@ -62,6 +63,7 @@ for command in (
     failures,
     explain,
     verify,
+    forget,
     init,
     migrate,
     relay,

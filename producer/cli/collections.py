@@ -1,4 +1,4 @@
-"""``vectorsync collections list|create|reset|drop``: the lifecycle of collections.
+"""``vectorsync collections list|create|reset|recount|set|drop``: the lifecycle of collections, and their rules.
 
 Destructive commands (reset, drop) ask on a terminal and take ``--yes`` otherwise: a script that pipes
 nothing in is refused rather than taken as consenting.
@@ -12,10 +12,11 @@ import typer
 from rich.table import Table
 
 from producer.cli.console import confirmed, guarded, open_collections, out, say
+from producer.cli.safe_text import printable
 from producer.cli.values import TypedValues
 
 if TYPE_CHECKING:
-    from store.lifecycle import Emptied
+    from store.lifecycle import Emptied, RulesChanged
 
 __all__ = ["collections_app"]
 
@@ -66,7 +67,7 @@ def list_collections() -> None:
                 )
     table = Table("collection", "source / chain", "generation", "chunks")
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(printable(value) for value in row))  # names from the store and the settings
     out.print(table)
     if any(row[3] == "not created" for row in rows):
         say("vectorsync init creates the declared collections that are missing (a worker does at its start)")
@@ -114,6 +115,56 @@ def recount(name: str) -> None:
         f"recounted the keyword statistics of {name}: "
         + (f"{_many(off, 'term was', 'terms were')} off, now exact" if off else "they were exact")
     )
+
+
+@collections_app.command("set", cls=TypedValues)
+def set_rules(
+    name: str,
+    required_filter: Annotated[
+        str | None,
+        typer.Option("--required-filter", help="fields every search must pin, comma-separated; '' for none"),
+    ] = None,
+    keywords: Annotated[
+        bool | None, typer.Option("--keywords/--no-keywords", help="keep a keyword index (keyword, hybrid search)")
+    ] = None,
+    language: Annotated[str | None, typer.Option("--language", help="the keyword analyzer's language")] = None,
+) -> None:
+    """Change the rules a collection holds for every process: its required filter, its keyword index."""
+    changes: dict[str, object] = {}
+    if required_filter is not None:
+        changes["required_filter"] = tuple(f.strip() for f in required_filter.split(",") if f.strip())
+    if keywords is not None:
+        changes["keywords"] = keywords
+    if language is not None:
+        changes["language"] = language
+    if not changes:
+        guarded(lambda: _nothing_to_set(name))
+    _, collections = open_collections()
+    with collections:
+        changed = guarded(lambda: collections.set_rules(name, **changes))
+    for each in changed:
+        say(f"{printable(each.physical)}: {_rules_change(each)}")
+    say("processes that hold it open take the new rules within a few seconds; none needs a restart")
+
+
+def _nothing_to_set(name: str) -> None:
+    from store.errors import ConfigError
+
+    raise ConfigError(
+        f"nothing to set for {name!r}: pass --required-filter FIELDS, --keywords or --no-keywords, or --language "
+        "(`vectorsync collections set --help`)"
+    )
+
+
+def _rules_change(changed: RulesChanged) -> str:
+    if changed.before == changed.after:
+        return f"unchanged ({changed.after.describe()})"
+    cost = "nothing re-embedded"
+    if changed.after.keywords and changed.analyzed:
+        cost = f"the stored text of {_many(changed.analyzed, 'chunk', 'chunks')} analyzed, {cost}"
+    elif changed.before.keywords and not changed.after.keywords:
+        cost = f"its keyword index emptied, {cost}"
+    return f"{changed.before.describe()} -> {changed.after.describe()} ({cost})"
 
 
 @collections_app.command(cls=TypedValues)

@@ -16,6 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from producer.cli.console import guarded, out, say, short, styled
+from producer.cli.safe_text import cell, printable
+from producer.cli.search import parse_filter
 from store.calls.tokens import estimate_tokens
 
 if TYPE_CHECKING:
@@ -34,26 +36,30 @@ def explain(
     collection: Annotated[str, typer.Argument(help="the collection (or a generation, NAME__gN)")],
     record_id: Annotated[str, typer.Argument(metavar="ID", help="the record's id")],
     as_json: Annotated[bool, typer.Option("--json", help="every fact, in full, as JSON")] = False,
+    filter: Annotated[
+        str | None,
+        typer.Option("--filter", "-f", help='JSON; a collection with a required filter needs it, e.g. {"tenant": 7}'),
+    ] = None,
 ) -> None:
     """Where one record stands: its source row, hashes, stored chunks, failures and waiting changes; a verdict."""
     from store.client import default_client
 
     client = guarded(default_client)
-    facts = guarded(lambda: read(client, collection, record_id))
+    facts = guarded(lambda: read(client, collection, record_id, parse_filter(filter)))
     if as_json:
         print(to_json(facts))
         return
     render(facts)
 
 
-def read(client: Client, collection: str, record_id: str) -> Facts:
-    """The facts of one record, its source read as a worker reads it."""
+def read(client: Client, collection: str, record_id: str, filter: dict[str, Any] | None = None) -> Facts:
+    """The facts of one record, its source read as a worker reads it (within ``filter``)."""
     from store.explain.gather import declared
     from worker.explaining import SourceReading
 
     declared(client.settings, collection)  # an unknown collection is refused before any part is opened
     with SourceReading(client) as reading:
-        return client.explain(collection, record_id, source=reading)
+        return client.explain(collection, record_id, source=reading, filter=filter)
 
 
 def _hashes(facts: Facts) -> str:
@@ -71,8 +77,8 @@ def _source(facts: Facts) -> str:
         return f"{facts.source.kind}: not read"
     if not found:
         return f"{facts.source.kind}: gone from the source"
-    stamp = f", updated {facts.source.stamp}" if facts.source.stamp else ""
-    return f"{facts.source.kind}: found{stamp}: {short(facts.source.text, TEXT_CHARS)!r}"
+    stamp = f", updated {printable(facts.source.stamp)}" if facts.source.stamp else ""
+    return f"{facts.source.kind}: found{stamp}: '{short(facts.source.text, TEXT_CHARS)}'"
 
 
 def _ledger(facts: Facts) -> str:
@@ -80,7 +86,7 @@ def _ledger(facts: Facts) -> str:
     if entry is None:
         return "no entry"
     written = f"{entry.indexed_at:%Y-%m-%d %H:%M:%S}" if entry.indexed_at else "-"
-    return f"{entry.chunks} chunks, model {entry.model or '-'}, version {entry.version}, written {written}"
+    return f"{entry.chunks} chunks, model {printable(entry.model or '-')}, version {entry.version}, written {written}"
 
 
 def _waiting(facts: Facts) -> str:
@@ -102,7 +108,10 @@ def _failure(facts: Facts) -> str:
 
 def render(facts: Facts) -> None:
     """The facts as lines, the chunks as a table, then the notes and the verdict; all printed literally."""
-    say(f"{facts.collection} {facts.record_id} (reads {facts.generation}, a {facts.backend} store)")
+    say(
+        f"{printable(facts.collection)} {printable(facts.record_id)} "
+        f"(reads {printable(facts.generation)}, a {facts.backend} store)"
+    )
     for label, line in (
         ("source", _source(facts)),
         ("hash", _hashes(facts)),
@@ -118,19 +127,19 @@ def render(facts: Facts) -> None:
         for chunk in facts.chunks:
             written = f"{chunk.written_at:%Y-%m-%d %H:%M:%S}" if chunk.written_at else "-"
             table.add_row(
-                Text(chunk.id),
+                cell(chunk.id),
                 f"~{estimate_tokens(chunk.text)}",
                 Text(short(chunk.text, TEXT_CHARS)),
-                Text(chunk.model or "-"),
+                cell(chunk.model or "-"),
                 written,
             )
         out.print(table)
     else:
         say("chunks   none stored")
     for note in facts.notes:
-        say(f"note: {note}")
+        say(f"note: {printable(note)}")
     verdict = facts.verdict
-    out.print(styled(("verdict:", "bold"), f" {verdict.line}"), highlight=False)
+    out.print(styled(("verdict:", "bold"), f" {printable(verdict.line)}"), highlight=False)
 
 
 def to_json(facts: Facts) -> str:

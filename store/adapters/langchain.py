@@ -20,6 +20,7 @@ is ANDed with each call's (``store.adapters.base``).
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -38,6 +39,7 @@ from store.vectors.base import DEFAULT_LIMIT, MAX_LIMIT, Collection, QueryEmbedd
 from store.vectors.filters import Filter
 from store.vectors.modes import SearchMode
 from store.vectors.records import VectorMatch, VectorRecord
+from store.vectors.tenancy import check_scoped
 
 __all__ = ["VectorsyncEmbeddings", "VectorsyncRetriever", "VectorsyncVectorStore", "document", "embed_many"]
 
@@ -163,6 +165,17 @@ class VectorsyncVectorStore(VectorStore):
         EmbeddingError."""
         ids = _ids(documents, kwargs.pop("ids", None))
         target = self._open()
+        scope = self._scope(target)
+        outside = [
+            id for id, doc in zip(ids, documents, strict=True) if scope and not scope.matches(_stored(doc.metadata, id))
+        ]
+        if outside:
+            raise ConfigError(
+                f"documents {', '.join(map(repr, outside[:5]))} are outside this store's filter "
+                f"{json.dumps(scope.to_dict()) if scope else ''}: collection {target.name!r} keeps each tenant's "
+                f"records apart (required filter {', '.join(target.required_filter)}); give each Document that "
+                "metadata, or add them through a store built with their filter"
+            )
         texts = [doc.page_content for doc in documents]
         vectors = self._embed(target, texts)
         target.upsert_many(
@@ -200,9 +213,17 @@ class VectorsyncVectorStore(VectorStore):
                 f"{self.collection})"
             )
         target = self._open()
+        self._scope(target)
         for batch in _batches(ids, target):
             target.delete_where(self._records(batch))
         return True
+
+    def _scope(self, target: Collection) -> Filter | None:
+        """The store's filter, checked to pin the collection's required filter (a write or read by id of
+        another tenant's record is refused as its search is). Raises ConfigError."""
+        scope = merged(self.filter, None)
+        check_scoped(target.name, target.required_filter, scope)
+        return scope if target.required_filter else None
 
     def _records(self, ids: list[str]) -> Filter:
         """The records ``ids``, within the store's ``filter``."""

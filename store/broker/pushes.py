@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 #: Digits of a version as kept: versions are below 2**63, and Lua compares equal-length digit strings exactly
 #: (its numbers are doubles, which round nanosecond versions).
 _DIGITS = 19
+#: A version above every push's: ``drop`` settles whatever is kept.
+_NEWEST = 10**_DIGITS - 1
 
 # KEYS: the collection's pushes, its versions; ARGV: id, push (JSON), version (_DIGITS digits).
 _KEEP = """
@@ -103,6 +105,13 @@ class Pushes:
             self._settle(keys=_keys(collection), args=[id, _digits(version)])
         except REDIS_ERRORS as exc:
             log.warning("could not drop the kept push of %s/%s: %s", collection, id, exc)
+
+    def drop(self, collection: str, id: str) -> bool:
+        """Drop the kept push of ``id``, whatever its version (``vectorsync forget``); whether one was kept.
+        Raises what Redis raises: an erasure must not pass for done."""
+        if self.client is None:
+            return False
+        return bool(self._settle(keys=_keys(collection), args=[id, _digits(_NEWEST)]))
 
     def lost(self, collection: str, *, older_than: float) -> Iterator[Push]:
         """The pushes of ``collection`` sent more than ``older_than`` seconds ago and still kept."""

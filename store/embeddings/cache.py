@@ -1,4 +1,8 @@
-"""The embedding cache: vectors in Redis, keyed by sha256(model, dimensions, text), with a TTL.
+"""The embedding cache: vectors in Redis, keyed by sha256(scope, model, dimensions, sha256(text)), with a TTL.
+
+The scope is a collection's name unless it shares the pool (``[collections.NAME] cache = "shared"``): a text
+erased from one collection leaves no vector another is served, and its key can be found again from the hash a
+stored chunk keeps (``hashed_key``), so an erasure deletes it (``forget_many``).
 
 Values are float32 little-endian bytes (never pickle), so a cached vector comes
 back at float32 precision, the precision pgvector and Qdrant store anyway. A lookup is one MGET and
@@ -20,7 +24,9 @@ import numpy as np
 
 from store.connect.redis import REDIS_ERRORS, redis_client
 from store.contract import CACHE_KEY_PREFIX
-from store.settings import NetworkSettings
+from store.settings import CollectionSettings, NetworkSettings
+from store.settings.collection_names import GENERATION_NAME
+from store.vectors.records import text_digest
 
 __all__ = [
     "DEFAULT_KEY_PREFIX",
@@ -28,7 +34,9 @@ __all__ = [
     "DEFAULT_SOCKET_TIMEOUT",
     "EmbeddingCache",
     "cache_key",
+    "cache_scope",
     "from_bytes",
+    "hashed_key",
     "to_bytes",
 ]
 
@@ -45,10 +53,23 @@ WARN_EVERY_SECONDS = 60.0
 _FLOAT32_LE = np.dtype("<f4")
 
 
-def cache_key(model: str, dimensions: int, text: str, *, prefix: str = DEFAULT_KEY_PREFIX) -> str:
-    """The key of ``text`` embedded by ``model`` at ``dimensions``."""
-    digest = hashlib.sha256(f"{model}\0{dimensions}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
-    return prefix + digest
+def cache_key(model: str, dimensions: int, text: str, *, prefix: str = DEFAULT_KEY_PREFIX, scope: str = "") -> str:
+    """The key of ``text`` embedded by ``model`` at ``dimensions``, in ``scope``: a collection's own vectors are
+    found by it alone (``""``: the pool collections share when they opt in, and queries)."""
+    return hashed_key(model, dimensions, text_digest(text), prefix=prefix, scope=scope)
+
+
+def hashed_key(model: str, dimensions: int, digest: str, *, prefix: str = DEFAULT_KEY_PREFIX, scope: str = "") -> str:
+    """``cache_key`` from the text's ``text_digest``: what a stored chunk keeps, so its entry can be erased."""
+    keyed = f"{scope}\0{model}\0{dimensions}\0{digest}"
+    return prefix + hashlib.sha256(keyed.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def cache_scope(settings: CollectionSettings, collection: str) -> str:
+    """The cache scope of ``collection`` (a generation's name gives its collection's): its own name, or "" for
+    the pool ``[collections.NAME] cache = "shared"`` joins."""
+    generation = GENERATION_NAME.fullmatch(collection)
+    return "" if settings.cache == "shared" else generation["collection"] if generation else collection
 
 
 def to_bytes(vector: Sequence[float]) -> bytes:
@@ -99,11 +120,13 @@ class EmbeddingCache:
     def __repr__(self) -> str:
         return f"<EmbeddingCache prefix={self.prefix!r} ttl={self.ttl_seconds}s>"
 
-    def get_many(self, model: str, dimensions: int, texts: Sequence[str]) -> list[list[float] | None]:
-        """The cached vector of each text, or None; all None when Redis fails. One round trip."""
+    def get_many(
+        self, model: str, dimensions: int, texts: Sequence[str], *, scope: str = ""
+    ) -> list[list[float] | None]:
+        """The cached vector of each text in ``scope``, or None; all None when Redis fails. One round trip."""
         if not texts or self._paused():
             return [None] * len(texts)
-        keys = [cache_key(model, dimensions, text, prefix=self.prefix) for text in texts]
+        keys = [cache_key(model, dimensions, text, prefix=self.prefix, scope=scope) for text in texts]
         try:
             values = self.client.mget(keys)
         except REDIS_ERRORS as exc:
@@ -111,21 +134,37 @@ class EmbeddingCache:
             return [None] * len(texts)
         return [self._decode(value, dimensions) for value in values]
 
-    def put_many(self, model: str, dimensions: int, items: Sequence[tuple[str, Sequence[float]]]) -> None:
-        """Store each (text, vector) for ``ttl_seconds``; a Redis failure is logged, not raised."""
+    def put_many(
+        self, model: str, dimensions: int, items: Sequence[tuple[str, Sequence[float]]], *, scope: str = ""
+    ) -> None:
+        """Store each (text, vector) in ``scope`` for ``ttl_seconds``; a Redis failure is logged, not raised."""
         if not items or self._paused():
             return
         try:
             pipe = self.client.pipeline(transaction=False)
             for text, vector in items:
                 pipe.set(
-                    cache_key(model, dimensions, text, prefix=self.prefix),
+                    cache_key(model, dimensions, text, prefix=self.prefix, scope=scope),
                     to_bytes(vector),
                     ex=self.ttl_seconds,
                 )
             pipe.execute()
         except REDIS_ERRORS as exc:
             self._failed(exc)
+
+    def forget_many(self, models: Sequence[str], dimensions: int, digests: Sequence[str], *, scope: str) -> int:
+        """Delete the vectors of the texts of ``digests`` (``text_digest``) in ``scope`` under each of ``models``
+        (erasure); how many keys went. Raises StoreUnavailable when Redis fails: an erasure must not pass for
+        done."""
+        from store.errors import StoreUnavailable
+
+        keys = [hashed_key(m, dimensions, d, prefix=self.prefix, scope=scope) for m in models for d in digests]
+        if not keys:
+            return 0
+        try:
+            return int(self.client.delete(*keys))
+        except REDIS_ERRORS as exc:
+            raise StoreUnavailable(f"the embedding cache did not answer ({type(exc).__name__}): {exc}") from exc
 
     def close(self) -> None:
         """Close the connection pool."""

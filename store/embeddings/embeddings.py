@@ -111,24 +111,27 @@ class Embeddings:
         """The ``Embedding`` of one text. Raises what ``embed_many`` raises."""
         return self.embed_many([text])[0]
 
-    def embed_many(self, texts: Sequence[str], *, reuse: Reuse | None = None) -> list[Embedding]:
+    def embed_many(self, texts: Sequence[str], *, reuse: Reuse | None = None, scope: str = "") -> list[Embedding]:
         """One ``Embedding`` per text, in input order; a repeated text is embedded once. ``reuse``: where the
         vectors of ``space`` already stored for some texts are found, asked for the texts the cache lacks.
+        ``scope``: the cache's scope, a collection's name (its vectors found by it alone), "" the shared pool.
 
         Raises ConfigError (not a list of strings; a model of the wrong size), InputError
         (a text over the token limit or refused by the provider), TransientError or
         PermanentError (every model in the chain failed).
         """
-        return self.embed_many_with_models(texts, reuse=reuse)
+        return self.embed_many_with_models(texts, reuse=reuse, scope=scope)
 
-    def embed_many_with_models(self, texts: Sequence[str], *, reuse: Reuse | None = None) -> list[Embedding]:
+    def embed_many_with_models(
+        self, texts: Sequence[str], *, reuse: Reuse | None = None, scope: str = ""
+    ) -> list[Embedding]:
         """``embed_many``, by its older name (each ``Embedding`` carries its model)."""
         unique = list(dict.fromkeys(_check_texts(texts)))
-        found = self._known(unique, reuse)
+        found = self._known(unique, reuse, scope=scope)
         misses = [text for text in unique if text not in found]
         if misses:
             made = self._from_chain(misses)
-            self._to_cache(made)
+            self._to_cache(made, scope)
             found.update(made)
         return [found[text] for text in texts]
 
@@ -137,21 +140,21 @@ class Embeddings:
         """The most texts one provider call takes: ``batch_size``, or fewer when the first model says so."""
         return max(1, min(self.batch_size, self.chain.limits.max_inputs))
 
-    def uncached(self, texts: Sequence[str], *, reuse: Reuse | None = None) -> list[str]:
-        """The distinct texts neither the cache nor ``reuse`` holds: what embedding costs."""
+    def uncached(self, texts: Sequence[str], *, reuse: Reuse | None = None, scope: str = "") -> list[str]:
+        """The distinct texts neither the cache (in ``scope``) nor ``reuse`` holds: what embedding costs."""
         unique = list(dict.fromkeys(_check_texts(texts)))
-        found = self._known(unique, reuse, count=False)
+        found = self._known(unique, reuse, count=False, scope=scope)
         return [text for text in unique if text not in found]
 
     def embed_whole_calls(
-        self, texts: Sequence[str], *, reuse: Reuse | None = None
+        self, texts: Sequence[str], *, reuse: Reuse | None = None, scope: str = ""
     ) -> tuple[dict[str, Embedding], list[str]]:
         """Embed ``texts`` in whole provider calls only: the cache and ``reuse`` first, then every call that is
         full; the texts of a last, partly filled call come back unembedded, for a later call to fill up. Returns
         the ``Embedding`` of each text embedded (or found) and the texts left. Raises what ``embed_many``
         raises."""
         unique = list(dict.fromkeys(_check_texts(texts)))
-        found = self._known(unique, reuse)
+        found = self._known(unique, reuse, scope=scope)
         misses = [text for text in unique if text not in found]
         batches = plan_batches(
             misses, batch_size=self.batch_size, limits=self.chain.limits, model=self.chain.providers[0].model
@@ -161,7 +164,7 @@ class Embeddings:
             left = [misses[index] for index in batches.pop()]
         if batches:
             made = self._from_chain(misses[: batches[-1].stop], batches=batches)
-            self._to_cache(made)
+            self._to_cache(made, scope)
             found.update(made)
         return found, left
 
@@ -174,11 +177,13 @@ class Embeddings:
             if close is not None:
                 close()
 
-    def _known(self, texts: list[str], reuse: Reuse | None, *, count: bool = True) -> dict[str, Embedding]:
+    def _known(
+        self, texts: list[str], reuse: Reuse | None, *, count: bool = True, scope: str = ""
+    ) -> dict[str, Embedding]:
         """What need not be bought: the cache's vectors, then those ``reuse`` finds stored for the rest (each of
         ``dimensions``). Those are not cached: a store may keep a vector rounded (halfvec) or normalised (Qdrant's
         cosine), right for its own collection, not for another's."""
-        found = self._from_cache(texts, count=count)
+        found = self._from_cache(texts, count=count, scope=scope)
         missing = [text for text in texts if text not in found] if reuse is not None else []
         if reuse is None or not missing:
             return found
@@ -192,10 +197,10 @@ class Embeddings:
             self.stats.add("reused", amount=len(stored))
         return found | stored
 
-    def _from_cache(self, texts: list[str], *, count: bool = True) -> dict[str, Embedding]:
+    def _from_cache(self, texts: list[str], *, count: bool = True, scope: str = "") -> dict[str, Embedding]:
         if self.cache is None:
             return {}
-        vectors = self.cache.get_many(self.space, self.dimensions, texts)
+        vectors = self.cache.get_many(self.space, self.dimensions, texts, scope=scope)
         found = {text: Embedding(vector, self.space) for text, vector in zip(texts, vectors, strict=True) if vector}
         if count:
             self.stats.add("cache_hits", amount=len(found))
@@ -215,7 +220,7 @@ class Embeddings:
         embeddings = run_batches(batches, embed, parallelism=self.parallelism)
         return dict(zip(texts, embeddings, strict=True))
 
-    def _to_cache(self, made: dict[str, Embedding]) -> None:
+    def _to_cache(self, made: dict[str, Embedding], scope: str = "") -> None:
         if self.cache is None:
             return
         # Under the model that made each vector: a failover model's vectors never answer for another.
@@ -223,7 +228,7 @@ class Embeddings:
         for text, embedding in made.items():
             by_model.setdefault(embedding.model, []).append((text, embedding))
         for model, items in by_model.items():
-            self.cache.put_many(model, self.dimensions, items)
+            self.cache.put_many(model, self.dimensions, items, scope=scope)
 
 
 def _check_texts(texts: Sequence[str]) -> Sequence[str]:

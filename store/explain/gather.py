@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Protocol
 from store.errors import ConfigError, VectorsyncError
 from store.explain.facts import Facts, SourceFacts
 from store.state.generations.base import parse_name
+from store.vectors.filters import Filter
 from store.vectors.records import check_record_id
+from store.vectors.tenancy import check_scoped
 
 if TYPE_CHECKING:
     from store.broker.producer import Producer
@@ -72,17 +74,29 @@ def no_source(kind: str) -> SourceFacts:
     return SourceFacts(kind, None, note="the source was not read (no source reader was given)")
 
 
-def gather(parts: Parts, collection: str, record_id: str, *, source: SourceReader | None = None) -> Facts:
-    """Everything known of ``record_id`` in ``collection``. Raises ConfigError for an unknown collection or a
-    record id no store could hold."""
+def gather(
+    parts: Parts,
+    collection: str,
+    record_id: str,
+    *,
+    source: SourceReader | None = None,
+    filter: Filter | None = None,
+) -> Facts:
+    """Everything known of ``record_id`` in ``collection``. A collection with a required filter is explained only
+    within ``filter``, which must pin it as a search's does: a record outside it is told as unknown, its text
+    and metadata unread. Raises ConfigError for an unknown collection, a record id no store could hold, or a
+    filter that does not pin the required fields."""
     settings = parts.settings
     config = declared(settings, collection)
     record_id = check_record_id(str(record_id), max_chars=settings.limits.max_id_chars)
     kind = config.source.kind
     base = parse_name(collection)[0]
+    stored = parts.router.read(collection)
+    check_scoped(stored.name, stored.required_filter, filter)
+    if stored.required_filter and filter is not None and not _within(stored, record_id, filter, source):
+        return _outside(collection, record_id, parts.router.reading(collection).physical, backend_of(stored), kind)
     read = source.read(collection, record_id) if source is not None and kind != "push" else no_source(kind)
     generation = parts.router.reading(collection).physical
-    stored = parts.router.read(collection)
     chunks, backend = stored.chunks_of(record_id), backend_of(stored)
     notes = _notes(backend, read)
     rows, since = _outbox(settings, config, base, record_id, notes)
@@ -102,6 +116,35 @@ def gather(parts: Parts, collection: str, record_id: str, *, source: SourceReade
         outbox_since=since,
         queued=queued,
         notes=notes,
+    )
+
+
+def _within(stored: Collection, record_id: str, filter: Filter, source: SourceReader | None) -> bool:
+    """Whether the record is inside ``filter``: a stored chunk of it matches, or its source row's metadata does."""
+    if stored.count(filter & Filter.eq("record_id", record_id)) > 0:
+        return True
+    if source is None:
+        return False
+    read = source.read(stored.name, record_id)
+    return bool(read.found) and filter.matches({**read.metadata, "record_id": record_id})
+
+
+def _outside(collection: str, record_id: str, generation: str, backend: str, kind: str) -> Facts:
+    """The facts of a record outside the caller's filter: nothing of it is read or shown."""
+    note = "not read: the record is not within the filter (each tenant's records are explained apart)"
+    return Facts(
+        collection=collection,
+        record_id=record_id,
+        generation=generation,
+        backend=backend,
+        source=SourceFacts(kind, None, note=note),
+        entry=None,
+        chunks=[],
+        failure=None,
+        outbox_rows=None,
+        outbox_since=None,
+        queued=None,
+        notes=[note],
     )
 
 

@@ -11,13 +11,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from store.calls.tokens import token_counter
+from store.embeddings.cache import cache_scope
 from store.plan.report import Judged, Plan
-from store.plan.tally import Tally
+from store.plan.tally import Tally, pools
+from store.state.generations.base import parse_name
 
 if TYPE_CHECKING:
     from store.client import Client
     from store.embeddings import Embeddings, Reuse
-    from store.settings import ModelSettings
+    from store.settings import ModelSettings, Settings
 
 __all__ = ["PAGE", "PlanReader", "Stored", "Target", "plan"]
 
@@ -54,24 +56,31 @@ class PlanReader(Protocol):
         ...
 
 
-def plan(client: Client, collection: str, *, reader: PlanReader, chain: Sequence[str] | None = None) -> Plan:
-    """The plan of a reindex of ``collection`` (or, with ``chain``, of its migration to that chain). Reads the
-    source, the ledger, the store and the cache; calls no provider and writes nothing."""
+def plan(
+    client: Client,
+    collection: str,
+    *,
+    reader: PlanReader,
+    chain: Sequence[str] | None = None,
+    max_tokens: int | None = None,
+    max_cost: float | None = None,
+) -> Plan:
+    """The plan of a reindex of ``collection`` (or, with ``chain``, of its migration to that chain), capped at
+    ``max_tokens``/``max_cost`` (None: the collection's ``[budget]``, as the run's). Reads the source, the ledger,
+    the store and the cache; calls no provider and writes nothing."""
     started = time.perf_counter()
     target = reader.target(collection, chain=chain)
-    counter = token_counter(target.model)
-    embeddings = target.embeddings
-    report = Plan(
-        collection=collection,
-        generation=target.generation,
-        kind=target.kind,
-        entry=target.entry,
-        model=target.model.model,
-        counted_by=counter.counted_by,
-        price_per_million_tokens=target.model.price_per_million_tokens,
-        pooled=embeddings.cache is not None,
+    counter, embeddings = token_counter(target.model), target.embeddings
+    declared = client.settings.collections.get(parse_name(collection)[0])
+    scope = cache_scope(declared, collection) if declared is not None else parse_name(collection)[0]
+    report = _report(target, collection, counter.counted_by, _caps(client.settings, collection, max_tokens, max_cost))
+    tally = Tally(
+        embeddings.call_size,
+        embeddings.chain.limits,
+        counter.count,
+        pooled=report.pooled,
+        cached=embeddings.cache is not None,
     )
-    tally = Tally(embeddings.call_size, embeddings.chain.limits, counter.count, pooled=report.pooled)
     known, batch, fresh = 0, [], True
     for page in target.pages(PAGE):
         report.add(page)
@@ -80,28 +89,79 @@ def plan(client: Client, collection: str, *, reader: PlanReader, chain: Sequence
             batch.append(record)
             fresh = fresh and page.fresh
             if len(batch) >= target.batch_size:
-                _judge_batch(batch, report, tally, embeddings, target.stored(fresh))
+                _judge_batch(batch, report, tally, embeddings, target.stored(fresh), scope)
                 batch, fresh = [], True
-    _judge_batch(batch, report, tally, embeddings, target.stored(fresh))
+    _judge_batch(batch, report, tally, embeddings, target.stored(fresh), scope)
     tally.count()
     report.gone = max(_held(client, target.generation) - known, 0)
     report.embed, report.tokens, report.calls = tally.texts, tally.tokens, tally.calls
     if report.price_per_million_tokens is not None:
         report.cost = report.tokens * report.price_per_million_tokens / 1e6
     report.rate_limited_seconds = _rate_limited(target.model, calls=tally.calls, estimated=tally.estimated)
+    report.notes += _cap_notes(report)
     report.seconds = time.perf_counter() - started
     return report
 
 
+def _caps(
+    settings: Settings, collection: str, max_tokens: int | None, max_cost: float | None
+) -> tuple[int | None, float | None]:
+    """The run's caps, as its batches take them: each its own where it names one, else its collection's
+    ``[collections.NAME.budget]``."""
+    declared = settings.collections.get(collection)
+    if declared is None:
+        return max_tokens, max_cost
+    budget = declared.budget
+    return (
+        budget.max_tokens if max_tokens is None else max_tokens,
+        budget.max_cost if max_cost is None else max_cost,
+    )
+
+
+def _report(target: Target, collection: str, counted_by: str, caps: tuple[int | None, float | None]) -> Plan:
+    """The plan's report before anything is counted: what the run writes, with what, under which caps, and so
+    whether it pools (``pools``, the fan-out's rule: a pool in the cache's Redis, and no cap)."""
+    max_tokens, max_cost = caps
+    return Plan(
+        collection=collection,
+        generation=target.generation,
+        kind=target.kind,
+        entry=target.entry,
+        model=target.model.model,
+        counted_by=counted_by,
+        price_per_million_tokens=target.model.price_per_million_tokens,
+        pooled=pools(pool=target.embeddings.cache is not None, max_tokens=max_tokens, max_cost=max_cost),
+        max_tokens=max_tokens,
+        max_cost=max_cost,
+    )
+
+
+def _cap_notes(report: Plan) -> list[str]:
+    """What the caps change: each batch packs its own calls, and a cap the run would reach pauses it there."""
+    notes = []
+    if report.max_tokens is not None or report.max_cost is not None:
+        notes.append("capped: the run pools no leftovers, so each batch packs its own provider calls")
+    if report.max_tokens is not None and report.tokens > report.max_tokens:
+        notes.append(f"the run would pause at its cap of {report.max_tokens:,} tokens (it needs {report.tokens:,})")
+    if report.max_cost is not None and report.cost is not None and report.cost > report.max_cost:
+        notes.append(f"the run would pause at its cap of {report.max_cost:g} (it would cost {report.cost:g})")
+    if report.max_cost is not None and report.price_per_million_tokens is None:
+        notes.append(
+            f"a cost cap counts nothing of {report.entry}, which declares no price: declare [models.{report.entry}] "
+            "price_per_million_tokens, or cap the run with --max-tokens (reindex --max-cost refuses it)"
+        )
+    return notes
+
+
 def _judge_batch(
-    batch: list[tuple[str, list[str]]], report: Plan, tally: Tally, embeddings: Embeddings, stored: Reuse
+    batch: list[tuple[str, list[str]]], report: Plan, tally: Tally, embeddings: Embeddings, stored: Reuse, scope: str
 ) -> None:
     """One batch task's records: their distinct texts, less those the cache or the store hold, to the tally."""
     if not batch:
         return
     texts = list(dict.fromkeys(t for _, chunks in batch for t in chunks))
     report.chunks += sum(len(chunks) for _, chunks in batch)
-    missing = set(embeddings.uncached(texts))
+    missing = set(embeddings.uncached(texts, scope=scope))  # the collection's own cache: never another's texts
     report.cached += len(texts) - len(missing)
     held = set(stored(sorted(missing))) if missing else set()
     report.reused += len(held)

@@ -56,10 +56,8 @@ class Retrieval:
         """The chains ``[retrieval] rerank`` and ``answer`` name. Raises ConfigError for a bad chain."""
         section, policy, stats = settings.retrieval, ChainPolicy.from_settings(settings.embeddings), CallStats()
         for name, declared in settings.collections.items():  # on a store not built from these settings too
-            if declared.required_filter and name not in store.required_filters:
-                store.require_filter(name, declared.required_filter)
-            if name not in store.search_settings:
-                store.configure_search(name, declared.search)
+            if name not in store.declared:
+                store.declare(name, declared)
         rerank = named_entries(settings, section.rerank, task="rerank", setting="retrieval.rerank")
         answer = named_entries(settings, section.answer, task="chat", setting="retrieval.answer")
         rerankers: list[Reranker] = [build_reranker(name, model) for name, model in rerank]

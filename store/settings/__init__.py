@@ -25,6 +25,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from store.errors import ConfigError
+from store.settings.budget import BudgetSettings
 from store.settings.capture import CaptureSettings
 from store.settings.collection_names import check_declared_name
 from store.settings.problems import ENV_PREFIX, describe, env_problem
@@ -342,18 +343,6 @@ class IndexSettings(Section):
     )
 
 
-class BudgetSettings(Section):
-    """``[collections.NAME.budget]``: the caps of each run of the collection that names none of its own
-    (runs started by capture, beat, sweeps, or ``reindex`` without ``--max-*``). A run about to pass one
-    pauses (``vectorsync runs resume``). Live ``index_record`` tasks and pushed documents belong to no run
-    and are never capped: their spend is recorded under run "" and counted in Prometheus."""
-
-    #: Tokens a run may spend, as its calls are counted (None: no cap).
-    max_tokens: int | None = Field(default=None, gt=0)
-    #: Cost a run may spend at its models' declared prices; calls of a model with no price cost nothing here.
-    max_cost: float | None = Field(default=None, gt=0)
-
-
 class CollectionSettings(Section):
     source: SourceSettings = Field(default_factory=SourceSettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
@@ -365,6 +354,9 @@ class CollectionSettings(Section):
     required_filter: list[Annotated[str, StringConstraints(pattern=FIELD_PATTERN, max_length=200)]] = Field(
         default_factory=list
     )
+    #: The embedding cache's scope: ``collection``, its vectors found by its own records alone (an erased text
+    #: leaves no vector another collection is served); ``shared``, the pool of every collection that says so.
+    cache: Literal["collection", "shared"] = "collection"
 
 
 class Settings(BaseSettings):

@@ -28,15 +28,13 @@ def memory_store(
 
 
 def open_store(settings: Settings, *, embedder: QueryEmbedder | None = None) -> VectorStore:
-    """The store ``[vectors]`` names, with ``[limits]``, declared indexed fields, required filters and search
-    settings. Raises ConfigError, StoreUnavailable."""
+    """The store ``[vectors]`` names, with ``[limits]`` and what ``[collections]`` declares (indexed fields, search
+    settings, and the rules each collection must hold: ``VectorStore.declare``). Raises ConfigError,
+    StoreUnavailable."""
     store = _backend(settings, embedder)
     store.limits = settings.limits
-    store.indexed = {name: c.index.fields for name, c in settings.collections.items() if c.index.fields}
     for name, declared in settings.collections.items():
-        if declared.required_filter:
-            store.require_filter(name, declared.required_filter)
-        store.configure_search(name, declared.search)
+        store.declare(name, declared)
     return store
 
 

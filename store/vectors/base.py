@@ -1,32 +1,40 @@
-"""The ``Collection`` and ``VectorStore`` seams: shared validation above, small hooks below.
+"""The ``VectorStore`` seam: a place that holds collections, and the rules each one keeps.
 
-Backends subclass both and fill the ``_``-prefixed hooks; every public method
-validates its input first, so a bad call raises ConfigError and writes nothing.
+Backends subclass it and ``store.vectors.collection.Collection`` and fill the ``_``-prefixed hooks; every public
+method validates its input first, so a bad call raises ConfigError and writes nothing.
 """
 
 from __future__ import annotations
 
-import math
 import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
-from typing import Literal, Protocol
+from dataclasses import replace
 
 from store.errors import ConfigError
-from store.settings import LimitSettings, SearchSettings, VectorSettings, default
-from store.vectors.filters import Filter, check_size
-from store.vectors.fusion import hybrid
-from store.vectors.indexed import IndexedFields, check_declared, check_indexed
-from store.vectors.keyword.analyzer import Analyzer, analyzer
-from store.vectors.modes import SearchMode, check_mode
-from store.vectors.records import VectorMatch, VectorRecord, check_collection_name, validate_record, validate_vector
-from store.vectors.stored import StoredReads
-from store.vectors.tenancy import check_scoped, required_fields
-from store.vectors.timing import observe_search
+from store.settings import CollectionSettings, LimitSettings, SearchSettings
+from store.vectors.collection import (
+    DEFAULT_LIMIT,
+    DEFAULT_METRIC,
+    MAX_LIMIT,
+    METRICS,
+    Collection,
+    Metric,
+    QueryEmbedder,
+)
+from store.vectors.indexed import IndexedFields
+from store.vectors.records import check_collection_name
+from store.vectors.refusals import missing, no_keywords
+from store.vectors.rules import Declared, Rules
+from store.vectors.tenancy import required_fields
+
+#: Seconds an open collection's rules are trusted before they are read again from where it is stored.
+RULES_REFRESH = 5.0
 
 __all__ = [
     "DEFAULT_LIMIT",
+    "DEFAULT_METRIC",
     "MAX_LIMIT",
     "Collection",
     "Metric",
@@ -35,301 +43,6 @@ __all__ = [
     "missing",
     "no_keywords",
 ]
-
-Metric = Literal["cosine", "dot", "euclidean"]
-METRICS: tuple[Metric, ...] = ("cosine", "dot", "euclidean")
-DEFAULT_METRIC: Metric = default(VectorSettings, "metric")
-#: Matches a search returns unless told otherwise.
-DEFAULT_LIMIT = 10
-#: The most matches one search returns.
-MAX_LIMIT = 10_000
-
-
-class QueryEmbedder(Protocol):
-    """What a collection needs to turn a text query into a vector."""
-
-    def embed(self, text: str) -> Sequence[float]: ...
-
-
-class Collection(StoredReads):
-    """A named set of vector records in one store, searched with metadata filters; the reads of its stored chunks
-    (a record's, by text hash, as digests) are ``StoredReads``'."""
-
-    def __init__(self, name: str, *, dimensions: int, metric: Metric, embedder: QueryEmbedder | None = None):
-        self.name = check_collection_name(name)
-        self.dimensions = dimensions
-        self.metric = metric
-        self.embedder = embedder
-        #: Caps on filters (and Qdrant's residual scans); the store sets its own.
-        self.limits = LimitSettings()
-        #: Declared indexed fields and their types (``declare_indexes``).
-        self.indexed: IndexedFields = {}
-        #: Fields every search must pin to one value (``VectorStore.require_filter``).
-        self.required_filter: tuple[str, ...] = ()
-        #: ``[collections.NAME.search]``: the default mode, the analyzer's language, hybrid fusion.
-        self.search_settings = SearchSettings()
-        #: Whether hybrid search runs its vector leg in a thread beside the keyword leg (a backend whose
-        #: searches are server round trips on a connection pool says yes).
-        self.parallel_legs = False
-
-    @property
-    def analyzer(self) -> Analyzer:
-        """The keyword analyzer of this collection's language (``search_settings.language``)."""
-        return analyzer(self.search_settings.language)
-
-    @property
-    def keyword_analyzer(self) -> Analyzer | None:
-        """The analyzer whose terms writes keep for keyword search, or None when the collection keeps none
-        (``search_settings.keeps_keywords``)."""
-        return self.analyzer if self.search_settings.keeps_keywords else None
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.name!r} {self.dimensions}-d {self.metric}>"
-
-    # -- public API -----------------------------------------------------------------
-
-    def upsert(self, record: VectorRecord) -> None:
-        """Insert or replace one record. Raises ConfigError, StoreUnavailable."""
-        self.upsert_many([record])
-
-    def upsert_many(self, records: Iterable[VectorRecord]) -> int:
-        """Insert or replace records (the last of a repeated id wins); return how many.
-
-        Every record is validated before anything is written. Raises ConfigError, StoreUnavailable.
-        """
-        checked = self._validate(records)
-        if checked:
-            self._upsert(checked)
-        return len(checked)
-
-    def delete(self, id: str) -> None:
-        """Delete the record ``id``, if it exists. Raises StoreUnavailable."""
-        if not isinstance(id, str):
-            raise ConfigError(f"record id must be a string, got {id!r}")
-        self._delete_ids([id])
-
-    def delete_where(self, filter: Filter) -> None:
-        """Delete every record whose metadata matches ``filter``. Raises ConfigError, StoreUnavailable."""
-        self._delete_where(self._filter(filter, required=True))  # type: ignore[arg-type]
-
-    def replace_where(self, filter: Filter, records: Iterable[VectorRecord]) -> None:
-        """Swap the records matching ``filter`` for ``records``; see each backend for atomicity.
-
-        Raises ConfigError (nothing changed), StoreUnavailable.
-        """
-        where = self._filter(filter, required=True)
-        self._replace_where(where, self._validate(records))  # type: ignore[arg-type]
-
-    def replace_records(self, record_ids: Sequence[str], records: Iterable[VectorRecord]) -> None:
-        """Swap every row of these records (their ``record_id``) for ``records``, as ``replace_where`` with
-        ``Filter.any_of("record_id", record_ids)`` does: the pipeline's write, whose caller holds the records'
-        locks, so no two swaps of one record overlap and a backend may take a faster path for it.
-
-        Raises ConfigError (nothing changed), StoreUnavailable.
-        """
-        ids = [str(i) for i in record_ids]
-        if ids:
-            self._replace_records(ids, self._validate(records))
-
-    def search(
-        self,
-        query: str | Sequence[float],
-        *,
-        filter: Filter | None = None,
-        limit: int = DEFAULT_LIMIT,
-        min_score: float | None = None,
-        mode: SearchMode | None = None,
-    ) -> list[VectorMatch]:
-        """The ``limit`` records that best match ``query`` among those matching ``filter``, best first.
-
-        ``mode`` (None: ``search_settings.mode``): ``vector`` ranks by embedding similarity (``query`` a text,
-        embedded with the store's embeddings, or a vector); ``keyword`` by BM25 over the analyzer's terms;
-        ``hybrid`` fuses both by weighted reciprocal rank (``store.vectors.fusion``). Keyword and hybrid need a
-        text. ``min_score`` drops matches below it, on the mode's own score: the similarity (vector), the BM25
-        score (keyword, 0 and up) or the fused score (hybrid, at most ``(vector_weight + keyword_weight) /
-        (rrf_k + 1)``). A collection with a required filter refuses a ``filter`` that does not pin each of its
-        fields to one value (``store.vectors.tenancy``), in every mode.
-        Raises ConfigError, StoreUnavailable, EmbeddingError.
-        """
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-            raise ConfigError(f"limit {limit!r} is not allowed: use a whole number from 1 to {MAX_LIMIT}")
-        if min_score is not None and not (isinstance(min_score, int | float) and math.isfinite(min_score)):
-            raise ConfigError(f"min_score {min_score!r} is not allowed: use a finite number, or leave it out")
-        chosen = self.search_settings.mode if mode is None else check_mode(mode)
-        if chosen != "vector" and not self.search_settings.keeps_keywords:
-            raise ConfigError(no_keywords(self.name, chosen))
-        started = time.perf_counter()
-        where = self._filter(filter)
-        check_scoped(self.name, self.required_filter, where)
-        if chosen == "vector":
-            matches = self._search(self._query_vector(query), where, limit)
-        elif chosen == "keyword":
-            matches = self._keyword(self._query_text(query, chosen), where, limit)
-        else:
-            matches = self._hybrid(self._query_text(query, chosen), where, limit)
-        if min_score is not None:
-            matches = [m for m in matches if m.score >= min_score]
-        observe_search(self.name, time.perf_counter() - started)
-        return matches
-
-    def count(self, filter: Filter | None = None) -> int:
-        """How many records match ``filter`` (all when None). Raises StoreUnavailable."""
-        return self._count(self._filter(filter))
-
-    def keyword_drift(self) -> int:
-        """How many terms of the stored keyword statistics a recount would change (0: none stored); read only,
-        ``recount_keywords`` repairs them. Raises StoreUnavailable."""
-        return 0
-
-    def is_empty(self) -> bool:
-        """Whether the collection holds no record. Raises StoreUnavailable."""
-        return self._count(None) == 0
-
-    def defer_index(self) -> bool:
-        """Before a bulk load: drop the ANN index while the collection is empty (building it after the
-        rows beats inserting into it). True when deferred; ``ensure_index`` builds it again."""
-        return False
-
-    def ensure_index(self) -> None:
-        """Build the ANN index if it is missing (after a bulk load). Raises StoreUnavailable."""
-
-    def build_index(self, *, until: float, deadline: float, limit: int) -> bool:
-        """``ensure_index`` for a task that may wait only until ``until`` (``time.monotonic()``): True once
-        built, False when the build goes on without the caller (pgvector: in PostgreSQL), to be waited for
-        again. ``deadline`` (``time.time()``) ends the build, ``limit`` seconds after it began. Raises
-        StoreError when it cannot end by its deadline, StoreUnavailable."""
-        self.ensure_index()
-        return True
-
-    def build_progress(self) -> str | None:
-        """The index build under way, in one line (its phase, how far), or None. Raises StoreUnavailable."""
-        return None
-
-    def declare_indexes(self, fields: IndexedFields) -> None:
-        """Index these metadata fields for filters, creating what is missing (now, or after the collection
-        was made), and refuse records whose value of one is not of its type. Raises StoreUnavailable."""
-        self.indexed = check_declared(fields)
-        if fields:
-            self._index_fields(self.indexed)
-
-    # -- shared checks ----------------------------------------------------------------
-
-    def _filter(self, filter: object, *, required: bool = False) -> Filter | None:
-        checked = _check_filter(filter, required=required)
-        if checked is None:
-            return None
-        return check_size(checked, max_depth=self.limits.max_filter_depth, max_terms=self.limits.max_filter_terms)
-
-    def _validate(self, records: Iterable[VectorRecord]) -> list[VectorRecord]:
-        if isinstance(records, VectorRecord):
-            raise ConfigError("pass a list of VectorRecord, not a single record (use upsert for one)")
-        unique: dict[str, VectorRecord] = {}
-        for record in records:
-            checked = validate_record(record, dimensions=self.dimensions, collection=self.name)
-            check_indexed(checked.metadata, self.indexed, record_id=checked.id, collection=self.name)
-            self._check_norm(checked.embedding, what=f"embedding of record {checked.id!r}")
-            unique[checked.id] = checked
-        return list(unique.values())
-
-    def _check_norm(self, vector: Sequence[float], *, what: str) -> None:
-        if self.metric == "cosine" and not any(vector):
-            raise ConfigError(f"{what} is all zeros: cosine similarity is undefined for it")
-
-    def _query_vector(self, query: str | Sequence[float]) -> list[float]:
-        if isinstance(query, str):
-            if self.embedder is None:
-                raise ConfigError(
-                    f"a text query needs embeddings: build the store with embeddings "
-                    f"(store.vectors.backends.open_store) or pass a vector of {self.dimensions} numbers"
-                )
-            query = self.embedder.embed(query)
-        vector = validate_vector(query, dimensions=self.dimensions, collection=self.name, what="query vector")
-        self._check_norm(vector, what="query vector")
-        return vector
-
-    def _query_text(self, query: str | Sequence[float], mode: SearchMode) -> str:
-        if isinstance(query, str):
-            return query
-        raise ConfigError(
-            f"a {mode} search of collection {self.name!r} needs a text query, got a vector: pass the query's text, "
-            "or mode='vector' to search by vector (collections.NAME.search.mode sets the default)"
-        )
-
-    def _keyword(self, text: str, where: Filter | None, limit: int) -> list[VectorMatch]:
-        terms = self.analyzer.query_terms(text)
-        return self._keyword_search(terms, where, limit) if terms else []  # only stop words: nothing to rank
-
-    def _hybrid(self, text: str, where: Filter | None, limit: int) -> list[VectorMatch]:
-        return hybrid(
-            self.search_settings,
-            limit=limit,
-            parallel=self.parallel_legs,
-            vectors=lambda depth: self._search(self._query_vector(text), where, depth),
-            keywords=lambda depth: self._keyword(text, where, depth),
-        )
-
-    def recount_keywords(self) -> int:
-        """Count the stored keyword statistics anew from the rows; how many terms were off (0: none stored)."""
-        return 0
-
-    # -- backend hooks ----------------------------------------------------------------
-
-    def _upsert(self, records: list[VectorRecord]) -> None:
-        raise NotImplementedError
-
-    def _delete_ids(self, ids: list[str]) -> None:
-        raise NotImplementedError
-
-    def _delete_where(self, filter: Filter) -> None:
-        raise NotImplementedError
-
-    def _replace_where(self, filter: Filter, records: list[VectorRecord]) -> None:
-        raise NotImplementedError
-
-    def _replace_records(self, record_ids: list[str], records: list[VectorRecord]) -> None:
-        """Swap the rows of ``record_ids`` for ``records``; by default ``_replace_where`` over their ids."""
-        self._replace_where(Filter.any_of("record_id", record_ids), records)
-
-    def _search(self, vector: list[float], filter: Filter | None, limit: int) -> list[VectorMatch]:
-        raise NotImplementedError
-
-    def _keyword_search(self, terms: list[str], filter: Filter | None, limit: int) -> list[VectorMatch]:
-        """The ``limit`` records matching ``filter`` with the best BM25 score for the distinct query ``terms``
-        (``store.vectors.keyword.bm25``), best first, ties by id; records holding none of them are not returned."""
-        raise NotImplementedError
-
-    def _count(self, filter: Filter | None) -> int:
-        raise NotImplementedError
-
-    def _index_fields(self, fields: IndexedFields) -> None:
-        """Create the missing indexes of ``fields``; a backend without indexes (memory) needs none."""
-
-
-def _check_filter(filter: object, *, required: bool = False) -> Filter | None:
-    if filter is None and not required:
-        return None
-    if not isinstance(filter, Filter):
-        hint = "; to delete everything use drop_collection" if required and filter is None else ""
-        raise ConfigError(f"filter must be a Filter (e.g. Filter.eq('kind', 'note')), got {filter!r}{hint}")
-    return filter
-
-
-def no_keywords(name: str, mode: str) -> str:
-    """The message for a keyword or hybrid search of collection ``name``, which keeps no keyword index."""
-    return (
-        f"collection {name!r} keeps no keyword index, so it cannot run a {mode} search: set "
-        f"[collections.{name}.search] keywords = true (or mode = 'hybrid'), then run "
-        f"`vectorsync collections recount {name}` to analyze its stored text (nothing is re-embedded)"
-    )
-
-
-def missing(name: str, existing: Iterable[str]) -> str:
-    """The message for a collection ``name`` that does not exist: the existing ones, and the fix."""
-    known = ", ".join(sorted(existing)) or "none yet"
-    return (
-        f"collection {name!r} does not exist (existing: {known}): check the name, or declare [collections.{name}] "
-        f"and index it (vectorsync reindex {name}), or create it empty (vectorsync collections create {name})"
-    )
 
 
 class VectorStore:
@@ -347,8 +60,8 @@ class VectorStore:
         self.limits = LimitSettings()
         #: Declared indexed fields per collection name (``[collections.NAME.index] fields``).
         self.indexed: dict[str, IndexedFields] = {}
-        #: Fields each search must pin, per collection name (``[collections.NAME] required_filter``).
-        self.required_filters: dict[str, tuple[str, ...]] = {}
+        #: The rules this process's settings state, per collection name: checked against the stored ones.
+        self.declared: dict[str, Declared] = {}
         #: Search settings per collection name (``[collections.NAME.search]``); others take the defaults.
         self.search_settings: dict[str, SearchSettings] = {}
         self._collections: dict[str, Collection] = {}
@@ -356,9 +69,13 @@ class VectorStore:
     def get_collection(self, name: str, *, create: bool = False) -> Collection:
         """The collection ``name``: the one way to open one, kept open for the next call. A missing one is created
         empty with ``create`` (a declared collection, a writer's), else a ConfigError naming the fix: a read never
-        makes a table for a typo. Raises StoreUnavailable."""
+        makes a table for a typo. An open collection's rules are read again at most every ``RULES_REFRESH``
+        seconds, so a change (``vectorsync collections set``) reaches every process that holds it open.
+        Raises StoreUnavailable."""
         found = self._collections.get(name)
         if found is not None:
+            if time.monotonic() - found.rules_read_at > RULES_REFRESH:
+                self._refresh(found)
             return found
         if not create and not self.has_collection(name):
             raise ConfigError(missing(name, self._list()))
@@ -406,29 +123,74 @@ class VectorStore:
         self._reset(name)
 
     def ensure_collection(self, name: str) -> Collection:
-        """Create ``name`` if missing; an existing one of another size is a ConfigError."""
-        collection = self._ensure(check_collection_name(name))
+        """Create ``name`` if missing, with the rules this process declares; an existing one opens with its own
+        rules (a declared rule it does not hold, or another size, is a ConfigError)."""
+        collection = self._ensure(check_collection_name(name), self.declared.get(name))
         collection.limits = self.limits
-        collection.required_filter = self.required_filters.get(name, ())
-        collection.search_settings = self.search_settings_of(name)
+        collection.search_settings = _held(self.search_settings_of(name), collection.rules)
         collection.declare_indexes(self.indexed.get(name, {}))
         self._collections[name] = collection
         return collection
 
+    def declare(self, name: str, settings: CollectionSettings, *, held: Rules | None = None) -> None:
+        """What ``[collections.NAME]`` says of ``name``: its indexed fields, its search settings, and the rules it
+        states (checked against the collection's own when it is opened); ``open_store`` does it for each.
+        ``held``: the rules it holds where the settings state none (a new generation: its collection's)."""
+        if settings.index.fields:
+            self.indexed.setdefault(check_collection_name(name), settings.index.fields)
+        self.search_settings[check_collection_name(name)] = settings.search
+        stated = Declared.from_settings(settings)
+        self._restate(name, stated if held is None else stated.over(held))
+
     def require_filter(self, name: str, fields: Iterable[str]) -> None:
-        """Refuse every search of ``name`` that does not pin each of ``fields`` to one value (what
-        ``[collections.NAME] required_filter`` declares); ``open_store`` does it for every declared one."""
-        checked = required_fields(fields)
-        self.required_filters[check_collection_name(name)] = checked
-        if name in self._collections:
-            self._collections[name].required_filter = checked
+        """State that every search of ``name`` must pin each of ``fields`` to one value, as ``[collections.NAME]
+        required_filter`` does: a new collection holds it, an existing one must hold it already
+        (``set_rules`` changes it)."""
+        stated = self.declared.get(check_collection_name(name)) or Declared()
+        self._restate(name, replace(stated, required_filter=required_fields(fields)))
+
+    @property
+    def required_filters(self) -> dict[str, tuple[str, ...]]:
+        """The required filters this process's settings state, per collection name."""
+        return {n: d.required_filter for n, d in self.declared.items() if d.required_filter is not None}
 
     def configure_search(self, name: str, settings: SearchSettings) -> None:
-        """Search ``name`` as ``settings`` say (``[collections.NAME.search]``; ``open_store`` does it for every
-        declared one). An open collection whose analyzer language changes has its stored text analyzed again."""
-        self.search_settings[check_collection_name(name)] = settings
-        held = self._collections.get(name)
-        if held is not None and held.search_settings != settings:
+        """Search ``name`` as ``settings`` say (``[collections.NAME.search]``): its mode and fusion; its keyword
+        index and language are the collection's rules, stated here as ``declare`` states them."""
+        stated = self.declared.get(check_collection_name(name)) or Declared()
+        search = Declared.from_settings(CollectionSettings(search=settings))
+        self.search_settings[name] = settings
+        self._restate(name, replace(stated, keywords=search.keywords, language=search.language))
+
+    def rules_of(self, name: str) -> Rules:
+        """The rules the collection ``name`` holds. Raises ConfigError (missing), StoreUnavailable."""
+        return self.get_collection(name).rules
+
+    def set_rules(self, name: str, **changes: object) -> tuple[Rules, Rules, int]:
+        """Change the rules ``name`` holds (``required_filter``, ``keywords``, ``language``): the keyword index is
+        built or emptied as they say (nothing is re-embedded). Returns the rules before and after and the chunks
+        whose text was analyzed again. Raises ConfigError (missing; a bad value), StoreUnavailable."""
+        stated = self.declared.pop(check_collection_name(name), None)  # settings may state the new rules already
+        self._collections.pop(name, None)
+        before = self.get_collection(name).rules
+        after = Declared(**changes).rules(before)  # type: ignore[arg-type]
+        analyzed = self._set_rules(name, after) if after != before else 0
+        if stated is not None:  # what this process stated of the changed rules gives way to them
+            self.declared[name] = replace(stated, **dict.fromkeys(changes))
+        self._collections.pop(name, None)
+        self.get_collection(name)
+        return before, after, analyzed
+
+    def _refresh(self, collection: Collection) -> None:
+        stored = self._stored_rules(collection.name)
+        collection.rules_read_at = time.monotonic()
+        if stored is not None and stored != collection.rules:
+            collection.rules = stored
+            collection.search_settings = _held(collection.search_settings, stored)
+
+    def _restate(self, name: str, declared: Declared) -> None:
+        self.declared[check_collection_name(name)] = declared
+        if name in self._collections:
             self.ensure_collection(name)
 
     def search_settings_of(self, name: str) -> SearchSettings:
@@ -459,7 +221,17 @@ class VectorStore:
 
     # -- backend hooks ----------------------------------------------------------------
 
-    def _ensure(self, name: str) -> Collection:
+    def _ensure(self, name: str, declared: Declared | None) -> Collection:
+        """Open ``name``, created if missing; its ``rules`` settled (``store.vectors.rules.settle``) and recorded
+        with it when it holds none yet and ``declared`` is not None (or it is new)."""
+        raise NotImplementedError
+
+    def _stored_rules(self, name: str) -> Rules | None:
+        """The rules stored with ``name`` now (None: none, or the backend keeps them in the collection object)."""
+        return None
+
+    def _set_rules(self, name: str, rules: Rules) -> int:
+        """Record ``rules`` with ``name`` and build or empty its keyword index to match; the chunks analyzed."""
         raise NotImplementedError
 
     def _drop(self, name: str) -> None:
@@ -474,3 +246,8 @@ class VectorStore:
 
     def _list(self) -> list[str]:
         raise NotImplementedError
+
+
+def _held(settings: SearchSettings, rules: Rules) -> SearchSettings:
+    """A process's search settings over a collection: its keyword index and language are the collection's."""
+    return settings.model_copy(update={"keywords": rules.keywords, "language": rules.language})

@@ -17,6 +17,7 @@ from store.vectors.base import DEFAULT_METRIC, Collection, Metric, QueryEmbedder
 from store.vectors.filters import Filter
 from store.vectors.keyword import bm25
 from store.vectors.records import ChunkDigest, StoredChunk, VectorMatch, VectorRecord, text_digest
+from store.vectors.rules import Declared, Rules, settle
 
 __all__ = ["MemoryCollection", "MemoryStore", "scores"]
 
@@ -168,13 +169,27 @@ class MemoryStore(VectorStore):
         self._held: dict[str, MemoryCollection] = {}
         self._lock = threading.Lock()
 
-    def _ensure(self, name: str) -> Collection:
+    def _ensure(self, name: str, declared: Declared | None) -> Collection:
         with self._lock:
-            if name not in self._held:
-                self._held[name] = MemoryCollection(
-                    name, dimensions=self.dimensions, metric=self.metric, embedder=self.embedder
-                )
-            return self._held[name]
+            held = self._held.get(name)
+            if held is None:
+                held = MemoryCollection(name, dimensions=self.dimensions, metric=self.metric, embedder=self.embedder)
+                held.rules = settle(name, None, declared)
+                self._held[name] = held
+            else:
+                held.rules = settle(name, held.rules, declared)
+            return held
+
+    def _set_rules(self, name: str, rules: Rules) -> int:
+        with self._lock:
+            held = self._held[name]
+        with held._lock:
+            held.rules = rules
+            held.search_settings = held.search_settings.model_copy(
+                update={"keywords": rules.keywords, "language": rules.language}
+            )
+            held._term_index()
+            return len(held._records) if rules.keywords else 0
 
     def _drop(self, name: str) -> None:
         with self._lock:

@@ -32,6 +32,7 @@ from store.state.generations.base import (
 )
 from store.vectors.backends import open_store
 from store.vectors.base import Collection, VectorStore
+from store.vectors.rules import Rules
 
 if TYPE_CHECKING:
     from store.embeddings import Embeddings
@@ -200,12 +201,10 @@ def _switch(registry: Generations, alias: Alias, building: Generation) -> Genera
 def open_declared(store: VectorStore, name: str, declared: Mapping[str, CollectionSettings]) -> Collection:
     """``name`` in ``store`` to read: a ``declared`` one (created empty if need be), else one that exists; a
     name that is neither is a ConfigError (reading never creates a table for a typo). A declared
-    ``required_filter`` holds even on a store that was not built from these settings."""
+    collection's own rules hold whatever these settings say (``store.vectors.rules``)."""
     config = declared.get(name)
-    if config is not None and config.required_filter and name not in store.required_filters:
-        store.require_filter(name, config.required_filter)
-    if config is not None and name not in store.search_settings:
-        store.configure_search(name, config.search)
+    if config is not None and name not in store.declared:
+        store.declare(name, config)
     return store.get_collection(name, create=name in declared)
 
 
@@ -287,14 +286,19 @@ class Router:
         store, _ = self.parts(generation)
         physical = generation.physical
         declared = self.settings.collections.get(generation.collection)
-        if declared is not None and physical != generation.collection:
-            if declared.required_filter and physical not in store.required_filters:
-                store.require_filter(physical, declared.required_filter)
-            if declared.index.fields:
-                store.indexed.setdefault(physical, declared.index.fields)
-            if physical not in store.search_settings:
-                store.configure_search(physical, declared.search)
+        if physical != generation.collection and physical not in store.declared:
+            store.declare(physical, declared or CollectionSettings(), held=self._inherited(generation))
         return store, physical
+
+    def _inherited(self, generation: Generation) -> Rules | None:
+        """The rules of the generation ``generation``'s collection reads now: a new generation is made with them,
+        so a migration keeps the collection's tenancy and keyword index whatever the migrating process declares."""
+        alias = self.registry.alias(generation.collection) if self.registry is not None else None
+        reads = alias.reads if alias is not None else implicit(self.settings, generation.collection)
+        if reads.physical == generation.physical:
+            return None
+        store, _ = self.parts(reads)
+        return store.rules_of(reads.physical) if store.has_collection(reads.physical) else None
 
     def close(self) -> None:
         """Close the stores and embeddings built here for other chains (the settings' own are the caller's)."""

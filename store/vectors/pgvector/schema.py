@@ -29,10 +29,18 @@ from sqlalchemy.dialects.postgresql import BYTEA, JSONB, TIMESTAMP
 from store.connect.postgres import advisory_lock, driver
 from store.errors import ConfigError
 from store.vectors.base import Metric
-from store.vectors.keyword import Analyzer
 from store.vectors.pgvector.keywords import stats_table
 from store.vectors.pgvector.segments import posting_tables
-from store.vectors.pgvector.upgrades import mark_analyzer, record_version, upgrade
+from store.vectors.pgvector.upgrades import (
+    analyzed_by,
+    mark_analyzer,
+    record_rules,
+    record_version,
+    recorded_rules,
+    shown_rules,
+    upgrade,
+)
+from store.vectors.rules import Declared, Rules, settle, terms_by
 
 __all__ = [
     "MAX_HALFVEC_DIMENSIONS",
@@ -142,26 +150,45 @@ class Schema:
             ),
         )
 
-    def ensure(self, conn: sa.Connection, name: str, analyzer: Analyzer | None) -> sa.Table:
-        """Create the table of ``name`` at the current schema version if missing, else upgrade it (``upgrades.py``),
-        its keyword terms made by ``analyzer`` (None: it keeps none, its keyword columns stay empty).
-        Raises ConfigError (another size, precision or metric), SchemaTooNew. Nothing stored is changed by a refusal."""
+    def ensure(self, conn: sa.Connection, name: str, declared: Declared | None) -> tuple[sa.Table, Rules]:
+        """Create the table of ``name`` at the current schema version if missing, with the rules ``declared``
+        states, else upgrade it (``upgrades.py``) and settle its rules (``store.vectors.rules.settle``); its
+        keyword terms are made by the rules' analyzer. Returns the table and its rules.
+        Raises ConfigError (another size, precision or metric; declared rules it does not hold), SchemaTooNew.
+        Nothing stored is changed by a refusal."""
         table = self.table(name)
         advisory_lock(conn, table.name)
         found = embedding_type(conn, table.name)
         if found is None:
+            rules = settle(name, None, declared)
             table.create(conn)
             stats_table(table).create(conn)
             for part in posting_tables(table):
                 part.create(conn)
-            mark_analyzer(conn, table.name, analyzer)
+            mark_analyzer(conn, table.name, terms_by(rules))
             record_version(conn, table.name)
-        elif found != self.column_type:
+            record_rules(conn, table.name, rules)
+            return table, rules
+        if found != self.column_type:
             self._refuse(found, table.name, name)
-        else:
-            self._check_metric(conn, table.name, name)
-            upgrade(conn, table, analyzer)
-        return table
+        self._check_metric(conn, table.name, name)
+        stored = recorded_rules(conn, table.name, name)
+        rules = settle(name, stored, declared, shown=shown_rules(conn, table.name) if stored is None else None)
+        upgrade(conn, table, terms_by(rules))
+        if stored is None and declared is not None:
+            record_rules(conn, table.name, rules)
+        return table, rules
+
+    def set_rules(self, conn: sa.Connection, name: str, rules: Rules) -> int:
+        """Record ``rules`` with ``name``'s table and make its keyword terms theirs; the rows analyzed anew."""
+        table = self.table(name)
+        advisory_lock(conn, table.name)
+        before = analyzed_by(conn, table.name)
+        upgrade(conn, table, terms_by(rules))
+        record_rules(conn, table.name, rules)
+        if not rules.keywords or analyzed_by(conn, table.name) == before:
+            return 0
+        return int(conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one())
 
     @property
     def column_type(self) -> str:

@@ -14,12 +14,13 @@ from psycopg import sql
 
 import store.vectors.pgvector.segments as segments
 from store.connect.postgres import advisory_lock, driver, make_engine, safe_url, transaction
-from store.settings import NetworkSettings, SearchSettings, Settings, VectorSettings, default
+from store.settings import NetworkSettings, Settings, VectorSettings, default
 from store.vectors.base import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
-from store.vectors.keyword import Analyzer, analyzer
 from store.vectors.pgvector.keywords import stats_table
 from store.vectors.pgvector.schema import Schema
 from store.vectors.pgvector.table import PgvectorCollection
+from store.vectors.pgvector.upgrades import recorded_rules
+from store.vectors.rules import Declared, Rules
 
 __all__ = ["MAX_SCAN_TUPLES", "PgvectorStore", "PgvectorTuning"]
 
@@ -141,10 +142,20 @@ class PgvectorStore(VectorStore):
 
     # -- hooks -----------------------------------------------------------------------
 
-    def _ensure(self, name: str) -> Collection:
+    def _ensure(self, name: str, declared: Declared | None) -> Collection:
         with self.transaction() as conn:
-            table = self.schema.ensure(conn, name, _keyword_analyzer(self.search_settings_of(name)))
-        return PgvectorCollection(self, name, table)
+            table, rules = self.schema.ensure(conn, name, declared)
+        collection = PgvectorCollection(self, name, table)
+        collection.rules = rules
+        return collection
+
+    def _stored_rules(self, name: str) -> Rules | None:
+        with self.transaction() as conn:
+            return recorded_rules(conn, self.schema.table(name).name, name)
+
+    def _set_rules(self, name: str, rules: Rules) -> int:
+        with self.transaction() as conn:
+            return self.schema.set_rules(conn, name, rules)
 
     def _drop(self, name: str) -> None:
         table = self.schema.table(name)
@@ -171,8 +182,3 @@ class PgvectorStore(VectorStore):
     def _list(self) -> list[str]:
         with self.transaction() as conn:
             return self.schema.names(conn)
-
-
-def _keyword_analyzer(settings: SearchSettings) -> Analyzer | None:
-    """The analyzer of the terms a collection keeps, or None when it keeps no keyword index."""
-    return analyzer(settings.language) if settings.keeps_keywords else None

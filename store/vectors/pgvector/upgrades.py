@@ -21,15 +21,18 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 import sqlalchemy as sa
 from psycopg import sql
 
 from store.connect.postgres import driver
 from store.errors import SchemaTooNew
+from store.settings.search import LANGUAGES
 from store.vectors.keyword import Analyzer
 from store.vectors.pgvector.keywords import backfill, stats_table
 from store.vectors.pgvector.segments import clear, posting_tables, rebuild
+from store.vectors.rules import Rules
 
 __all__ = [
     "CURRENT_VERSION",
@@ -39,8 +42,11 @@ __all__ = [
     "Step",
     "analyzed_by",
     "mark_analyzer",
+    "record_rules",
     "record_version",
+    "recorded_rules",
     "recorded_version",
+    "shown_rules",
     "upgrade",
 ]
 
@@ -48,6 +54,9 @@ __all__ = [
 NO_KEYWORDS_MARK = "vectorsync analyzer: none (search.keywords off)"
 #: The key of the table comment that holds the version.
 VERSION_KEY = "vectorsync_schema"
+#: The key of the table comment that holds the collection's rules (``store.vectors.rules``).
+RULES_KEY = "rules"
+_MARK_PREFIX = "vectorsync analyzer "
 
 Step = Callable[[sa.Connection, sa.Table, Analyzer | None], None]
 
@@ -128,21 +137,50 @@ def upgrade(conn: sa.Connection, table: sa.Table, analyzer: Analyzer | None) -> 
 
 def recorded_version(conn: sa.Connection, table_name: str) -> int | None:
     """The version the table's comment records; None when it holds none (made before versions, or not ours)."""
-    query = sa.text("SELECT obj_description(to_regclass(:t), 'pg_class')")
-    comment = conn.execute(query, {"t": table_name}).scalar_one_or_none()
-    try:
-        version = json.loads(comment or "")[VERSION_KEY]
-    except (ValueError, TypeError, KeyError):
-        return None
+    version = _comment(conn, table_name).get(VERSION_KEY)
     return version if type(version) is int and version >= 1 else None
 
 
 def record_version(conn: sa.Connection, table_name: str, version: int = CURRENT_VERSION) -> None:
-    """Write ``version`` into the table's comment (in the caller's transaction)."""
+    """Write ``version`` into the table's comment (in the caller's transaction), keeping what else it holds."""
+    _write_comment(conn, table_name, _comment(conn, table_name) | {VERSION_KEY: version})
+
+
+def recorded_rules(conn: sa.Connection, table_name: str, collection: str) -> Rules | None:
+    """The rules of ``collection`` its table's comment holds (``store.vectors.rules``); None when it holds none
+    (made before rules were kept). Raises ConfigError for rules this vectorsync cannot read."""
+    found = _comment(conn, table_name).get(RULES_KEY)
+    return None if found is None else Rules.from_json(found, where=f"collection {collection!r}")
+
+
+def record_rules(conn: sa.Connection, table_name: str, rules: Rules) -> None:
+    """Write the collection's ``rules`` into its table's comment (in the caller's transaction)."""
+    _write_comment(conn, table_name, _comment(conn, table_name) | {RULES_KEY: rules.to_json()})
+
+
+def shown_rules(conn: sa.Connection, table_name: str) -> Rules:
+    """The rules a table made before rules were kept shows by its terms: whether it keeps them, in which language;
+    no required filter (none was ever stored)."""
+    mark = analyzed_by(conn, table_name) or NO_KEYWORDS_MARK
+    if mark == NO_KEYWORDS_MARK or not mark.startswith(_MARK_PREFIX):
+        return Rules()
+    language = mark.removeprefix(_MARK_PREFIX).split("/")[0]
+    return Rules(keywords=True, language=language if language in LANGUAGES else "english")
+
+
+def _comment(conn: sa.Connection, table_name: str) -> dict[str, Any]:
+    query = sa.text("SELECT obj_description(to_regclass(:t), 'pg_class')")
+    comment = conn.execute(query, {"t": table_name}).scalar_one_or_none()
+    try:
+        found = json.loads(comment or "")
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _write_comment(conn: sa.Connection, table_name: str, comment: dict[str, Any]) -> None:
     driver(conn).execute(
-        sql.SQL("COMMENT ON TABLE {} IS {}").format(
-            sql.Identifier(table_name), sql.Literal(json.dumps({VERSION_KEY: version}))
-        )
+        sql.SQL("COMMENT ON TABLE {} IS {}").format(sql.Identifier(table_name), sql.Literal(json.dumps(comment)))
     )
 
 
@@ -175,7 +213,7 @@ def mark_analyzer(conn: sa.Connection, table_name: str, analyzer: Analyzer | Non
 
 
 def _analyzer_mark(analyzer: Analyzer | None) -> str:
-    return f"vectorsync analyzer {analyzer.identity}" if analyzer is not None else NO_KEYWORDS_MARK
+    return f"{_MARK_PREFIX}{analyzer.identity}" if analyzer is not None else NO_KEYWORDS_MARK
 
 
 def _terms_of(analyzer: Analyzer | None) -> Callable[[str], Counter[str]]:

@@ -14,19 +14,23 @@ from qdrant_client import QdrantClient, models
 
 from store.errors import ConfigError, StoreUnavailable
 from store.settings import VectorSettings, default
+from store.settings.search import LANGUAGES
 from store.settings.urls import without_credentials
 from store.vectors.base import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
 from store.vectors.filters import check_field
-from store.vectors.keyword import analyzer
 from store.vectors.qdrant.client import driver_errors, is_server, translated
 from store.vectors.qdrant.filters import payload_key
-from store.vectors.qdrant.keywords import KEYWORDS, keyword_config, pin, upgrade
+from store.vectors.qdrant.keywords import KEYWORDS, KEYWORDS_KEY, keyword_config, pin, pinned, upgrade
 from store.vectors.qdrant.points import TEXT_HASH, QdrantCollection
+from store.vectors.rules import Declared, Rules, settle, terms_by
 
 if TYPE_CHECKING:
     from store.settings import Settings
 
 __all__ = ["ALWAYS_INDEXED", "QdrantStore", "QdrantTuning"]
+
+#: The key of a collection's metadata that holds its rules (``store.vectors.rules``).
+RULES_KEY = "vectorsync_rules"
 
 #: Metadata fields always indexed on a server: the pipeline deletes and replaces by record_id.
 ALWAYS_INDEXED = ("record_id",)
@@ -126,22 +130,42 @@ class QdrantStore(VectorStore):
 
     # -- hooks ----------------------------------------------------------------------------
 
-    def _ensure(self, name: str) -> Collection:
-        searching = self.search_settings_of(name)
-        terms_by = analyzer(searching.language) if searching.keeps_keywords else None
+    def _ensure(self, name: str, declared: Declared | None) -> Collection:
         with translated(self.url, f"open collection {name!r}"):
-            if not self._client.collection_exists(name):
+            created = not self._client.collection_exists(name)
+            if created:
                 self._create(name)
-                pin(self._client, name, terms_by, None)
-            params = self._client.get_collection(name).config.params.vectors
-        self._check_params(name, params)
+            info = self._client.get_collection(name)
+        self._check_params(name, info.config.params.vectors)
+        stored = _stored_rules(info.config.metadata, name)
+        rules = settle(name, stored, declared, shown=None if created else _shown_rules(info.config.metadata))
         with translated(self.url, f"give collection {name!r} its keyword terms"):
-            avgdl = upgrade(self._client, name, terms_by)
+            if created:
+                pin(self._client, name, terms_by(rules), None)
+            avgdl = upgrade(self._client, name, terms_by(rules))
+            if stored is None and (created or declared is not None):
+                self._client.update_collection(name, metadata={RULES_KEY: rules.to_json()})
         if self._server:
             self._index(name)
         collection = QdrantCollection(self, name)
         collection.avgdl = avgdl
+        collection.rules = rules
         return collection
+
+    def _stored_rules(self, name: str) -> Rules | None:
+        with translated(self.url, f"read the rules of collection {name!r}"):
+            return _stored_rules(self._client.get_collection(name).config.metadata, name)
+
+    def _set_rules(self, name: str, rules: Rules) -> int:
+        with translated(self.url, f"set the rules of collection {name!r}"):
+            before = pinned(self._client, name).get("analyzer")
+            avgdl = upgrade(self._client, name, terms_by(rules))
+            self._client.update_collection(name, metadata={RULES_KEY: rules.to_json()})
+            analyzed = pinned(self._client, name).get("analyzer") != before and rules.keywords
+            count = self._client.count(name, exact=True).count if analyzed else 0
+        if name in self._collections:
+            self._collections[name].avgdl = avgdl  # type: ignore[attr-defined]
+        return count
 
     def _create(self, name: str) -> None:
         """Create ``name``; losing a race with another process that created it is fine."""
@@ -193,12 +217,27 @@ class QdrantStore(VectorStore):
         stay."""
         with translated(self.url, f"empty collection {name!r}"):
             self._client.delete(name, points_selector=models.FilterSelector(filter=models.Filter()), wait=True)
-            searching = self.search_settings_of(name)
-            terms_by = analyzer(searching.language) if searching.keeps_keywords else None
-            pin(self._client, name, terms_by, None)  # the next terms pin anew
+            held = self._collections.get(name)
+            rules = held.rules if held is not None else self.rules_of(name)
+            pin(self._client, name, terms_by(rules), None)  # the next terms pin anew
         if name in self._collections:
             self._collections[name].avgdl = None  # type: ignore[attr-defined]
 
     def _list(self) -> list[str]:
         with translated(self.url, "list collections"):
             return [c.name for c in self._client.get_collections().collections]
+
+
+def _stored_rules(metadata: dict[str, Any] | None, name: str) -> Rules | None:
+    """The rules kept in a collection's metadata; None when it holds none (made before rules were kept)."""
+    found = (metadata or {}).get(RULES_KEY)
+    return None if found is None else Rules.from_json(found, where=f"Qdrant collection {name!r}")
+
+
+def _shown_rules(metadata: dict[str, Any] | None) -> Rules:
+    """What a collection made before rules were kept shows: its pinned analyzer, if any."""
+    identity = ((metadata or {}).get(KEYWORDS_KEY) or {}).get("analyzer")
+    if not isinstance(identity, str):
+        return Rules()
+    language = identity.split("/")[0]
+    return Rules(keywords=True, language=language if language in LANGUAGES else "english")

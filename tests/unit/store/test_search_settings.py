@@ -64,7 +64,7 @@ def test_a_language_change_analyzes_the_stored_text_again() -> None:
 
     collection.upsert(VectorRecord("a", [1, 0], "the configured options"))
     assert collection.search("configuring", mode="keyword")
-    store.configure_search("notes", SearchSettings(keywords=True, language="simple"))
+    store.set_rules("notes", language="simple")  # the stored text analyzed again, nothing embedded
     assert collection.search("configuring", mode="keyword") == []
     assert [m.id for m in collection.search("the", mode="keyword")] == ["a"]
 
@@ -88,6 +88,6 @@ def test_a_vector_mode_memory_collection_analyzes_nothing() -> None:
     collection = store.get_collection("notes", create=True)
     collection.upsert_many([VectorRecord("a", [1, 0], "the configured options")])
     assert collection._terms == {}  # type: ignore[attr-defined]
-    store.configure_search("notes", SearchSettings(keywords=True))
+    store.set_rules("notes", keywords=True)
     assert [m.id for m in collection.search("configuring", mode="keyword")] == ["a"]
     assert collection._terms != {}  # type: ignore[attr-defined]

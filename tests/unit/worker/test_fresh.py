@@ -50,6 +50,7 @@ def test_a_fresh_batch_reads_no_ledger_and_leaves_the_same_store_as_a_plain_one(
     assert stored(made) == {k: v for k, v in expected(made).items() if k.split(":")[0] in ids[:100]}
     plain = indexer()
     plain.embeddings.cache = made.embeddings.cache
+    plain.cache_scope = made.cache_scope  # the same collection's scope
     plain.index(ids[:100])
     assert stored(plain) == stored(made)
     assert calls(plain) == 0  # every text cached already: indexing a record again costs no call

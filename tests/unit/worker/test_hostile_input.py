@@ -32,10 +32,10 @@ def load_records(ids: list[str] | None) -> Iterable[dict[str, Any]]:
 class StrictEmbeddings(CountingEmbeddings):
     """Refuses what a real provider's JSON encoder would: text that is not valid UTF-8."""
 
-    def embed_many_with_models(self, texts: Any, *, reuse: Any = None) -> Any:
+    def embed_many_with_models(self, texts: Any, *, reuse: Any = None, scope: str = "") -> Any:
         for text in texts:
             text.encode("utf-8")  # a lone surrogate raises here, as it would in the provider call
-        return super().embed_many_with_models(texts, reuse=reuse)
+        return super().embed_many_with_models(texts, reuse=reuse, scope=scope)
 
 
 def make_indexer(

@@ -167,6 +167,7 @@ def test_a_cache_hit_costs_no_call_and_a_stale_pooled_record_is_written_as_the_s
     before = calls(made)
     again = indexer()
     again.embeddings.cache = made.embeddings.cache  # the same cache: every text is a hit
+    again.cache_scope = made.cache_scope  # in the same collection's scope (another collection's would miss)
     pool = MemoryPool()
     for page in (ids[:cut], ids[cut:]):
         again.index(page, leftovers=pool)

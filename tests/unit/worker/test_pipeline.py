@@ -35,9 +35,9 @@ class CountingEmbeddings(Embeddings):
         super().__init__(inner.chain, cache=None)
         self.texts: list[str] = []
 
-    def embed_many_with_models(self, texts: Any, *, reuse: Any = None) -> Any:
+    def embed_many_with_models(self, texts: Any, *, reuse: Any = None, scope: str = "") -> Any:
         self.texts.extend(texts)
-        return super().embed_many_with_models(texts, reuse=reuse)
+        return super().embed_many_with_models(texts, reuse=reuse, scope=scope)
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ def test_recount_repairs_drifted_statistics_and_says_how_many_terms_were_off(tmp
     assert missing.returncode == 2 and "nosuch" in missing.stderr, missing.stderr
 
 
-def test_keywords_turned_on_then_recount_make_keyword_search_work_as_the_refusal_says(
+def test_keywords_turned_on_by_collections_set_make_keyword_search_work_as_the_refusal_says(
     tmp_path: Path, postgres_url: str
 ) -> None:
     name = unique_name("docs")
@@ -39,14 +39,20 @@ def test_keywords_turned_on_then_recount_make_keyword_search_work_as_the_refusal
     refused = run_cli(config, "search", name, "refunds", "--mode", "keyword")
     assert refused.returncode != 0
     assert (
-        f"collection '{name}' keeps no keyword index, so it cannot run a keyword search: set "
-        f"[collections.{name}.search] keywords = true (or mode = 'hybrid'), then run "
-        f"`vectorsync collections recount {name}`"
+        f"collection '{name}' keeps no keyword index, so it cannot run a keyword search: turn it on with "
+        f"`vectorsync collections set {name} --keywords`"
     ) in " ".join(refused.stderr.split()), refused.stderr
-    config.write_text(config.read_text() + f"[collections.{name}.search]\nkeywords = true\n")
+    edited = config.read_text() + f"[collections.{name}.search]\nkeywords = true\n"
+    config.write_text(edited)  # settings alone do not change a collection's rules: they disagree, and say so
+    disagreed = run_cli(config, "search", name, "refunds", "--mode", "keyword")
+    assert disagreed.returncode != 0
+    assert "keywords is false there, true in these settings" in " ".join(disagreed.stderr.split())
+    turned = run_cli(config, "collections", "set", name, "--keywords")
+    assert turned.returncode == 0, turned.stdout + turned.stderr
+    assert "keywords: off -> " in turned.stdout and "the stored text of 2 chunks analyzed" in turned.stdout
     recounted = run_cli(config, "collections", "recount", name)
     assert recounted.returncode == 0, recounted.stdout + recounted.stderr
-    assert "they were exact" in recounted.stdout  # the stored text was analyzed as the collection was opened
+    assert "they were exact" in recounted.stdout  # analyzed as the rule changed
     found = run_cli(config, "search", name, "refunds", "--mode", "keyword")
     assert found.returncode == 0, found.stderr
     assert "1:0" in found.stdout and "2:0" not in found.stdout

@@ -79,7 +79,8 @@ def test_one_mget_and_one_pipeline_per_call(fake_openai: FakeOpenAI, redis_url: 
 def test_keys_values_and_ttl(fake_openai: FakeOpenAI, redis_url: str, model_name: str) -> None:
     cached_embeddings(fake_openai, redis_url, model_name).embed("renewal call")
     space = f"{model_name}@{fake_openai.url}"  # a model at a base_url: keyed by both (vector_space)
-    digest = hashlib.sha256(f"{space}\x008\x00renewal call".encode()).hexdigest()
+    text = hashlib.sha256(b"renewal call").hexdigest()
+    digest = hashlib.sha256(f"\x00{space}\x008\x00{text}".encode()).hexdigest()  # unscoped: the shared pool
     key = "vectorsync:emb:" + digest
     assert cache_key(space, 8, "renewal call") == key
     client = redis.Redis.from_url(redis_url)

@@ -11,7 +11,6 @@ import pytest
 import sqlalchemy as sa
 
 from store import Filter, VectorRecord
-from store.settings import SearchSettings
 from store.vectors.pgvector import PgvectorStore
 from store.vectors.pgvector.keywords import statistics
 from tests.backends import SERVER_BACKENDS, StoreFactory, keep_keywords, make_store_factory, unique_name
@@ -85,7 +84,7 @@ def test_another_language_analyzes_the_stored_text_again(pg: PgvectorStore) -> N
     assert pg.get_collection(name, create=True).search(
         "configuring", mode="keyword"
     )  # english: both stem to "configur"
-    pg.configure_search(name, SearchSettings(keywords=True, language="simple"))
+    pg.set_rules(name, language="simple")
     assert pg.get_collection(name, create=True).search("configuring", mode="keyword") == []  # simple: words as they are
     assert [m.id for m in pg.get_collection(name, create=True).search("configured", mode="keyword")] == ["a"]
     assert [m.id for m in pg.get_collection(name, create=True).search("the", mode="keyword")] == ["a"]  # no stop words
@@ -221,10 +220,10 @@ def test_a_vector_mode_collection_writes_no_keyword_data(postgres_url: str, rows
         collection.replace_records([r.id for r in corpus(10)], corpus(10, seed=5))
         collection.delete("d003")
         assert _keyword_rows(store, name) == (0, 0, 0, 0)
-        store.configure_search(name, KEYWORDS_ON)
-        assert _keyword_rows(store, name)[0] == collection.count()  # turned on: every row's text analyzed
+        store.set_rules(name, keywords=True)
+        assert _keyword_rows(store, name)[0] == collection.total()  # turned on: every row's text analyzed
         assert min(_keyword_rows(store, name)) > 0
-        store.configure_search(name, SearchSettings())
+        store.set_rules(name, keywords=False)
         assert _keyword_rows(store, name) == (0, 0, 0, 0)  # turned off: terms, statistics and postings dropped
     finally:
         store.drop_collection(name)

@@ -174,7 +174,7 @@ def test_an_older_table_opened_without_keyword_search_keeps_its_rows_and_drops_i
         with store.transaction() as conn:
             kept = conn.execute(sa.select(sa.func.count()).where(collection.table.c.keyword_length > 0)).scalar_one()
         assert kept == 0
-        store.configure_search(COLLECTION, SearchSettings(keywords=True))  # turned on: made from the stored text
+        store.set_rules(COLLECTION, keywords=True)  # turned on: made from the stored text
         assert_keyword_search_reads_every_row(store, store.get_collection(COLLECTION))  # type: ignore[arg-type]
     finally:
         store.close()

@@ -262,9 +262,8 @@ class KeywordContract:
             with pytest.raises(ConfigError) as refused:
                 collection.search("merge conflict", mode=mode)  # type: ignore[arg-type]
             assert str(refused.value) == (
-                f"collection {name!r} keeps no keyword index, so it cannot run a {mode} search: set "
-                f"[collections.{name}.search] keywords = true (or mode = 'hybrid'), then run "
-                f"`vectorsync collections recount {name}` to analyze its stored text (nothing is re-embedded)"
+                f"collection {name!r} keeps no keyword index, so it cannot run a {mode} search: turn it on with "
+                f"`vectorsync collections set {name} --keywords` (its stored text is analyzed; nothing is re-embedded)"
             )
         assert len(collection.search("merge conflict", limit=5)) == 5  # the vector mode is untouched
 
@@ -278,8 +277,8 @@ class KeywordContract:
         store.configure_search(early, KEYWORDS_ON)
         store.get_collection(early, create=True).upsert_many(records)
         calls = embedder.calls
-        for settings in (KEYWORDS_ON, SearchSettings(), KEYWORDS_ON):  # on, off (terms dropped), on again
-            store.configure_search(later, settings)
+        for keywords in (True, False, True):  # on, off (terms dropped), on again
+            store.set_rules(later, keywords=keywords)
         assert embedder.calls == calls  # the stored text analyzed, nothing embedded
         for query in QUERIES:
             found = store.get_collection(later).search(query, mode="keyword", limit=10)

@@ -57,7 +57,7 @@ def test_another_language_weighs_the_stored_text_again() -> None:
     collection = store.get_collection("notes", create=True)
     collection.upsert_many([*corpus(40), VectorRecord("x", [1.0] * DIMENSIONS, "the configured options")])
     assert [m.id for m in collection.search("configuring", mode="keyword")] == ["x"]  # english: "configur"
-    store.configure_search("notes", SearchSettings(keywords=True, language="simple"))
+    store.set_rules("notes", language="simple")
     assert pinned(store._client, "notes")["analyzer"] == "simple/1"
     assert (
         store.get_collection("notes", create=True).search("configuring", mode="keyword") == []

@@ -60,8 +60,8 @@ def test_a_field_is_pinned_only_by_an_equality_anded_at_the_top(filter: dict | N
 def tenanted() -> tuple[VectorStore, CountingEmbedder]:
     embedder = CountingEmbedder()
     store = memory_store(dimensions=4, embedder=embedder)
-    store.get_collection("notes", create=True).upsert_many(NOTES)
     store.require_filter("notes", ["workspace_id"])
+    store.get_collection("notes", create=True).upsert_many(NOTES)
     return store, embedder
 
 
@@ -84,7 +84,9 @@ def test_a_search_without_the_required_filter_is_refused_before_anything_is_embe
     assert embedder.calls == 0
     scoped = notes.search("refunds", filter=Filter.eq("workspace_id", 7) & Filter.eq("kind", "call"))
     assert [m.id for m in scoped] == ["a:0"]
-    assert notes.count() == 2  # counting is not searching: operators may count everything
+    with pytest.raises(ConfigError, match="equality filter on workspace_id"):
+        notes.count()  # a count tells how much another tenant holds
+    assert notes.count(Filter.eq("workspace_id", 7)) == 1
 
 
 def test_a_store_applies_the_required_filter_to_collections_it_opens_later() -> None:
@@ -120,13 +122,16 @@ def test_the_settings_declare_it_and_every_door_refuses_an_unscoped_search(setti
     assert settings.collections["notes"].required_filter == ["workspace_id"]
     built = query.store_from_settings(settings)
     assert built.required_filters == {"notes": ("workspace_id",)}
-    bare = memory_store(dimensions=4)  # built by hand: store.query and Retrieval still apply the settings
+    bare = memory_store(dimensions=4)  # built by hand: the settings' rule is checked against the collection's
     bare.get_collection("notes", create=True).upsert_many(NOTES)
+    with pytest.raises(ConfigError, match=r'required_filter is \[\] there, \["workspace_id"\] in these settings'):
+        query.search("notes", [1, 0, 0, 0], store=bare)
+    bare.set_rules("notes", required_filter=("workspace_id",))
     with pytest.raises(ConfigError, match="collection 'notes' is searched only with an equality filter"):
         query.search("notes", [1, 0, 0, 0], store=bare)
     assert [m.id for m in query.search("notes", [1, 0, 0, 0], filter={"workspace_id": 8}, store=bare)] == ["b:0"]
     retrieval = Retrieval.from_settings(settings, store=memory_store(dimensions=4, embedder=CountingEmbedder()))
-    retrieval.store.get_collection("notes", create=True).upsert_many(NOTES)
+    retrieval.store.get_collection("notes", create=True).upsert_many(NOTES)  # made with the settings' rule
     with pytest.raises(ConfigError, match="equality filter on workspace_id"):
         query.answer("notes", "how long do refunds take?", retrieval=retrieval)
     grounded = query.answer("notes", "how long do refunds take?", filter={"workspace_id": 7}, retrieval=retrieval)
@@ -157,7 +162,7 @@ def test_allow_drops_the_hits_the_app_refuses_before_any_model_sees_them() -> No
 
     settings = load_settings_for_memory()
     retrieval = Retrieval.from_settings(settings, store=memory_store(dimensions=4, embedder=CountingEmbedder()))
-    retrieval.store.get_collection("notes", create=True).upsert_many(NOTES)
+    retrieval.store.get_collection("notes", create=True).upsert_many(NOTES)  # made with the settings' rule
     reranker, chat = retrieval.rerankers.entries[0], retrieval.chats.entries[0]
     assert isinstance(reranker, FakeReranker) and isinstance(chat, FakeChat)
     seen: list[list[str]] = []
