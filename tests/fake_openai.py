@@ -19,7 +19,8 @@ counts them per sliding window, as a provider's rate limit does). Scripted
 replies (``push``) make it fail on command: a status with headers, a delay
 past the client's timeout, vectors of the wrong size or one vector too few.
 ``always`` sets the reply once the script is used up.
-Use it as a context manager: ``with FakeOpenAI() as server: ...``.
+Use it as a context manager: ``with FakeOpenAI() as server: ...``; it loads
+its tokenizer before it starts, so no answer waits for that.
 """
 
 from __future__ import annotations
@@ -175,6 +176,9 @@ class FakeOpenAI:
         return [r.body["messages"][-1]["content"] for r in self.requests if r.path.endswith("/chat/completions")]
 
     def start(self) -> FakeOpenAI:
+        # Every embeddings answer counts its tokens with cl100k_base, whose first load takes seconds on a busy
+        # machine (bpe-openai builds its encodings on import): loaded now, the first answer is not that late.
+        _cl100k()
         self._thread.start()
         return self
 

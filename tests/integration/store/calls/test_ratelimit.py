@@ -164,6 +164,8 @@ def test_a_429_through_the_chain_shrinks_every_process_budget(redis_url: str) ->
         chain.embed_batch(["renewal call"])
         first, second = server.arrivals()
         assert second - first >= 0.45  # Retry-After (0.3), then one request at half of 10 a second
+        # The retry emptied the bucket again, which refills at 5 a second: another process waits if it asks
+        # within 0.2 s of that, so the fake server must not answer late (FakeOpenAI loads its tokenizer first).
         assert other_process._failover.limiters["m0"].take() > 0
         redis.Redis.from_url(redis_url).delete(bucket_key(settings.models["m0"]))
 
