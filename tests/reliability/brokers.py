@@ -203,6 +203,9 @@ class Sentinel(Broker):
 
     def start(self) -> None:
         self.group.start()
+        # a start that found a port taken started the group again on fresh ports: the Sentinel's may be another
+        self.url = self.group.url
+        self.cache_url = with_db(self.url, 1)
         self.started_at = time.monotonic()
 
     def restart(self, *, down_seconds: float = 1.0) -> None:
