@@ -18,6 +18,7 @@ from producer.cli.dev.services import redis_answers, redis_server_binary, tail
 
 __all__ = ["SENTINEL_MASTER", "PortTaken", "SentinelGroup", "sentinel_group"]
 
+#: The name the tests' Sentinels know their master by.
 SENTINEL_MASTER = "vsmaster"
 
 

