@@ -25,7 +25,7 @@ import numpy as np
 from store.connect.redis import REDIS_ERRORS, redis_client
 from store.contract import CACHE_KEY_PREFIX
 from store.settings import CollectionSettings, NetworkSettings
-from store.settings.collection_names import GENERATION_NAME
+from store.settings.collection_names import parse_name
 from store.vectors.records import text_digest
 
 __all__ = [
@@ -68,8 +68,7 @@ def hashed_key(model: str, dimensions: int, digest: str, *, prefix: str = DEFAUL
 def cache_scope(settings: CollectionSettings, collection: str) -> str:
     """The cache scope of ``collection`` (a generation's name gives its collection's): its own name, or "" for
     the pool ``[collections.NAME] cache = "shared"`` joins."""
-    generation = GENERATION_NAME.fullmatch(collection)
-    return "" if settings.cache == "shared" else generation["collection"] if generation else collection
+    return "" if settings.cache == "shared" else parse_name(collection)[0]
 
 
 def to_bytes(vector: Sequence[float]) -> bytes:

@@ -6,11 +6,17 @@ import re
 
 from store.errors import ConfigError, echo
 
-__all__ = ["GENERATION_NAME", "check_collection_name", "check_declared_name"]
+__all__ = ["GENERATION_NAME", "check_collection_name", "check_declared_name", "parse_name"]
 
 _COLLECTION_NAME = re.compile(r"[a-z][a-z0-9_]{0,47}")
 #: ``notes__g2``: generation 2 of ``notes`` (``store.state.generations``), a name no declared collection may take.
 GENERATION_NAME = re.compile(r"(?P<collection>[a-z][a-z0-9_]*?)__g(?P<number>[1-9][0-9]{0,5})")
+
+
+def parse_name(name: str) -> tuple[str, int | None]:
+    """``("notes", 2)`` for ``notes__g2``; ``("notes", None)`` for the collection's own name."""
+    found = GENERATION_NAME.fullmatch(name)
+    return (found["collection"], int(found["number"])) if found else (name, None)
 
 
 def check_collection_name(name: object) -> str:

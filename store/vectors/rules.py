@@ -30,7 +30,7 @@ from store.settings.search import LANGUAGES
 from store.vectors.keyword.analyzer import Analyzer, analyzer
 from store.vectors.tenancy import required_fields
 
-__all__ = ["Declared", "Rules", "settle", "terms_by"]
+__all__ = ["Declared", "Rules", "settle", "shown_by", "terms_by"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +141,15 @@ def _disagreement(name: str, found: list[tuple[str, Any, Any]]) -> str:
         f"hold for every process: change them with `vectorsync collections set {name} ...` (it says what it "
         f"costs), or make [collections.{name}] say the same (or leave the key out)"
     )
+
+
+def shown_by(identity: str | None) -> Rules:
+    """The rules a collection made before rules were kept shows by the analyzer identity of its terms
+    (``language/version``; None: it keeps none). No required filter: none was ever stored."""
+    if identity is None:
+        return Rules()
+    language = identity.split("/")[0]
+    return Rules(keywords=True, language=language if language in LANGUAGES else "english")
 
 
 def terms_by(rules: Rules) -> Analyzer | None:

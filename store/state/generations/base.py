@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from store.errors import ConfigError
 from store.settings import ModelSettings, Settings
-from store.settings.collection_names import GENERATION_NAME
+from store.settings.collection_names import parse_name
 
 __all__ = [
     "Alias",
@@ -39,12 +39,6 @@ __all__ = [
 
 def now() -> datetime:
     return datetime.now(UTC)
-
-
-def parse_name(name: str) -> tuple[str, int | None]:
-    """``("notes", 2)`` for ``notes__g2``; ``("notes", None)`` for the collection's own name."""
-    found = GENERATION_NAME.fullmatch(name)
-    return (found["collection"], int(found["number"])) if found else (name, None)
 
 
 @dataclass(frozen=True, slots=True)

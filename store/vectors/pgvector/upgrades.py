@@ -28,11 +28,10 @@ from psycopg import sql
 
 from store.connect.postgres import driver
 from store.errors import SchemaTooNew
-from store.settings.search import LANGUAGES
 from store.vectors.keyword import Analyzer
 from store.vectors.pgvector.keywords import backfill, stats_table
 from store.vectors.pgvector.segments import clear, posting_tables, rebuild
-from store.vectors.rules import Rules
+from store.vectors.rules import Rules, shown_by
 
 __all__ = [
     "CURRENT_VERSION",
@@ -162,10 +161,7 @@ def shown_rules(conn: sa.Connection, table_name: str) -> Rules:
     """The rules a table made before rules were kept shows by its terms: whether it keeps them, in which language;
     no required filter (none was ever stored)."""
     mark = analyzed_by(conn, table_name) or NO_KEYWORDS_MARK
-    if mark == NO_KEYWORDS_MARK or not mark.startswith(_MARK_PREFIX):
-        return Rules()
-    language = mark.removeprefix(_MARK_PREFIX).split("/")[0]
-    return Rules(keywords=True, language=language if language in LANGUAGES else "english")
+    return shown_by(mark.removeprefix(_MARK_PREFIX) if mark.startswith(_MARK_PREFIX) else None)
 
 
 def _comment(conn: sa.Connection, table_name: str) -> dict[str, Any]:

@@ -14,7 +14,6 @@ from qdrant_client import QdrantClient, models
 
 from store.errors import ConfigError, StoreUnavailable
 from store.settings import VectorSettings, default
-from store.settings.search import LANGUAGES
 from store.settings.urls import without_credentials
 from store.vectors.base import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
 from store.vectors.filters import check_field
@@ -22,7 +21,7 @@ from store.vectors.qdrant.client import driver_errors, is_server, translated
 from store.vectors.qdrant.filters import payload_key
 from store.vectors.qdrant.keywords import KEYWORDS, KEYWORDS_KEY, keyword_config, pin, pinned, upgrade
 from store.vectors.qdrant.points import TEXT_HASH, QdrantCollection
-from store.vectors.rules import Declared, Rules, settle, terms_by
+from store.vectors.rules import Declared, Rules, settle, shown_by, terms_by
 
 if TYPE_CHECKING:
     from store.settings import Settings
@@ -237,7 +236,4 @@ def _stored_rules(metadata: dict[str, Any] | None, name: str) -> Rules | None:
 def _shown_rules(metadata: dict[str, Any] | None) -> Rules:
     """What a collection made before rules were kept shows: its pinned analyzer, if any."""
     identity = ((metadata or {}).get(KEYWORDS_KEY) or {}).get("analyzer")
-    if not isinstance(identity, str):
-        return Rules()
-    language = identity.split("/")[0]
-    return Rules(keywords=True, language=language if language in LANGUAGES else "english")
+    return shown_by(identity if isinstance(identity, str) else None)
