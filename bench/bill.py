@@ -53,7 +53,7 @@ from tests.workers import (
     sql_collection,
     stored_chunks,
 )
-from worker.planning import PlanReading
+from worker.repair.plan_reading import PlanReading
 
 __all__ = ["run"]
 

@@ -171,7 +171,7 @@ def git_options(doc: Path) -> LabelledSet:
 
 def chunked(labelled: LabelledSet, max_tokens: int = 512, overlap: int = 64) -> list[tuple[str, str, str, int]]:
     """(chunk id, text, record id, chunk number) of every record, as the worker's chunker cuts them."""
-    from worker.chunking import Chunker
+    from worker.pipeline.chunker import Chunker
 
     chunker = Chunker(max_tokens=max_tokens, overlap=overlap)
     return [

@@ -23,7 +23,7 @@ from store.embeddings import Embeddings
 from store.errors import ConfigError
 from store.settings import Settings
 from store.vectors.pgvector.table import _prepare_build
-from worker.chunking import Chunker
+from worker.pipeline.chunker import Chunker
 
 __all__ = ["INSTALL", "Peer", "documents", "packages", "peer_embeddings"]
 

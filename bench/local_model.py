@@ -58,7 +58,7 @@ class Corpus:
 def corpus(limit: int | None = None) -> Corpus:
     """The dev docs collection's chunks, ``limit`` at most (whole records), in tasks of 20 records."""
     from producer.cli.dev.corpus import topic_rows
-    from worker.chunking import Chunker
+    from worker.pipeline.chunker import Chunker
 
     chunker = Chunker(max_tokens=200, overlap=24)
     records, total = [], 0

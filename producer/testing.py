@@ -84,7 +84,7 @@ class TaskQueue:
     """
 
     def __init__(self, settings: Settings) -> None:
-        from worker.process import WorkerContext
+        from worker.runtime.context import WorkerContext
 
         self.settings = settings
         self._pending: deque[SentTask] = deque()
@@ -148,7 +148,7 @@ class TaskQueue:
         return ran
 
     def _run(self, sent: SentTask) -> None:
-        from worker.celery import app
+        from worker.runtime.app import app
 
         task = app.tasks.get(sent.name)
         if task is None:
@@ -179,8 +179,8 @@ def queue(settings: Settings | Mapping[str, Any] | None = None) -> Iterator[Task
     Everything is put back at the end.
     """
     import worker.tasks  # noqa: F401  (registers the tasks)
-    from worker.celery import app
-    from worker.process import use_context
+    from worker.runtime.app import app
+    from worker.runtime.context import use_context
 
     tasks = TaskQueue(memory_settings(settings))
     previous_context = use_context(tasks.context)

@@ -263,7 +263,7 @@ class Client:
     ) -> Facts:
         """Where one record stands: its source row, its content hash now and the ledger's, its stored chunks, its
         failure, and a change waiting (outbox row, queued mark); ``.verdict`` says what it adds up to. ``source``
-        reads the record as a worker would (``worker.explaining.SourceReading(client)``); None: the source is
+        reads the record as a worker would (``worker.repair.source_reading.SourceReading(client)``); None: the source is
         not read, and the facts say so. ``filter``: a collection with a required filter is explained only within
         one that pins it (a record outside is told as unknown). Raises ConfigError for an unknown collection, a
         bad record id or filter."""
@@ -276,7 +276,7 @@ class Client:
     ) -> Report:
         """Compare ``collection``'s ledger with what its store holds, record by record (every record, or ``sample``
         at random), find chunks no entry accounts for and keyword statistics a recount would change. ``source``
-        reads records as a worker would, so chunk texts are compared too (``worker.verifying.ChunkReading``).
+        reads records as a worker would, so chunk texts are compared too (``worker.repair.chunk_reading.ChunkReading``).
         ``repair``: drifted records are forgotten by the ledger and sent as ``index_batch`` tasks, orphans' ids
         sent too (their batch deletes what the source no longer has), the statistics recounted. Raises
         ConfigError for an unknown collection or a bad sample, StoreUnavailable."""
@@ -287,8 +287,9 @@ class Client:
     def plan(self, collection: str, *, reader: PlanReader, chain: Sequence[str] | None = None) -> Plan:
         """What a reindex of ``collection`` (with ``chain``: its migration to that chain) would do and cost: records
         new, changed, unchanged and gone, chunks to embed and reused, tokens, provider calls, cost and the time the
-        rate limits allow. ``reader`` judges records as a worker would (``worker.planning.PlanReading(client)``).
-        Calls no provider, writes nothing. Raises ConfigError, StoreUnavailable."""
+        rate limits allow. ``reader`` judges records as a worker would
+        (``worker.repair.plan_reading.PlanReading(client)``). Calls no provider, writes nothing. Raises ConfigError,
+        StoreUnavailable."""
         from store.plan import plan
 
         return plan(self, collection, reader=reader, chain=chain)

@@ -56,7 +56,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OUTBOX = "vectorsync_outbox"
 
 
-#: The multiprocess metrics folder prometheus_client reads (worker.metrics sets it when the app is imported).
+#: The multiprocess metrics folder prometheus_client reads (worker.metrics.series sets it when the app is imported).
 METRICS_FOLDER_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 
@@ -454,7 +454,7 @@ def expected_chunks(
     settings: Settings, collection: str, rows: dict[str, dict[str, Any]]
 ) -> dict[str, tuple[str, dict[str, Any]]]:
     """What the store must hold for these source rows: chunk id -> (text, metadata)."""
-    from worker.chunking import Chunker
+    from worker.pipeline.chunker import Chunker
 
     chunker = Chunker.from_settings(settings.collections[collection].chunker)
     expected = {}

@@ -1,8 +1,9 @@
-"""vectorsync workers: the Celery app, the indexing pipeline, the chunker and the sources.
+"""vectorsync workers: the Celery app (``worker.runtime.app``), its tasks (``worker.tasks``), the indexing
+pipeline (``worker.pipeline``) and the sources it reads (``worker.sources``).
 
 ``celery -A worker worker`` finds ``app`` here.
 """
 
-from worker.celery import app
+from worker.runtime.app import app
 
 __all__ = ["app"]

@@ -124,7 +124,7 @@ def checks(settings: Settings, producer: Any) -> Iterator[Check]:
             "flower",
             lambda: _flower(url),
             status="warn",
-            fix="start Flower (python -m worker.flower), or fix flower.url (VECTORSYNC_FLOWER__URL)",
+            fix="start Flower (python -m worker.runtime.flower), or fix flower.url (VECTORSYNC_FLOWER__URL)",
         )
 
 

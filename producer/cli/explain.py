@@ -1,6 +1,6 @@
 """``vectorsync explain COLLECTION ID [--json]``: where one record stands, read from every part, and a verdict.
 
-The source is read as a worker reads it (``worker.explaining``: the same source, the same content hash), the
+The source is read as a worker reads it (``worker.repair.source_reading``: the same source, the same content hash), the
 one place the CLI imports the worker, inside the command, so ``import producer`` stays light.
 """
 
@@ -55,7 +55,7 @@ def explain(
 def read(client: Client, collection: str, record_id: str, filter: dict[str, Any] | None = None) -> Facts:
     """The facts of one record, its source read as a worker reads it (within ``filter``)."""
     from store.explain.gather import declared
-    from worker.explaining import SourceReading
+    from worker.repair.source_reading import SourceReading
 
     declared(client.settings, collection)  # an unknown collection is refused before any part is opened
     with SourceReading(client) as reading:

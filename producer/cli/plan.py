@@ -1,6 +1,6 @@
 """``vectorsync reindex NAME --plan`` and ``migrate NAME --chain NEW --plan``: what the run would do and cost, as a
 table or ``--json``, found without calling a provider (``store.plan``). The source is judged as a worker judges it
-(``worker.planning``), imported inside the command alone, so ``import producer`` stays light."""
+(``worker.repair.plan_reading``), imported inside the command alone, so ``import producer`` stays light."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def read(client: Client, collection: str, *, chain: Sequence[str] | None, caps: 
     run's (``caps``) packs each batch's calls alone, as the run will."""
     from store.explain.gather import declared
     from store.plan import plan
-    from worker.planning import PlanReading
+    from worker.repair.plan_reading import PlanReading
 
     declared(client.settings, collection)  # an unknown collection is refused before any part is opened
     with PlanReading(client) as reading:

@@ -3,7 +3,7 @@ record by record; exit 1 when anything drifted, 0 when clean, 2 on bad input, 3 
 database, the store, the source, the broker) cannot be reached: nothing is lost then, and it can simply run again.
 
 Chunk texts are compared with what the source's records make, read as a worker reads them
-(``worker.verifying``), imported inside the command alone, so ``import producer`` stays light.
+(``worker.repair.chunk_reading``), imported inside the command alone, so ``import producer`` stays light.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def verify(
 def read(client: Client, collection: str, *, sample: int | None, repair: bool) -> Report:
     """The report of ``collection``, its source read as a worker reads it."""
     from store.explain.gather import declared
-    from worker.verifying import ChunkReading
+    from worker.repair.chunk_reading import ChunkReading
 
     declared(client.settings, collection)  # an unknown collection is refused before any part is opened
     with ChunkReading(client) as reading:

@@ -1,6 +1,6 @@
 """How fresh each collection's index is: the seconds from a change to the commit that made it searchable.
 
-A worker measures each change it makes searchable (``worker.freshness``): a captured change from its outbox row's
+A worker measures each change it makes searchable (``worker.metrics.latency``): a captured change from its outbox row's
 time (taken inside the writer's transaction), an app's enqueue from its send. Prometheus gets a histogram; so
 that ``vectorsync status`` can say the last hour's p50 and p95 without a Prometheus, the worker also keeps the
 newest ``KEPT`` samples of each collection in the cache's Redis, each with when it was taken. Without a Redis

@@ -4,7 +4,7 @@ A task killed at its hard time limit, or whose pool process died under it (out o
 library, kill -9), goes back to its queue (``task_acks_late``, ``task_reject_on_worker_lost``,
 ``task_acks_on_timeout`` off), so that no batch is lost with its worker. A message that kills its worker every
 time would come back for ever, and its run would never end. Each redelivery is counted here, in the cache's
-Redis, so that a task gives up on a message after ``worker.max_redeliveries`` (``worker.retries``).
+Redis, so that a task gives up on a message after ``worker.max_redeliveries`` (``worker.tasks.retries``).
 
 Without a Redis cache (a RabbitMQ broker and no ``[cache] url``) nothing is counted; a RabbitMQ quorum
 queue's ``x-delivery-limit`` does the same there.

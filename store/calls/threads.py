@@ -8,7 +8,7 @@ processes, at least 1, unless ``[models.NAME] threads`` says otherwise.
 
 The worker says how many processes share the cores through
 ``$VECTORSYNC_LOCAL_PROCESSES``, set from its pool size when it starts
-(``worker.celery``); an operator who runs several workers on one machine, or
+(``worker.runtime.app``); an operator who runs several workers on one machine, or
 ``vectorsync dev``, sets it to the total.
 """
 

@@ -32,7 +32,7 @@ NO_WRITE_TIME = ("memory", "qdrant")
 
 class SourceReader(Protocol):
     """Reads one record as a worker would: its row and the content hash a worker would give it now
-    (``worker.explaining.SourceReading`` is the worker's)."""
+    (``worker.repair.source_reading.SourceReading`` is the worker's)."""
 
     def read(self, collection: str, record_id: str) -> SourceFacts:
         """The record in its source; a read that fails is a ``SourceFacts`` with ``found`` None and a note."""

@@ -49,7 +49,7 @@ class Target:
 
 
 class PlanReader(Protocol):
-    """Reads and judges a collection's records as a worker's run would (``worker.planning.PlanReading``)."""
+    """Reads and judges a collection's records as a worker's run would (``worker.repair.plan_reading.PlanReading``)."""
 
     def target(self, collection: str, *, chain: Sequence[str] | None) -> Target:
         """The run ``reindex`` (``chain`` None) or ``migrate --chain`` would start. Raises ConfigError."""

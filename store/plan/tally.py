@@ -1,7 +1,7 @@
 """Provider calls and tokens of the texts a run would embed, packed as the run packs them.
 
-A pooled run (a leftover pool in the cache's Redis, ``worker.pooling``) fills every provider call but its last,
-and the cache gives each distinct text once per run: its calls are the distinct texts packed in order. Without
+A pooled run (a leftover pool in the cache's Redis, ``worker.pipeline.leftovers``) fills every provider call but its
+last, and the cache gives each distinct text once per run: its calls are the distinct texts packed in order. Without
 a pool (no cache's Redis, or a capped run: ``pools``) each batch of records packs its own texts, and without a
 cache a text two batches hold is bought twice. Texts are kept as 8-byte digests in numpy arrays, so a plan of
 millions of chunks stays in tens of megabytes.
@@ -22,8 +22,8 @@ __all__ = ["Tally", "pack", "pools"]
 
 
 def pools(*, pool: bool, max_tokens: int | None, max_cost: float | None) -> bool:
-    """Whether a run pools its leftovers (``worker.pooling``): only with a pool to reach (``pool``: the cache's
-    Redis) and no cap, its own or its collection's, since a capped run parks a batch whole and a pooled record
+    """Whether a run pools its leftovers (``worker.pipeline.leftovers``): only with a pool to reach (``pool``: the
+    cache's Redis) and no cap, its own or its collection's, since a capped run parks a batch whole and a pooled record
     waits in Redis outside any batch. The rule of the run's fan-out, and so of its plan."""
     return pool and max_tokens is None and max_cost is None
 

@@ -39,7 +39,7 @@ SHOWN = 20
 
 class ChunkReader(Protocol):
     """Reads records as a worker would and says what their chunks' texts would be
-    (``worker.verifying.ChunkReading`` is the worker's)."""
+    (``worker.repair.chunk_reading.ChunkReading`` is the worker's)."""
 
     def expected(self, collection: str, record_ids: Sequence[str]) -> dict[str, Expected]:
         """Each record's ``Expected``; a record the source cannot give is left out or ``found`` None. Opens the

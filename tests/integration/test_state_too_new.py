@@ -21,7 +21,7 @@ from store.state.generations.postgres import PostgresGenerations
 from store.state.ledger.postgres import PostgresLedger
 from tests.integration.state_db import execute, fresh_database, load_schema, stamp
 from tests.workers import ROOT, process_env, run_cli, worker_sections
-from worker.celery import start_state
+from worker.runtime.app import start_state
 
 
 @pytest.fixture

@@ -83,7 +83,7 @@ def test_sigterm_during_a_batch_finishes_it_and_leaves_the_rest_queued(rig: Rig)
         sent = time.monotonic()
         # Under the whole suite on 2 cores one warm shutdown took 31 s after its last task ended. Its time after the
         # pool stopped was the interpreter's teardown (a full garbage collection, py-spy), which a worker now skips
-        # once Celery's shutdown is complete (worker.celery); what this checks is what the shutdown leaves and that
+        # once Celery's shutdown is complete (worker.runtime.app); what this checks is what the shutdown leaves and that
         # it took that exit with code 0, not how soon. How long it took is kept beside the worker's log (term.log).
         assert worker.wait(timeout=90) == 0
         (rig.config.parent / "term-shutdown-seconds").write_text(f"{time.monotonic() - sent:.2f}\n")

@@ -13,7 +13,7 @@ from store.embeddings.providers.openai import OpenAIProvider
 from store.settings import ModelSettings, Settings, load_settings
 from store.settings.urls import without_credentials
 from tests.fake_openai import FakeOpenAI
-from worker.flower import login_problem
+from worker.runtime.flower import login_problem
 
 
 def test_the_openai_key_goes_to_openai_only(monkeypatch: pytest.MonkeyPatch) -> None:

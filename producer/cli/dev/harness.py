@@ -397,9 +397,9 @@ def _start_flower(dev: _Dev, env: dict[str, str], cwd: Path) -> str | None:
 
 
 def flower_command(port: int) -> list[str]:
-    """Flower on 127.0.0.1 without a login, through ``worker.flower.serve``: like ``celery -A worker flower``,
-    but it stops at once on SIGTERM instead of first finishing its inspect calls (see worker/flower.py)."""
-    run = "import sys; from worker.flower import serve; serve(sys.argv[1:])"
+    """Flower on 127.0.0.1 without a login, through ``worker.runtime.flower.serve``: like ``celery -A worker flower``,
+    but it stops at once on SIGTERM instead of first finishing its inspect calls (see worker/runtime/flower.py)."""
+    run = "import sys; from worker.runtime.flower import serve; serve(sys.argv[1:])"
     return [sys.executable, "-c", run, f"--port={port}", "--address=127.0.0.1"]
 
 

@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 #: Seconds a service gets to stop after SIGTERM before it is killed (a dev system: nothing it holds is worth
-#: waiting for longer; Flower stops at once, see worker/flower.py).
+#: waiting for longer; Flower stops at once, see worker/runtime/flower.py).
 STOP_SECONDS = 8.0
 
 

@@ -1,5 +1,5 @@
 """The ledger's decisions as pure functions, so that the memory and the PostgreSQL ledger take each the same way
-and each rule is tested alone (as ``worker/policy.py`` does for the worker's).
+and each rule is tested alone (as ``worker/tasks/policy.py`` does for the worker's).
 
 Two rules run inside PostgreSQL's upserts, where they must be atomic: ``kept_version`` and ``attempts_after``
 (``statements.RECORD_INDEXED`` and ``statements.RECORD_FAILURE``); the ledger contract keeps both in step.

@@ -161,7 +161,7 @@ def test_compose_celery_services_share_the_image_config_and_secrets(compose: dic
         "INFO",
         "-E",
     ]
-    assert _command(services["flower"])[:4] == ["python", "-m", "worker.flower", "--port=5555"]
+    assert _command(services["flower"])[:4] == ["python", "-m", "worker.runtime.flower", "--port=5555"]
     assert _command(services["beat"])[:4] == ["celery", "-A", "worker", "beat"]
     for name in CELERY_SERVICES:
         service = services[name]

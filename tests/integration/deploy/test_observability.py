@@ -42,7 +42,7 @@ from tests.integration.deploy.promtool import promtool_path
 from tests.services import free_port
 from tests.unit.deploy.test_observability_files import ALERTS, alert_rules, dashboard_queries, used_metric_names
 from tests.workers import ROOT, CrmTable, celery_worker, note, process_env, settings_toml, wait_for
-from worker.metrics import OUTCOMES
+from worker.metrics.series import OUTCOMES
 
 RECORDS = 60
 BATCH = 5  # 12 index_batch tasks of half a second each: the run is open for several scrapes

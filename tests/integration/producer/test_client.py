@@ -157,7 +157,7 @@ def test_reindex_wait_gives_up_after_its_timeout_when_no_worker_runs(
     config.write_text(
         f'[broker]\nurl = "{broker_redis_url}"\n[vectors]\nurl = "{postgres_url}"\n'
         '[collections.notes.source]\nkind = "python"\n'
-        'loader = "tests.unit.worker.test_pipeline:load_records"\n'
+        'loader = "tests.unit.worker.pipeline.test_indexer:load_records"\n'
     )
     result = run_cli(config, "reindex", "notes", "--wait", "--timeout", "1")
     assert result.returncode == 3

@@ -13,7 +13,7 @@ from store.connect.postgres import engine_url
 from store.settings import SourceSettings
 from store.vectors.backends import memory_store
 from tests.backends import unique_name
-from tests.unit.worker.test_hostile_input import make_indexer
+from tests.unit.worker.pipeline.test_hostile_input import make_jobs
 from worker.sources.sql import SqlSource
 
 
@@ -39,15 +39,15 @@ def test_sql_rows_whose_values_cannot_be_converted_fail_alone(hostile_table: str
         kind="sql", url=postgres_url, table=hostile_table, text="{body}", metadata=["amount", "due"]
     )
     source = SqlSource(settings)
-    indexer = make_indexer(source)
-    result = indexer.index(["1", "2", "3", "4", "99999999999999999999"])
+    jobs = make_jobs(source)
+    result = jobs.indexer.index(["1", "2", "3", "4", "99999999999999999999"])
     assert sorted(result.indexed) == ["1", "4"]
     assert set(result.failed) == {"2", "3"}
     assert "metadata of record '2' cannot be encoded as JSON" in result.failed["2"]
     assert "StoreError" in result.failed["3"] and "infinity" in result.failed["3"].lower()
     assert "fix the row in the source, or leave the column out of source.metadata" in result.failed["3"]
     assert result.deleted == ["99999999999999999999"]  # an id the column cannot hold is not in the table
-    assert indexer.stale(page_size=2) == ["2", "3"]  # a reconcile sweep reports them, and does not crash
+    assert jobs.sweeper.stale(page_size=2) == ["2", "3"]  # a reconcile sweep reports them, and does not crash
 
 
 def test_data_the_database_refuses_is_not_retried_as_an_outage(postgres_url: str) -> None:
@@ -98,18 +98,18 @@ def test_record_ids_postgresql_cannot_hold_fail_alone_against_its_ledger_and_sto
     store's write, and failed the whole batch."""
     from store.state.ledger.postgres import PostgresLedger
     from store.vectors.pgvector import PgvectorStore
-    from tests.unit.worker import test_hostile_input as unit
+    from tests.unit.worker.pipeline import test_hostile_input as unit
     from worker.sources.python import PythonSource
 
     unit.RECORDS.clear()
     unit.RECORDS.update({key: {"id": key, "text": f"note {key!r}"} for key in ["1", *unit.UNSTORABLE_IDS, "2"]})
     ledger = PostgresLedger(postgres_url)
     with PgvectorStore(postgres_url, dimensions=16) as store:
-        indexer = make_indexer(PythonSource(loader=f"{unit.__name__}:load_records"), store=store)
-        indexer.ledger = ledger
-        result = indexer.index(["1", *unit.UNSTORABLE_IDS, "2"])
+        jobs = make_jobs(PythonSource(loader=f"{unit.__name__}:load_records"), store=store)
+        jobs.pipeline.ledger = ledger
+        result = jobs.indexer.index(["1", *unit.UNSTORABLE_IDS, "2"])
         assert sorted(result.indexed) == ["1", "2"]
         assert set(result.failed) == set(unit.UNSTORABLE_IDS)
         assert all(unit.ID_RULE_TEXT in error for error in result.failed.values())
-        assert indexer.collection.count() == 2
+        assert jobs.pipeline.collection.count() == 2
     ledger.close()

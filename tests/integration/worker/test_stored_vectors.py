@@ -14,7 +14,8 @@ from store.settings import Settings
 from store.state.generations import migration
 from tests.backends import unique_name
 from tests.fake_openai import FAST_RETRIES, FakeOpenAI
-from worker.process import WorkerContext
+from worker.pipeline.indexer import Indexer
+from worker.runtime.context import WorkerContext
 
 RECORDS: dict[str, dict[str, Any]] = {}
 WORDS = [f"w{i}" for i in range(400)]
@@ -79,28 +80,30 @@ def texts_sent(fake: FakeOpenAI, since: int = 0) -> int:
 def test_a_metadata_only_edit_makes_no_provider_call(world: tuple[str, WorkerContext], fake: FakeOpenAI) -> None:
     name, ctx = world
     RECORDS["a"] = {"id": "a", "text": text(1), "metadata": {"kind": "call"}}
-    indexer = ctx.indexer(name)
-    assert indexer.embeddings.cache is None and indexer.index(["a"]).indexed == ["a"]
-    calls, reused = fake.calls, indexer.embeddings.stats.reused
+    pipeline = ctx.pipeline(name)
+    indexer = Indexer(pipeline)
+    assert pipeline.embeddings.cache is None and indexer.index(["a"]).indexed == ["a"]
+    calls, reused = fake.calls, pipeline.embeddings.stats.reused
     RECORDS["a"]["metadata"] = {"kind": "email"}
     assert indexer.index(["a"]).indexed == ["a"]
     assert fake.calls == calls  # 0 provider calls
-    assert indexer.embeddings.stats.reused - reused == len(indexer.collection.chunks_of("a")) == 4
-    assert {m.metadata["kind"] for m in indexer.collection.search([1.0] * 8, limit=10)} == {"email"}
+    assert pipeline.embeddings.stats.reused - reused == len(pipeline.collection.chunks_of("a")) == 4
+    assert {m.metadata["kind"] for m in pipeline.collection.search([1.0] * 8, limit=10)} == {"email"}
 
 
 def test_a_text_another_record_holds_is_not_bought(world: tuple[str, WorkerContext], fake: FakeOpenAI) -> None:
     name, ctx = world
     RECORDS["a"] = {"id": "a", "text": text(1), "metadata": {}}
-    indexer = ctx.indexer(name)
+    pipeline = ctx.pipeline(name)
+    indexer = Indexer(pipeline)
     indexer.index(["a"])
     calls = fake.calls
     RECORDS["b"] = {"id": "b", "text": text(1), "metadata": {}}
     assert indexer.index(["b"]).indexed == ["b"] and fake.calls == calls
     RECORDS["c"] = {"id": "c", "text": text(1) + "\n\n" + text(2), "metadata": {}}  # a's chunks, then others
     indexer.index(["c"])
-    held = {chunk.text for chunk in indexer.collection.chunks_of("a")}
-    new = {chunk.text for chunk in indexer.collection.chunks_of("c")} - held
+    held = {chunk.text for chunk in pipeline.collection.chunks_of("a")}
+    new = {chunk.text for chunk in pipeline.collection.chunks_of("c")} - held
     assert len(held) == 4 and new and fake.calls == calls + 1 and texts_sent(fake, calls) == len(new)
 
 
@@ -111,13 +114,13 @@ def test_a_chunker_change_embeds_only_texts_not_stored(
     ids = [str(i) for i in range(10)]
     # 7 records shorter than either chunk size (one chunk, as it was) and 3 of 30 words, cut anew
     RECORDS.update({i: {"id": i, "text": text(int(i)) if int(i) < 3 else f"note {i}", "metadata": {}} for i in ids})
-    ctx.indexer(name).index(ids)
-    before, calls = {c.text for i in ids for c in ctx.indexer(name).collection.chunks_of(i)}, fake.calls
+    Indexer(ctx.pipeline(name)).index(ids)
+    before, calls = {c.text for i in ids for c in ctx.pipeline(name).collection.chunks_of(i)}, fake.calls
     changed = WorkerContext.from_settings(settings(fake, postgres_url, redis_url, name, max_tokens=16))
     try:
-        indexer = changed.indexer(name)
-        assert sorted(indexer.index(ids).indexed) == ids
-        now = {c.text for i in ids for c in indexer.collection.chunks_of(i)}
+        pipeline = changed.pipeline(name)
+        assert sorted(Indexer(pipeline).index(ids).indexed) == ids
+        now = {c.text for i in ids for c in pipeline.collection.chunks_of(i)}
     finally:
         changed.close()
     assert len(now & before) >= 7 and now - before  # some chunk texts kept, others new
@@ -130,7 +133,7 @@ def migrate(ctx: WorkerContext, name: str, chain: list[str], ids: list[str]) -> 
     registry = ctx.client.generations
     assert registry is not None
     new = migration.begin(ctx.settings, registry, name, chain, embedded_by=lambda c: ctx.ledger.models(c))
-    ctx.written(new.name, ids, lambda indexer: indexer.index(ids, fresh=True))
+    ctx.written(new.name, ids, lambda jobs: jobs.indexer.index(ids, fresh=True))
     assert registry.switch(name, new.number, expected=1)
 
 
@@ -138,7 +141,7 @@ def test_migrate_on_the_same_model_copies_every_vector(world: tuple[str, WorkerC
     name, ctx = world
     ids = [str(i) for i in range(20)]
     RECORDS.update({i: {"id": i, "text": text(int(i)), "metadata": {"n": int(i)}} for i in ids})
-    ctx.indexer(name).index(ids)
+    Indexer(ctx.pipeline(name)).index(ids)
     queries = [[float((i * q) % 5) + 0.5 for i in range(8)] for q in range(1, 6)]
     found = [[(m.id, round(m.score, 5)) for m in ctx.router.read(name).search(q, limit=5)] for q in queries]
     calls, chunks = fake.calls, ctx.router.read(name).count()
@@ -153,7 +156,7 @@ def test_another_model_or_size_never_reuses(world: tuple[str, WorkerContext], fa
     name, ctx = world
     ids = [str(i) for i in range(5)]
     RECORDS.update({i: {"id": i, "text": text(int(i)), "metadata": {}} for i in ids})
-    ctx.indexer(name).index(ids)
+    Indexer(ctx.pipeline(name)).index(ids)
     calls, chunks = fake.calls, ctx.router.read(name).count()
     migrate(ctx, name, [chain], ids)
     assert texts_sent(fake, calls) == chunks  # every chunk bought from the new model

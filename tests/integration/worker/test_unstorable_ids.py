@@ -1,5 +1,5 @@
 """Issue 48, defect 1: record ids PostgreSQL cannot hold (a NUL, a lone surrogate) from a Python loader, through
-the real PostgreSQL ledger. The fan-out's ledger lookup (``worker.fanout.changed_ids``) and ``reindex --plan``'s
+the real PostgreSQL ledger. The fan-out's ledger lookup (``worker.runs.fanout.changed_ids``) and ``reindex --plan``'s
 reader sent them to SQL and failed the whole run, with no failures row; the in-memory ledger hid it. Each bad id
 must fail alone, with a failures row naming it (escaped) and the rule, while its batch-mates are indexed."""
 
@@ -18,7 +18,7 @@ from store.state.ledger import RunProgress, RunStatus
 from store.state.ledger.postgres import PostgresLedger
 from store.vectors.records import escape_unstorable
 from tests.backends import unique_name
-from worker.planning import PlanReading
+from worker.repair.plan_reading import PlanReading
 
 RECORDS: dict[str, dict[str, Any]] = {}
 #: Ids no PostgreSQL text column holds, and the good ids beside them.
@@ -46,7 +46,7 @@ class PostgresTaskQueue(testing.TaskQueue):
     def __init__(self, settings: Any, ledger: PostgresLedger) -> None:
         super().__init__(settings)
         self.context.close()
-        from worker.process import WorkerContext
+        from worker.runtime.context import WorkerContext
 
         self.client = Client(settings, ledger=ledger, hooks=Hooks(send=self.send_task))
         self.context = WorkerContext.of(self.client)
@@ -57,8 +57,8 @@ def postgres_queue(ledger: PostgresLedger, settings: Mapping[str, Any]) -> Itera
     """``testing.queue`` over ``ledger``, the real PostgreSQL one, and ``settings`` (its ``[collections]``, ``[worker]``
     ...): the worker's tasks run in this process; the ledger stays open."""
     import worker.tasks  # noqa: F401  (registers the tasks)
-    from worker.celery import app
-    from worker.process import use_context
+    from worker.runtime.app import app
+    from worker.runtime.context import use_context
 
     tasks = PostgresTaskQueue(testing.memory_settings(settings), ledger)
     previous_context, previous_client = use_context(tasks.context), use_client(tasks.client)

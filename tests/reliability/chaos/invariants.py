@@ -24,7 +24,7 @@ def _record(chunk_id: str) -> str:
 
 
 def _pushed_chunks(system: System, documents: dict[str, tuple[str, dict[str, Any]] | None]) -> Chunks:
-    from worker.chunking import Chunker
+    from worker.pipeline.chunker import Chunker
 
     chunker = Chunker.from_settings(system.settings.collections[PUSHED].chunker)
     expected = {}

@@ -141,7 +141,7 @@ def test_k8s_workloads_run_celery_with_the_config_map_and_the_secret(
     assert "inspect ping" in probe and "celery@$HOSTNAME" in probe
     assert beat["spec"]["replicas"] == 1 and beat["spec"]["strategy"]["type"] == "Recreate"
     assert _pod(beat)["containers"][0]["command"][:4] == ["celery", "-A", "worker", "beat"]
-    assert _pod(flower)["containers"][0]["command"][:3] == ["python", "-m", "worker.flower"]
+    assert _pod(flower)["containers"][0]["command"][:3] == ["python", "-m", "worker.runtime.flower"]
     for doc in (worker, beat, flower):
         pod = _pod(doc)
         assert doc["spec"]["selector"]["matchLabels"].items() <= doc["spec"]["template"]["metadata"]["labels"].items()

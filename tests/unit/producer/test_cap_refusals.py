@@ -19,7 +19,7 @@ from store.settings import Settings
 from store.state.generations.base import implicit, registered
 from store.state.ledger import MemoryLedger, Parked, RunStatus
 
-SOURCE = {"kind": "python", "loader": "tests.unit.worker.test_hostile_input:load_records"}
+SOURCE = {"kind": "python", "loader": "tests.unit.worker.pipeline.test_hostile_input:load_records"}
 
 
 def settings(*prices: float | None) -> Settings:

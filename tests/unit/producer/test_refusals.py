@@ -15,7 +15,9 @@ SETTINGS = Settings.model_validate(
     {
         "vectors": {"store": "memory", "dimensions": 8},
         "collections": {
-            "notes": {"source": {"kind": "python", "loader": "tests.unit.worker.test_hostile_input:load_records"}},
+            "notes": {
+                "source": {"kind": "python", "loader": "tests.unit.worker.pipeline.test_hostile_input:load_records"}
+            },
             "docs": {"source": {"kind": "push"}},
         },
     }

@@ -81,7 +81,7 @@ def test_close_releases_what_the_client_built_and_leaves_what_it_was_given() -> 
 def test_the_producer_of_a_client_given_a_ledger_creates_its_runs_there() -> None:
     ledger = MemoryLedger()
     sent: list[tuple[str, Any]] = []
-    notes = {"source": {"kind": "python", "loader": "tests.unit.worker.test_hostile_input:load_records"}}
+    notes = {"source": {"kind": "python", "loader": "tests.unit.worker.pipeline.test_hostile_input:load_records"}}
     send = lambda name, **kw: sent.append((name, kw["args"]))  # noqa: E731
     with Client(settings(notes=notes), ledger=ledger, hooks=Hooks(send=send)) as client:
         run_id = client.producer.reindex_all("notes")  # a collection with a source: pushed ones have none to read

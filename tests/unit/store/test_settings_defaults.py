@@ -15,8 +15,8 @@ from store.vectors import VectorStore
 from store.vectors.backends import memory_store
 from store.vectors.pgvector import PgvectorStore, PgvectorTuning
 from store.vectors.qdrant import QdrantStore, QdrantTuning
-from worker.chunking import Chunker
-from worker.policy import RetryPolicy
+from worker.pipeline.chunker import Chunker
+from worker.tasks.policy import RetryPolicy
 
 DEFAULTS = Settings()
 MODEL = ModelSettings(provider="fake", model="fake", dimensions=4)

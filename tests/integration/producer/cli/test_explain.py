@@ -22,7 +22,7 @@ from store.settings import load_settings
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
 from tests.workers import CrmTable, celery_worker, note, run_cli, settings_toml, wait_for
-from worker.explaining import SourceReading
+from worker.repair.source_reading import SourceReading
 
 pytestmark = pytest.mark.slow
 

@@ -21,7 +21,8 @@ from store.settings import load_settings
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI
 from tests.workers import CrmTable, note, run_cli, settings_toml
-from worker.process import WorkerContext
+from worker.pipeline.indexer import Indexer
+from worker.runtime.context import WorkerContext
 
 RECORDS = 6
 
@@ -87,7 +88,10 @@ def rig(
         rig = Rig(tmp_path, collection, postgres_url, parts, f"127.0.0.1:{closed_port}")
         context = WorkerContext.from_settings(load_settings(rig.settings_with()))
         try:
-            assert len(context.indexer(collection).index([str(i) for i in range(1, RECORDS + 1)]).indexed) == RECORDS
+            assert (
+                len(Indexer(context.pipeline(collection)).index([str(i) for i in range(1, RECORDS + 1)]).indexed)
+                == RECORDS
+            )
         finally:
             context.close()
         yield rig

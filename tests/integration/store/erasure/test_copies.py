@@ -19,8 +19,9 @@ from store.erasure.receipt import forget
 from store.settings import Settings
 from store.vectors.records import text_digest
 from tests.integration.state_db import fresh_database
-from worker.planning import PlanReading
-from worker.process import WorkerContext
+from worker.pipeline.indexer import Indexer
+from worker.repair.plan_reading import PlanReading
+from worker.runtime.context import WorkerContext
 
 #: A term no other text holds: its statistics, postings and sparse weights must go with the record.
 SECRET = "zanzibarqx"
@@ -117,7 +118,7 @@ def test_a_deleted_record_leaves_no_trace_and_no_collection_hears_of_another_s_t
     RECORDS.update({key: {"id": key, "text": text} for key, text in TEXTS.items()})
     context = WorkerContext.from_settings(settings)
     try:
-        notes, other = context.indexer("notes"), context.indexer("other")
+        notes, other = Indexer(context.pipeline("notes")), Indexer(context.pipeline("other"))
         notes.index(list(TEXTS))
         vector = list(context.embeddings.chain.embed_batch([TEXTS["a"]])[0][0])  # not through the cache
         client = Client(settings, ledger=context.ledger, store=context.store, embeddings=context.embeddings)

@@ -4,7 +4,6 @@ give the vectors back in the caller's order."""
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -13,7 +12,6 @@ from store.embeddings.providers.local import LocalProvider
 from store.embeddings.providers.onnx import length_batches
 from store.errors import ConfigError
 from store.settings import ModelSettings, Settings
-from worker.celery import _share_cores, pool_processes
 
 TEXTS = [
     "Invoice paid.",
@@ -68,17 +66,6 @@ def test_the_provider_takes_its_share_unless_threads_is_set(monkeypatch: pytest.
     assert LocalProvider(name="m", settings=minilm()).threads == 2
     assert LocalProvider(name="m", settings=minilm(threads=3)).threads == 3
     assert Settings().models == {} and minilm().threads is None  # the default: the share
-
-
-def test_the_worker_tells_its_pool_how_many_processes_share_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert pool_processes(SimpleNamespace(pool_cls="prefork", concurrency=3)) == 3
-    assert pool_processes(SimpleNamespace(pool_cls="threads", concurrency=8)) == 1  # one process
-    assert pool_processes(SimpleNamespace(pool_cls="prefork", concurrency="auto")) is None
-    monkeypatch.delenv(cpu.PROCESSES_ENV, raising=False)
-    _share_cores(sender=SimpleNamespace(pool_cls="prefork", concurrency=2))
-    assert cpu.local_processes() == 2
-    _share_cores(sender=SimpleNamespace(pool_cls="prefork", concurrency=5))  # set by the operator: kept
-    assert cpu.local_processes() == 2
 
 
 def test_quantize_needs_the_onnx_backend_and_is_a_model_of_its_own() -> None:

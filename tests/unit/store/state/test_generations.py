@@ -19,8 +19,8 @@ from store.state.generations.routing import reading, switch_now, switch_when_bui
 from store.state.ledger import MemoryLedger, RunProgress, RunStatus
 from store.state.ledger.base import LedgerEntry
 from tests.backends import unique_name
-from worker.batches import BatchResult
-from worker.policy import combined
+from worker.pipeline.batch import BatchResult
+from worker.tasks.policy import combined
 
 MODELS = {
     "small": {"provider": "fake", "model": "fake-small", "dimensions": 8},
@@ -143,7 +143,7 @@ def test_generation_1_reads_fallback_and_int8_model_names_as_the_ledger_records_
 def test_a_generation_a_worker_cannot_embed_fails_its_records_there_and_the_live_one_is_still_written(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from worker.process import WorkerContext
+    from worker.runtime.context import WorkerContext
 
     monkeypatch.delenv("VS_TEST_MISSING_KEY", raising=False)
     keyed = {
@@ -169,7 +169,7 @@ def test_a_generation_a_worker_cannot_embed_fails_its_records_there_and_the_live
     ledger.generations.begin(live, new)
     ctx = WorkerContext.from_settings(config, ledger=ledger)
     try:
-        written = ctx.written("notes", ["a"], lambda indexer: indexer.index(["a"]))
+        written = ctx.written("notes", ["a"], lambda jobs: jobs.indexer.index(["a"]))
     finally:
         ctx.close()
     assert written["notes"].indexed == ["a"]
