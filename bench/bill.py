@@ -43,16 +43,11 @@ from store.connect.postgres import engine_url
 from store.plan import Plan
 from store.settings import Settings, load_settings
 from store.state.ledger import RunStatus
+from tests.crm import CrmTable, expected_chunks, stored_chunks
 from tests.fake_openai import FakeOpenAI
 from tests.services import embedded_postgres, redis_server
-from tests.workers import (
-    CrmTable,
-    celery_worker,
-    expected_chunks,
-    settings_toml,
-    sql_collection,
-    stored_chunks,
-)
+from tests.settings_files import settings_toml, sql_collection
+from tests.workers import celery_worker
 from worker.repair.plan_reading import PlanReading
 
 __all__ = ["run"]

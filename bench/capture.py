@@ -35,18 +35,10 @@ from bench.servers import database
 from producer.client import Producer
 from store.capture import control
 from store.settings import Settings, load_settings
+from tests.crm import OUTBOX, WORDS, CrmTable, Psql, insert_notes
 from tests.services import redis_server
-from tests.workers import (
-    OUTBOX,
-    WORDS,
-    CrmTable,
-    Psql,
-    celery_worker,
-    insert_notes,
-    run_cli,
-    sql_collection,
-    worker_sections,
-)
+from tests.settings_files import sql_collection, worker_sections
+from tests.workers import celery_worker, run_cli
 
 __all__ = ["Rig", "main", "run"]
 

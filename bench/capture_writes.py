@@ -27,7 +27,8 @@ import psycopg
 from bench.report import Row
 from store.capture import control
 from store.settings import load_settings
-from tests.workers import OUTBOX, WORDS, CrmTable, sql_collection
+from tests.crm import OUTBOX, WORDS, CrmTable
+from tests.settings_files import sql_collection
 
 __all__ = ["Cost", "rates", "tables", "trigger_cost", "writes"]
 

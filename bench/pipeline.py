@@ -34,9 +34,11 @@ from store.settings import load_settings
 from store.state.ledger import RunStatus
 from store.vectors.pgvector import PgvectorStore
 from store.vectors.pgvector.table import build_memory_mb
+from tests.crm import CrmTable
 from tests.fake_openai import FakeOpenAI
 from tests.services import embedded_postgres, redis_server
-from tests.workers import CrmTable, celery_worker, settings_toml
+from tests.settings_files import settings_toml
+from tests.workers import celery_worker
 
 DIMENSIONS = 384
 #: A bulk load of 20,000 records runs far past the tests' short time limits: these, and a visibility timeout

@@ -31,9 +31,11 @@ from producer.client import Producer
 from store.connect.postgres import engine_url
 from store.settings import Settings, load_settings
 from store.state.ledger import RunProgress, RunStatus
+from tests.crm import CrmTable, expected_chunks
 from tests.fake_openai import FakeOpenAI
 from tests.services import embedded_postgres, redis_server
-from tests.workers import CrmTable, celery_worker, expected_chunks, settings_toml
+from tests.settings_files import settings_toml
+from tests.workers import celery_worker
 
 __all__ = ["run"]
 

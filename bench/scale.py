@@ -63,17 +63,10 @@ from store.connect.postgres import engine_url
 from store.contract import BUILD_INDEX
 from store.settings import load_settings
 from store.vectors.pgvector.table import build_memory_mb
+from tests.crm import CrmTable, Psql, insert_notes, outbox_rows
 from tests.services import redis_server
-from tests.workers import (
-    CrmTable,
-    Psql,
-    celery_worker,
-    insert_notes,
-    outbox_rows,
-    run_cli,
-    sql_collection,
-    worker_sections,
-)
+from tests.settings_files import sql_collection, worker_sections
+from tests.workers import celery_worker, run_cli
 
 __all__ = ["main", "run"]
 

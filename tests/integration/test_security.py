@@ -16,7 +16,8 @@ from store.errors import PermanentError
 from store.settings import load_settings
 from tests.backends import unique_name
 from tests.fake_openai import FakeOpenAI, settings_for
-from tests.workers import pushed_collection, run_cli
+from tests.settings_files import pushed_collection
+from tests.workers import run_cli
 
 
 def test_a_nan_answer_fails_over_and_never_reaches_the_cache(scratch_redis_url: str) -> None:

@@ -20,7 +20,8 @@ from store.state.database import StateDatabase
 from store.state.generations.postgres import PostgresGenerations
 from store.state.ledger.postgres import PostgresLedger
 from tests.integration.state_db import execute, fresh_database, load_schema, stamp
-from tests.workers import ROOT, process_env, run_cli, worker_sections
+from tests.settings_files import worker_sections
+from tests.workers import ROOT, process_env, run_cli
 from worker.runtime.app import start_state
 
 

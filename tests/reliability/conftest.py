@@ -31,17 +31,11 @@ from store.connect.postgres import engine_url
 from store.settings import Settings, load_settings
 from store.state.ledger.postgres import PostgresLedger
 from tests.backends import unique_name
+from tests.crm import OUTBOX, CrmTable, expected_chunks, stored_chunks
 from tests.fake_openai import FakeOpenAI
 from tests.reliability.brokers import Broker, Redis, Sentinel, with_db
-from tests.workers import (
-    OUTBOX,
-    CrmTable,
-    celery_worker,
-    expected_chunks,
-    sql_collection,
-    stored_chunks,
-    wait_for,
-)
+from tests.settings_files import sql_collection
+from tests.workers import celery_worker, wait_for
 
 FIGURES: list[dict[str, Any]] = []
 #: Where a pytest-xdist worker leaves its FIGURES for the controller.

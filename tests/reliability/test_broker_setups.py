@@ -32,9 +32,10 @@ import pytest
 
 from producer.client import Producer
 from tests.backends import unique_name
+from tests.crm import note, stored_chunks
 from tests.reliability.brokers import Sentinel
 from tests.reliability.conftest import FIGURES, Rig, make_rig
-from tests.workers import note, stored_chunks, wait_for
+from tests.workers import wait_for
 
 #: Records of the reindex: 12 batches of 50, the provider slowed so that they are still out when the master goes.
 RECORDS = 600

@@ -16,9 +16,10 @@ import redis
 import sqlalchemy as sa
 
 from store.contract import INDEX_BATCH, INDEX_RECORD
+from tests.crm import OUTBOX, Psql, insert_notes, note, stored_chunks
 from tests.reliability.conftest import Rig, kill_tree, make_rig, restart_postgres
 from tests.reliability.test_crashes import _embedded_postgres_only
-from tests.workers import OUTBOX, Psql, insert_notes, note, run_cli, stored_chunks, wait_for
+from tests.workers import run_cli, wait_for
 
 #: The one deliberate hold of these scenarios: how long the broker stays down while writes go on.
 BROKER_DOWN_SECONDS = 30

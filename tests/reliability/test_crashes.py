@@ -16,9 +16,10 @@ from producer.client import Producer
 from store.broker.config import soft_time_limit
 from store.connect.postgres import engine_url
 from store.contract import RunStatus
+from tests.crm import note
 from tests.reliability.brokers import Redis
 from tests.reliability.conftest import Rig, kill_tree, make_rig, restart_postgres
-from tests.workers import note, pool_processes, run_cli, wait_for
+from tests.workers import pool_processes, run_cli, wait_for
 
 
 def _idle(producer: Producer) -> bool:

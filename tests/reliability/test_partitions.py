@@ -23,10 +23,11 @@ import pytest
 import sqlalchemy as sa
 
 from store.connect.postgres import engine_url
+from tests.crm import note
 from tests.reliability.conftest import Rig, make_rig
 from tests.reliability.network import NETWORK, Namespace, namespace
 from tests.services import embedded_postgres
-from tests.workers import ROOT, note, process_env, wait_for
+from tests.workers import ROOT, process_env, wait_for
 
 #: Records of each reindex, and the part of them indexed when the cut lands: all batches sent, the rest still
 #: to do, few enough that the time from the heal to the run's end is mostly the recovery itself.

@@ -7,8 +7,9 @@ import pytest
 import redis
 
 from store.contract import POOL_KEY_PREFIX
+from tests.crm import note
 from tests.reliability.conftest import Rig
-from tests.workers import note, wait_for
+from tests.workers import wait_for
 
 
 @pytest.mark.parametrize("rig", [True], ids=["redis-aof"], indirect=True)

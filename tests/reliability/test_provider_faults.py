@@ -7,8 +7,9 @@ import threading
 import time
 from pathlib import Path
 
+from tests.crm import note
 from tests.reliability.conftest import Rig, make_rig
-from tests.workers import note, run_cli
+from tests.workers import run_cli
 
 
 def _reindex(rig: Rig) -> str:

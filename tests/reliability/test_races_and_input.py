@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import random
 
+from tests.crm import note
 from tests.reliability.conftest import Rig
-from tests.workers import note, run_cli
+from tests.workers import run_cli
 
 
 def test_500_updates_to_50_records_over_4_worker_processes(rig: Rig) -> None:

@@ -24,7 +24,8 @@ from store.contract import INDEX_RECORD, LIVE_QUEUE
 from store.settings import load_settings
 from tests.integration.adapters.conftest import PROJECT_SETTINGS, database_url
 from tests.integration.adapters.django_project.notes.models import Note, Ticket
-from tests.workers import ROOT, celery_worker, child_env, wait_for, worker_sections
+from tests.settings_files import worker_sections
+from tests.workers import ROOT, celery_worker, child_env, wait_for
 
 # One xdist worker for the module: its tests share one celery worker (and one test database).
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.xdist_group("django")]

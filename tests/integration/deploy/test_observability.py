@@ -37,11 +37,13 @@ from store.contract import QUEUES
 from store.settings import load_settings
 from store.state.ledger import RunStatus
 from tests.backends import unique_name
+from tests.crm import CrmTable, note
 from tests.fake_openai import FakeOpenAI
 from tests.integration.deploy.promtool import promtool_path
 from tests.services import free_port
+from tests.settings_files import settings_toml
 from tests.unit.deploy.test_observability_files import ALERTS, alert_rules, dashboard_queries, used_metric_names
-from tests.workers import ROOT, CrmTable, celery_worker, note, process_env, settings_toml, wait_for
+from tests.workers import ROOT, celery_worker, process_env, wait_for
 from worker.metrics.series import OUTCOMES
 
 RECORDS = 60

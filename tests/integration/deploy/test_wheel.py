@@ -39,8 +39,10 @@ from pathlib import Path
 import pytest
 
 from tests.backends import unique_name
+from tests.crm import CrmTable
 from tests.services import redis_server
-from tests.workers import ROOT, CrmTable, celery_worker, child_env, sql_collection, worker_sections
+from tests.settings_files import sql_collection, worker_sections
+from tests.workers import ROOT, celery_worker, child_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

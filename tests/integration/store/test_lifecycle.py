@@ -11,8 +11,9 @@ import pytest
 from store.lifecycle import Collections
 from store.state.ledger.postgres import PostgresLedger
 from tests.backends import make_store_factory, unique_name
+from tests.settings_files import pushed_collection
 from tests.unit.store.test_lifecycle import RECORDS, LifecycleContract
-from tests.workers import pushed_collection, run_cli, run_on_terminal
+from tests.workers import run_cli, run_on_terminal
 
 
 class TestPgvectorLifecycle(LifecycleContract):

@@ -24,17 +24,10 @@ from store.settings import Settings, load_settings
 from store.state.ledger import RunProgress, RunStatus
 from store.state.ledger.postgres import PostgresLedger
 from tests.backends import unique_name
+from tests.crm import CrmTable, expected_chunks, note, stored_chunks
 from tests.fake_openai import FakeOpenAI, cl100k_tokens
-from tests.workers import (
-    CrmTable,
-    celery_worker,
-    expected_chunks,
-    note,
-    run_cli,
-    settings_toml,
-    stored_chunks,
-    wait_for,
-)
+from tests.settings_files import settings_toml
+from tests.workers import celery_worker, run_cli, wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -18,161 +18,27 @@ import sys
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
-import redis
 
 from store.contract import INDEX_BATCH, INDEX_RECORD
-from store.settings import Settings, load_settings
-from store.state.ledger.postgres import PostgresLedger
 from tests.backends import unique_name
-from tests.fake_openai import FakeOpenAI
-from tests.services import free_port
-from tests.workers import (
-    ROOT,
-    CrmTable,
-    Psql,
-    celery_worker,
-    expected_chunks,
-    insert_notes,
-    note,
-    outbox_rows,
-    process_env,
-    run_cli,
-    settings_toml,
-    stored_chunks,
-    wait_for,
-)
+from tests.crm import Psql, insert_notes, note, outbox_rows
+from tests.integration.worker.capture_world import MakeWorld, capture_catalog, init_capture, make_world
+from tests.workers import ROOT, celery_worker, process_env, run_cli, wait_for
+
+__all__ = ["make_world"]  # the fixture, which the tests take by name
 
 pytestmark = pytest.mark.slow
-
-
-def capture_catalog(sql: Psql, table: str, collection: str) -> tuple[list[str], list[str]]:
-    """The triggers on ``table`` and the functions named for ``collection``'s capture, as the catalog has them."""
-    triggers = [
-        r[0]
-        for r in sql.run(
-            "SELECT tgname FROM pg_trigger WHERE tgrelid = to_regclass(%s) AND NOT tgisinternal ORDER BY tgname",
-            (f'"{table}"',),
-        )
-    ]
-    functions = [r[0] for r in sql.run("SELECT proname FROM pg_proc WHERE proname = %s", (f"vs_capture_{collection}",))]
-    return triggers, functions
-
-
-@dataclass
-class World:
-    """One test's system: settings, the source table (created here, written by ``sql``), the fake provider."""
-
-    config: Path
-    settings: Settings
-    collection: str
-    crm: CrmTable
-    sql: Psql
-    openai: FakeOpenAI
-    database: str
-
-    @property
-    def table(self) -> str:
-        return self.settings.vectors.table_prefix + self.collection
-
-    @property
-    def source(self) -> str:
-        return self.crm.name
-
-    def expected(self) -> dict[str, tuple[str, dict[str, object]]]:
-        return expected_chunks(self.settings, self.collection, self.crm.rows())
-
-    def stored(self) -> dict[str, tuple[str, dict[str, object]]]:
-        return stored_chunks(self.database, self.table)
-
-    def pending(self) -> int:
-        return outbox_rows(self.sql, self.collection)
-
-    def caught_up(self) -> bool:
-        """The outbox of this collection is empty and the store equals the source."""
-        return self.pending() == 0 and self.stored() == self.expected()
-
-    def wait_caught_up(self, what: str, timeout: float = 60) -> float:
-        """Wait until ``caught_up``; how many seconds it took."""
-        start = time.monotonic()
-        wait_for(self.caught_up, timeout=timeout, every=0.1, what=what)
-        return time.monotonic() - start
-
-    def received(self, task: str, worker: str = "w1") -> int:
-        """How many ``task`` messages the worker ``worker`` has received so far (its log says each)."""
-        log = self.config.parent / f"{worker}.log"
-        return len(re.findall(rf"Task {re.escape(task)}\[[0-9a-f-]+\] received", log.read_text(errors="replace")))
-
-    def runs(self) -> list[Any]:
-        ledger = PostgresLedger(self.database)
-        try:
-            return [r for r in ledger.recent_runs(1000) if r.collection == self.collection]
-        finally:
-            ledger.close()
-
-    def metrics(self) -> str:
-        port = self.settings.worker.metrics_port
-        return str(urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode())
-
-
-MakeWorld = Callable[..., World]
-
-
-@pytest.fixture
-def make_world(tmp_path: Path, broker_redis_url: str, scratch_redis_url: str, postgres_url: str) -> Iterator[MakeWorld]:
-    """Builds a World with capture on: ``capture`` is the body of the [capture] section, ``source_url`` the
-    URL the source is read (and the outbox relayed) through. Torn down at the end of the test."""
-    redis.Redis.from_url(broker_redis_url).flushdb()
-    redis.Redis.from_url(scratch_redis_url).flushdb()
-    with ExitStack() as stack:
-
-        def make(*, capture: str = "", source_url: str | None = None, columns: str = "") -> World:
-            collection = unique_name("cap")
-            openai = stack.enter_context(FakeOpenAI(dimensions=8))
-            crm = CrmTable(postgres_url, f"crm_{collection}")
-            stack.callback(crm.close)
-            sql = Psql(postgres_url)
-            stack.callback(sql.close)
-            if columns:
-                sql.run(f'ALTER TABLE "{crm.name}" {columns}')
-            config = tmp_path / "vectorsync.toml"
-            config.write_text(
-                settings_toml(
-                    broker=broker_redis_url,
-                    cache=scratch_redis_url,
-                    database=postgres_url,
-                    openai_url=openai.url,
-                    table=crm.name,
-                    collection=collection,
-                    metrics_port=free_port(),
-                    capture=True,
-                    source_url=source_url,
-                    extra=f"[capture]\npoll_seconds = 1\n{capture}\n",
-                )
-            )
-            return World(config, load_settings(config), collection, crm, sql, openai, postgres_url)
-
-        yield make
-
-
-def _init(world: World) -> subprocess.CompletedProcess[str]:
-    result = run_cli(world.config, "init")
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result
 
 
 def test_every_kind_of_write_by_a_plain_client_reaches_the_index(make_world: MakeWorld) -> None:
     world = make_world(columns="ADD COLUMN internal text")  # a column no template, metadata or where reads
     c, t, sql = world.collection, world.source, world.sql
-    installed = _init(world)
+    installed = init_capture(world)
     assert f"capture  {c} on " in installed.stdout, installed.stdout
     assert capture_catalog(sql, t, c) == (
         sorted(f"vs_{c}_{e}" for e in ("ins", "upd", "del", "trn")),
@@ -266,7 +132,7 @@ def _number(pattern: str, text: str) -> float:
 def test_status_doctor_and_metrics_show_what_waits_and_disable_leaves_nothing_behind(make_world: MakeWorld) -> None:
     world = make_world(capture="relay = false")  # the workers relay nothing: the rows stay pending
     c, t, sql = world.collection, world.source, world.sql
-    _init(world)
+    init_capture(world)
     with celery_worker(world.config):
         written = time.monotonic()
         insert_notes(sql, t, [note(i) for i in range(1, 6)])

@@ -27,16 +27,9 @@ from store.settings import load_settings
 from store.state.generations.migration import begin
 from store.state.generations.postgres import PostgresGenerations
 from tests.backends import unique_name
-from tests.workers import (
-    CrmTable,
-    celery_worker,
-    expected_chunks,
-    run_cli,
-    sql_collection,
-    stored_chunks,
-    wait_for,
-    worker_sections,
-)
+from tests.crm import CrmTable, expected_chunks, stored_chunks
+from tests.settings_files import sql_collection, worker_sections
+from tests.workers import celery_worker, run_cli, wait_for
 
 pytestmark = pytest.mark.slow
 RECORDS = 600

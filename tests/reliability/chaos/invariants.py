@@ -11,8 +11,8 @@ import sqlalchemy as sa
 
 from store.connect.postgres import engine_url
 from store.state.ledger.postgres import PostgresLedger
+from tests.crm import OUTBOX, expected_chunks, stored_chunks
 from tests.reliability.chaos.system import PUSHED, SQL, System
-from tests.workers import OUTBOX, expected_chunks, stored_chunks
 
 __all__ = ["broken", "caught_up", "ended", "figures", "stale_documents", "unended"]
 

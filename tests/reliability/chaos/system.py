@@ -25,12 +25,13 @@ import sqlalchemy as sa
 
 from store.connect.postgres import engine_url
 from store.settings import Settings, load_settings
+from tests.crm import CrmTable
 from tests.fake_openai import FakeOpenAI
 from tests.reliability.brokers import Broker, make_broker
 from tests.reliability.conftest import kill_tree, restart_postgres, settings_text
 from tests.reliability.network import NETWORK, Namespace, namespace, unusable
 from tests.services import embedded_postgres
-from tests.workers import ROOT, CrmTable, process_env, run_cli, wait_for
+from tests.workers import ROOT, process_env, run_cli, wait_for
 
 __all__ = ["PUSHED", "SQL", "System", "system"]
 

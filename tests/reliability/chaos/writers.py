@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from producer.client import Producer
+from tests.crm import Psql, insert_notes, note
 from tests.reliability.chaos.system import PUSHED, SQL, System
-from tests.workers import Psql, insert_notes, note
 
 __all__ = ["Writers"]
 

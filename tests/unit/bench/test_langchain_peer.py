@@ -7,8 +7,9 @@ from pathlib import Path
 from bench.langchain_peer import documents, peer_embeddings
 from store.embeddings import Embeddings
 from store.settings import Settings, load_settings
+from tests.crm import expected_chunks, note
 from tests.fake_openai import FakeOpenAI, served_embed
-from tests.workers import expected_chunks, note, settings_toml
+from tests.settings_files import settings_toml
 
 UNREACHABLE = "redis://127.0.0.1:1/0"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import tomllib
 
 from bench.pipeline import LIMITS
-from tests.workers import SHORT_LIMITS, settings_toml
+from tests.settings_files import SHORT_LIMITS, settings_toml
 
 PLACES = {"broker": "redis://127.0.0.1:1/0", "cache": "redis://127.0.0.1:1/0", "openai_url": "http://127.0.0.1:1"}
 

@@ -13,7 +13,9 @@ def test_vectorsync_ask_prints_the_answer_with_its_sources_and_exits_by_outcome(
     import json
 
     from tests.backends import unique_name
-    from tests.workers import pushed_collection, run_cli, store_records
+    from tests.crm import store_records
+    from tests.settings_files import pushed_collection
+    from tests.workers import run_cli
 
     collection = unique_name("ask")
     config = pushed_collection(tmp_path, postgres_url, collection, dimensions=64)

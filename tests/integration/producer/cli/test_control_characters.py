@@ -17,7 +17,9 @@ import pytest
 
 from store.state.ledger.postgres import PostgresLedger
 from tests.backends import unique_name
-from tests.workers import pushed_collection, run_cli, store_records
+from tests.crm import store_records
+from tests.settings_files import pushed_collection
+from tests.workers import run_cli
 
 #: An OSC 8 hyperlink, a screen clear, a window title, an 8-bit CSI (C1) and a right-to-left override.
 LINK = "\x1b]8;;http://evil\x1b\\link\x1b]8;;\x1b\\"

@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 
 from tests.backends import unique_name
-from tests.workers import pushed_collection, run_cli, store_records
+from tests.crm import store_records
+from tests.settings_files import pushed_collection
+from tests.workers import run_cli
 
 #: Records with words of their own, so the fake embeddings (hashed words) and BM25 both find them.
 RECORDS = {

@@ -20,8 +20,10 @@ from store.broker.config import celery_config
 from store.client import Client
 from store.settings import load_settings
 from tests.backends import unique_name
+from tests.crm import CrmTable, note
 from tests.fake_openai import FakeOpenAI
-from tests.workers import CrmTable, celery_worker, note, run_cli, settings_toml, wait_for
+from tests.settings_files import settings_toml
+from tests.workers import celery_worker, run_cli, wait_for
 from worker.repair.source_reading import SourceReading
 
 pytestmark = pytest.mark.slow

@@ -12,7 +12,8 @@ import pytest
 from store.state.ledger import RunProgress, RunStatus
 from store.state.ledger.postgres import PostgresLedger
 from tests.backends import unique_name
-from tests.workers import pushed_collection, run_cli
+from tests.settings_files import pushed_collection
+from tests.workers import run_cli
 
 MARKUP = "x[/b]"
 LINK = "[link=http://evil.test]click[/link]"

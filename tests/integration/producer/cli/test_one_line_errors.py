@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.backends import unique_name
-from tests.workers import ROOT, process_env, pushed_collection, store_records
+from tests.crm import store_records
+from tests.settings_files import pushed_collection
+from tests.workers import ROOT, process_env
 
 DEEP_FILTER = '{"$and": [' * 1000 + '{"a": 1}' + "]}" * 1000
 

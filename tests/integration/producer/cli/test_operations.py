@@ -25,19 +25,11 @@ from store.broker.config import celery_config
 from store.contract import WORKER_COMMAND
 from store.settings import Settings, load_settings
 from tests.backends import unique_name
+from tests.crm import CrmTable, note
 from tests.fake_openai import FakeOpenAI
 from tests.services import REDIS_FORMS, free_port, redis_server, sentinel_group
-from tests.workers import (
-    ROOT,
-    CrmTable,
-    celery_worker,
-    note,
-    process_env,
-    run_cli,
-    run_on_terminal,
-    settings_toml,
-    wait_for,
-)
+from tests.settings_files import settings_toml
+from tests.workers import ROOT, celery_worker, process_env, run_cli, run_on_terminal, wait_for
 
 pytestmark = pytest.mark.slow
 DEAD = f"127.0.0.1:{free_port()}"

@@ -18,8 +18,10 @@ from celery import Celery
 from store.broker.config import celery_config
 from store.settings import load_settings
 from tests.backends import unique_name
+from tests.crm import CrmTable, note, stored_chunks
 from tests.fake_openai import FakeOpenAI
-from tests.workers import CrmTable, celery_worker, note, run_cli, settings_toml, stored_chunks
+from tests.settings_files import settings_toml
+from tests.workers import celery_worker, run_cli
 
 pytestmark = pytest.mark.slow
 

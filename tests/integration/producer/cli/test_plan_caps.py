@@ -19,8 +19,10 @@ from celery import Celery
 from store.broker.config import celery_config
 from store.settings import load_settings
 from tests.backends import unique_name
+from tests.crm import CrmTable, note
 from tests.fake_openai import FakeOpenAI, cl100k_tokens
-from tests.workers import CrmTable, celery_worker, note, run_cli, settings_toml
+from tests.settings_files import settings_toml
+from tests.workers import celery_worker, run_cli
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,9 @@ import sqlalchemy as sa
 from store.connect.postgres import engine_url
 from store.settings import load_settings
 from tests.backends import unique_name
-from tests.workers import pushed_collection, run_cli, store_records
+from tests.crm import store_records
+from tests.settings_files import pushed_collection
+from tests.workers import run_cli
 
 
 def test_recount_repairs_drifted_statistics_and_says_how_many_terms_were_off(tmp_path: Path, postgres_url: str) -> None:

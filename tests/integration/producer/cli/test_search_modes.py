@@ -9,7 +9,9 @@ from tests.unit.store.retrieval.test_retrieval import NOTES
 
 def test_search_and_ask_take_a_mode(tmp_path: Any, postgres_url: str) -> None:
     from tests.backends import unique_name
-    from tests.workers import pushed_collection, run_cli, store_records
+    from tests.crm import store_records
+    from tests.settings_files import pushed_collection
+    from tests.workers import run_cli
 
     collection = unique_name("modes")
     config = pushed_collection(tmp_path, postgres_url, collection, dimensions=64, keywords=True)

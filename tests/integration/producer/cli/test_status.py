@@ -18,7 +18,9 @@ import redis
 from store.contract import BULK_QUEUE, WORKER_COMMAND
 from store.settings import Settings, WorkerSettings, default, load_settings
 from tests.backends import unique_name
-from tests.workers import CrmTable, note, run_cli, run_on_terminal, settings_toml
+from tests.crm import CrmTable, note
+from tests.settings_files import settings_toml
+from tests.workers import run_cli, run_on_terminal
 
 NO_CONSUMER = f"no worker consumes {BULK_QUEUE}: start one with `{WORKER_COMMAND}`"
 

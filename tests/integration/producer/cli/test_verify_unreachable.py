@@ -19,8 +19,10 @@ import redis
 from store.client import Client
 from store.settings import load_settings
 from tests.backends import unique_name
+from tests.crm import CrmTable, note
 from tests.fake_openai import FakeOpenAI
-from tests.workers import CrmTable, note, run_cli, settings_toml
+from tests.settings_files import settings_toml
+from tests.workers import run_cli
 from worker.pipeline.indexer import Indexer
 from worker.runtime.context import WorkerContext
 

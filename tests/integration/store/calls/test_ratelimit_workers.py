@@ -23,9 +23,11 @@ from store.broker.config import celery_config
 from store.calls.ratelimit import BURST_SECONDS
 from store.settings import load_settings
 from tests.backends import unique_name
+from tests.crm import stored_chunks
 from tests.fake_openai import FakeOpenAI
 from tests.services import free_port
-from tests.workers import celery_worker, stored_chunks, wait_for, worker_sections
+from tests.settings_files import worker_sections
+from tests.workers import celery_worker, wait_for
 
 pytestmark = pytest.mark.slow
 #: The limit under test, and how many more documents than a full bucket are sent (one call each).

@@ -14,7 +14,7 @@ from store.settings import Settings, SourceSettings
 from store.state.ledger import MemoryLedger
 from store.vectors.backends import memory_store
 from tests.backends import unique_name
-from tests.workers import CrmTable
+from tests.crm import CrmTable
 from worker.pipeline.chunker import Chunker
 from worker.pipeline.core import Pipeline, Recipe
 from worker.runtime.context import Jobs

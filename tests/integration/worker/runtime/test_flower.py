@@ -34,18 +34,11 @@ from store.contract import BULK_QUEUE, INDEX_BATCH, INDEX_RECORD, LIVE_QUEUE, PO
 from store.settings import load_settings
 from store.state.ledger import RunStatus
 from tests.backends import unique_name
+from tests.crm import CrmTable, stored_chunks
 from tests.fake_openai import FakeOpenAI
 from tests.services import free_port, redis_server
-from tests.workers import (
-    ROOT,
-    CrmTable,
-    celery_worker,
-    child_env,
-    process_env,
-    settings_toml,
-    stored_chunks,
-    wait_for,
-)
+from tests.settings_files import settings_toml
+from tests.workers import ROOT, celery_worker, child_env, process_env, wait_for
 
 # One worker and one Flower serve the module: its tests stay on one xdist worker, started once.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("flower")]

@@ -13,8 +13,10 @@ from store.broker.producer import Producer
 from store.contract import LIVE_QUEUE, RunStatus
 from store.settings import load_settings
 from tests.backends import unique_name
+from tests.crm import CrmTable, stored_chunks
 from tests.fake_openai import FakeOpenAI
-from tests.workers import CrmTable, celery_worker, settings_toml, stored_chunks, wait_for
+from tests.settings_files import settings_toml
+from tests.workers import celery_worker, wait_for
 
 #: Limits short enough that a push sent a visibility timeout ago is found lost within the test.
 LIMITS = {"time_limit": 4, "index_time_limit": 5, "visibility_timeout": 6}

@@ -17,8 +17,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from producer.client import Producer
 from store.contract import BULK_QUEUE, VERIFY
-from tests.integration.worker.test_capture import MakeWorld, _init, make_world
-from tests.workers import celery_worker, insert_notes, note, run_cli, wait_for
+from tests.crm import insert_notes, note
+from tests.integration.worker.capture_world import MakeWorld, init_capture, make_world
+from tests.workers import celery_worker, run_cli, wait_for
 
 __all__ = ["make_world"]
 
@@ -55,7 +56,7 @@ def test_captured_writes_and_an_app_send_are_timed_to_searchable_and_a_sampled_v
     world = make_world()
     c, t, sql = world.collection, world.source, world.sql
     port = world.settings.worker.metrics_port
-    _init(world)
+    init_capture(world)
     with celery_worker(world.config, concurrency=1):
         first = scrape(port)
         assert fresh(first, "count", c, "capture") == fresh(first, "count", c, "app") == 0.0

@@ -32,7 +32,9 @@ from store.vectors import VectorRecord
 from store.vectors.backends import open_store
 from store.vectors.pgvector.building import BuildProgress, read_progress
 from tests.backends import unique_name
-from tests.workers import Psql, celery_worker, run_cli, wait_for, worker_sections
+from tests.crm import Psql
+from tests.settings_files import worker_sections
+from tests.workers import celery_worker, run_cli, wait_for
 
 #: A task's limit of 4 s (an attempt waits 2 s of it); the build's own limit per test.
 LIMITS = {"time_limit": 4, "visibility_timeout": 6}
