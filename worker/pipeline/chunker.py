@@ -26,10 +26,8 @@ How a text is cut, and the rules the tests hold it to:
 
 Markdown mode (``Chunker.markdown``):
 
-* The document is cut into sections at ATX headings (``#`` to ``######``,
-  up to three spaces of indentation); a ``#`` line inside a fenced code block
-  (three or more backticks
-  or tildes) is code, not a heading. Setext headings are not recognised.
+* The document is cut into sections at its ATX headings, a ``#`` line inside a
+  fenced code block being code (``worker.pipeline.markdown`` says which lines).
 * A section's chunks start with its heading path and a blank line:
   ``"Pricing > Discounts\\n\\n" + body``. The heading line itself is not
   repeated in the body. Text before the first heading has an empty path and no
@@ -63,6 +61,7 @@ structure (``worker.pipeline.markdown``: sections, headings, fenced blocks).
 
 from __future__ import annotations
 
+import collections
 import itertools
 import re
 from collections.abc import Callable, Iterator
@@ -71,15 +70,7 @@ from dataclasses import dataclass
 from store.calls.tokens import CHARS_PER_TOKEN, estimate_tokens
 from store.errors import ConfigError
 from store.settings import ChunkerSettings, default
-from worker.pipeline.markdown import (
-    HEADING_SEPARATOR,
-    Fences,
-    Span,
-    fenced_blocks,
-    sections,
-    stripped,
-    with_next_heading,
-)
+from worker.pipeline.markdown import HEADING_SEPARATOR, Section, Span, fenced_blocks, sections
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -169,8 +160,9 @@ class Chunker:
         """The chunks of ``text``, in order, each cut when it is asked for; blank text gives none."""
         parts = sections(text) if self.is_markdown else iter([("", 0, len(text))])
         index = 0
-        for (heading, start, end), below in with_next_heading(parts):
-            fences = Fences(fenced_blocks(text, start, end) if self.is_markdown else iter(()))
+        for (heading, start, end), below in _with_next_heading(parts):
+            blocks = fenced_blocks(text, start, end) if self.is_markdown else iter(())
+            fences = _Fences(_strip(text, s, e) for s, e in blocks)
             alone = bool(heading)
             for s, e in self._section_spans(text, start, end, _prefix(heading), fences):
                 yield Chunk(index, _prefix(heading) + text[s:e], heading, s, e)
@@ -198,8 +190,8 @@ class Chunker:
     def __hash__(self) -> int:
         return hash(tuple(self.describe().items()))
 
-    def _section_spans(self, text: str, start: int, end: int, prefix: str, fences: Fences) -> Iterator[Span]:
-        start, end = stripped(text, start, end)
+    def _section_spans(self, text: str, start: int, end: int, prefix: str, fences: _Fences) -> Iterator[Span]:
+        start, end = _strip(text, start, end)
         if start == end:
             return
         limit = self.max_tokens * CHARS_PER_TOKEN
@@ -222,6 +214,24 @@ def _prefix(heading: str) -> str:
     return f"{heading}\n\n" if heading else ""
 
 
+def _strip(text: str, start: int, end: int) -> Span:
+    """``text[start:end]`` without the whitespace at either end, as a span."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _with_next_heading(sections: Iterator[Section]) -> Iterator[tuple[Section, str]]:
+    """Each section with the heading path of the one after it ("" for the last)."""
+    current = next(sections, None)
+    while current is not None:
+        following = next(sections, None)
+        yield current, following[0] if following is not None else ""
+        current = following
+
+
 # --- cutting a section into pieces that each fit -------------------------------------------------
 
 
@@ -237,7 +247,7 @@ def _splitter(pattern: re.Pattern[str]) -> _Splitter:
 
 
 def _nonblank(text: str, start: int, end: int) -> Iterator[Span]:
-    start, end = stripped(text, start, end)
+    start, end = _strip(text, start, end)
     if start < end:
         yield start, end
 
@@ -259,7 +269,7 @@ def _words(text: str, start: int, end: int, budget: int) -> Iterator[Span]:
             yield from ((cut, min(cut + budget, e)) for cut in range(s, e, budget))
 
 
-def _section_pieces(text: str, start: int, end: int, budget: int, fences: Fences) -> Iterator[Span]:
+def _section_pieces(text: str, start: int, end: int, budget: int, fences: _Fences) -> Iterator[Span]:
     if end - start <= budget:
         yield start, end
         return
@@ -273,7 +283,7 @@ def _section_pieces(text: str, start: int, end: int, budget: int, fences: Fences
 
 def _fit(text: str, start: int, end: int, budget: int, levels: tuple[_Splitter, ...]) -> Iterator[Span]:
     """Stripped pieces of ``text[start:end]`` of at most ``budget`` characters, cut as coarsely as can be."""
-    start, end = stripped(text, start, end)
+    start, end = _strip(text, start, end)
     if end - start <= budget:
         if start < end:
             yield start, end
@@ -286,10 +296,34 @@ def _fit(text: str, start: int, end: int, budget: int, levels: tuple[_Splitter, 
             yield from _fit(text, s, e, budget, levels[1:])
 
 
+class _Fences:
+    """A section's fenced code blocks, taken as its pieces reach them; keeps only those an overlap may still start
+    in, so a section of many blocks holds a chunk's worth of them."""
+
+    def __init__(self, spans: Iterator[Span]) -> None:
+        self._spans = spans
+        self._seen: collections.deque[Span] = collections.deque()
+
+    def __iter__(self) -> Iterator[Span]:
+        for span in self._spans:
+            self._seen.append(span)
+            yield span
+
+    def forget(self, before: int) -> None:
+        """Drop the blocks that end at or before ``before``: no later question is about them."""
+        while self._seen and self._seen[0][1] <= before:
+            self._seen.popleft()
+
+    def inside(self, pos: int) -> bool:
+        """Whether ``pos`` is strictly inside a block; asked at positions that never go back."""
+        self.forget(pos)
+        return bool(self._seen) and self._seen[0][0] < pos
+
+
 # --- packing pieces into overlapping chunks ------------------------------------------------------
 
 
-def _pack(text: str, pieces: Iterator[Span], budget: int, overlap: int, fences: Fences) -> Iterator[Span]:
+def _pack(text: str, pieces: Iterator[Span], budget: int, overlap: int, fences: _Fences) -> Iterator[Span]:
     """Pieces packed greedily, in order, into spans of at most ``budget`` characters, each after the first
     starting with an overlap of the one before; a span is given as soon as the next piece does not fit it."""
     piece, previous = next(pieces, None), None
@@ -306,7 +340,7 @@ def _pack(text: str, pieces: Iterator[Span], budget: int, overlap: int, fences: 
         yield previous
 
 
-def _overlap_start(text: str, previous: Span, piece: Span, budget: int, overlap: int, fences: Fences) -> int:
+def _overlap_start(text: str, previous: Span, piece: Span, budget: int, overlap: int, fences: _Fences) -> int:
     """Where the chunk that begins with ``piece`` starts: the earliest allowed word start in ``previous``."""
     prev_start, prev_end = previous
     earliest = max(prev_start + 1, prev_end - overlap, piece[1] - budget)

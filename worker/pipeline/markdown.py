@@ -2,26 +2,17 @@
 sections at ATX headings, each with its heading path ("Pricing > Discounts"), and its fenced code blocks, each
 found only when the next one is asked for. Spans are (start, end) offsets into the text.
 
-A ``#`` line inside a fenced code block (three or more backticks or tildes) is code, not a heading; a fence left
-open runs to the end of the text. Setext headings are not recognised. Only the standard library is imported.
+An ATX heading is ``#`` to ``######`` after up to three spaces of indentation. A ``#`` line inside a fenced code
+block (three or more backticks or tildes) is code, not a heading; a fence left open runs to the end of the text.
+Setext headings are not recognised. Only the standard library is imported.
 """
 
 from __future__ import annotations
 
-import collections
 import re
 from collections.abc import Iterator
 
-__all__ = [
-    "HEADING_SEPARATOR",
-    "Fences",
-    "Section",
-    "Span",
-    "fenced_blocks",
-    "sections",
-    "stripped",
-    "with_next_heading",
-]
+__all__ = ["HEADING_SEPARATOR", "Section", "Span", "fenced_blocks", "sections"]
 
 #: Joins the titles of a heading path: "Pricing > Discounts".
 HEADING_SEPARATOR = " > "
@@ -37,39 +28,6 @@ _CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+$")
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}(?=[^`]*$)|~{3,})")
 
 
-def stripped(text: str, start: int, end: int) -> Span:
-    """``text[start:end]`` without the whitespace at either end, as a span."""
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
-
-
-class Fences:
-    """A section's fenced code blocks, taken as its pieces reach them; keeps only those an overlap may still start
-    in, so a section of many blocks holds a chunk's worth of them."""
-
-    def __init__(self, spans: Iterator[Span]) -> None:
-        self._spans = spans
-        self._seen: collections.deque[Span] = collections.deque()
-
-    def __iter__(self) -> Iterator[Span]:
-        for span in self._spans:
-            self._seen.append(span)
-            yield span
-
-    def forget(self, before: int) -> None:
-        """Drop the blocks that end at or before ``before``: no later question is about them."""
-        while self._seen and self._seen[0][1] <= before:
-            self._seen.popleft()
-
-    def inside(self, pos: int) -> bool:
-        """Whether ``pos`` is strictly inside a block; asked at positions that never go back."""
-        self.forget(pos)
-        return bool(self._seen) and self._seen[0][0] < pos
-
-
 def sections(text: str) -> Iterator[Section]:
     """The sections of ``text``, in order, each found when asked for: the text before the first heading, then
     each ATX heading's path with its body (up to the next heading outside a fenced block)."""
@@ -83,23 +41,15 @@ def sections(text: str) -> Iterator[Section]:
     yield heading, body_start, len(text)
 
 
-def with_next_heading(sections: Iterator[Section]) -> Iterator[tuple[Section, str]]:
-    """Each section with the heading path of the one after it ("" for the last)."""
-    current = next(sections, None)
-    while current is not None:
-        following = next(sections, None)
-        yield current, following[0] if following is not None else ""
-        current = following
-
-
 def fenced_blocks(text: str, start: int, end: int) -> Iterator[Span]:
-    """The fenced code blocks of one section's body, ``text[start:end]``, in order (one left open runs to the
-    end of the text, which is its section's end: a heading inside it is code)."""
+    """The fenced code blocks of one section's body, ``text[start:end]``, in order, each from the start of its
+    opening fence line to the end of its closing one (one left open runs to the end of the text, which is its
+    section's end: a heading inside it is code)."""
     return (span for span, match in _blocks(text, start, end) if match is None)
 
 
 def _blocks(text: str, start: int, end: int) -> Iterator[tuple[Span, re.Match[str] | None]]:
-    """The fenced code blocks (stripped span, None) and the ATX heading lines (line span, match) of the whole lines
+    """The fenced code blocks (their lines' span, None) and the ATX heading lines (line span, match) of the whole lines
     of ``text[start:end]``, in order; a ``#`` line inside a block is code."""
     fence: tuple[str, int] | None = None  # the open fence's marker and where it starts
     for line in _LINE.finditer(text, start, end):
@@ -107,7 +57,7 @@ def _blocks(text: str, start: int, end: int) -> Iterator[tuple[Span, re.Match[st
             break
         if fence is not None:
             if _closes(line, fence[0]):
-                yield stripped(text, fence[1], line.end()), None
+                yield (fence[1], line.end()), None
                 fence = None
             continue
         opening = _FENCE_OPEN.match(text, line.start(), line.end())
@@ -118,7 +68,7 @@ def _blocks(text: str, start: int, end: int) -> Iterator[tuple[Span, re.Match[st
         if match:
             yield (line.start(), line.end()), match
     if fence is not None:
-        yield stripped(text, fence[1], end), None
+        yield (fence[1], end), None
 
 
 def _closes(line: re.Match[str], marker: str) -> bool:

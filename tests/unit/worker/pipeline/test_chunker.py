@@ -212,7 +212,7 @@ def test_all_is_honest() -> None:
         n for n in vars(chunking) if not n.startswith("_") and getattr(chunking, n).__class__.__name__ != "module"
     }
     imported = {"Callable", "ChunkerSettings", "ConfigError", "Iterator", "annotations", "dataclass", "default"}
-    imported |= {"HEADING_SEPARATOR", "Fences", "Span", "fenced_blocks", "sections", "stripped", "with_next_heading"}
+    imported |= {"HEADING_SEPARATOR", "Section", "Span", "fenced_blocks", "sections"}
     assert set(chunking.__all__) == public - imported
 
 
@@ -321,14 +321,13 @@ def test_the_word_level_fast_path_cuts_as_the_generic_levels_do() -> None:
     """``_words`` is ``_fit`` at its last level without a call per word: the same pieces, long words cut."""
     import random
 
-    from worker.pipeline.chunker import _BY_WHITESPACE, _fit, _words
-    from worker.pipeline.markdown import stripped
+    from worker.pipeline.chunker import _BY_WHITESPACE, _fit, _strip, _words
 
     rng = random.Random(3)
     parts = ["word", "x" * 300, "é", "\u00a0", "\u2003", " ", "\n", "\t", "ü" * 50, "."]
     for _ in range(2000):
         text = "".join(rng.choice(parts) for _ in range(rng.randint(0, 60)))
-        start, end = stripped(text, 0, len(text))
+        start, end = _strip(text, 0, len(text))
         budget = rng.choice([4, 16, 64, 256])
         generic = [p for s, e in _BY_WHITESPACE(text, start, end) for p in _fit(text, s, e, budget, ())]
         assert list(_words(text, start, end, budget)) == generic, (text, budget)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tests.unit.worker.pipeline.test_chunker import PROPERTY, chunkers, prose
 from worker.pipeline.chunker import Chunk, Chunker, estimate_tokens
-from worker.pipeline.markdown import HEADING_SEPARATOR, fenced_blocks, sections, stripped, with_next_heading
+from worker.pipeline.markdown import HEADING_SEPARATOR, fenced_blocks, sections
 
 # --- properties: Markdown ------------------------------------------------------------------------
 
@@ -108,12 +108,10 @@ def test_the_structure_found_is_the_sections_and_fences_the_document_was_made_of
     """Each section's heading path and body, each fenced block whole (its ``#`` lines code, not headings)."""
     found = list(sections(doc.text))
     assert found == doc.sections
-    assert [span for _, start, end in found for span in fenced_blocks(doc.text, start, end)] == doc.fences
-    assert [below for _, below in with_next_heading(iter(found))] == [path for path, _, _ in found[1:]] + [""]
-    for path, start, end in found:
-        body_start, body_end = stripped(doc.text, start, end)
-        assert doc.text[body_start:body_end] == doc.text[start:end].strip()
-        assert "not a heading" not in path and "also code" not in path
+    assert all("not a heading" not in path and "also code" not in path for path, _, _ in found)
+    blocks = [doc.text[s:e] for _, start, end in found for s, e in fenced_blocks(doc.text, start, end)]
+    assert [block.strip() for block in blocks] == [doc.text[s:e] for s, e in doc.fences]
+    assert all(block.endswith("\n") or doc.text.endswith(block) for block in blocks)  # whole lines
 
 
 def _budget(chunker: Chunker, heading: str) -> int:
