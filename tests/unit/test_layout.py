@@ -256,7 +256,7 @@ def test_architecture_names_every_package_folder() -> None:
 
 
 def test_each_core_module_has_a_test_module_at_its_own_path() -> None:
-    """Tests mirror the code (``worker/tasks.py`` -> ``tests/unit/worker/test_tasks.py``); the modules tested
+    """Tests mirror the code (``worker/tasks/flow.py`` -> ``tests/unit/worker/tasks/test_flow.py``); the modules tested
     only by scenario so far are listed, and the list only shrinks."""
     listed = {
         line.strip()

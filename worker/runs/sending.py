@@ -86,6 +86,6 @@ def run_finished(collection: str, progress: RunProgress) -> None:
 
 def send_build(collection: str, run_id: str, *, started: float | None = None) -> None:
     """Send the task that builds (or waits for) a run's deferred index, with the ordinary time limits: it waits
-    in steps shorter than them (``worker.tasks.build_index``); ``started``: when the run's build began."""
+    in steps shorter than them (``worker.tasks.reindex.build_index``); ``started``: when the run's build began."""
     kwargs = {} if started is None else {"started": started}
     send(app.tasks[BUILD_INDEX], args=(collection, run_id), kwargs=kwargs, queue=BULK_QUEUE, headers=sent_headers())

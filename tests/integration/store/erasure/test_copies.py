@@ -142,7 +142,7 @@ def test_a_deleted_record_leaves_no_trace_and_no_collection_hears_of_another_s_t
         assert held["chunks in notes, with their keyword statistics and postings"] == 1
         assert held["embedding cache of notes (Redis)"] == 1
         assert held["ledger entries of notes"] == 1
-        assert other.collection.total() == 1
+        assert other.pipeline.collection.total() == 1
         client.close()
     finally:
         context.close()

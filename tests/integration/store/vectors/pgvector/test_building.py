@@ -1,5 +1,5 @@
 """An index build longer than a task's time limit, through a real worker and PostgreSQL (store.vectors.pgvector.
-building, worker.tasks.build_index): the build goes on in PostgreSQL while tasks wait for it in steps, so it
+building, worker.tasks.reindex.build_index): the build goes on in PostgreSQL while tasks wait for it in steps, so it
 ends ``done`` when it can and ``failed`` at ``worker.index_time_limit``, started once, never looping.
 
 The build is made longer than the task's limit by a lock the test holds on the table (SHARE UPDATE EXCLUSIVE:
