@@ -23,10 +23,11 @@ from store.broker.pushes import Pushes
 from store.broker.redeliveries import Redeliveries
 from store.broker.reservations import Reservations
 from store.calls import spend
-from store.client import Client, Hooks, ProcessDefault
+from store.client import Client, Hooks
 from store.embeddings import Embeddings
 from store.embeddings.cache import cache_scope
 from store.errors import BudgetExceeded, ConfigError, StoreUnavailable
+from store.process.defaults import ProcessDefault
 from store.settings import Settings, load_settings
 from store.state.generations import Generation, parse_name
 from store.state.generations.routing import Router

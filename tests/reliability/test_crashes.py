@@ -12,8 +12,8 @@ import pytest
 import sqlalchemy as sa
 from kombu.exceptions import OperationalError
 
-from producer.client import Producer
 from store.broker.config import soft_time_limit
+from store.broker.producer import Producer
 from store.connect.postgres import engine_url
 from store.contract import RunStatus
 from tests.reliability.brokers import Redis

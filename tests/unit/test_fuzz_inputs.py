@@ -24,9 +24,9 @@ from typer.testing import CliRunner
 
 from producer import testing
 from producer.cli.app import app
-from store.client import use_client
 from store.errors import ConfigError
 from store.evaluation.queries import parse_queries
+from store.process.defaults import use_client
 from store.settings import load_settings
 from store.vectors.records import clean_text
 

@@ -20,8 +20,8 @@ import redis
 import sqlalchemy as sa
 from celery import Celery
 
-from producer.client import Producer
 from store.broker.config import celery_config
+from store.broker.producer import Producer
 from store.connect.postgres import engine_url
 from store.contract import BULK_QUEUE, INDEX_RECORD, LIVE_QUEUE
 from store.settings import Settings, load_settings

@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from producer.client import Producer
+from store.broker.producer import Producer
 from store.contract import BULK_QUEUE, VERIFY
 from tests.integration.worker.test_capture import MakeWorld, _init, make_world
 from tests.workers import celery_worker, insert_notes, note, run_cli, wait_for
