@@ -18,7 +18,7 @@ from typing import Any
 from celery.exceptions import Retry, SoftTimeLimitExceeded
 
 from store.broker.coalescing import Coalescer
-from store.broker.freshness import FreshnessLog
+from store.broker.freshness_log import FreshnessLog
 from store.broker.pushes import Pushes
 from store.broker.redeliveries import Redeliveries
 from store.broker.reservations import Reservations
