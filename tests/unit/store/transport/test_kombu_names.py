@@ -1,4 +1,4 @@
-"""store/broker/kombu_names.py: the kombu names the broker transport relies on, checked when it is imported."""
+"""store/transport/kombu_names.py: the kombu names the broker transport relies on, checked when it is imported."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from kombu.transport import redis
 
-from store.broker.kombu_names import SUPPORTED, UnsupportedKombu, check, mismatches
 from store.errors import ConfigError
+from store.transport.kombu_names import SUPPORTED, UnsupportedKombu, check, mismatches
 
 
 def test_the_installed_kombu_has_every_name_as_expected() -> None:
