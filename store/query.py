@@ -55,9 +55,8 @@ def search(
     Raises ConfigError, StoreUnavailable, EmbeddingError.
     """
     refuse_unknown("search", options, SearchOptions.__optional_keys__)
-    if store is None:
-        return default_client().search(collection, query, **options)
-    return searched(open_collection(store, collection), query, options)
+    target = default_client().get_collection(collection) if store is None else open_collection(store, collection)
+    return searched(target, query, options)
 
 
 def open_collection(

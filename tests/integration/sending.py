@@ -1,13 +1,15 @@
-"""A real Redis broker emptied around a test, the default client sending to it, and what its live queue holds:
-shared by the tests of the Producer (tests/integration/store/broker/) and of enqueueing after a commit."""
+"""A real Redis broker emptied around a test (``broker``), the default client's producer sending to it
+(``sender``), and what its live queue holds (``queued``): shared by the tests of the Producer
+(tests/integration/store/broker/test_producer.py) and of enqueueing after a commit
+(tests/integration/producer/test_sqlalchemy.py), whose conftest.py modules take these fixtures."""
 
 from __future__ import annotations
 
 import base64
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
 
+import pytest
 import redis
 
 from store.broker.producer import Producer
@@ -17,19 +19,19 @@ from store.process.defaults import use_client
 from store.settings import Settings
 
 
-@contextmanager
-def emptied(url: str) -> Iterator[redis.Redis]:
-    """The Redis at ``url``, its database emptied before and after."""
-    client = redis.Redis.from_url(url)
+@pytest.fixture
+def broker(scratch_redis_url: str) -> Iterator[redis.Redis]:
+    """The Redis at ``scratch_redis_url``, its database emptied before and after."""
+    client = redis.Redis.from_url(scratch_redis_url)
     client.flushdb()
     yield client
     client.flushdb()
 
 
-@contextmanager
-def default_producer_of(url: str, postgres_url: str) -> Iterator[Producer]:
-    """The producer of a default client whose broker is ``url``, put back as it was afterwards."""
-    settings = Settings.model_validate({"broker": {"url": url}, "vectors": {"url": postgres_url}})
+@pytest.fixture
+def sender(broker: redis.Redis, scratch_redis_url: str, postgres_url: str) -> Iterator[Producer]:
+    """The producer of a default client whose broker is ``broker``, put back as it was afterwards."""
+    settings = Settings.model_validate({"broker": {"url": scratch_redis_url}, "vectors": {"url": postgres_url}})
     client = Client(settings)
     previous = use_client(client)
     yield client.producer

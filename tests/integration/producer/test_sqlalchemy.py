@@ -4,9 +4,6 @@ what was enqueued inside it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 import redis
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -14,19 +11,7 @@ from sqlalchemy.orm import Session
 import producer
 from store.broker.producer import Producer
 from store.contract import INDEX_RECORD
-from tests.integration.sending import default_producer_of, emptied, queued
-
-
-@pytest.fixture
-def broker(scratch_redis_url: str) -> Iterator[redis.Redis]:
-    with emptied(scratch_redis_url) as client:
-        yield client
-
-
-@pytest.fixture
-def sender(broker: redis.Redis, scratch_redis_url: str, postgres_url: str) -> Iterator[Producer]:
-    with default_producer_of(scratch_redis_url, postgres_url) as producer:
-        yield producer
+from tests.integration.sending import queued
 
 
 def test_enqueue_waits_for_the_session_to_commit(sender: Producer, broker: redis.Redis, postgres_url: str) -> None:

@@ -5,7 +5,6 @@ task behind it (a relay whose broker was silent left one per attempt in a 30-min
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,19 +17,7 @@ from store.settings import CollectionSettings, Settings
 from store.state.ledger import RunStatus
 from store.state.ledger.postgres import PostgresLedger
 from tests.backends import unique_name
-from tests.integration.sending import default_producer_of, emptied, queued
-
-
-@pytest.fixture
-def broker(scratch_redis_url: str) -> Iterator[redis.Redis]:
-    with emptied(scratch_redis_url) as client:
-        yield client
-
-
-@pytest.fixture
-def sender(broker: redis.Redis, scratch_redis_url: str, postgres_url: str) -> Iterator[Producer]:
-    with default_producer_of(scratch_redis_url, postgres_url) as producer:
-        yield producer
+from tests.integration.sending import queued
 
 
 def refusing(name: str, **options: Any) -> None:

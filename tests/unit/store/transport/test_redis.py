@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import ast
 import inspect
-import types
-from typing import Any
 
 import pytest
 from kombu.transport import redis
 
 import store.transport.redis as transport
 from store.transport.kombu_names import ATTRIBUTES, INSTANCE, METHODS, UnsupportedKombu, check, mismatches
+from tests.unit.store.transport.test_kombu_names import fake_kombu
 
 #: Each class of the transport, the kombu class it stands in for, and that class's name in ``kombu_names``.
 STANDS_IN_FOR: list[tuple[type, type, str]] = [
@@ -105,33 +104,11 @@ def test_the_transport_reads_only_what_kombu_names_checks() -> None:
 
 def test_the_installed_kombu_has_every_name_with_the_parameters_written() -> None:
     assert mismatches(redis) == []
-    check(redis)
-
-
-class _Without:
-    """A kombu class's attributes but ``missing``, as a kombu that never had it."""
-
-    def __init__(self, cls: type, missing: str) -> None:
-        for name in dir(cls):
-            if name != missing and not name.startswith("__"):
-                setattr(self, name, inspect.getattr_static(cls, name))
-
-
-def without(dotted: str) -> types.SimpleNamespace:
-    """kombu's Redis transport module without ``dotted`` (a class, or a name of one)."""
-    names = {owner.split(".")[0] for owner in (*METHODS, *ATTRIBUTES)}
-    module: dict[str, Any] = {name: getattr(redis, name) for name in names}
-    owner, _, name = dotted.partition(".")
-    if name:
-        module[owner] = _Without(module[owner], name)
-    else:
-        del module[owner]
-    return types.SimpleNamespace(**module)
 
 
 @pytest.mark.parametrize("name", [*METHODS, *ATTRIBUTES])
 def test_a_kombu_without_any_one_name_is_refused_naming_it(name: str) -> None:
-    lacking = without(name)
+    lacking = fake_kombu(name)
     assert f"{name} is missing" in mismatches(lacking)
     with pytest.raises(UnsupportedKombu, match=rf"\({name}(\.\w+)? is missing"):
         check(lacking)
