@@ -80,7 +80,7 @@ def timed(paths: dict[str, Callable[[list[float]], object]], queries: np.ndarray
 def run(quick: bool = False) -> list[Row]:
     """The alias rows: 20,000 vectors (5,000 when ``quick``), 1,000 queries (200) on each path."""
     from store import query
-    from store.client import default_client, use_client
+    from store.process.defaults import default_client, use_client
     from store.settings import load_settings
     from store.state.generations.base import registered
     from store.state.ledger.postgres import PostgresLedger

@@ -37,7 +37,7 @@ import sqlalchemy as sa
 
 from bench.provider_calls import wait_done
 from bench.report import Row, print_table
-from producer.client import Producer
+from store.broker.producer import Producer
 from store.client import Client
 from store.connect.postgres import engine_url
 from store.plan import Plan

@@ -1,4 +1,4 @@
-"""Benchmark taking tasks off a Redis broker: ``store.broker.transport`` against kombu's own transport.
+"""Benchmark taking tasks off a Redis broker: ``store.transport.redis`` against kombu's own transport.
 
     .venv/bin/python -m bench.broker [--quick]
 
@@ -22,7 +22,7 @@ from typing import Any
 from kombu import Connection, Exchange, Queue
 
 from bench.report import Row, print_table
-from store.broker.transport import Transport
+from store.transport.redis import Transport
 from tests.services import redis_server
 
 __all__ = ["main", "run"]

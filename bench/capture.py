@@ -32,7 +32,7 @@ from bench.capture_writes import writes
 from bench.pipeline import notes, wait_run
 from bench.report import Row, print_table
 from bench.servers import database
-from producer.client import Producer
+from store.broker.producer import Producer
 from store.capture import control
 from store.settings import Settings, load_settings
 from tests.crm import OUTBOX, WORDS, CrmTable, Psql, insert_notes

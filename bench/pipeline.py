@@ -28,8 +28,8 @@ import sqlalchemy as sa
 
 from bench.limit import measure
 from bench.report import Row, print_table
-from producer.client import Producer
 from store import Filter
+from store.broker.producer import Producer
 from store.settings import load_settings
 from store.state.ledger import RunStatus
 from store.vectors.pgvector import PgvectorStore

@@ -27,7 +27,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from bench.report import Row, print_table
-from producer.client import Producer
+from store.broker.producer import Producer
 from store.connect.postgres import engine_url
 from store.settings import Settings, load_settings
 from store.state.ledger import RunProgress, RunStatus

@@ -56,7 +56,7 @@ from bench.provider_calls import wait_done
 from bench.report import Row, print_table
 from bench.scale_figures import INSERTED, PICTURE, SHORT_BUILD_LIMIT, Measured, PastLimit, draw, rows_of
 from bench.servers import database
-from producer.client import Producer
+from store.broker.producer import Producer
 from store.capture import control
 from store.capture.sql import CHANNEL
 from store.connect.postgres import engine_url

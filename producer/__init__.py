@@ -15,14 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, overload
 
-from producer.client import Producer, default_producer
+from store.process.defaults import default_producer
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
     from store.state.ledger import RunProgress
 
-__all__ = ["Producer", "delete_document", "index_document", "index_record", "reindex_all", "reindex_status"]
+__all__ = ["delete_document", "index_document", "index_record", "reindex_all", "reindex_status"]
 
 
 def index_record(collection: str, record_id: str | int, *, session: Session | None = None) -> None:

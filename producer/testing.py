@@ -26,8 +26,9 @@ from celery.exceptions import Reject, Retry
 from kombu import serialization
 
 from store.broker.producer import Producer
-from store.client import Client, Hooks, use_client
+from store.client import Client, Hooks
 from store.errors import ConfigError, VectorsyncError
+from store.process.defaults import use_client
 from store.settings import CacheSettings, FlowerSettings, Settings, StateSettings, load_settings
 from store.state.ledger import Ledger, MemoryLedger
 from store.vectors.base import VectorStore

@@ -14,9 +14,7 @@ so a client that only enqueues loads no embedding client, numpy or SQLAlchemy,
 and ``close()`` (or the ``with`` block) releases what was built.
 
 ``store.query``'s functions and ``producer``'s are helpers over one default
-client per process (``default_client``), as ``httpx.get`` is over a Client.
-Tests and in-process harnesses build a client over memory parts and make it
-the default with ``use_client``.
+client per process (``store.process.defaults``), as ``httpx.get`` is over a Client.
 """
 
 from __future__ import annotations
@@ -25,11 +23,10 @@ import asyncio
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack, cast
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack, cast
 
 from store.errors import VectorsyncError
 from store.settings import Settings, load_settings
-from store.vectors.base import DEFAULT_LIMIT
 
 if TYPE_CHECKING:
     from store.broker.producer import Producer, Sender
@@ -49,7 +46,7 @@ if TYPE_CHECKING:
     from store.vectors.records import VectorMatch
     from store.verify import ChunkReader, Report
 
-__all__ = ["Client", "Hooks", "ProcessDefault", "default_client", "use_client"]
+__all__ = ["Client", "Hooks"]
 
 T = TypeVar("T")
 
@@ -192,7 +189,7 @@ class Client:
             from store.retrieval import Retrieval
 
             built = Retrieval.from_settings(self.settings, store=self.store)
-            built.opener = lambda name, _declared: self.open(name)
+            built.opener = lambda name, _declared: self.get_collection(name)
             return built
 
         return self._part("retrieval", build)
@@ -230,7 +227,7 @@ class Client:
 
     # -- reads ---------------------------------------------------------------------------
 
-    def open(self, name: str) -> Collection:
+    def get_collection(self, name: str) -> Collection:
         """The collection a search of ``name`` reads: its live generation's (``NAME__gN``: that one). A declared
         collection is created empty; a name that is neither declared nor stored is a ConfigError."""
         return self.router.read(name)
@@ -239,9 +236,10 @@ class Client:
         """The ``limit`` best matches for a text or vector ``query`` in ``collection``'s live generation; ``options``
         as ``store.query.search``'s (``SearchOptions``). Raises ConfigError, StoreUnavailable, EmbeddingError."""
         from store.retrieval.options import SearchOptions, refuse_unknown
+        from store.retrieval.search import searched
 
         refuse_unknown("Client.search", options, SearchOptions.__optional_keys__)
-        return searched(self.open(collection), query, options)
+        return searched(self.get_collection(collection), query, options)
 
     def asearch(
         self, collection: str, query: str | Sequence[float], **options: Unpack[SearchOptions]
@@ -268,6 +266,7 @@ class Client:
         one that pins it (a record outside is told as unknown). Raises ConfigError for an unknown collection, a
         bad record id or filter."""
         from store.explain import gather
+        from store.retrieval.search import as_filter
 
         return gather(self, collection, str(record_id), source=source, filter=as_filter(filter))
 
@@ -292,7 +291,7 @@ class Client:
         StoreUnavailable."""
         from store.plan import plan
 
-        return plan(self, collection, reader=reader, chain=chain)
+        return plan(self.settings, self.ledger, collection, reader=reader, chain=chain)
 
     def rerank(
         self, query: str, matches: Sequence[VectorMatch], *, top: int | None = None, user: str | None = None
@@ -334,29 +333,6 @@ class Client:
         self.close()
 
 
-def as_filter(filter: Filter | Mapping[str, Any] | None) -> Filter | None:
-    """A Filter from a Filter or its JSON form (``Filter.from_dict``)."""
-    if isinstance(filter, Mapping):
-        from store.vectors.filters import Filter
-
-        return Filter.from_dict(filter)
-    return filter
-
-
-def searched(target: Collection, query: str | Sequence[float], options: SearchOptions) -> Matches:
-    """``target``'s matches for ``query`` under ``options``: the one place a search's defaults are applied."""
-    from store.retrieval.matches import Matches
-
-    found = target.search(
-        query,
-        filter=as_filter(options.get("filter")),
-        limit=options.get("limit", DEFAULT_LIMIT),
-        min_score=options.get("min_score"),
-        mode=options.get("mode"),
-    )
-    return Matches(found, called="search")
-
-
 class _Deferred:
     """A query embedder built at its first use, so a client that never embeds a text needs no model key."""
 
@@ -368,38 +344,3 @@ class _Deferred:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._build(), name)
-
-
-class ProcessDefault(Generic[T]):
-    """One ``T`` per process, built by ``build`` on first use; ``use`` puts another in its place (a test's, an
-    in-process harness's) and returns the one it replaced, and ``use(None)`` has it built again."""
-
-    def __init__(self, build: Callable[[], T]) -> None:
-        self._build = build
-        self._value: T | None = None
-        self._lock = threading.Lock()
-
-    def get(self) -> T:
-        with self._lock:
-            if self._value is None:
-                self._value = self._build()
-            return self._value
-
-    def use(self, value: T | None) -> T | None:
-        with self._lock:
-            previous, self._value = self._value, value
-            return previous
-
-
-_default: ProcessDefault[Client] = ProcessDefault(Client.from_settings)
-
-
-def default_client() -> Client:
-    """This process's client, built from ``load_settings()`` on first use."""
-    return _default.get()
-
-
-def use_client(client: Client | None) -> Client | None:
-    """Make ``client`` the one ``default_client`` returns (None: built again on next use); returns the previous
-    one, for the caller to put back or close."""
-    return _default.use(client)

@@ -88,7 +88,7 @@ PUSHED_KEY_PREFIX = "vectorsync:pushed:"
 REDELIVERED_KEY_PREFIX = "vectorsync:redelivered:"
 #: Prefix of the keys holding what each capped run used, its calls in flight included (``store.broker.reservations``).
 RESERVED_KEY_PREFIX = "vectorsync:reserved:"
-#: Prefix of the keys keeping each collection's newest freshness samples (``store.broker.freshness``).
+#: Prefix of the keys keeping each collection's newest freshness samples (``store.broker.freshness_log``).
 FRESHNESS_KEY_PREFIX = "vectorsync:freshness:"
 #: The ``path`` label of ``vectorsync_freshness_seconds``: how a change came (a captured write, an app's send).
 FRESHNESS_PATHS = ("capture", "app")

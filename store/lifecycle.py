@@ -92,8 +92,16 @@ class Collections:
         return self.store.has_collection(name)
 
     def create(self, name: str) -> Collection:
-        """Create ``name``; one that exists is a ConfigError naming the fix (nothing changes)."""
-        return self.store.create_collection(name)
+        """Create ``name``; one that exists is a ConfigError naming the fix (nothing changes).
+
+        The check and the creation are two steps: two creators racing both succeed, with one collection.
+        """
+        if self.exists(name):
+            raise ConfigError(
+                f"collection {name!r} already exists: open it (Collections.get, or get_or_create), or drop "
+                f"it first (vectorsync collections drop {name})"
+            )
+        return self.store.ensure_collection(name)
 
     def get(self, name: str) -> Collection:
         """The existing collection ``name``; a missing one is a ConfigError naming the fix (nothing is created)."""

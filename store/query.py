@@ -5,7 +5,7 @@
     rerank("onboarding delays", matches, top=3)
     answer("activity_notes", "Why is Dana's onboarding late?", filter={"owner_id": 7})
 
-These are helpers over ``store.client.default_client()``, built from the
+These are helpers over ``store.process.defaults.default_client()``, built from the
 settings on first use, as ``httpx.get`` is over a Client; an app that wants
 its own settings or lifetime builds a ``store.Client``. Each has an async twin
 (``asearch``, ``arerank``, ``aanswer``) that runs it in a thread. Mixing them up
@@ -20,11 +20,12 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Unpack
 
-from store.client import default_client, searched
 from store.errors import ConfigError
+from store.process.defaults import default_client
 from store.retrieval import GroundedAnswer, Retrieval
 from store.retrieval.matches import Matches
 from store.retrieval.options import AnswerOptions, SearchOptions, refuse_unknown
+from store.retrieval.search import searched
 from store.retrieval.twins import Pending
 from store.settings import CollectionSettings, Settings
 from store.state.generations.routing import open_declared
@@ -54,9 +55,8 @@ def search(
     Raises ConfigError, StoreUnavailable, EmbeddingError.
     """
     refuse_unknown("search", options, SearchOptions.__optional_keys__)
-    if store is None:
-        return default_client().search(collection, query, **options)
-    return searched(open_collection(store, collection), query, options)
+    target = default_client().get_collection(collection) if store is None else open_collection(store, collection)
+    return searched(target, query, options)
 
 
 def open_collection(
@@ -100,9 +100,8 @@ def rerank(
     With no rerank model configured the search order is kept and nothing is called. ``user`` names
     the caller in the cost metrics. Raises ConfigError, ProviderError.
     """
-    if retrieval is None:
-        return default_client().rerank(query, matches, top=top, user=user)
-    return Matches(retrieval.rerank(query, matches, top=top, user=user), called="rerank")
+    reranked = (retrieval or default_client().retrieval).rerank(query, matches, top=top, user=user)
+    return Matches(reranked, called="rerank")
 
 
 def arerank(

@@ -101,8 +101,8 @@ def capture_rows(states: list[CaptureState]) -> list[tuple[str, str, str, str, s
 def relay() -> None:
     """Move captured changes from the outbox to the broker until Ctrl-C: for setups whose workers cannot reach
     the source database (workers otherwise run the relay themselves, capture.relay)."""
-    from producer.client import default_producer
     from store.capture import RelayThreads, relays_from_settings
+    from store.process.defaults import default_producer
 
     settings = _settings()
     producer = guarded(default_producer)

@@ -78,7 +78,7 @@ def guarded(action: Callable[[], T]) -> T:
 
 def open_producer() -> Any:
     """The default producer (settings from ``--config`` or ``VECTORSYNC_CONFIG``), its errors as one line."""
-    from producer.client import default_producer
+    from store.process.defaults import default_producer
 
     with errors():
         return default_producer()

@@ -164,8 +164,8 @@ def _broker(settings: Settings, producer: Any) -> str:
     """Connect through the producer's Celery app, as the workers do (``celery_config``: the transport, TLS and
     Sentinel options of the URL's form), and say how the broker hands tasks over; a warning where a task may
     be lost."""
-    from store.broker.handover import handover
-    from store.broker.kombu_names import SUPPORTED, UnsupportedKombu
+    from store.transport.handover import handover
+    from store.transport.kombu_names import SUPPORTED, UnsupportedKombu
 
     try:
         said = handover(settings.broker.url)

@@ -42,7 +42,7 @@ def explain(
     ] = None,
 ) -> None:
     """Where one record stands: its source row, hashes, stored chunks, failures and waiting changes; a verdict."""
-    from store.client import default_client
+    from store.process.defaults import default_client
 
     client = guarded(default_client)
     facts = guarded(lambda: read(client, collection, record_id, parse_filter(filter)))

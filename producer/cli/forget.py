@@ -24,8 +24,8 @@ def forget(
     as_json: Annotated[bool, typer.Option("--json", help="the receipt as JSON")] = False,
 ) -> None:
     """Erase records: chunks, keyword statistics, cached vectors, ledger entries, failures, kept pushes."""
-    from store.client import default_client
     from store.erasure.receipt import forget as erase_records
+    from store.process.defaults import default_client
 
     client = guarded(default_client)
     confirmed(

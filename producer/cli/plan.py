@@ -26,7 +26,7 @@ Caps = tuple[int | None, float | None]
 
 def show(collection: str, *, chain: Sequence[str] | None, as_json: bool, caps: Caps = (None, None)) -> None:
     """Make the plan of the run (capped at ``caps``: ``--max-tokens``, ``--max-cost``) and print it."""
-    from store.client import default_client
+    from store.process.defaults import default_client
 
     client = guarded(default_client)
     plan = guarded(lambda: read(client, collection, chain=chain, caps=caps))
@@ -45,7 +45,7 @@ def read(client: Client, collection: str, *, chain: Sequence[str] | None, caps: 
 
     declared(client.settings, collection)  # an unknown collection is refused before any part is opened
     with PlanReading(client) as reading:
-        return plan(client, collection, reader=reading, chain=chain, max_tokens=caps[0], max_cost=caps[1])
+        return plan(client.settings, client.ledger, collection, reader=reading, chain=chain, caps=caps)
 
 
 def to_json(plan: Plan) -> str:

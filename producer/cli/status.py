@@ -34,7 +34,7 @@ from store.contract import BULK_QUEUE, WORKER_COMMAND
 from store.state.ledger import RunProgress, RunStatus
 
 if TYPE_CHECKING:
-    from store.broker.freshness import Freshness
+    from store.broker.freshness_log import Freshness
     from store.capture.control import CaptureState
 
 __all__ = ["Snapshot", "render", "short_ids", "snapshot", "spent_cells", "stall_reason", "status", "to_json"]
@@ -74,7 +74,7 @@ class Snapshot:
     broker_error: str = ""
     #: Each captured collection's outbox (``store.capture.control``); its errors are in the rows.
     capture: list[CaptureState] = field(default_factory=list)
-    #: Each declared collection's freshness over the last hour (``store.broker.freshness``).
+    #: Each declared collection's freshness over the last hour (``store.broker.freshness_log``).
     freshness: list[Freshness] = field(default_factory=list)
     #: Why there is none to show (no Redis cache keeps it, or it could not be read); empty otherwise.
     freshness_error: str = ""
@@ -143,7 +143,7 @@ def snapshot(producer: Any, *, limit: int = 20, run_id: str | None = None) -> Sn
 
 
 def _freshness(settings: Any) -> tuple[list[Freshness], str]:
-    from store.broker.freshness import FreshnessLog
+    from store.broker.freshness_log import FreshnessLog
 
     kept = FreshnessLog(settings.cache_url, network=settings.network)
     try:

@@ -38,7 +38,7 @@ def verify(
     as_json: Annotated[bool, typer.Option("--json", help="the report in full, as JSON")] = False,
 ) -> None:
     """Compare the ledger with what the store holds: chunks, texts, vectors, orphans, keyword statistics."""
-    from store.client import default_client
+    from store.process.defaults import default_client
 
     client = guarded(default_client)
     report = guarded(lambda: reached(lambda: read(client, collection, sample=sample, repair=repair)))

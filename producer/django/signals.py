@@ -19,8 +19,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import models, transaction
 from django.db.models.signals import post_delete, post_save
 
-from producer.client import default_producer
 from store.errors import ConfigError
+from store.process.defaults import default_producer
 from store.settings.collection_names import check_declared_name
 
 __all__ = ["indexed", "watch", "watched"]

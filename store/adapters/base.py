@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from store.client import Client, as_filter, default_client
+from store.client import Client
+from store.process.defaults import default_client
 from store.retrieval.matches import Matches
+from store.retrieval.search import as_filter
 from store.vectors.filters import Filter
 from store.vectors.records import VectorMatch
 

@@ -33,8 +33,9 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field
 
 from store.adapters.base import FilterLike, asearch, merged, search
-from store.client import Client, default_client
+from store.client import Client
 from store.errors import ConfigError
+from store.process.defaults import default_client
 from store.vectors.base import DEFAULT_LIMIT, MAX_LIMIT, Collection, QueryEmbedder
 from store.vectors.filters import Filter
 from store.vectors.modes import SearchMode
@@ -154,7 +155,7 @@ class VectorsyncVectorStore(VectorStore):
         return self._embedding or VectorsyncEmbeddings(self._open().embedder)
 
     def _open(self) -> Collection:
-        return self.client.open(self.collection)
+        return self.client.get_collection(self.collection)
 
     # -- writes ------------------------------------------------------------------------
 

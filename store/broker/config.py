@@ -25,7 +25,7 @@ __all__ = [
 
 #: The transport of a ``redis://`` or ``rediss://`` broker, by name (loaded when a connection is made, not at
 #: import); ``store.connect.redis_urls.kombu_broker`` names the one of each form.
-REDIS_TRANSPORT = "store.broker.transport:Transport"
+REDIS_TRANSPORT = "store.transport.redis:Transport"
 #: How every publish retries (a task sent by a producer or by a task, a retry, the task-sent event): once, at
 #: once, on a fresh connection, then the caller gets the error. Celery's default (3 retries, each reconnecting)
 #: held a task 10.9 s in a publish to a silent Redis with 3 s socket and 2 s connect timeouts, measured.
@@ -106,7 +106,7 @@ def publish_seconds(settings: Settings) -> float:
 
 def _broker(settings: Settings) -> dict[str, Any]:
     """The broker's URL, transport and their options. A Redis broker, in every form of URL, goes through
-    ``store.broker.transport``: kombu's Redis transport, less a gap that lost the message a restarting broker
+    ``store.transport.redis``: kombu's Redis transport, less a gap that lost the message a restarting broker
     was handing over."""
     url = settings.broker.url
     if redis_form(url) is None:

@@ -6,20 +6,21 @@ App code reaches it as ``Client.producer`` (``store.client``) or through ``produ
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, overload
 
 from celery import Celery
 
+from store.broker.caps import checked_caps, checked_prices, checked_resume_caps, unpriced_models
 from store.broker.coalescing import Coalescer
 from store.broker.config import celery_config
 from store.broker.documents import document_id
 from store.broker.pushes import Push, Pushes
 from store.broker.queues import QueueState, WorkerState, queue_states, sent_headers, worker_states
+from store.broker.refusals import checked_version, declared, pushed, record_id_of, record_label
 from store.broker.versions import DocumentClock
-from store.calls.spend import Spent, total
+from store.calls.spend import total
 from store.connect.redis import REDIS_ERRORS
 from store.contract import (
     BULK_QUEUE,
@@ -35,83 +36,14 @@ from store.contract import (
 from store.errors import ConfigError
 from store.settings import CollectionSettings, Settings
 from store.state.generations import Generation
-from store.state.generations.base import generation_settings, parse_name
+from store.state.generations.base import parse_name
 from store.state.ledger import Ledger, RunProgress, ledger_from_settings
 from store.vectors.records import check_collection_name, check_record_id, validate_metadata
 
-__all__ = ["MAX_TOKENS_CAP", "Producer", "Sender", "checked_caps", "checked_prices", "checked_resume_caps"]
+__all__ = ["Producer", "Sender"]
 
 #: Sends one task by name, called as Celery's ``send_task(name, args=..., queue=..., headers=...)`` is.
 Sender = Callable[..., object]
-
-
-def _record_id(record_id: object) -> str:
-    if isinstance(record_id, bool) or not isinstance(record_id, str | int) or record_id == "":
-        raise ConfigError(f"record id {record_id!r} is not allowed: use a non-empty string or an integer")
-    return str(record_id)
-
-
-#: The most tokens a cap may hold: the ledger keeps it in a bigint.
-MAX_TOKENS_CAP = 2**63 - 1
-
-
-def checked_caps(max_tokens: int | None, max_cost: float | None) -> None:
-    """Refuse caps the ledger cannot keep or JSON cannot carry, before a run is created: a cost that is not a
-    finite number of 0 or more (``inf`` was taken, and ``status --json`` then held ``Infinity``, which strict
-    parsers refuse), a token count past a bigint (PostgreSQL refused it after the run was committed, leaving a
-    run with no task)."""
-    if max_cost is not None and not (isinstance(max_cost, int | float) and math.isfinite(max_cost) and max_cost >= 0):
-        raise ConfigError(f"--max-cost {max_cost!r} is not a cost: give a finite number of 0 or more")
-    if max_tokens is not None and not (isinstance(max_tokens, int) and 1 <= max_tokens <= MAX_TOKENS_CAP):
-        raise ConfigError(f"--max-tokens {max_tokens!r} is not a cap: give a whole number from 1 to {MAX_TOKENS_CAP}")
-
-
-#: What ``_unpriced_models`` calls the model of an empty chain, which no ``[models.NAME]`` declares.
-_BUILT_IN_FAKE = "the built-in fake model (embeddings.chain is empty)"
-
-
-def _unpriced_models(settings: Settings, generations: Sequence[Generation]) -> list[str]:
-    """The ``[models.NAME]`` entries of the chains that embed ``generations`` that declare no price (an empty chain:
-    ``_BUILT_IN_FAKE``); a cost cap cannot count their calls."""
-    unpriced: dict[str, None] = {}
-    for generation in generations:
-        embedded = generation_settings(settings, generation)
-        for name in embedded.embeddings.chain or [_BUILT_IN_FAKE]:
-            model = embedded.models.get(name)
-            if model is None or model.price_per_million_tokens is None:
-                unpriced[name] = None
-    return list(unpriced)
-
-
-def checked_prices(max_cost: float | None, unpriced: Sequence[str], collection: str) -> None:
-    """Refuse a cost cap on a run whose chain has a model without a declared price: its calls cost nothing against
-    the cap, which then stops nothing (a run capped at 0.000001 spent 6,446 tokens)."""
-    if max_cost is None or not unpriced:
-        return
-    one = len(unpriced) == 1
-    models = f"model {unpriced[0]!r} declares" if one else f"models {', '.join(map(repr, unpriced))} declare"
-    named = next((name for name in unpriced if name != _BUILT_IN_FAKE), "NAME")
-    raise ConfigError(
-        f"--max-cost {max_cost!r} cannot cap a run of {collection!r}: {models} no price, so calls to "
-        f"{'it' if one else 'them'} would cost nothing against the cap: declare [models.{named}] "
-        "price_per_million_tokens (what the provider charges for a million tokens) for each model of the chain, or "
-        "cap the run with --max-tokens"
-    )
-
-
-def checked_resume_caps(run_id: str, spent: Spent, max_tokens: int | None, max_cost: float | None) -> None:
-    """Refuse a resumed run's cap at or below what it has spent already: a cap counts the whole run's spend, so
-    such a cap pauses it again at its next call (``--max-tokens 1`` on a run that spent 1,968 said "-1967 left")."""
-    if max_tokens is not None and max_tokens <= spent.tokens:
-        raise ConfigError(
-            f"--max-tokens {max_tokens:,} is not above the {spent.tokens:,} tokens run {run_id} has spent already "
-            f"(a cap counts the whole run's spend, not what is left): resume it with a cap above {spent.tokens:,}"
-        )
-    if max_cost is not None and spent.cost is not None and max_cost <= spent.cost:
-        raise ConfigError(
-            f"--max-cost {max_cost:g} is not above the {spent.cost:g} run {run_id} has spent already (a cap counts "
-            f"the whole run's spend, not what is left): resume it with a cap above {spent.cost:g}"
-        )
 
 
 log = logging.getLogger(__name__)
@@ -162,7 +94,7 @@ class Producer:
         """Enqueue one record; False when it was already queued and not yet started (coalesced). Change capture
         passes ``coalesce=False``: it deletes its outbox rows once sent, so it must not trust a mark that a
         crash between marking and sending left behind; and ``changed_at``, when the source's row changed."""
-        collection, key = self._declared(collection, read=True), self._id(record_id)
+        collection, key = declared(self.settings, collection, read=True), record_id_of(self.settings, record_id)
         if coalesce and not self.coalescer.claim(collection, key):
             return False
         try:
@@ -196,8 +128,9 @@ class Producer:
         """Enqueue ids as one bulk task, outside any run: how change capture sends a flood of changes (with
         ``changed_at``, the oldest change's time). An id the worker refuses (too long, say) gets its failures row
         there; its batch-mates are indexed."""
-        ids = [self._id(i) for i in record_ids]
-        self._send(INDEX_BATCH, (self._declared(collection, read=True), ids), BULK_QUEUE, changed_at=changed_at)
+        ids = [record_id_of(self.settings, i) for i in record_ids]
+        collection = declared(self.settings, collection, read=True)
+        self._send(INDEX_BATCH, (collection, ids), BULK_QUEUE, changed_at=changed_at)
 
     @overload
     def index_document(
@@ -232,8 +165,8 @@ class Producer:
         every producer shares). Raises ConfigError, StoreUnavailable.
         """
         collection = check_collection_name(collection)
-        label = _record_id(id) if id is not None else "new document"
-        config = self._require_pushed(collection)
+        label = record_label(id) if id is not None else "new document"
+        config = pushed(self.settings, collection)
         if not isinstance(text, str):
             raise ConfigError(
                 f"text of document {label!r} must be a string, got {type(text).__name__}: pass "
@@ -264,20 +197,13 @@ class Producer:
             raise
 
     def _version(self, version: int | None, label: str) -> int:
-        if version is None:
-            return self.clock.next()
-        if isinstance(version, bool) or not isinstance(version, int) or not 0 < version < 2**63:
-            raise ConfigError(
-                f"version {version!r} of document {label!r} is not allowed: pass a positive integer "
-                "below 2**63 that grows with each send of the document (or leave it out)"
-            )
-        return version
+        return self.clock.next() if version is None else checked_version(version, label)
 
     def document_id(
         self, collection: str, text: str, metadata: Mapping[str, Any] | None = None, *, id: str | int | None = None
     ) -> str:
         """The id ``index_document`` gives this document (to delete it later, say). Raises ConfigError."""
-        clean = validate_metadata(metadata or {}, record_id=_record_id(id) if id is not None else "new document")
+        clean = validate_metadata(metadata or {}, record_id=record_label(id) if id is not None else "new document")
         return self._document_id(collection, text, clean, id, self.settings.collections.get(collection))
 
     def _document_id(
@@ -289,8 +215,8 @@ class Producer:
 
     def delete_document(self, collection: str, id: str | int, *, version: int | None = None) -> None:
         """Enqueue the removal of a pushed document; ``version`` as ``index_document``'s."""
-        self._require_pushed(collection)
-        key = self._id(id)
+        pushed(self.settings, collection)
+        key = record_id_of(self.settings, id)
         self.send_push(check_collection_name(collection), Push(key, None, {}, self._version(version, key), time.time()))
 
     def reindex_all(
@@ -305,7 +231,7 @@ class Producer:
         """Start a reindex of the whole collection and return its run id at once; ``max_tokens``/``max_cost``:
         its caps (None: the collection's ``[collections.NAME.budget]``), past which it pauses. Raises ConfigError
         for a collection the settings do not declare, or whose records are pushed (there is no source to read)."""
-        collection = self._declared(collection, read=True)
+        collection = declared(self.settings, collection, read=True)
         checked_caps(max_tokens, max_cost)
         if max_cost is not None:
             checked_prices(max_cost, self._unpriced(collection), collection)
@@ -349,12 +275,13 @@ class Producer:
     def _unpriced(self, collection: str) -> list[str]:
         """The models of the chains a run of ``collection`` (a name, or one generation's) embeds with that declare
         no price: each generation its writes go to (``store.state.generations.routing.writing``). None when the
-        settings do not declare the collection: they are not the workers', and cannot tell (as ``_declared``)."""
+        settings do not declare the collection: they are not the workers', and cannot tell (as
+        ``refusals.declared``)."""
         from store.state.generations.routing import writing
 
         if parse_name(collection)[0] not in self.settings.collections:
             return []
-        return _unpriced_models(self.settings, writing(self.settings, self.ledger.generations, collection))
+        return unpriced_models(self.settings, writing(self.settings, self.ledger.generations, collection))
 
     def migrate(self, collection: str, chain: Sequence[str]) -> tuple[Generation, str]:
         """Build ``collection`` under ``chain`` in a new generation and return it with its run id at once.
@@ -390,43 +317,10 @@ class Producer:
         """Start a reconcile sweep (what beat runs periodically) and return its run id: of a pushed collection,
         it sends again the pushes no worker took (``store.broker.pushes``). Raises ConfigError for a collection
         the settings do not declare."""
-        collection = self._declared(collection)
+        collection = declared(self.settings, collection)
         run_id = self.ledger.create_run(collection, kind="reconcile")
         self._send_run(RECONCILE, (collection, run_id), run_id)
         return run_id
-
-    def _id(self, record_id: object) -> str:
-        return check_record_id(_record_id(record_id), max_chars=self.settings.limits.max_id_chars)
-
-    def _declared(self, collection: str, *, read: bool = False) -> str:
-        """``collection``, checked against the settings when they declare any collection (a producer whose
-        settings declare none cannot tell, and sends). ``read``: it must have a source to read."""
-        collection = check_collection_name(collection)
-        declared = self.settings.collections
-        if declared and collection not in declared:
-            raise ConfigError(
-                f"collection {collection!r} is not declared in the settings (declared: "
-                f"{', '.join(sorted(declared))}): check the name, or add [collections.{collection}]"
-            )
-        if read and collection in declared and declared[collection].source.kind == "push":
-            raise ConfigError(
-                f"collection {collection!r} has its records pushed (source.kind = 'push'): there is "
-                "no source to read, so nothing to index by id or reindex; push the "
-                "documents again (index_document)"
-            )
-        return collection
-
-    def _require_pushed(self, collection: str) -> CollectionSettings | None:
-        """The collection's settings, if any. A collection the settings give a source reads its records there:
-        pushing to it is a mistake; one the settings do not declare too, when they declare any (``_declared``)."""
-        config = self.settings.collections.get(self._declared(collection))
-        if config is not None and config.source.kind != "push":
-            raise ConfigError(
-                f"collection {collection!r} reads its records from its {config.source.kind} source; "
-                "index_document and delete_document are for collections whose records are pushed "
-                f"(collections.{collection}.source.kind = 'push'): use index_record for this one"
-            )
-        return config
 
     def _send(self, task: str, args: tuple[Any, ...], queue: str, *, changed_at: float | None = None) -> None:
         """Send ``task`` by name, stamped with when it was sent (``vectorsync status`` shows queue ages) and, for

@@ -34,12 +34,12 @@ _FORMS: dict[str, Form] = {
 #: The TLS options a ``rediss://`` URL may carry (redis-py's names, which kombu takes too).
 _TLS_KEYS = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile", "ssl_cert_reqs", "ssl_check_hostname", "ssl_ca_path")
 _CERT_REQS = {"none": ssl.CERT_NONE, "optional": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
-#: The transports of ``store.broker.transport``, by form: each takes a message and records it in one step.
+#: The transports of ``store.transport.redis``, by form: each takes a message and records it in one step.
 _TRANSPORTS: dict[Form, str] = {
-    "tcp": "store.broker.transport:Transport",
-    "tls": "store.broker.transport:Transport",
-    "socket": "store.broker.transport:SocketTransport",
-    "sentinel": "store.broker.transport:SentinelTransport",
+    "tcp": "store.transport.redis:Transport",
+    "tls": "store.transport.redis:Transport",
+    "socket": "store.transport.redis:SocketTransport",
+    "sentinel": "store.transport.redis:SentinelTransport",
 }
 
 
@@ -110,7 +110,7 @@ class KombuBroker:
 
 
 def kombu_broker(url: str) -> KombuBroker:
-    """The broker configuration of a Redis URL, through ``store.broker.transport`` in every form.
+    """The broker configuration of a Redis URL, through ``store.transport.redis`` in every form.
 
     kombu takes the TLS options from Celery's ``broker_use_ssl`` here (it sets none for a transport given by
     name), its socket form as ``socket://`` with the socket transport (``redis+socket://`` would pick kombu's

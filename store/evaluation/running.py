@@ -122,7 +122,7 @@ def _searcher(collection: str | Collection, client: Client | None) -> tuple[str,
     if not isinstance(collection, str):
         raise ConfigError(f"collection must be a name or a Collection, got {collection!r}")
     if client is None:
-        from store.client import default_client
+        from store.process.defaults import default_client
 
         client = default_client()
     chosen = client

@@ -17,14 +17,16 @@ from store.plan.tally import Tally, pools
 from store.state.generations.base import parse_name
 
 if TYPE_CHECKING:
-    from store.client import Client
     from store.embeddings import Embeddings, Reuse
     from store.settings import ModelSettings, Settings
+    from store.state.ledger import Ledger
 
-__all__ = ["PAGE", "PlanReader", "Stored", "Target", "plan"]
+__all__ = ["PAGE", "Caps", "PlanReader", "Stored", "Target", "plan"]
 
 #: Records read and judged at once, and ledger entries counted at once.
 PAGE = 1000
+#: A run's caps: its ``max_tokens`` and ``max_cost``, each None where it names none.
+Caps = tuple[int | None, float | None]
 #: The lookup of stored vectors one batch makes (``Indexer``'s): ``fresh`` for a first load's batch.
 Stored = Callable[[bool], "Reuse"]
 
@@ -57,23 +59,24 @@ class PlanReader(Protocol):
 
 
 def plan(
-    client: Client,
+    settings: Settings,
+    ledger: Ledger,
     collection: str,
     *,
     reader: PlanReader,
     chain: Sequence[str] | None = None,
-    max_tokens: int | None = None,
-    max_cost: float | None = None,
+    caps: Caps = (None, None),
 ) -> Plan:
     """The plan of a reindex of ``collection`` (or, with ``chain``, of its migration to that chain), capped at
-    ``max_tokens``/``max_cost`` (None: the collection's ``[budget]``, as the run's). Reads the source, the ledger,
-    the store and the cache; calls no provider and writes nothing."""
+    ``caps``, its ``max_tokens`` and ``max_cost`` (each None: the collection's ``[budget]``, as the run's). Reads
+    the source, the ledger, the store and the cache; calls no provider and writes nothing. ``settings`` and
+    ``ledger``: the ones the run would read (a ``store.Client``'s)."""
     started = time.perf_counter()
     target = reader.target(collection, chain=chain)
     counter, embeddings = token_counter(target.model), target.embeddings
-    declared = client.settings.collections.get(parse_name(collection)[0])
+    declared = settings.collections.get(parse_name(collection)[0])
     scope = cache_scope(declared, collection) if declared is not None else parse_name(collection)[0]
-    report = _report(target, collection, counter.counted_by, _caps(client.settings, collection, max_tokens, max_cost))
+    report = _report(target, collection, counter.counted_by, _caps(settings, collection, caps))
     tally = Tally(
         embeddings.call_size,
         embeddings.chain.limits,
@@ -93,7 +96,7 @@ def plan(
                 batch, fresh = [], True
     _judge_batch(batch, report, tally, embeddings, target.stored(fresh), scope)
     tally.count()
-    report.gone = max(_held(client, target.generation) - known, 0)
+    report.gone = max(_held(ledger, target.generation) - known, 0)
     report.embed, report.tokens, report.calls = tally.texts, tally.tokens, tally.calls
     if report.price_per_million_tokens is not None:
         report.cost = report.tokens * report.price_per_million_tokens / 1e6
@@ -103,11 +106,10 @@ def plan(
     return report
 
 
-def _caps(
-    settings: Settings, collection: str, max_tokens: int | None, max_cost: float | None
-) -> tuple[int | None, float | None]:
+def _caps(settings: Settings, collection: str, caps: Caps) -> Caps:
     """The run's caps, as its batches take them: each its own where it names one, else its collection's
     ``[collections.NAME.budget]``."""
+    max_tokens, max_cost = caps
     declared = settings.collections.get(collection)
     if declared is None:
         return max_tokens, max_cost
@@ -118,7 +120,7 @@ def _caps(
     )
 
 
-def _report(target: Target, collection: str, counted_by: str, caps: tuple[int | None, float | None]) -> Plan:
+def _report(target: Target, collection: str, counted_by: str, caps: Caps) -> Plan:
     """The plan's report before anything is counted: what the run writes, with what, under which caps, and so
     whether it pools (``pools``, the fan-out's rule: a pool in the cache's Redis, and no cap)."""
     max_tokens, max_cost = caps
@@ -168,10 +170,10 @@ def _judge_batch(
     tally.add([t for t in texts if t in missing and t not in held])
 
 
-def _held(client: Client, generation: str) -> int:
+def _held(ledger: Ledger, generation: str) -> int:
     """The records the ledger holds for ``generation`` (tombstones left out), counted a page at a time."""
     held, after = 0, None
-    while entries := client.ledger.entries_page(generation, after=after, limit=PAGE * 10):
+    while entries := ledger.entries_page(generation, after=after, limit=PAGE * 10):
         held += sum(1 for entry in entries if entry.content_hash)
         after = entries[-1].record_id
     return held

@@ -6,6 +6,7 @@ citation check; ``providers`` the rerank and chat models behind the seams in
 """
 
 from store.retrieval.grounding import Citation, GroundedAnswer
-from store.retrieval.service import Allow, Retrieval
+from store.retrieval.options import Allow
+from store.retrieval.service import Retrieval
 
 __all__ = ["Allow", "Citation", "GroundedAnswer", "Retrieval"]

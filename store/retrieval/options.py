@@ -3,22 +3,26 @@
 ``store.query``'s functions, ``Client``'s methods, their async twins and ``Retrieval.answer`` take
 ``**options: Unpack[SearchOptions]`` or ``Unpack[AnswerOptions]`` (PEP 692): a type checker checks each
 keyword of a call, and ``refuse_unknown`` makes a keyword the set does not name the TypeError Python raises
-for a plain signature. Defaults are applied where the options are used, once: ``store.client.searched`` and
-``Retrieval.answer``.
+for a plain signature. Defaults are applied where the options are used, once: ``store.retrieval.search.searched``
+and ``Retrieval.answer``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from store.vectors.records import VectorMatch
+
 if TYPE_CHECKING:
-    from store.retrieval.service import Allow
     from store.vectors.filters import Filter
     from store.vectors.modes import SearchMode
 
-__all__ = ["AnswerOptions", "SearchOptions", "refuse_unknown"]
+__all__ = ["Allow", "AnswerOptions", "SearchOptions", "refuse_unknown"]
+
+#: The app's access check: given the matches a search found, return those the caller may read.
+Allow = Callable[[list[VectorMatch]], Iterable[VectorMatch]]
 
 
 class SearchOptions(TypedDict, total=False):

@@ -9,9 +9,9 @@ model.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Unpack
+from typing import TypeVar, Unpack
 
 from store.calls import accounting
 from store.calls.accounting import CallStats
@@ -21,15 +21,15 @@ from store.calls.tokens import estimate_tokens
 from store.errors import ConfigError, PermanentError
 from store.retrieval.base import Chat, Reranker
 from store.retrieval.grounding import ANSWER_SCHEMA, GroundedAnswer, check_answer, excerpt, messages
-from store.retrieval.options import AnswerOptions, refuse_unknown
+from store.retrieval.options import Allow, AnswerOptions, refuse_unknown
 from store.retrieval.providers import FakeChat, FakeReranker, build_chat, build_reranker
+from store.retrieval.search import as_filter
 from store.settings import RetrievalSettings, Settings
-from store.vectors import Collection, Filter, VectorMatch, VectorStore
+from store.vectors import Collection, VectorMatch, VectorStore
 
-__all__ = ["Allow", "Retrieval", "allowed"]
+__all__ = ["Retrieval", "allowed"]
 
-#: The app's access check: given the matches a search found, return those the caller may read.
-Allow = Callable[[list[VectorMatch]], Iterable[VectorMatch]]
+M = TypeVar("M", Reranker, Chat)
 
 
 class Retrieval:
@@ -45,7 +45,8 @@ class Retrieval:
         declared: AbstractSet[str] = frozenset(),
     ) -> None:
         self.store, self.rerankers, self.chats = store, rerankers, chats
-        #: Opens the collection an answer reads (None: ``store.open``); a ``store.Client`` reads live generations.
+        #: Opens the collection an answer reads (None: ``store.get_collection``, creating a declared one); a
+        #: ``store.Client`` reads live generations.
         self.opener: Callable[[str, AbstractSet[str]], Collection] | None = None
         self.settings = settings if settings is not None else RetrievalSettings()
         #: Collections the settings declare: answer may open them before they hold anything.
@@ -65,24 +66,14 @@ class Retrieval:
         limiters = rate_limiters(
             settings.cache_url, [*rerank, *answer], max_pause=policy.max_wait_seconds, network=settings.network
         )
+
+        def chain(models: list[M], what: str, setting: str) -> Failover[M]:
+            return Failover(models, policy=policy, stats=stats, what=what, setting=setting, limiters=limiters)
+
         return cls(
             store,
-            rerankers=Failover(
-                rerankers or [FakeReranker()],
-                policy=policy,
-                stats=stats,
-                what="rerank",
-                setting="retrieval.rerank",
-                limiters=limiters,
-            ),
-            chats=Failover(
-                chats or [FakeChat()],
-                policy=policy,
-                stats=stats,
-                what="chat",
-                setting="retrieval.answer",
-                limiters=limiters,
-            ),
+            rerankers=chain(rerankers or [FakeReranker()], "rerank", "retrieval.rerank"),
+            chats=chain(chats or [FakeChat()], "chat", "retrieval.answer"),
             settings=section,
             declared=frozenset(settings.collections),
         )
@@ -124,7 +115,7 @@ class Retrieval:
         wanted = options.get("candidates") or self.settings.candidates
         shown = options.get("top") or self.settings.top
         with accounting.attributed_to(options.get("user")):
-            where = Filter.from_dict(filter) if isinstance(filter, Mapping) else filter
+            where = as_filter(filter)
             target = (
                 self.opener(collection, self.declared)
                 if self.opener is not None  # never a table for a typo

@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Iterable
-from collections.abc import Set as AbstractSet
 from dataclasses import replace
 
 from store.errors import ConfigError
@@ -67,11 +66,11 @@ class VectorStore:
         self._collections: dict[str, Collection] = {}
 
     def get_collection(self, name: str, *, create: bool = False) -> Collection:
-        """The collection ``name``: the one way to open one, kept open for the next call. A missing one is created
-        empty with ``create`` (a declared collection, a writer's), else a ConfigError naming the fix: a read never
-        makes a table for a typo. An open collection's rules are read again at most every ``RULES_REFRESH``
-        seconds, so a change (``vectorsync collections set``) reaches every process that holds it open.
-        Raises StoreUnavailable."""
+        """The collection ``name``, kept open for the next call: one of the two ways to a collection (the other is
+        ``ensure_collection``). A missing one is created empty with ``create`` (a declared collection, a writer's),
+        else a ConfigError naming the fix: a read never makes a table for a typo. An open collection's rules are
+        read again at most every ``RULES_REFRESH`` seconds, so a change (``vectorsync collections set``) reaches
+        every process that holds it open. Raises StoreUnavailable."""
         found = self._collections.get(name)
         if found is not None:
             if time.monotonic() - found.rules_read_at > RULES_REFRESH:
@@ -81,37 +80,9 @@ class VectorStore:
             raise ConfigError(missing(name, self._list()))
         return self.ensure_collection(name)
 
-    def collection(self, name: str) -> Collection:
-        """``get_collection(name, create=True)``, by its older name (one release)."""
-        warnings.warn(
-            "VectorStore.collection(name) is get_collection(name, create=True)", DeprecationWarning, stacklevel=2
-        )
-        return self.get_collection(name, create=True)
-
-    def open(self, name: str, *, declared: AbstractSet[str] = frozenset()) -> Collection:
-        """``get_collection(name, create=name in declared)``, by its older name (one release)."""
-        warnings.warn(
-            "VectorStore.open(name, declared=...) is get_collection(name, create=name in declared)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.get_collection(name, create=name in declared)
-
     def has_collection(self, name: str) -> bool:
         """Whether the store holds the collection ``name``. Raises ConfigError for a bad name, StoreUnavailable."""
         return self._exists(check_collection_name(name))  # asked each time: another process may have dropped it
-
-    def create_collection(self, name: str) -> Collection:
-        """Create the collection ``name``; one that exists already is a ConfigError (nothing changes).
-
-        The check and the creation are two steps: two creators racing both succeed, with one collection.
-        """
-        if self.has_collection(name):
-            raise ConfigError(
-                f"collection {name!r} already exists: open it (get, or get_or_create), or drop it "
-                f"first (vectorsync collections drop {name})"
-            )
-        return self.ensure_collection(name)
 
     def reset_collection(self, name: str) -> None:
         """Delete every record of ``name`` and keep the collection: its schema, indexes and settings.
@@ -124,7 +95,9 @@ class VectorStore:
 
     def ensure_collection(self, name: str) -> Collection:
         """Create ``name`` if missing, with the rules this process declares; an existing one opens with its own
-        rules (a declared rule it does not hold, or another size, is a ConfigError)."""
+        rules (a declared rule it does not hold, or another size, is a ConfigError). Asked of the store each time,
+        unlike ``get_collection``'s open one: what a run's start and ``init`` ask, so a collection another process
+        dropped is made again. It is then kept open for ``get_collection``."""
         collection = self._ensure(check_collection_name(name), self.declared.get(name))
         collection.limits = self.limits
         collection.search_settings = _held(self.search_settings_of(name), collection.rules)

@@ -26,7 +26,7 @@ import psutil
 import pytest
 import sqlalchemy as sa
 
-from producer.client import Producer
+from store.broker.producer import Producer
 from store.connect.postgres import engine_url
 from store.settings import Settings, load_settings
 from store.state.ledger.postgres import PostgresLedger

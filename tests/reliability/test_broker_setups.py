@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from producer.client import Producer
+from store.broker.producer import Producer
 from tests.backends import unique_name
 from tests.crm import note, stored_chunks
 from tests.reliability.brokers import Sentinel

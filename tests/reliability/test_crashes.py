@@ -12,8 +12,8 @@ import pytest
 import sqlalchemy as sa
 from kombu.exceptions import OperationalError
 
-from producer.client import Producer
 from store.broker.config import soft_time_limit
+from store.broker.producer import Producer
 from store.connect.postgres import engine_url
 from store.contract import RunStatus
 from tests.crm import note
@@ -67,7 +67,7 @@ def test_kill_9_of_pool_and_main_processes_at_random_moments_five_times(rig: Rig
     rig.primary.always()
     with rig.worker("survivor", concurrency=2):
         # No sweep: a task is taken and recorded as unacknowledged in one step, so a main process killed as
-        # it takes one leaves it recorded, and it comes back (store/broker/transport.py). With kombu's BRPOP,
+        # it takes one leaves it recorded, and it comes back (store/transport/redis.py). With kombu's BRPOP,
         # 1 fresh-clone CI run in a few stopped a batch short here.
         rig.verify("kill -9 of pool and main processes, 5 times", faults=5, timeout=240)
     producer.close()

@@ -5,7 +5,7 @@ as typed or quoted (a long one by its beginning).
 
 Fixed seed (derandomized) and ``VECTORSYNC_FUZZ_EXAMPLES`` examples per input (50 here, in CI); run longer with
 ``VECTORSYNC_FUZZ_EXAMPLES=2000 pytest tests/unit/test_fuzz_inputs.py``. What it found is fixed and kept as
-regression tests (tests/unit/producer/test_refusals.py: `vectorsync index` of a pushed collection;
+regression tests (tests/unit/store/broker/test_refusals.py: `vectorsync index` of a pushed collection;
 tests/unit/producer/cli/test_typed_values.py: an id that starts with "-", a --filter that is JSON but no object).
 """
 
@@ -24,9 +24,9 @@ from typer.testing import CliRunner
 
 from producer import testing
 from producer.cli.app import app
-from store.client import use_client
 from store.errors import ConfigError
 from store.evaluation.queries import parse_queries
+from store.process.defaults import use_client
 from store.settings import load_settings
 from store.vectors.records import clean_text
 

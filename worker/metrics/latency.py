@@ -4,7 +4,7 @@ A captured change is measured from its outbox row's time (``CHANGED_AT_HEADER``,
 enqueue from its send (``SENT_AT_HEADER``). Only records a batch indexed or deleted count: a skipped one was
 already current, and a run's batches (reindexes, sweeps) carry no change of their own. Each sample goes to
 ``vectorsync_freshness_seconds{collection, path}`` and to the collection's kept samples that ``vectorsync status``
-summarises (``store.broker.freshness``).
+summarises (``store.broker.freshness_log``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ __all__ = ["Kept", "observe_freshness", "since"]
 
 
 class Kept(Protocol):
-    """Where samples are kept for ``vectorsync status``: ``store.broker.freshness.FreshnessLog`` is one."""
+    """Where samples are kept for ``vectorsync status``: ``store.broker.freshness_log.FreshnessLog`` is one."""
 
     def add(self, collection: str, seconds: Sequence[float], *, at: float | None = None) -> None: ...
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from store.calls.spend import Budget, total
 from store.errors import BudgetExceeded
@@ -14,10 +14,7 @@ from store.state.generations import parse_name
 from store.state.ledger import Parked, RunProgress, RunStatus
 from worker.runtime.context import context
 
-if TYPE_CHECKING:
-    from worker.tasks.flow import Work
-
-__all__ = ["UNCAPPED", "Admission", "admit", "caps_of", "pause"]
+__all__ = ["UNCAPPED", "Admission", "Batched", "Budgeted", "admit", "caps_of", "pause"]
 
 log = logging.getLogger(__name__)
 
@@ -30,11 +27,41 @@ class Admission:
     budget: Budget | None = None
 
 
+class Batched(Protocol):
+    """What of a batch the budget reads (``worker.tasks.flow.Batch`` is one): its run and number, whether its run
+    pools, and what a parked batch keeps to be sent again."""
+
+    @property
+    def collection(self) -> str: ...
+
+    @property
+    def ids(self) -> list[str]: ...
+
+    @property
+    def run_id(self) -> str | None: ...
+
+    @property
+    def number(self) -> int | None: ...
+
+    @property
+    def carried(self) -> dict[str, int] | None: ...
+
+    @property
+    def pooled(self) -> bool: ...
+
+
+class Budgeted(Protocol):
+    """A batch's work under its run's budget (``worker.tasks.flow.Work`` is one)."""
+
+    @property
+    def batch(self) -> Batched: ...
+
+
 #: A batch that is no run's (live work, a pushed document), or whose run has no cap.
 UNCAPPED = Admission()
 
 
-def admit(work: Work) -> Admission:
+def admit(work: Budgeted) -> Admission:
     """Park the batch of a paused run; else the budget of its run, its spend so far read once, counted with
     every process's calls in the cache's Redis when it is one (``store.broker.reservations``)."""
     batch = work.batch
@@ -69,7 +96,7 @@ def caps_of(run: RunProgress) -> tuple[int | None, float | None]:
     return max_tokens, max_cost
 
 
-def pause(work: Work, error: BudgetExceeded) -> bool:
+def pause(work: Budgeted, error: BudgetExceeded) -> bool:
     """Pause the batch's run, saying why, and park the batch; False when the run no longer runs."""
     paused = context().ledger.pause_run(_parked(work), str(error).replace("resume RUN", f"resume {work.batch.run_id}"))
     if paused:
@@ -77,7 +104,7 @@ def pause(work: Work, error: BudgetExceeded) -> bool:
     return paused
 
 
-def _parked(work: Work) -> Parked:
+def _parked(work: Budgeted) -> Parked:
     batch = work.batch
     assert batch.run_id is not None and batch.number is not None
     return Parked(

@@ -41,10 +41,10 @@ def _refuse_unsupported_kombu() -> None:
     written for: Celery resolves the transport before any signal of the worker's (a worker on kombu 5.5 died
     with 60 lines of tracebacks, or at its first take with an AttributeError). The transport checks kombu's
     names as it is imported, once a process; Celery then finds it imported."""
-    from store.broker.kombu_names import UnsupportedKombu
+    from store.transport.kombu_names import UnsupportedKombu
 
     try:
-        import store.broker.transport  # noqa: F401
+        import store.transport.redis  # noqa: F401
     except UnsupportedKombu as exc:
         raise SystemExit(f"vectorsync worker refused to start: {exc}") from None
 
@@ -76,9 +76,9 @@ def pool_processes(worker: Any) -> int | None:
 
 @worker_init.connect
 def _say_handover(**_: Any) -> None:
-    """Say in one line how the broker hands tasks over (``store.broker.handover``), as a warning where a task
+    """Say in one line how the broker hands tasks over (``store.transport.handover``), as a warning where a task
     may be lost."""
-    from store.broker.handover import handover
+    from store.transport.handover import handover
 
     said = handover(load_settings().broker.url)
     (log.info if said.safe else log.warning)("%s", said.line)

@@ -18,15 +18,16 @@ from typing import Any
 from celery.exceptions import Retry, SoftTimeLimitExceeded
 
 from store.broker.coalescing import Coalescer
-from store.broker.freshness import FreshnessLog
+from store.broker.freshness_log import FreshnessLog
 from store.broker.pushes import Pushes
 from store.broker.redeliveries import Redeliveries
 from store.broker.reservations import Reservations
 from store.calls import spend
-from store.client import Client, Hooks, ProcessDefault
+from store.client import Client, Hooks
 from store.embeddings import Embeddings
 from store.embeddings.cache import cache_scope
 from store.errors import BudgetExceeded, ConfigError, StoreUnavailable
+from store.process.defaults import ProcessDefault
 from store.settings import Settings, load_settings
 from store.state.generations import Generation, parse_name
 from store.state.generations.routing import Router
@@ -151,7 +152,7 @@ class WorkerContext:
             return self._pushes[0]
 
     def freshness(self) -> FreshnessLog:
-        """The collections' newest freshness samples (``store.broker.freshness``), in the cache's Redis."""
+        """The collections' newest freshness samples (``store.broker.freshness_log``), in the cache's Redis."""
         with self._lock:
             if not self._freshness:
                 self._freshness.append(FreshnessLog(self.settings.cache_url, network=self.settings.network))

@@ -285,7 +285,7 @@ def _start(dev: _Dev, *, fresh: bool, workers: int, serve: bool, model: str, cha
 
     counts = _load_samples(settings, database_url)
 
-    from producer.client import Producer
+    from store.broker.producer import Producer
 
     producer = Producer(settings)
     dev.closers.append(producer.close)

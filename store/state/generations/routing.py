@@ -241,7 +241,7 @@ class Router:
 
     def read(self, name: str) -> Collection:
         """The collection a search of ``name`` reads: its live generation's (``NAME__gN``: that one's); a
-        collection never migrated opens as ``store.open`` does (a declared one is created empty)."""
+        collection never migrated opens as ``open_declared`` does (a declared one is created empty)."""
         generation = self.reading(name)
         if generation.registered:
             return self.collection(generation)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 import numpy as np
 import psycopg
@@ -22,20 +23,17 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 import store.vectors.pgvector.segments as segments
 from store.connect.postgres import advisory_lock, driver
 from store.errors import StoreError, StoreUnavailable
-from store.vectors.base import Collection
+from store.vectors.base import Collection, Metric, QueryEmbedder
 from store.vectors.filters import Filter
 from store.vectors.indexed import IndexedFields
 from store.vectors.pgvector.building import IndexBuild, build_lock_key, read_progress
 from store.vectors.pgvector.filters import compile_filter
 from store.vectors.pgvector.keywords import Delta, count_rows, drifted_terms, ranked
 from store.vectors.pgvector.planner import OVERSHOOT, Plan, Ranking, exact_search, observe, plan
-from store.vectors.pgvector.schema import bulk_indexes, ensure_field_indexes
+from store.vectors.pgvector.schema import Schema, bulk_indexes, ensure_field_indexes
 from store.vectors.records import ChunkDigest, StoredChunk, VectorMatch, VectorRecord, canonical_json, text_digest
 
-if TYPE_CHECKING:
-    from store.vectors.pgvector.store import PgvectorStore
-
-__all__ = ["BULK_LOAD_ROWS", "PgvectorCollection", "build_memory_mb"]
+__all__ = ["BULK_LOAD_ROWS", "PgvectorCollection", "PgvectorParts", "build_memory_mb"]
 
 _log = logging.getLogger(__name__)
 
@@ -69,10 +67,29 @@ _NO_TERMS: Counter[str] = Counter()
 _COPY_TYPES = ["text", "text", "int4", None, "text", "jsonb", "text", "jsonb", "int4", "int8", "bytea"]
 
 
+class PgvectorParts(Protocol):
+    """What a collection uses of its store (``PgvectorStore`` is one): its vector space and query embedder, its
+    engine and transactions, its schema, how vectors are adapted, and how searches are tuned."""
+
+    dimensions: int
+    metric: Metric
+    embedder: QueryEmbedder | None
+    engine: sa.Engine
+    schema: Schema
+    exact_search_rows: int
+    index_build_workers: int
+
+    def transaction(self) -> AbstractContextManager[sa.Connection]: ...
+
+    def adapt(self, vector: np.ndarray) -> Any: ...
+
+    def tune_search(self, conn: sa.Connection, *, filtered: bool = False) -> None: ...
+
+
 class PgvectorCollection(Collection):
     """One collection, one table."""
 
-    def __init__(self, store: PgvectorStore, name: str, table: sa.Table) -> None:
+    def __init__(self, store: PgvectorParts, name: str, table: sa.Table) -> None:
         super().__init__(name, dimensions=store.dimensions, metric=store.metric, embedder=store.embedder)
         self._store = store
         self.table = table

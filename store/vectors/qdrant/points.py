@@ -11,21 +11,18 @@ import uuid
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from qdrant_client import models
 
 from store.errors import ConfigError
-from store.vectors.base import Collection
+from store.vectors.base import Collection, Metric, QueryEmbedder
 from store.vectors.filters import Filter
 from store.vectors.indexed import IndexedFields
 from store.vectors.qdrant.client import translated
 from store.vectors.qdrant.filters import METADATA_KEY, excluding, payload_key, split_filter
 from store.vectors.qdrant.keywords import KEYWORDS, pin, query_vector, sparse_vector
 from store.vectors.records import StoredChunk, VectorMatch, VectorRecord, text_digest
-
-if TYPE_CHECKING:
-    from store.vectors.qdrant.store import QdrantStore
 
 __all__ = [
     "DELETE_BATCH",
@@ -35,6 +32,7 @@ __all__ = [
     "TEXT_HASH",
     "UPSERT_BATCH",
     "QdrantCollection",
+    "QdrantParts",
     "point_id",
 ]
 
@@ -99,6 +97,29 @@ def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield items[start : start + size]
 
 
+class QdrantParts(Protocol):
+    """What a collection is opened with, from its store (``QdrantStore`` is one): its vector space and query
+    embedder, the client, where it is (for errors) and the search parameters its vector searches send."""
+
+    @property
+    def dimensions(self) -> int: ...
+
+    @property
+    def metric(self) -> Metric: ...
+
+    @property
+    def embedder(self) -> QueryEmbedder | None: ...
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def search_params(self) -> models.SearchParams | None: ...
+
+    @property
+    def _client(self) -> Any: ...
+
+
 class QdrantCollection(Collection):
     """One Qdrant collection of the same name.
 
@@ -108,7 +129,7 @@ class QdrantCollection(Collection):
     both.
     """
 
-    def __init__(self, store: QdrantStore, name: str):
+    def __init__(self, store: QdrantParts, name: str):
         super().__init__(name, dimensions=store.dimensions, metric=store.metric, embedder=store.embedder)
         self._client = store._client
         self._where = store.url

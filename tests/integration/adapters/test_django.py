@@ -19,8 +19,9 @@ import pytest
 import redis
 from django.db import connection, transaction
 
-from store.client import Client, use_client
+from store.client import Client
 from store.contract import INDEX_RECORD, LIVE_QUEUE
+from store.process.defaults import use_client
 from store.settings import load_settings
 from tests.integration.adapters.conftest import PROJECT_SETTINGS, database_url
 from tests.integration.adapters.django_project.notes.models import Note, Ticket

@@ -14,7 +14,7 @@ from django.db import models
 from producer.django import indexed, watch
 from producer.django.checks import TAG
 from producer.django.management.commands.vectorsync import without_django_options
-from store.client import use_client
+from store.process.defaults import use_client
 from tests.integration.adapters.django_project.notes.models import Note, Ticket
 
 NOTES_SOURCE = '[collections.django_notes.source]\nkind = "sql"\nurl = "postgresql://app@db/crm"\n'

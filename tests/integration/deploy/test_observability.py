@@ -31,7 +31,7 @@ import redis
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from producer.client import Producer
+from store.broker.producer import Producer
 from store.capture.control import enable
 from store.contract import QUEUES
 from store.settings import load_settings

@@ -15,7 +15,7 @@ from tests.workers import ROOT
 def test_producer_imports_without_sqlalchemy_or_numpy(blocked: str) -> None:
     code = (
         f"import sys; sys.modules[{blocked!r}] = None\n"
-        "import producer, producer.client, producer.testing, producer.pytest_plugin, store\n"
+        "import producer, producer.testing, producer.pytest_plugin, store, store.process.defaults\n"
         "client = store.Client(store.Settings()); client.producer; client.close()  # an enqueueing client\n"
         "assert 'worker' not in sys.modules and 'torch' not in sys.modules\n"
     )
@@ -57,3 +57,12 @@ def test_the_core_needs_no_framework() -> None:
     code = "import sys\n" + blocked + IMPORT_EVERYTHING
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_importing_producer_loads_no_heavy_library() -> None:
+    code = (
+        "import sys, producer; heavy = {'numpy', 'torch', 'qdrant_client', 'openai', 'sentence_transformers', "
+        "'worker', 'httpx'} & set(sys.modules); print(sorted(heavy))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

@@ -30,9 +30,9 @@ def _client_doors() -> dict[str, Door]:
     from store import Filter
 
     return {
-        "Collection.search": lambda c: c.open("notes").search(SECRET),
-        "Collection.search scoped": lambda c: c.open("notes").search(SECRET, filter=Filter.eq("tenant", 1)),
-        "Collection.count": lambda c: c.open("notes").count(),
+        "Collection.search": lambda c: c.get_collection("notes").search(SECRET),
+        "Collection.search scoped": lambda c: c.get_collection("notes").search(SECRET, filter=Filter.eq("tenant", 1)),
+        "Collection.count": lambda c: c.get_collection("notes").count(),
         "Client.search": lambda c: c.search("notes", SECRET),
         "Client.search scoped": lambda c: c.search("notes", SECRET, filter=SCOPED),
         "Client.search keyword": lambda c: c.search("notes", SECRET, mode="keyword"),

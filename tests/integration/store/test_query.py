@@ -10,7 +10,7 @@ import pytest
 
 import store.query as query
 from store import Filter, VectorRecord, load_settings
-from store.client import use_client
+from store.process.defaults import use_client
 from tests.backends import unique_name
 
 

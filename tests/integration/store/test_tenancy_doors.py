@@ -38,7 +38,7 @@ NOT_DOORS = {
     "query.store_from_settings": "builds a store; its collections are opened through the doors above",
     "Client.verify": "an operator's check: ids, hashes and counts, no text, through the ledger's own reads",
     "Client.plan": "an operator's estimate: counts and costs, no text",
-    "Client.open": "opens the collection whose search and count are doors above",
+    "Client.get_collection": "opens the collection whose search and count are doors above",
     "Client.from_settings": "builds a client",
     "Client.close": "closes a client",
     "langchain from_texts": "add_documents on a new store (a door above)",

@@ -93,7 +93,7 @@ def assert_indexed_or_failed_alone(queue: PostgresTaskQueue, name: str, ids: Seq
     """Each good id indexed (ledger entry, chunks); each refused id with its failures row, saying why."""
     good, bad = [i for i in ids if not refused(i)], [i for i in ids if refused(i)]
     assert set(queue.ledger.entries(name, good)) == set(good)
-    collection = queue.client.open(name)
+    collection = queue.client.get_collection(name)
     assert [i for i in good if not collection.chunks_of(i)] == []
     failures = {f.record_id: f.error for f in queue.ledger.failures(name)}
     assert set(failures) == {kept_record_id(i) for i in bad}, (sorted(failures), bad)

@@ -19,10 +19,10 @@ import pytest
 import redis
 import sqlalchemy as sa
 
-from producer.client import Producer
 from store import query
-from store.client import use_client
+from store.broker.producer import Producer
 from store.connect.postgres import engine_url
+from store.process.defaults import use_client
 from store.settings import load_settings
 from store.state.generations.migration import begin
 from store.state.generations.postgres import PostgresGenerations

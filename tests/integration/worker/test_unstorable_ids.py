@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from producer import testing
-from store.client import Client, Hooks, use_client
+from store.client import Client, Hooks
 from store.plan.costing import plan
+from store.process.defaults import use_client
 from store.state.ledger import RunProgress, RunStatus
 from store.state.ledger.postgres import PostgresLedger
 from store.vectors.records import escape_unstorable
@@ -118,27 +119,27 @@ def test_a_reindex_over_unstorable_ids_fails_each_alone_on_postgresql(ledger: Po
         run = reindex(queue, name)  # a first load: the ledger holds none of the page
         assert (run.status, run.done, run.failed) == (RunStatus.DONE, 3, 4), run
         assert_failed_alone(queue, name, UNSTORABLE_IDS)
-        assert queue.client.open(name).count() == 3
+        assert queue.client.get_collection(name).count() == 3
         RECORDS["4"] = {"id": "4", "text": "a note added since"}
         again = reindex(queue, name)  # the ledger holds some of the page now: the stale ids are judged
         assert (again.status, again.done, again.failed) == (RunStatus.DONE, 1, 4), again
         assert_failed_alone(queue, name, UNSTORABLE_IDS)
-        assert queue.client.open(name).count() == 4
+        assert queue.client.get_collection(name).count() == 4
         RECORDS["5"] = {"id": "5", "text": "another note added since"}
         swept = reindex(queue, name, sweep=True)  # a reconcile sweep judges each page against the ledger too
         assert (swept.status, swept.done, swept.failed) == (RunStatus.DONE, 1, 4), swept
         assert_failed_alone(queue, name, UNSTORABLE_IDS)
-        assert queue.client.open(name).count() == 5
+        assert queue.client.get_collection(name).count() == 5
 
 
 def test_reindex_plan_counts_unstorable_ids_as_failed_on_postgresql(ledger: PostgresLedger, name: str) -> None:
     loader_records([*GOOD_IDS, *UNSTORABLE_IDS])
     with postgres_queue(ledger, python_collection(name)) as queue, PlanReading(queue.client) as reader:
-        first = plan(queue.client, name, reader=reader)
+        first = plan(queue.client.settings, queue.client.ledger, name, reader=reader)
         assert (first.new, first.failed, first.records) == (3, 4, 7), first
         reindex(queue, name)
         RECORDS["1"]["text"] = "a note changed since"
-        second = plan(queue.client, name, reader=reader)
+        second = plan(queue.client.settings, queue.client.ledger, name, reader=reader)
         assert (second.changed, second.unchanged, second.failed) == (1, 2, 4), second
 
 

@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from producer.client import Producer
+from store.broker.producer import Producer
 from tests.crm import Psql, insert_notes, note
 from tests.reliability.chaos.system import PUSHED, SQL, System
 

@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from store import VectorRecord
-from store.client import default_client, use_client
+from store.process.defaults import default_client, use_client
 from tests.docs_examples import Block, blocks, run_python
 
 #: What every page's settings start with: nothing outside this process.
@@ -96,7 +96,7 @@ def crm_database(folder: Path) -> str:
 def index(collection: str) -> None:
     """Put INDEXED in ``collection`` of the default client's store, as workers would have."""
     client = default_client()
-    client.open(collection).upsert_many(
+    client.get_collection(collection).upsert_many(
         [
             VectorRecord(
                 f"{record_id}:0", client.embeddings.embed(text), text, {**meta, "record_id": record_id, "chunk": 0}
@@ -146,7 +146,7 @@ def answers_names(folder: Path, db: str, stack: ExitStack) -> dict[str, Any]:
 
 def embeddings_names(folder: Path, db: str, stack: ExitStack) -> dict[str, Any]:
     index("notes")
-    return {"notes": default_client().open("notes")}
+    return {"notes": default_client().get_collection("notes")}
 
 
 def search_modes_names(folder: Path, db: str, stack: ExitStack) -> dict[str, Any]:

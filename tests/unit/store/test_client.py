@@ -1,4 +1,5 @@
-"""store.Client: one object over the settings; parts built on first use, closed by close(); the default one."""
+"""store.Client: one object over the settings; parts built on first use, closed by close() (the default one:
+``tests/unit/store/process/test_defaults.py``)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,7 @@ import pytest
 
 from producer.testing import memory_settings
 from store import Client, ConfigError, Settings, VectorRecord, VectorsyncError
-from store import query as query_module
-from store.client import Hooks, ProcessDefault, default_client, use_client
+from store.client import Hooks
 from store.state.ledger import MemoryLedger
 from store.vectors.backends import memory_store
 
@@ -87,25 +87,3 @@ def test_the_producer_of_a_client_given_a_ledger_creates_its_runs_there() -> Non
         run_id = client.producer.reindex_all("notes")  # a collection with a source: pushed ones have none to read
     assert ledger.run(run_id).collection == "notes"
     assert sent == [("vectorsync.reindex_all", ("notes", False, run_id, False))]
-
-
-def test_query_helpers_use_the_default_client_and_use_client_puts_another_in_its_place() -> None:
-    store = memory_store(dimensions=4)
-    store.get_collection("notes", create=True).upsert(VectorRecord("a", [1, 0, 0, 0], "alpha"))
-    mine = Client(settings(notes={}), store=store)
-    previous = use_client(mine)
-    try:
-        assert default_client() is mine
-        assert [m.id for m in query_module.search("notes", [1, 0, 0, 0])] == ["a"]
-    finally:
-        assert use_client(previous) is mine
-        mine.close()
-
-
-def test_a_process_default_is_built_once_until_replaced() -> None:
-    built: list[object] = []
-    default: ProcessDefault[object] = ProcessDefault(lambda: built.append(object()) or built[-1])
-    first = default.get()
-    assert default.get() is first and len(built) == 1
-    assert default.use(None) is first
-    assert default.get() is not first and len(built) == 2

@@ -41,7 +41,7 @@ class LifecycleContract:
         assert not collections.exists(name)  # a get creates nothing
         collections.create(name).upsert_many(RECORDS)
         exists = (
-            rf"collection '{name}' already exists: open it \(get, or get_or_create\), "
+            rf"collection '{name}' already exists: open it \(Collections.get, or get_or_create\), "
             rf"or drop it first \(vectorsync collections drop {name}\)"
         )
         with pytest.raises(ConfigError, match=exists):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.unit.store.retrieval.test_retrieval import NOTES
+from tests.unit.store.retrieval.test_service import NOTES
 
 
 def test_vectorsync_ask_prints_the_answer_with_its_sources_and_exits_by_outcome(

@@ -12,7 +12,7 @@ import pytest
 from tests.backends import unique_name
 from tests.crm import store_records
 from tests.settings_files import pushed_collection
-from tests.workers import ROOT, process_env
+from tests.workers import ROOT, process_env, run_cli
 
 DEEP_FILTER = '{"$and": [' * 1000 + '{"a": 1}' + "]}" * 1000
 
@@ -102,3 +102,15 @@ def test_min_score_nan_is_refused(config: Path) -> None:
 
 def test_an_endless_queries_file_is_read_to_a_bound(config: Path) -> None:
     assert "split it" in one_line(vectorsync(config, "eval", "docs", "-q", "/dev/zero"), "'/dev/zero'", "MiB")
+
+
+def test_cli_errors_are_one_line_without_a_traceback(tmp_path: Path) -> None:
+    config = tmp_path / "vectorsync.toml"
+    config.write_text('[vectors]\nmetric = "cosin"\n')
+    result = run_cli(config, "status")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().startswith("error: bad settings in")
+    assert len(result.stderr.strip().splitlines()) == 1 or "vectors.metric" in result.stderr
+    bad_filter = run_cli(config, "search", "notes", "hello", "--filter", "{kind")
+    assert bad_filter.returncode == 2 and "Traceback" not in bad_filter.stderr

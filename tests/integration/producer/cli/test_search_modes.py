@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.unit.store.retrieval.test_retrieval import NOTES
+from tests.unit.store.retrieval.test_service import NOTES
 
 
 def test_search_and_ask_take_a_mode(tmp_path: Any, postgres_url: str) -> None:

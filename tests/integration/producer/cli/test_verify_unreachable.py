@@ -101,7 +101,7 @@ def rig(
 
 
 def queued(broker: str) -> int:
-    """The messages the broker's Redis holds, in every queue (a queue's bell, ``store.broker.transport``, carries
+    """The messages the broker's Redis holds, in every queue (a queue's bell, ``store.transport.redis``, carries
     none)."""
     client = redis.Redis.from_url(broker)
     lists = [key for key in client.scan_iter() if client.type(key) == b"list" and not key.startswith(b"_vectorsync.")]

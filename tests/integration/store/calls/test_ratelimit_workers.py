@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from celery import Celery
 
-from producer.client import Producer
 from store.broker.config import celery_config
+from store.broker.producer import Producer
 from store.calls.ratelimit import BURST_SECONDS
 from store.settings import load_settings
 from tests.backends import unique_name

@@ -7,7 +7,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from producer.client import Producer
+from store.broker.producer import Producer
 from store.settings import Settings
 from store.state.ledger.postgres import PostgresLedger
 from tests.crm import CrmTable, expected_chunks, stored_chunks

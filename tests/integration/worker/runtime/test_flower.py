@@ -3,7 +3,7 @@ within seconds, inspect calls in flight or not.
 
 One real ``celery -A worker worker`` (a Redis database of its own, PostgreSQL with pgvector, a
 fake OpenAI server) and one real ``python -m worker.runtime.flower`` (behind a login) are started for the module;
-tasks go through ``producer.client.Producer`` as app code sends them, and are read
+tasks go through ``store.broker.producer.Producer`` as app code sends them, and are read
 back from Flower's ``/api/workers`` and ``/api/tasks``.
 """
 
@@ -29,7 +29,7 @@ import pytest
 import redis
 
 from producer.cli.dev.harness import flower_command
-from producer.client import Producer
+from store.broker.producer import Producer
 from store.contract import BULK_QUEUE, INDEX_BATCH, INDEX_RECORD, LIVE_QUEUE, POOL_BATCH, REINDEX_ALL
 from store.settings import load_settings
 from store.state.ledger import RunStatus

@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from producer.client import Producer
+from store.broker.producer import Producer
 from store.contract import BULK_QUEUE, VERIFY
 from tests.crm import insert_notes, note
 from tests.integration.worker.capture_world import MakeWorld, init_capture, make_world

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from producer.cli.app import app
-from store.client import use_client
+from store.process.defaults import use_client
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from producer.cli import app
-from store.client import use_client
+from store.process.defaults import use_client
 
 
 @pytest.mark.parametrize("args", [["--chain", "large"], ["--switch"]])

@@ -37,7 +37,7 @@ def test_a_tls_url_verifies_the_server_unless_it_says_otherwise() -> None:
 def test_kombu_is_given_the_tls_options_apart_from_the_url_and_our_transport() -> None:
     broker = kombu_broker("rediss://:pw@cache.example.com:6380/3?ssl_ca_certs=/etc/ca.pem")
     assert broker.url == "rediss://:pw@cache.example.com:6380/3"
-    assert broker.transport == "store.broker.transport:Transport"
+    assert broker.transport == "store.transport.redis:Transport"
     assert broker.use_ssl == {"ssl_ca_certs": "/etc/ca.pem", "ssl_cert_reqs": ssl.CERT_REQUIRED}
 
 
@@ -46,7 +46,7 @@ def test_both_socket_forms_reach_kombu_as_the_socket_transports_own_url(url: str
     broker = kombu_broker(url)
     assert (broker.url, broker.transport) == (
         "socket:///run/redis.sock?virtual_host=2",
-        "store.broker.transport:SocketTransport",
+        "store.transport.redis:SocketTransport",
     )
     assert parse_redis_url(url).path == "/run/redis.sock"
 
@@ -55,7 +55,7 @@ def test_a_sentinel_url_gives_kombu_every_sentinel_the_database_and_the_master_n
     broker = kombu_broker("sentinel://:pw@10.0.0.1:26379;sentinel://10.0.0.2/1?master_name=main")
     assert broker.url == "sentinel://:pw@10.0.0.1:26379/1;sentinel://:pw@10.0.0.2:26379/1"
     assert (broker.transport, broker.transport_options) == (
-        "store.broker.transport:SentinelTransport",
+        "store.transport.redis:SentinelTransport",
         {"master_name": "main"},
     )
 

@@ -43,7 +43,7 @@ def client() -> Iterator[Client]:
 
 
 def index(client: Client, collection: str, record_id: str, chunks: int, digest: str = "h1") -> None:
-    client.open(collection).replace_records(
+    client.get_collection(collection).replace_records(
         [record_id],
         [
             VectorRecord(f"{record_id}:{i}", [1, 0, 0, i], f"text {i}", {"record_id": record_id, "chunk": i}, "m")

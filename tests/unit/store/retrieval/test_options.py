@@ -1,23 +1,20 @@
 """The option sets of search and answer: every function that takes one refuses a keyword outside it as Python
-refuses one a plain signature lacks, passes each option through, and applies the defaults in one place."""
+refuses one a plain signature lacks, and passes each option through (their defaults: ``test_search.py``)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 import store.query as query
 from store import Client
-from store.client import searched
 from store.retrieval import Retrieval
 from store.retrieval.options import AnswerOptions, SearchOptions, refuse_unknown
 from store.settings import Settings
 from store.vectors.backends import memory_store
-from store.vectors.base import DEFAULT_LIMIT
-from store.vectors.filters import Filter
 
 SETTINGS = Settings.model_validate({"vectors": {"store": "memory", "dimensions": 4}})
 STORE = memory_store(dimensions=4)
@@ -59,25 +56,6 @@ def test_a_keyword_outside_the_option_set_is_the_type_error_of_a_plain_signature
 def test_the_option_sets_are_the_documented_keywords() -> None:
     assert SearchOptions.__optional_keys__ == {"filter", "limit", "min_score", "mode"}
     assert AnswerOptions.__optional_keys__ == {"filter", "candidates", "top", "user", "allow", "mode"}
-
-
-class _Target:
-    """A collection that records the keywords of its search."""
-
-    def __init__(self) -> None:
-        self.seen: dict[str, Any] = {}
-
-    def search(self, query: str | Sequence[float], **options: Any) -> list[Any]:
-        self.seen = options
-        return []
-
-
-def test_searched_applies_the_defaults_and_reads_a_json_filter() -> None:
-    target = _Target()
-    searched(target, VECTOR, {})
-    assert target.seen == {"filter": None, "limit": DEFAULT_LIMIT, "min_score": None, "mode": None}
-    searched(target, VECTOR, {"filter": {"kind": "call"}, "limit": 3, "min_score": 0.5, "mode": "keyword"})
-    assert target.seen == {"filter": Filter.eq("kind", "call"), "limit": 3, "min_score": 0.5, "mode": "keyword"}
 
 
 class _Retrieval:

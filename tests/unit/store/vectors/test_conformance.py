@@ -254,7 +254,7 @@ class VectorStoreContract:
         assert name not in store.list_collections()
         assert store.get_collection(name, create=True).count() == 0
 
-    def test_reset_empties_a_collection_and_keeps_it_create_and_get_refuse_surprises(
+    def test_reset_empties_a_collection_and_keeps_it_reset_and_get_refuse_a_missing_one(
         self, make_store: StoreFactory
     ) -> None:
         store = make_store(dimensions=4)
@@ -263,10 +263,8 @@ class VectorStoreContract:
             with pytest.raises(ConfigError, match=f"collection '{name}' does not exist"):
                 refused(name)
         assert not store.has_collection(name)
-        notes = store.create_collection(name)
+        notes = store.ensure_collection(name)
         notes.upsert_many(PEOPLE)
-        with pytest.raises(ConfigError, match=f"collection '{name}' already exists"):
-            store.create_collection(name)
         store.reset_collection(name)
         assert notes.count() == 0 and store.get_collection(name).count() == 0 and store.has_collection(name)
         notes.upsert_many(PEOPLE[:3])

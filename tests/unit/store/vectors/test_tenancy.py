@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 import store.query as query
 from store import ConfigError, Filter, Settings, VectorRecord, VectorStore, load_settings
-from store.client import use_client
+from store.process.defaults import use_client
 from store.retrieval import Retrieval
 from store.vectors.backends import memory_store
 from store.vectors.tenancy import pinned_fields

@@ -37,7 +37,7 @@ def client() -> Iterator[Client]:
 
 
 def index(client: Client, record_id: str, chunks: int = 2) -> None:
-    client.open("notes").replace_records(
+    client.get_collection("notes").replace_records(
         [record_id],
         [
             VectorRecord(f"{record_id}:{i}", [1, 0, 0, i], f"text {i}", {"record_id": record_id, "chunk": i}, "m")
@@ -61,7 +61,9 @@ def test_pages_of_records_each_read_once_from_the_source(client: Client, monkeyp
 
 def test_a_text_the_source_does_not_make_is_drift(client: Client) -> None:
     index(client, "r1")
-    client.open("notes").upsert(VectorRecord("r1:1", [1, 0, 0, 1], "changed", {"record_id": "r1", "chunk": 1}, "m"))
+    client.get_collection("notes").upsert(
+        VectorRecord("r1:1", [1, 0, 0, 1], "changed", {"record_id": "r1", "chunk": 1}, "m")
+    )
     report = client.verify("notes", source=Reader())
     assert [(d.record_id, d.kinds) for d in report.first] == [("r1", (Kind.TEXT,))]
     unread = client.verify("notes")
@@ -72,7 +74,7 @@ def test_only_the_first_drifted_records_are_kept_to_show(client: Client, monkeyp
     monkeypatch.setattr(scan, "SHOWN", 2)
     for i in range(4):
         index(client, f"r{i}")
-        client.open("notes").replace_records([f"r{i}"], [])
+        client.get_collection("notes").replace_records([f"r{i}"], [])
     report = client.verify("notes")
     assert (report.drifted, len(report.first), report.kinds) == (4, 2, {Kind.MISSING: 4})
 

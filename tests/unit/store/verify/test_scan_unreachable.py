@@ -103,7 +103,9 @@ def test_a_record_indexed_by_its_own_task_meanwhile_keeps_that_entry(client: Cli
 
 
 def test_orphans_the_broker_does_not_take_are_left_as_they_were(client: Client) -> None:
-    client.open("notes").upsert(VectorRecord("o1:0", [1, 0, 0, 0], "text", {"record_id": "o1", "chunk": 0}, "m"))
+    client.get_collection("notes").upsert(
+        VectorRecord("o1:0", [1, 0, 0, 0], "text", {"record_id": "o1", "chunk": 0}, "m")
+    )
     client.producer.send = Broker(takes=0)
     with pytest.raises(BrokerUnavailable, match=r"1 orphans' record ids of 'notes' were not sent; their chunks are"):
         client.verify("notes", repair=True)
@@ -112,7 +114,9 @@ def test_orphans_the_broker_does_not_take_are_left_as_they_were(client: Client) 
 
 def test_a_source_that_cannot_be_opened_stops_verify_before_anything_is_sent(client: Client) -> None:
     drifted(client)
-    client.open("notes").upsert(VectorRecord("o1:0", [1, 0, 0, 0], "text", {"record_id": "o1", "chunk": 0}, "m"))
+    client.get_collection("notes").upsert(
+        VectorRecord("o1:0", [1, 0, 0, 0], "text", {"record_id": "o1", "chunk": 0}, "m")
+    )
     broker = Broker(takes=100)
     client.producer.send = broker
     with pytest.raises(StoreUnavailable) as raised:

@@ -163,7 +163,7 @@ def test_a_record_id_with_a_nul_or_a_lone_surrogate_fails_alone_and_its_run_ends
         failures = {f.record_id: f.error for f in queue.ledger.failures("notes")}
         assert set(failures) == set(UNSTORABLE_IDS)
         assert all(ID_RULE_TEXT in error for error in failures.values()), failures
-        assert queue.client.open("notes").count() == 2
+        assert queue.client.get_collection("notes").count() == 2
 
 
 def test_a_pushed_document_with_an_unstorable_id_fails_alone() -> None:

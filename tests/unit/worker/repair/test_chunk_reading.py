@@ -52,7 +52,7 @@ def verified(tasks: testing.TaskQueue, **options: Any) -> Report:
 
 
 def store(tasks: testing.TaskQueue) -> MemoryCollection:
-    collection = tasks.client.open("notes")
+    collection = tasks.client.get_collection("notes")
     assert isinstance(collection, MemoryCollection)
     return collection
 
@@ -111,7 +111,9 @@ def test_an_orphan_the_source_still_has_is_indexed_not_deleted(tasks: testing.Ta
     verified(tasks, repair=True)
     tasks.run_queue()
     assert verified(tasks).clean
-    assert tasks.client.ledger.entries("notes", ["7"])["7"].chunks == len(tasks.client.open("notes").chunks_of("7"))
+    assert tasks.client.ledger.entries("notes", ["7"])["7"].chunks == len(
+        tasks.client.get_collection("notes").chunks_of("7")
+    )
 
 
 def test_a_sample_checks_that_many_records_and_the_orphans_still(tasks: testing.TaskQueue) -> None:
@@ -131,7 +133,7 @@ def test_a_pushed_collection_is_compared_and_its_repair_says_what_it_leaves(task
     tasks.run_queue()
     with ChunkReading(tasks.client) as reading:
         assert tasks.client.verify("docs", source=reading).clean
-        tasks.client.open("docs").replace_records(["d1"], [])
+        tasks.client.get_collection("docs").replace_records(["d1"], [])
         report = tasks.client.verify("docs", source=reading, repair=True)
     assert (report.drifted, report.repair is not None) == (1, True)
     assert report.repair is not None and report.repair.reindexed == 0

@@ -63,7 +63,7 @@ def test_a_changed_record_is_stale_until_its_task_runs(tasks: testing.TaskQueue)
 
 
 def test_a_record_whose_chunks_the_store_lost_is_missing(tasks: testing.TaskQueue) -> None:
-    tasks.client.open("notes").replace_records(["1"], [])
+    tasks.client.get_collection("notes").replace_records(["1"], [])
     facts = explained(tasks)
     assert facts.verdict.state == State.MISSING
     assert f"run `vectorsync verify {facts.collection} --repair`" in facts.verdict.line

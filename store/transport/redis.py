@@ -17,7 +17,7 @@ timeout, as the task of a worker that died does. A script cannot block, so an id
 
 Every form of Redis broker URL takes this way (``store.connect.redis_urls``): TCP and TLS through
 ``Transport``, a Unix socket through ``SocketTransport``, a Sentinel's master through ``SentinelTransport``.
-The kombu names all of them rely on are checked as this module is imported (``store.broker.kombu_names``).
+The kombu names all of them rely on are checked as this module is imported (``store.transport.kombu_names``).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from kombu.transport import redis
 from kombu.utils.encoding import bytes_to_str
 from kombu.utils.json import loads
 
-from store.broker.kombu_names import check
 from store.connect.redis import replicated
+from store.transport.kombu_names import check
 
 __all__ = [
     "BELL_MS",
@@ -148,7 +148,7 @@ class Taking(_Channel):
         super().__init__(*args, **kwargs)
         if self.global_keyprefix:
             raise ValueError(
-                "store.broker.transport does not take global_keyprefix: use a Redis database of its own instead"
+                "store.transport.redis does not take global_keyprefix: use a Redis database of its own instead"
             )
         #: The delivery tag of the message being delivered, which ``TAKE`` recorded already.
         self.taken: str | None = None

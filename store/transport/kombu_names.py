@@ -1,9 +1,10 @@
-"""Every name of kombu's Redis transport that ``store.broker.transport`` overrides, calls or reads, with the
+"""Every name of kombu's Redis transport that ``store.transport.redis`` overrides, calls or reads, with the
 parameters it expects: checked when the transport is imported, so a kombu outside the tested range stops a
 worker at its start with one line naming the range, not mid-delivery with an AttributeError.
 
-Names a channel sets on itself as it opens (``INSTANCE``) are checked on a live channel by
-``tests/integration/store/test_broker_transport.py``.
+Names a channel and its QoS set on themselves as a channel opens (``INSTANCE``) are checked on a live channel by
+``tests/integration/store/transport/test_kombu_names.py``; ``tests/unit/store/transport/test_redis.py`` finds
+every name the transport overrides or reads in these lists.
 """
 
 from __future__ import annotations
@@ -33,15 +34,17 @@ METHODS: dict[str, str] = {
     # It came with ``_put``'s ``_publish_batch`` keyword (kombu 5.7), which ``_put`` here hands its bells to.
     "Channel.create_publish_batch": "(self, max_size)",
     "Channel._disconnect_pools": "(self)",
+    "Transport._deliver": "(self, message, queue)",
     "QoS.append": "(self, message, delivery_tag)",
     "QoS.ack": "(self, delivery_tag)",
     "QoS.reject": "(self, delivery_tag, requeue=False)",
     "QoS.restore_unacked": "(self, client=None)",
 }
-#: What a channel sets on itself as it opens, that the transport reads.
-INSTANCE = ("_queue_cycle", "_tag_to_queue", "_active_queues", "brpop_timeout", "connection_errors", "ResponseError",
-            "client", "connection")  # fmt: skip
-#: Class attributes and properties read, and the classes subclassed.
+#: What a channel (and its QoS) sets on itself as it opens, that the transport reads.
+INSTANCE = ("Channel._queue_cycle", "Channel._tag_to_queue", "Channel._active_queues", "Channel.brpop_timeout",
+            "Channel.connection_errors", "Channel.ResponseError", "Channel.client", "Channel.connection",
+            "QoS.channel")  # fmt: skip
+#: Class attributes and properties read or set, and the classes subclassed.
 ATTRIBUTES = (
     "Channel._in_poll",
     "Channel._brpop_sent_at",
@@ -52,6 +55,11 @@ ATTRIBUTES = (
     "Channel.unacked_index_key",
     "Channel.global_keyprefix",
     "Channel.active_queues",
+    "Channel.QoS",
+    "SentinelChannel.supports_batch_publish",
+    "Transport.Channel",
+    "Transport.can_parse_url",
+    "SentinelTransport.Channel",
     "SentinelChannel",
     "SentinelTransport",
     "Transport",

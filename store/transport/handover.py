@@ -24,12 +24,12 @@ class Handover:
 
 
 def handover(url: str) -> Handover:
-    """The handover of a broker at ``url``. For a Redis broker this imports ``store.broker.transport``, which
+    """The handover of a broker at ``url``. For a Redis broker this imports ``store.transport.redis``, which
     checks the installed kombu: UnsupportedKombu (a ConfigError) when it is not one the transport supports."""
     shown = without_credentials(url.split(";")[0])
     form = redis_form(url)
     if form is not None:
-        import store.broker.transport  # noqa: F401 - checks kombu's names as it is imported
+        import store.transport.redis  # noqa: F401 - checks kombu's names as it is imported
 
         where = _FORMS.get(form) or f"the master Sentinel names {parse_redis_url(url).master_name!r}"
         line = (f"broker {shown}: Redis over {where}; each task is taken and recorded as unacknowledged in one "

@@ -1,4 +1,5 @@
-"""The broker's Redis transport when the broker goes away just as it hands a message over.
+"""store/transport/redis.py: the broker's Redis transport when the broker goes away just as it hands a message
+over, is full, or is gone when a task is acked; and its bells.
 
 kombu takes a message with ``BRPOP`` and records it as unacknowledged in a second round trip. A broker that
 goes away in between, or whose reply is lost (a Redis killed with ``appendfsync always`` writes the pop to
@@ -8,39 +9,29 @@ passed on or dropped, and the proxy goes down (every connection closed, new ones
 test brings it back.
 
 Each scenario runs on every form of Redis URL a broker may have (``store.connect.redis_urls``): TCP, TLS
-(the proxy ends and reopens the TLS, so it sees the commands) and a Unix socket.
+(the proxy ends and reopens the TLS, so it sees the commands) and a Unix socket. That each form, and a Sentinel's,
+is consumed through this transport at all: ``test_redis_forms.py``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import redis
-from kombu import Connection, Exchange, Queue
+from kombu import Connection
 
-from store.broker.config import REDIS_TRANSPORT
-from store.broker.transport import BELL_MS, Taking, Transport, bell_key
 from store.connect.redis import redis_client
-from store.connect.redis_urls import kombu_broker
+from store.transport.redis import BELL_MS, Transport, bell_key
+from tests.integration.store.transport.channels import QUEUE, RESTORING, connect, held, publish
 from tests.proxy import Proxy
-from tests.services import REDIS_FORMS, redis_server, tls_certificate
-
-QUEUE = Queue("vs-handover", Exchange("vs-handover", "direct"), "vs-handover")
-#: Short enough for a test to see a recorded message come back (the worker's own are in ``celery_config``).
-RESTORING = {
-    "socket_timeout": 2,
-    "visibility_timeout": 2,
-    "unacked_restore_interval": 1,
-    "unacked_mutex_expire": 1,
-    "unacked_restore_throttle": 1,
-}
+from tests.services import redis_server, tls_certificate
 
 
 class HandoverProxy(Proxy):
@@ -77,19 +68,6 @@ class HandoverProxy(Proxy):
         super().close()
 
 
-@pytest.fixture(params=REDIS_FORMS)
-def server(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[str]:
-    """A redis-server of the test's own, in each form (TCP, TLS, a Unix socket): its URL."""
-    with redis_server(form=request.param, folder=tmp_path) as (url, _process):
-        yield url
-
-
-@pytest.fixture
-def tcp_server() -> Iterator[str]:
-    with redis_server() as (url, _process):
-        yield url
-
-
 def _proxy(url: str, *, deliver: bool) -> HandoverProxy:
     parts = urlsplit(url)
     if parts.scheme == "redis+socket":
@@ -98,27 +76,13 @@ def _proxy(url: str, *, deliver: bool) -> HandoverProxy:
     return HandoverProxy((parts.hostname or "127.0.0.1", parts.port or 6379), deliver=deliver, tls=tls)
 
 
-def _connection(url: str, transport: Any = None, **options: Any) -> Connection:
-    """A kombu connection to ``url`` as the broker's configuration makes it (``kombu_broker``), through
-    ``transport`` (default: the one of ``url``'s form)."""
-    broker = kombu_broker(url)
-    return Connection(broker.url, transport=transport or broker.transport, ssl=broker.use_ssl or False, **options)
-
-
-def _publish(url: str, body: dict[str, Any]) -> None:
-    with _connection(url) as connection:
-        connection.Producer().publish(
-            body, exchange=QUEUE.exchange, routing_key=QUEUE.routing_key, declare=[QUEUE], serializer="json"
-        )
-
-
 def _consume(url: str, transport: Any, got: list[Any], *, within: float = 5) -> None:
     """Take one message through ``transport``, acking it, within ``within`` seconds (else TimeoutError),
     restoring what the visibility timeout gives back each second as a worker's timer does; a broker that
     goes away raises."""
     deadline = time.monotonic() + within
     with (
-        _connection(url, transport, transport_options=RESTORING) as connection,
+        connect(url, transport, transport_options=RESTORING) as connection,
         connection.Consumer(
             QUEUE, callbacks=[lambda body, message: (got.append(body), message.ack())], accept=["json"]
         ),
@@ -131,45 +95,36 @@ def _consume(url: str, transport: Any, got: list[Any], *, within: float = 5) -> 
             connection.transport.cycle.maybe_restore_messages()
 
 
-def _held(url: str) -> tuple[int, int]:
-    """Messages in the queue, and recorded as unacknowledged."""
-    client = redis_client(url, timeout=5)
-    try:
-        return int(client.llen(QUEUE.name)), int(client.hlen("unacked"))
-    finally:
-        client.close()
-
-
 @pytest.mark.parametrize("deliver", [True, False], ids=["reply-delivered", "reply-lost"])
 def test_a_message_handed_over_as_the_broker_goes_away_comes_back_once_it_is_back(server: str, deliver: bool) -> None:
     proxy = _proxy(server, deliver=deliver)
     try:
-        _publish(server, {"batch": 4})
+        publish(server, {"batch": 4})
         got: list[Any] = []
         with pytest.raises(Exception) as raised:
             _consume(proxy.url, None, got)
         assert isinstance(raised.value, Connection(server).connection_errors), raised.value
         assert got == ([{"batch": 4}] if deliver else [])  # its ack, if any, could not get through
-        assert _held(server) == (0, 1)  # taken and recorded in one step: never in neither place
+        assert held(server) == (0, 1)  # taken and recorded in one step: never in neither place
         proxy.come_back()
         again: list[Any] = []
         _consume(proxy.url, None, again, within=30)  # back after the visibility timeout
         assert again == [{"batch": 4}]
-        assert _held(server) == (0, 0)
+        assert held(server) == (0, 0)
     finally:
         proxy.close()
 
 
 def test_kombus_own_transport_still_loses_that_message(tcp_server: str) -> None:
     """The defect our transport closes, shown on kombu's: when this fails, kombu has fixed it upstream and
-    ``store.broker.transport`` can go."""
+    ``store.transport.redis`` can go."""
     server = tcp_server
     proxy = _proxy(server, deliver=False)
     try:
-        _publish(server, {"batch": 4})
+        publish(server, {"batch": 4})
         with pytest.raises(Exception):  # noqa: B017 - whichever connection error kombu raises
             _consume(proxy.url, "redis", [])
-        assert _held(server) == (0, 0)  # popped, never recorded
+        assert held(server) == (0, 0)  # popped, never recorded
         proxy.come_back()
         got: list[Any] = []
         with pytest.raises(TimeoutError):
@@ -184,7 +139,7 @@ def test_a_publish_rings_its_queues_bell_and_an_idle_consumer_takes_at_once(serv
     taken at once, and the bell never holds more than one ring."""
     got: list[Any] = []
     with (
-        _connection(server, transport_options=RESTORING) as connection,
+        connect(server, transport_options=RESTORING) as connection,
         connection.Consumer(
             QUEUE, callbacks=[lambda body, message: (got.append(body), message.ack())], accept=["json"]
         ),
@@ -192,7 +147,7 @@ def test_a_publish_rings_its_queues_bell_and_an_idle_consumer_takes_at_once(serv
         with contextlib.suppress(TimeoutError):
             connection.drain_events(timeout=1.5)  # found nothing, now waiting on the bell
         for n in range(3):
-            _publish(server, {"batch": n})
+            publish(server, {"batch": n})
         client = redis_client(server, timeout=5)
         assert client.llen(bell_key(QUEUE.name)) == 1
         assert 0 < client.pttl(bell_key(QUEUE.name)) <= BELL_MS  # a reply queue's bell goes when it does
@@ -200,76 +155,40 @@ def test_a_publish_rings_its_queues_bell_and_an_idle_consumer_takes_at_once(serv
         for _ in range(3):
             connection.drain_events(timeout=5)
         assert got == [{"batch": 0}, {"batch": 1}, {"batch": 2}]
-        assert _held(server) == (0, 0)
+        assert held(server) == (0, 0)
         assert time.monotonic() - start < 5
         client.close()
 
 
-def _through_celery(url: str) -> tuple[type, list[Any]]:
-    """Publish and consume one message on a Celery app configured as producers and workers are
-    (``celery_config``) for a broker at ``url``: the channel's class, and what was consumed."""
-    from celery import Celery
-
-    from store.broker.config import celery_config
-    from store.settings import Settings
-
-    app = Celery("vs-forms", set_as_current=False)
-    app.conf.update(celery_config(Settings.model_validate({"broker": {"url": url}})))
+def test_a_broker_out_of_memory_hands_over_nothing_and_loses_nothing(
+    server: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """kombu's ``BRPOP`` still pops from a full ``noeviction`` Redis and then fails to record the message: it
+    is lost. ``TAKE`` writes its record before it pops, so a full broker refuses the whole take."""
+    publish(server, {"batch": 5})
+    client = redis_client(server, timeout=5)
     got: list[Any] = []
-    with app.connection_for_write() as connection:
-        connection.Producer().publish(
-            {"form": url.split(":", 1)[0]}, exchange=QUEUE.exchange, routing_key=QUEUE.routing_key, declare=[QUEUE]
-        )
-        with connection.Consumer(QUEUE, callbacks=[lambda body, m: (got.append(body), m.ack())], accept=["json"]):
-            connection.drain_events(timeout=5)
-        return type(connection.default_channel), got
-
-
-def test_every_form_of_redis_broker_is_consumed_through_that_transport(server: str) -> None:
-    """TCP, TLS (verifying the server's certificate) and a Unix socket: Celery, configured as our producers and
-    workers are, takes through ``store.broker.transport``, never silently through kombu's own (a ``rediss://``
-    or ``redis+socket://`` broker did before)."""
-    channel, got = _through_celery(server)
-    assert issubclass(channel, Taking), channel
-    assert got == [{"form": server.split(":", 1)[0]}]
-    assert _held(server) == (0, 0)
-
-
-def test_a_sentinel_broker_is_consumed_through_that_transport_and_follows_a_failover(tmp_path: Path) -> None:
-    """A ``sentinel://`` broker: the master the Sentinel names takes through ``TAKE``, and after the Sentinel
-    promotes the replica, a new connection finds the new master."""
-    from tests.services import sentinel_group
-
-    with sentinel_group(tmp_path) as group:
-        first = group.master_port()
-        channel, got = _through_celery(group.url)
-        assert issubclass(channel, Taking) and "Sentinel" in channel.__name__, channel
-        assert got == [{"form": "sentinel"}]
-        assert group.failover() != first
-        channel, got = _through_celery(group.url)
-        assert got == [{"form": "sentinel"}]
-        assert _held(group.url) == (0, 0)
-
-
-def test_an_open_channel_has_every_name_the_transport_reads(tcp_server: str) -> None:
-    """The names kombu's channel sets on itself as it opens (``kombu_names.INSTANCE``), which no import-time
-    check can see."""
-    from store.broker.kombu_names import INSTANCE
-
-    with _connection(tcp_server) as connection:
-        channel = connection.default_channel
-        assert [name for name in INSTANCE if not hasattr(channel, name)] == []
-        assert callable(channel._queue_cycle.consume) and callable(channel._queue_cycle.rotate)
-
-
-def test_a_rabbitmq_broker_keeps_kombus_transport() -> None:
-    from store.broker.config import celery_config
-    from store.settings import Settings
-
-    settings = Settings.model_validate({"broker": {"url": "redis://127.0.0.1:6379/0"}})
-    assert celery_config(settings)["broker_transport"] == REDIS_TRANSPORT
-    amqp = Settings.model_validate({"broker": {"url": "amqp://guest:guest@127.0.0.1:5672//"}})
-    assert "broker_transport" not in celery_config(amqp)
+    with (
+        connect(server, transport_options=RESTORING) as connection,
+        connection.Consumer(
+            QUEUE, callbacks=[lambda body, message: (got.append(body), message.ack())], accept=["json"]
+        ),
+    ):
+        client.config_set("maxmemory-policy", "noeviction")
+        client.config_set("maxmemory", 1)  # below what it holds: every write that grows memory is refused
+        try:
+            for _ in range(3):  # kombu's own restore sweep between polls is refused too
+                with contextlib.suppress(TimeoutError, redis.exceptions.OutOfMemoryError):
+                    connection.drain_events(timeout=1)
+            assert "the broker refused to hand over a message" in caplog.text
+            assert got == []
+            assert held(server) == (1, 0)
+        finally:
+            client.config_set("maxmemory", 0)
+        connection.drain_events(timeout=5)
+    assert got == [{"batch": 5}]
+    assert held(server) == (0, 0)
+    client.close()
 
 
 def test_a_restore_lock_left_by_a_killed_worker_holds_up_restores_for_seconds_not_minutes() -> None:
@@ -285,7 +204,7 @@ def test_a_restore_lock_left_by_a_killed_worker_holds_up_restores_for_seconds_no
             {"broker": {"url": url, "visibility_timeout": 4}, "worker": {"time_limit": 2, "index_time_limit": 2}}
         )
         options = celery_config(settings)["broker_transport_options"]
-        _publish(url, {"batch": 7})
+        publish(url, {"batch": 7})
         with Connection(url, transport=Transport, transport_options=options) as dead:
             channel = dead.default_channel
             message = channel.basic_get(QUEUE.name)  # taken and recorded as unacknowledged, never acked
@@ -316,10 +235,8 @@ def test_a_task_acked_after_its_connection_was_closed_is_a_logged_connection_err
     """A task that ends after the broker went away is acked on its closed channel: kombu raised AttributeError
     (its transport has no client any more), which escaped Celery's event loop and left the worker consuming
     nothing (the AOF restart failure's second path: a run stuck, every batch after the restart unconsumed)."""
-    import logging
-
     with redis_server() as (url, process):
-        _publish(url, {"batch": 9})
+        publish(url, {"batch": 9})
         connection = Connection(url, transport=Transport if transport == "ours" else "redis")
         channel = connection.default_channel
         message = channel.basic_get(QUEUE.name)
@@ -338,61 +255,3 @@ def test_a_task_acked_after_its_connection_was_closed_is_a_logged_connection_err
         else:
             with pytest.raises(AttributeError, match="'NoneType' object has no attribute 'hostname'"):
                 message.ack_log_error(logging.getLogger(__name__), errors)
-
-
-def test_a_broker_out_of_memory_hands_over_nothing_and_loses_nothing(
-    server: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    """kombu's ``BRPOP`` still pops from a full ``noeviction`` Redis and then fails to record the message: it
-    is lost. ``TAKE`` writes its record before it pops, so a full broker refuses the whole take."""
-    _publish(server, {"batch": 5})
-    client = redis_client(server, timeout=5)
-    got: list[Any] = []
-    with (
-        _connection(server, transport_options=RESTORING) as connection,
-        connection.Consumer(
-            QUEUE, callbacks=[lambda body, message: (got.append(body), message.ack())], accept=["json"]
-        ),
-    ):
-        client.config_set("maxmemory-policy", "noeviction")
-        client.config_set("maxmemory", 1)  # below what it holds: every write that grows memory is refused
-        try:
-            for _ in range(3):  # kombu's own restore sweep between polls is refused too
-                with contextlib.suppress(TimeoutError, redis.exceptions.OutOfMemoryError):
-                    connection.drain_events(timeout=1)
-            assert "the broker refused to hand over a message" in caplog.text
-            assert got == []
-            assert _held(server) == (1, 0)
-        finally:
-            client.config_set("maxmemory", 0)
-        connection.drain_events(timeout=5)
-    assert got == [{"batch": 5}]
-    assert _held(server) == (0, 0)
-    client.close()
-
-
-def test_a_worker_on_a_kombu_without_a_name_refuses_to_start_in_one_line(tmp_path: Path) -> None:
-    """kombu 5.5 and 5.6 lack ``_flush_brpop_reauth`` (and four more names): a worker there died at once with
-    tracebacks. Here that kombu is made by deleting the name before ``celery -A worker worker`` starts."""
-    import subprocess
-    import sys
-
-    from tests.workers import ROOT, process_env
-
-    config = tmp_path / "vectorsync.toml"
-    config.write_text('[broker]\nurl = "redis://127.0.0.1:1/0"\n')
-    start = (
-        "import sys, kombu.transport.redis as r; del r.Channel._flush_brpop_reauth; "
-        "from celery.__main__ import main; sys.argv = ['celery', '-A', 'worker', 'worker']; main()"
-    )
-    ran = subprocess.run(
-        [sys.executable, "-c", start], cwd=ROOT, env=process_env(config), capture_output=True, text=True, timeout=60
-    )
-    assert ran.returncode == 1 and ran.stdout == "", ran
-    import kombu
-
-    assert ran.stderr.strip().splitlines() == [
-        f"vectorsync worker refused to start: kombu {kombu.__version__} is not one vectorsync's Redis transport "
-        "supports (Channel._flush_brpop_reauth is missing): install kombu>=5.7,<5.8, "
-        "e.g. pip install 'kombu[redis]>=5.7,<5.8'"
-    ]

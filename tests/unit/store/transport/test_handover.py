@@ -1,10 +1,10 @@
-"""store/broker/handover.py: how a broker URL hands tasks over, said in one line, credentials left out."""
+"""store/transport/handover.py: how a broker URL hands tasks over, said in one line, credentials left out."""
 
 from __future__ import annotations
 
 import pytest
 
-from store.broker.handover import handover
+from store.transport.handover import handover
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Freshness samples kept for ``vectorsync status`` (store.broker.freshness), on a real Redis: the last hour's
+"""Freshness samples kept for ``vectorsync status`` (store.broker.freshness_log), on a real Redis: the last hour's
 p50 and p95 per collection, older samples left out, at most ``KEPT`` per collection, and a Redis that is down
 costs the samples, never the batch that took them."""
 
@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from store.broker.freshness import KEPT, Freshness, FreshnessLog, quantile
+from store.broker.freshness_log import KEPT, Freshness, FreshnessLog, quantile
 from store.contract import FRESHNESS_KEY_PREFIX
 from tests.services import free_port
 
@@ -47,7 +47,7 @@ def test_quantiles_interpolate_between_samples() -> None:
 
 def test_a_redis_that_is_down_loses_the_samples_not_the_batch(caplog: pytest.LogCaptureFixture) -> None:
     down = FreshnessLog(f"redis://127.0.0.1:{free_port()}/0")
-    with caplog.at_level(logging.WARNING, logger="store.broker.freshness"):
+    with caplog.at_level(logging.WARNING, logger="store.broker.freshness_log"):
         down.add("notes", [1.0, 2.0])
         down.add("notes", [3.0])  # paused: not asked again, nor logged
     assert "could not keep 2 freshness samples of notes" in caplog.text

@@ -1,7 +1,7 @@
-"""Caps a run cannot keep, refused before anything is created or sent (issue 48): a cost cap on a chain with a
-model that declares no price (defect 7: its calls cost nothing against it, so a run capped at 0.000001 spent
-6,446 tokens), and a resumed run's cap at or below what the run has spent already (defect 9b: ``--max-tokens 1``
-on a run that spent 1,968 was taken, and its status said "-1967 left")."""
+"""store/broker/caps.py: caps a run cannot keep, refused before anything is created or sent (issue 48): a cost cap on
+a chain with a model that declares no price (defect 7: its calls cost nothing against it, so a run capped at
+0.000001 spent 6,446 tokens), and a resumed run's cap at or below what the run has spent already (defect 9b:
+``--max-tokens 1`` on a run that spent 1,968 was taken, and its status said "-1967 left")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""What a producer refuses before anything is sent (issue 32, defect 1): ids no table can hold or over
-``limits.max_id_chars``, collections the settings do not declare, and reading a collection that has no source."""
+"""store/broker/refusals.py: what a producer refuses before anything is sent (issue 32, defect 1): ids no table can
+hold or over ``limits.max_id_chars``, collections the settings do not declare, and reading a collection that has
+no source."""
 
 from __future__ import annotations
 
