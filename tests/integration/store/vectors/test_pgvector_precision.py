@@ -1,5 +1,5 @@
 """pgvector with ``vectors.precision = "half"``: halfvec columns at any size, every path, and tables of the other
-precision refused (the setting's validation at load: tests/unit/store/test_settings.py)."""
+precision refused (the setting's validation at load: tests/unit/store/settings/test_vectors.py)."""
 
 from __future__ import annotations
 
