@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-import numpy as np
 import sqlalchemy as sa
 from pgvector.psycopg import register_vector
 from psycopg import sql
@@ -112,11 +111,6 @@ class PgvectorStore(VectorStore):
         """A connection in a transaction; driver errors become StoreUnavailable or StoreError."""
         with transaction(self.engine, f"PostgreSQL at {self.safe_url}") as conn:
             yield conn
-
-    def adapt(self, vector: np.ndarray) -> Any:
-        from pgvector import HalfVector, Vector
-
-        return HalfVector(vector) if self.schema.half else Vector(vector)
 
     def tune_search(self, conn: sa.Connection, *, filtered: bool = False) -> None:
         """Per-transaction HNSW settings: accuracy, and iterative scans for filtered search.

@@ -1,6 +1,7 @@
 """The Indexer in one process: memory store, fake embeddings, the memory ledger, Python and pushed sources.
 
-No database: the memory ledger is the reference the PostgreSQL one is held to (tests/unit/store/state/test_ledger.py).
+No database: the memory ledger is the reference the PostgreSQL one is held to
+(tests/unit/store/state/ledger/test_base.py).
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ def pg(postgres_url: str) -> Iterator[PgvectorStore]:
 
 def _as_before_keyword_search(store: PgvectorStore, name: str) -> None:
     """Make the table look as the release before keyword search left it: no keyword columns, statistics or
-    segments, no schema version recorded (test_pgvector_upgrades.py opens the tables that release made)."""
+    segments, no schema version recorded (pgvector/test_upgrades.py opens the tables that release made)."""
     table = store.schema.table(name).name
     with store.transaction() as conn:
         conn.execute(

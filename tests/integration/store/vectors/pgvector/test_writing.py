@@ -1,4 +1,5 @@
-"""pgvector's keyword statistics equal a recount whatever writes overlap (issue 48, defect 3).
+"""pgvector's write paths (ids locked first, each row replacing its id's) keep the keyword statistics equal to a
+recount whatever writes overlap (issue 48, defect 3).
 
 The first three tests make one overlap happen every time: a transaction of the test's own holds a share lock
 on rows, the writers queue behind it in a known order (the test waits until PostgreSQL shows them waiting),

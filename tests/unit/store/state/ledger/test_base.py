@@ -1,12 +1,10 @@
-"""The ledger seam: the memory ledger (the reference) and the PostgreSQL one behave alike.
-
-LedgerContract is run here on the memory ledger, and on PostgreSQL in tests/integration/store/state/test_ledger.py."""
+"""The ledger seam: its values, and LedgerContract, what every ledger does, run on the memory ledger (the
+reference) in test_memory.py and on PostgreSQL in tests/integration/store/state/ledger/test_postgres.py."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -14,8 +12,18 @@ import pytest
 
 from store.calls.spend import LIVE, Spend
 from store.errors import ConfigError
-from store.state.ledger import Forgotten, Ledger, LedgerEntry, MemoryLedger, Parked, RunStatus
+from store.state.ledger import Forgotten, Ledger, LedgerEntry, Parked, RunProgress, RunStatus
+from store.state.ledger.base import now
 from tests.backends import unique_name
+
+
+def test_an_entry_is_its_value_whenever_it_was_written_and_a_run_counts_what_it_processed() -> None:
+    written = datetime(2026, 1, 1, tzinfo=UTC)
+    assert LedgerEntry("a", "h", "m", 1, indexed_at=written) == LedgerEntry("a", "h", "m", 1)
+    assert LedgerEntry("a", "h", "m", 1, version=2) != LedgerEntry("a", "h", "m", 1)
+    progress = RunProgress("r", "notes", RunStatus.RUNNING, 10, 4, 3, 2, False, written, None)
+    assert progress.processed == 9
+    assert now().tzinfo is UTC
 
 
 def entry(record_id: str, digest: str = "h", *, version: int = 0, stamp: str = "") -> LedgerEntry:
@@ -343,11 +351,3 @@ class LedgerContract:
             ledger.resume_run(run, max_tokens=None, max_cost=None)
         with pytest.raises(ConfigError, match="no reindex run"):
             ledger.set_caps("no-such-run", max_tokens=1, max_cost=None)
-
-
-class TestMemoryLedger(LedgerContract):
-    @pytest.fixture
-    def ledger(self) -> Iterator[Ledger]:
-        made = MemoryLedger()
-        yield made
-        made.close()

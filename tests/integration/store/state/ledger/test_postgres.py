@@ -1,4 +1,4 @@
-"""The ledger contract (tests/unit/store/state/test_ledger.py) on PostgreSQL."""
+"""The ledger contract (tests/unit/store/state/ledger/test_base.py) on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from store.state.ledger import Ledger
 from store.state.ledger.postgres import PostgresLedger
-from tests.unit.store.state.test_ledger import LedgerContract
+from tests.unit.store.state.ledger.test_base import LedgerContract
 
 
 class TestPostgresLedger(LedgerContract):

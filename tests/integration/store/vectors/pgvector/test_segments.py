@@ -1,6 +1,6 @@
-"""pgvector's keyword segments (store/vectors/pgvector/segments.py) rank exactly as the SQL path does: after
-many small writes, replacements and deletes (dead postings, merges across size classes), under filters, with
-ties; after an upgrade from a table without segments; and under concurrent writers."""
+"""pgvector's keyword segments rank exactly as the SQL path does: after many small writes, replacements and
+deletes (dead postings, merges across size classes), under filters, with ties; after an upgrade from a table
+without segments; and under concurrent writers (the search over them: test_scoring.py)."""
 
 from __future__ import annotations
 
@@ -154,34 +154,6 @@ def test_concurrent_writers_of_the_same_rows_leave_segments_that_rank_as_sql(
         thread.join()
     assert not errors
     assert_ranks_as_sql(pg, collection)
-
-
-def test_a_filter_keeping_few_of_the_best_rows_hands_over_to_the_sql_path(
-    pg: PgvectorStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    collection = pg.get_collection(unique_name(), create=True)
-    assert isinstance(collection, PgvectorCollection)
-    collection.upsert_many(grouped(corpus(400)))
-    monkeypatch.setattr(segments, "MAX_CANDIDATES", 40)
-    with pg.transaction() as conn:
-        terms = collection.analyzer.query_terms("merge conflict")
-        assert (
-            segments.best(conn, collection.table, terms, where=collection._where(Filter.eq("group", 6)), limit=25)
-            is None
-        )
-    assert_ranks_as_sql(pg, collection)
-
-
-def test_a_collection_made_again_under_its_name_is_never_scored_from_the_old_postings(pg: PgvectorStore) -> None:
-    name = unique_name()
-    first = pg.get_collection(name, create=True)
-    first.upsert_many(grouped(corpus(200, seed=31)))
-    first.search("merge conflict", limit=5, mode="keyword")  # its postings decoded in this process
-    pg.drop_collection(name)
-    again = pg.get_collection(name, create=True)
-    assert isinstance(again, PgvectorCollection)
-    again.upsert_many(grouped(corpus(200, seed=32)))
-    assert_ranks_as_sql(pg, again)
 
 
 def test_the_pipelines_swap_keeps_the_statistics_and_the_postings(pg: PgvectorStore) -> None:

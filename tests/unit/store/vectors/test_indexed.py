@@ -1,4 +1,6 @@
-"""Filtered search without a server: the exact-or-HNSW choice, and declared indexed fields (Qdrant local mode)."""
+"""Declared indexed fields, without a server: what the settings declare per collection, a type refused by name,
+and Qdrant's payload indexes of each type (local mode; on pgvector and a Qdrant server:
+tests/integration/store/vectors/pgvector/test_planner.py)."""
 
 from __future__ import annotations
 
@@ -12,22 +14,6 @@ from store.settings import Settings
 from store.vectors.backends import open_store
 
 DIMENSIONS = 32
-
-
-@pytest.mark.parametrize(
-    ("estimate", "rows", "path"),
-    [
-        (1_500, 1_000_000, "exact"),  # few rows: always sorted exactly
-        (1_500, 10_000, "exact"),  # even as 15% of a small table
-        (9_000, 1_000_000, "exact"),  # 0.9% of the table: HNSW would lose recall
-        (9_000, 100_000, "hnsw"),  # 9% of the table: HNSW keeps full recall, faster than sorting
-        (20_000, 10_000_000, "hnsw"),  # past the bound, whatever the share
-    ],
-)
-def test_the_path_depends_on_the_rows_and_their_share_of_the_table(estimate: int, rows: int, path: str) -> None:
-    from store.vectors.pgvector.planner import choose_path
-
-    assert choose_path(estimate, rows, 10_000) == path
 
 
 def test_settings_declare_indexed_fields_per_collection(tmp_path: Path) -> None:

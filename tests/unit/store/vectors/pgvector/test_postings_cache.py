@@ -1,5 +1,6 @@
-"""The decoded-postings cache of pgvector's keyword segments: its byte budget, forgetting merged segments, and
-the term weights it keeps per avgdl."""
+"""The decoded-postings cache of pgvector's keyword segments: its byte budget, forgetting merged segments, the
+term weights it keeps per avgdl, and each entry's version, its count of postings (a segment's postings of a term
+only shrink: a delete purges them, so another count is another version)."""
 
 from __future__ import annotations
 
@@ -43,3 +44,30 @@ def test_weights_are_the_bm25_term_weights_for_the_avgdl_asked() -> None:
     for avgdl in (10.0, 12.5, 10.0):
         expected = [bm25.term_weight(tf, length, avgdl) for tf, length in ((1.0, 5.0), (3.0, 20.0))]
         assert np.allclose(postings.weights(avgdl), expected, rtol=1e-15)
+
+
+def test_versions_name_each_held_segment_with_its_count() -> None:
+    cache = PostingsCache()
+    cache.put("t", "a", 1, decoded(10))
+    cache.put("t", "a", 2, decoded(3))
+    assert cache.versions("t", "a") == {1: 10, 2: 3}
+    assert cache.versions("t", "b") == {}
+
+
+def test_postings_of_another_count_replace_the_held_ones() -> None:
+    cache = PostingsCache()
+    cache.put("t", "a", 1, decoded(10))
+    cache.put("t", "a", 1, decoded(7))  # purged since: read again
+    held = cache.get("t", "a", 1)
+    assert held is not None and len(held.docs) == 7
+    assert cache.used == decoded(7).nbytes
+
+
+def test_discard_forgets_one_segments_postings_of_a_term() -> None:
+    cache = PostingsCache()
+    cache.put("t", "a", 1, decoded(10))
+    cache.put("t", "a", 2, decoded(10))
+    cache.discard("t", "a", 1)
+    cache.discard("t", "a", 9)  # none held: nothing to do
+    assert cache.get("t", "a", 1) is None and cache.versions("t", "a") == {2: 10}
+    assert cache.used == decoded(10).nbytes

@@ -1,4 +1,5 @@
-"""pgvector specifics: schema, halfvec, bulk loads (filtered search: test_search_planner.py)."""
+"""A pgvector collection's rows: the record and chunk columns, bulk loads and their deferred index, the pipeline's swap
+(its table: test_schema.py; filtered search: test_planner.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,8 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
-from store import ConfigError, VectorRecord
-from store.settings import VectorSettings
+from store import VectorRecord
 from store.vectors.pgvector import PgvectorStore, PgvectorTuning
-from store.vectors.pgvector.schema import embedding_type
-from store.vectors.pgvector.table import BULK_LOAD_ROWS
 from tests.backends import unique_name
 
 DIMENSIONS = 64
@@ -32,58 +30,6 @@ def clustered(count: int, *, seed: int = 7) -> np.ndarray:
     return centres[rng.integers(0, 50, count)] + 0.3 * rng.standard_normal((count, DIMENSIONS))
 
 
-def test_schema_has_the_documented_columns_and_indexes(pg: PgvectorStore) -> None:
-    collection = pg.get_collection(unique_name(), create=True)
-    inspector = sa.inspect(pg.engine)
-    table = collection.table.name  # type: ignore[attr-defined]
-    columns = {c["name"] for c in inspector.get_columns(table)}
-    assert columns == {
-        "id",
-        "record_id",
-        "chunk",
-        "embedding",
-        "text",
-        "metadata",
-        "model",
-        "updated_at",
-        "keywords",
-        "keyword_length",
-        "kwdoc",
-        "text_hash",
-    }
-    with pg.transaction() as conn:
-        indexes = dict(
-            conn.execute(sa.text("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = :t"), {"t": table}).all()
-        )
-    definitions = " ".join(indexes.values())
-    assert "USING hnsw (embedding vector_cosine_ops)" in definitions
-    assert "USING gin (metadata jsonb_path_ops)" in definitions
-    assert "USING btree (record_id)" in definitions
-    assert "USING gin (keywords)" in definitions
-    assert "UNIQUE INDEX" in indexes[f"{table}_kwdoc_idx"]
-    assert "USING btree (model, text_hash)" in indexes[f"{table}_text_hash_idx"]
-
-
-def test_the_hnsw_index_is_built_with_the_settings_parameters(postgres_url: str) -> None:
-    defaults = VectorSettings()
-    for store in (
-        PgvectorStore(postgres_url, dimensions=4),
-        PgvectorStore(postgres_url, dimensions=4, tuning=PgvectorTuning(hnsw_m=8, hnsw_ef_construction=40)),
-    ):
-        m, ef_construction = store.schema.hnsw_m, store.schema.hnsw_ef_construction
-        collection = store.get_collection(unique_name(), create=True)
-        collection.upsert_many(VectorRecord(f"v{i}", [1.0, i, 0.0, 1.0]) for i in range(BULK_LOAD_ROWS))  # built after
-        with store.transaction() as conn:
-            definition = conn.execute(
-                sa.text("SELECT indexdef FROM pg_indexes WHERE indexname = :i"),
-                {"i": f"{collection.table.name}_embedding_idx"},
-            ).scalar_one()  # type: ignore[attr-defined]
-        assert f"WITH (m='{m}', ef_construction='{ef_construction}')" in definition
-        store.drop_collection(collection.name)
-        store.close()
-    assert (defaults.hnsw_m, defaults.hnsw_ef_construction) == (16, 128)  # docs/benchmarks.md, "HNSW defaults"
-
-
 def test_record_id_and_chunk_metadata_fill_their_columns(pg: PgvectorStore) -> None:
     collection = pg.get_collection(unique_name(), create=True)
     collection.upsert(VectorRecord("r1:2", np.ones(DIMENSIONS), "t", {"record_id": "r1", "chunk": 2}, model="m1"))
@@ -98,27 +44,6 @@ def test_record_id_and_chunk_metadata_fill_their_columns(pg: PgvectorStore) -> N
     assert tuple(row) == ("r1", 2, "m1")
 
 
-def test_above_2000_dimensions_the_column_is_halfvec(postgres_url: str) -> None:
-    store = PgvectorStore(postgres_url, dimensions=3072)
-    try:
-        collection = store.get_collection(unique_name(), create=True)
-        vector = np.zeros(3072)
-        vector[0] = 1.0
-        collection.upsert(VectorRecord("big", vector))
-        [match] = collection.search(vector)
-        assert match.score == pytest.approx(1.0, abs=1e-3)
-        with store.transaction() as conn:
-            kind = embedding_type(conn, collection.table.name)  # type: ignore[attr-defined]
-        assert kind == "halfvec(3072)"
-    finally:
-        store.close()
-
-
-def test_more_dimensions_than_pgvector_can_index_is_a_config_error(postgres_url: str) -> None:
-    with pytest.raises(ConfigError, match="vectors.dimensions = 5000 is more than pgvector can index"):
-        PgvectorStore(postgres_url, dimensions=5000)
-
-
 def test_a_bulk_load_into_a_non_empty_table_keeps_existing_rows(pg: PgvectorStore) -> None:
     collection = pg.get_collection(unique_name(), create=True)
     vectors = clustered(2_500, seed=1)
@@ -127,33 +52,6 @@ def test_a_bulk_load_into_a_non_empty_table_keeps_existing_rows(pg: PgvectorStor
     assert collection.count() == 2_500
     collection.upsert_many(VectorRecord(f"v{i}", vectors[i], "again") for i in range(1, 2_500))
     assert collection.count() == 2_500
-
-
-def test_unreachable_database_is_store_unavailable_without_the_password() -> None:
-    from store import StoreUnavailable
-
-    with pytest.raises(StoreUnavailable) as error:
-        PgvectorStore("postgresql://app:s3cret@127.0.0.1:1/nowhere", dimensions=4)
-    assert "s3cret" not in str(error.value)
-    assert "127.0.0.1:1" in str(error.value)
-
-
-def test_an_existing_table_indexed_for_another_metric_is_refused(postgres_url: str) -> None:
-    name = unique_name()
-    first = PgvectorStore(postgres_url, dimensions=4, metric="cosine")
-    first.get_collection(name, create=True)
-    second = PgvectorStore(postgres_url, dimensions=4, metric="euclidean")
-    with pytest.raises(ConfigError, match=f"collection '{name}' is indexed for cosine; settings say euclidean"):
-        second.get_collection(name, create=True)
-    first.drop_collection(name)
-    first.close()
-    second.close()
-
-
-def test_a_malformed_database_url_is_a_config_error_without_the_password() -> None:
-    with pytest.raises(ConfigError, match="vectors.url = .* is not a usable database URL") as error:
-        PgvectorStore("postgresql://app:s3cret@db:notaport/x", dimensions=4)
-    assert "s3cret" not in str(error.value)
 
 
 def test_an_empty_collection_defers_its_index_for_a_bulk_load_and_builds_it_after(pg: PgvectorStore) -> None:

@@ -75,7 +75,7 @@ def stored_postings(store: PgvectorStore, collection: Collection) -> Counter[tup
         for term, count, docs, tfs, lengths in conn.execute(
             sa.select(postings.c.term, postings.c.count, postings.c.docs, postings.c.tfs, postings.c.lengths)
         ):
-            unpacked = (segments._unpack(bytes(part), count) for part in (docs, tfs, lengths))
+            unpacked = (segments.unpack(bytes(part), count) for part in (docs, tfs, lengths))
             found.update((term, int(d), int(t), int(n)) for d, t, n in zip(*unpacked, strict=True))
     return found
 

@@ -1,4 +1,4 @@
-"""The generations registry contract (tests/unit/store/state/test_generations.py) on PostgreSQL."""
+"""The generations registry contract (tests/unit/store/state/generations/test_base.py) on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from store.state.generations import Generations
 from store.state.generations.postgres import PostgresGenerations
-from tests.unit.store.state.test_generations import GenerationsContract
+from tests.unit.store.state.generations.test_base import GenerationsContract
 
 
 class TestPostgresGenerations(GenerationsContract):

@@ -18,7 +18,7 @@ from store.vectors.pgvector import PgvectorStore, PgvectorTuning
 from store.vectors.pgvector.schema import field_index_name
 from store.vectors.pgvector.table import PgvectorCollection
 from tests.backends import unique_name
-from tests.unit.store.vectors.test_search_planner import DIMENSIONS
+from tests.unit.store.vectors.test_indexed import DIMENSIONS
 
 ROWS = 3_000
 
