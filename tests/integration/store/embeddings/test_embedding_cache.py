@@ -14,7 +14,8 @@ import redis
 from store.embeddings import Embeddings
 from store.embeddings.cache import cache_key, to_bytes
 from store.embeddings.providers.fake import hash_embed
-from tests.fake_openai import FakeOpenAI, dense_embed, settings_for
+from tests.fake_bodies import dense_embed
+from tests.fake_openai import FakeOpenAI, settings_for
 from tests.services import redis_server
 
 

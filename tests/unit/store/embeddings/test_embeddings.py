@@ -17,7 +17,8 @@ from store.settings import Settings
 from store.vectors.backends import memory_store
 from store.vectors.base import QueryEmbedder
 from store.vectors.records import VectorRecord
-from tests.fake_openai import FakeOpenAI, served_embed, settings_for
+from tests.fake_bodies import served_embed
+from tests.fake_openai import FakeOpenAI, settings_for
 
 
 def embeddings_for(server: FakeOpenAI, **options: Any) -> Embeddings:

@@ -15,7 +15,8 @@ from store.embeddings import Embeddings
 from store.embeddings.providers.openai import OpenAIProvider, decode_vector
 from store.errors import InputError, PermanentError
 from store.settings import ModelSettings
-from tests.fake_openai import FakeOpenAI, dense_embed, served_embed, settings_for
+from tests.fake_bodies import dense_embed, served_embed
+from tests.fake_openai import FakeOpenAI, settings_for
 
 #: Several words each, so the vectors are not one-hot and float32 rounding shows.
 TEXTS = [f"customer {i} asked about pricing, onboarding and the {i % 5} renewal terms" for i in range(40)]
@@ -152,6 +153,6 @@ def test_decode_vector_reads_little_endian_float32_and_refuses_garbage() -> None
 
 
 def test_a_broken_base64_vector_is_a_permanent_error(server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("tests.fake_openai._base64", lambda vector: "AACAPwA=")
+    monkeypatch.setattr("tests.fake_bodies.base64_vector", lambda vector: "AACAPwA=")
     with pytest.raises(PermanentError, match="returned a vector that is not float32 base64"):
         provider_for(server).embed_batch(["alpha"])

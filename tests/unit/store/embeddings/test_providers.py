@@ -17,7 +17,8 @@ from store.embeddings.providers.openai import OpenAIProvider, make_client
 from store.errors import ConfigError, InputError, PermanentError, TransientError
 from store.settings import ModelSettings
 from store.settings.urls import redact_url
-from tests.fake_openai import FakeOpenAI, served_embed
+from tests.fake_bodies import served_embed
+from tests.fake_openai import FakeOpenAI
 
 
 def cosine(a: list[float], b: list[float]) -> float:

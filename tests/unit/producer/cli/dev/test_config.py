@@ -1,70 +1,17 @@
-"""``vectorsync dev`` in pieces: the sample corpus, the settings the command writes, the model it chooses.
-
-The real thing, started and stopped with Ctrl-C, is tests/integration/producer/cli/test_dev.py.
-"""
+"""The settings ``vectorsync dev`` writes and the model it chooses: they load, their sources read the corpus
+tables, and capture is on (the real thing: tests/integration/producer/cli/dev/test_harness.py)."""
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 import sys
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 
 from producer.cli.dev.config import ModelChoice, choose_model, settings_toml
-from producer.cli.dev.corpus import CRM_TABLE, TOPICS_TABLE, crm_rows, length_bucket, load_corpus, topic_rows
+from producer.cli.dev.corpus import CRM_TABLE, TOPICS_TABLE, load_corpus
 from store.settings import load_settings
-
-
-def test_topic_rows_are_pythons_help_topics() -> None:
-    rows = topic_rows()
-    topics = [row["topic"] for row in rows]
-    assert len(rows) >= 50 and len(set(topics)) == len(topics)
-    assert {"try", "exceptions", "raise"} <= set(topics)
-    assert {row["kind"] for row in rows} == {"python-topic"}
-    assert {row["length"] for row in rows} <= {"short", "medium", "long"}
-    assert all(row["body"].strip() for row in rows)
-
-
-def test_length_bucket() -> None:
-    assert [length_bucket("x" * n) for n in (0, 999, 1000, 4999, 5000)] == [
-        "short",
-        "short",
-        "medium",
-        "medium",
-        "long",
-    ]
-
-
-def test_crm_rows() -> None:
-    rows = crm_rows()
-    assert 25 <= len(rows) <= 40
-    assert [row["id"] for row in rows] == list(range(1, len(rows) + 1))
-    assert {row["kind"] for row in rows} == {"call", "email", "meeting"}
-    assert all(row["created_at"].utcoffset() == dt.timedelta(0) for row in rows)
-    assert any(row["created_at"] >= dt.datetime(2026, 10, 1, tzinfo=dt.UTC) for row in rows)
-    assert any(row["created_at"] < dt.datetime(2026, 10, 1, tzinfo=dt.UTC) for row in rows)
-    assert len({row["owner"] for row in rows}) >= 3
-
-
-def test_load_corpus_twice_gives_the_same_tables(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'corpus.db'}"
-    first = load_corpus(url)
-    second = load_corpus(url)
-    assert first == second == {TOPICS_TABLE: len(topic_rows()), CRM_TABLE: len(crm_rows())}
-    engine = sa.create_engine(url)
-    try:
-        with engine.connect() as conn:
-            assert conn.execute(sa.text(f"SELECT count(*) FROM {CRM_TABLE}")).scalar() == len(crm_rows())
-            body = conn.execute(sa.text(f"SELECT body FROM {TOPICS_TABLE} WHERE topic = 'try'")).scalar()
-    finally:
-        engine.dispose()
-    assert isinstance(body, str) and "try" in body
-
-
-# --- the settings it writes -----------------------------------------------------------------------------------------
 
 LOCAL = ModelChoice("minilm", "local", "all-MiniLM-L6-v2", "installed")
 FAKE = ModelChoice("fake", "fake", "fake", "not installed")
@@ -126,7 +73,8 @@ def test_sources_read_the_corpus_tables(tmp_path: Path) -> None:
     text = settings_toml(
         broker_url="redis://127.0.0.1:1/0", cache_url="redis://127.0.0.1:1/1", database_url=url, model=FAKE
     )
-    # Capture needs PostgreSQL (tests/integration/producer/cli/test_dev.py runs it); SQLite reads the same columns.
+    # Capture needs PostgreSQL (tests/integration/producer/cli/dev/test_harness.py runs it); SQLite reads the same
+    # columns.
     path.write_text(re.sub(r"^capture = .*$", "", text, flags=re.M))
     settings = load_settings(path)
     for name, record_id in (("docs", "try"), ("crm_notes", "14")):
@@ -147,7 +95,7 @@ def test_choose_model(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import fails
     choice = choose_model()
     assert choice.provider == "fake" and "sentence-transformers" in choice.why
-    from producer.cli.dev.services import DevServiceError
+    from producer.cli.dev.processes import DevServiceError
 
     with pytest.raises(DevServiceError, match="--model local"):
         choose_model("local")

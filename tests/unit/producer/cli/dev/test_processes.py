@@ -1,4 +1,4 @@
-"""``vectorsync dev`` knows every process it started, whenever its stop signal lands (producer/cli/dev/services.py)."""
+"""``vectorsync dev`` knows every process it started, whenever its stop signal lands."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from producer.cli.dev import services
-from producer.cli.dev.services import Processes
+from producer.cli.dev import processes as module
+from producer.cli.dev.processes import Processes
 
 
 class _Stop(Exception):
@@ -41,7 +41,7 @@ def test_a_stop_signal_during_a_start_comes_after_the_service_is_known(
         signal.raise_signal(signal.SIGTERM)  # the stop lands between the spawn and the bookkeeping
         return started
 
-    monkeypatch.setattr(services.subprocess, "Popen", popen_then_stop)
+    monkeypatch.setattr(module.subprocess, "Popen", popen_then_stop)
     processes = Processes(tmp_path)
     with pytest.raises(_Stop):
         processes.start("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"])

@@ -1,4 +1,5 @@
-"""Qdrant-specific behaviour of store.vectors.qdrant; the shared contract is in test_conformance.py.
+"""A Qdrant collection's points: their ids and payload, and QdrantContract, Qdrant's behaviour wherever it runs
+(the contract every backend shares: tests/unit/store/vectors/test_conformance.py).
 
 Runs on qdrant-client's local mode (in memory and in a folder); QdrantContract also runs against the server at
 VECTORSYNC_TEST_QDRANT_URL when it is set (tests/integration/store/vectors/test_qdrant_server.py).
@@ -18,14 +19,11 @@ pytest.importorskip("qdrant_client")
 
 from qdrant_client import QdrantClient
 
-from store.errors import ConfigError, StoreUnavailable
-from store.settings import Settings, VectorSettings
 from store.vectors.base import Collection, Metric
 from store.vectors.filters import Filter
 from store.vectors.memory import MemoryStore
-from store.vectors.qdrant import POINT_NAMESPACE, QdrantStore, QdrantTuning, point_id, split_filter
+from store.vectors.qdrant import POINT_NAMESPACE, QdrantStore, point_id
 from store.vectors.records import VectorRecord, text_digest
-from tests.services import free_port
 
 Open = Callable[..., Collection]
 
@@ -46,11 +44,8 @@ def opener(location: str) -> Iterator[Open]:
         store.close()
 
 
-def _record(id: str, embedding: list[float], **metadata: object) -> VectorRecord:
+def make_record(id: str, embedding: list[float], **metadata: object) -> VectorRecord:
     return VectorRecord(id=id, embedding=embedding, text=f"text of {id}", metadata=metadata)
-
-
-# -- ids and payload ---------------------------------------------------------------------
 
 
 def test_point_id_is_uuid5_of_the_record_id() -> None:
@@ -78,57 +73,6 @@ def test_points_are_stored_under_their_uuid5_with_the_payload_layout(tmp_path: P
     }
 
 
-# -- existing collections ----------------------------------------------------------------
-
-
-def test_reopening_a_folder_keeps_the_data(tmp_path: Path) -> None:
-    folder = str(tmp_path / "qdrant")
-    with QdrantStore(folder, dimensions=2) as store:
-        store.get_collection("notes", create=True).upsert_many(
-            [_record("a", [1, 0], k="x"), _record("b", [0, 1], k="y")]
-        )
-    with QdrantStore(folder, dimensions=2) as store:
-        assert store.list_collections() == ["notes"]
-        notes = store.get_collection("notes", create=True)
-        assert notes.count() == 2
-        assert [m.id for m in notes.search([0, 1], filter=Filter.eq("k", "y"))] == ["b"]
-
-
-def test_a_collection_of_another_size_is_a_config_error(tmp_path: Path) -> None:
-    folder = str(tmp_path / "qdrant")
-    with QdrantStore(folder, dimensions=8) as store:
-        store.ensure_collection("notes")
-    with QdrantStore(folder, dimensions=16) as store, pytest.raises(ConfigError) as caught:
-        store.ensure_collection("notes")
-    assert str(caught.value) == (
-        "Qdrant collection 'notes' holds 8-dimensional vectors; settings say 16 (vectors.dimensions): "
-        "drop it or use another collection name"
-    )
-
-
-def test_a_collection_of_another_distance_is_a_config_error(tmp_path: Path) -> None:
-    folder = str(tmp_path / "qdrant")
-    with QdrantStore(folder, dimensions=8, metric="euclidean") as store:
-        store.ensure_collection("notes")
-    with QdrantStore(folder, dimensions=8, metric="cosine") as store, pytest.raises(ConfigError) as caught:
-        store.ensure_collection("notes")
-    assert str(caught.value) == (
-        "Qdrant collection 'notes' uses Euclid distance; settings say cosine (vectors.metric): "
-        "drop it or use another collection name"
-    )
-
-
-def test_drop_collection_removes_it() -> None:
-    store = QdrantStore(":memory:", dimensions=2)
-    store.get_collection("notes", create=True).upsert(_record("a", [1, 0]))
-    store.drop_collection("notes")
-    assert store.list_collections() == []
-    assert store.get_collection("notes", create=True).count() == 0
-
-
-# -- scores ------------------------------------------------------------------------------
-
-
 # -- typed filters -----------------------------------------------------------------------
 
 TYPED_RECORDS: dict[str, dict[str, Any]] = {
@@ -145,21 +89,10 @@ TYPED_RECORDS: dict[str, dict[str, Any]] = {
 }
 
 
-# -- filters Qdrant cannot express: checked in Python --------------------------------------
-
-
-def test_split_keeps_native_parts_of_a_top_level_and_in_qdrant() -> None:
-    where, residual = split_filter(Filter.eq("kind", "call") & Filter.gte("at", "2026-10-01"))
-    assert where is not None
-    assert residual == Filter.gte("at", "2026-10-01")
-    assert split_filter(Filter.eq("kind", "call"))[1] is None
-    assert split_filter(Filter.eq("a", 1) | Filter.lt("at", "b")) == (None, Filter.eq("a", 1) | Filter.lt("at", "b"))
-
-
 def _dated(collection: Collection, total: int = 300, late: int = 8) -> None:
     """``total`` records; the ``late`` ones dated after October are the farthest from [1, 0, 0, 0]."""
     collection.upsert_many(
-        _record(
+        make_record(
             f"r{i}",
             [1.0, i / 10, 0.0, 0.0],
             created_at="2026-10-02" if i >= total - late else "2026-09-15",
@@ -167,54 +100,6 @@ def _dated(collection: Collection, total: int = 300, late: int = 8) -> None:
         )
         for i in range(total)
     )
-
-
-# -- replace_where -------------------------------------------------------------------------
-
-
-# -- agreement with the memory reference ----------------------------------------------------
-
-
-# -- settings and errors ----------------------------------------------------------------------
-
-
-def test_from_settings_builds_a_local_store() -> None:
-    settings = Settings(vectors=VectorSettings(store="qdrant", url=":memory:", dimensions=3, metric="dot"))
-    store = QdrantStore.from_settings(settings)
-    assert (store.dimensions, store.metric, store.index_fields) == (3, "dot", ("record_id",))
-    store.get_collection("notes", create=True).upsert(_record("a", [1, 2, 3]))
-    assert store.get_collection("notes", create=True).search([1, 0, 0])[0].score == pytest.approx(1.0)
-
-
-def test_index_fields_are_checked() -> None:
-    with pytest.raises(ConfigError, match="filter field 'owner id' is not allowed"):
-        QdrantStore(":memory:", dimensions=2, tuning=QdrantTuning(index_fields=("owner id",)))
-
-
-def test_an_unreachable_server_is_store_unavailable_and_the_key_is_not_shown() -> None:
-    url = f"https://127.0.0.1:{free_port()}"
-    store = QdrantStore(url, dimensions=2, api_key="s3cret-key")
-    with pytest.raises(StoreUnavailable, match=rf"^Qdrant at {url} failed to open collection 'notes'") as caught:
-        store.get_collection("notes", create=True)
-    assert "s3cret-key" not in str(caught.value)
-    assert caught.value.__cause__ is not None
-    store.close()
-
-
-def test_user_and_password_in_the_url_are_not_shown() -> None:
-    port = free_port()
-    store = QdrantStore(f"http://admin:hunter2@127.0.0.1:{port}", dimensions=2)
-    assert store.url == f"http://127.0.0.1:{port}"
-    with pytest.raises(StoreUnavailable) as caught:
-        store.list_collections()
-    assert "hunter2" not in str(caught.value)
-    store.close()
-
-
-def test_a_folder_held_by_another_store_is_store_unavailable(tmp_path: Path) -> None:
-    folder = str(tmp_path / "qdrant")
-    with QdrantStore(folder, dimensions=2), pytest.raises(StoreUnavailable, match="cannot be opened"):
-        QdrantStore(folder, dimensions=2)
 
 
 class QdrantContract:
@@ -231,14 +116,14 @@ class QdrantContract:
 
     def test_upsert_of_the_same_id_replaces_the_point(self, open_collection: Open) -> None:
         collection = open_collection()
-        collection.upsert(_record("a", [1, 0, 0, 0], v=1))
-        collection.upsert(_record("a", [0, 1, 0, 0], v=2))
+        collection.upsert(make_record("a", [1, 0, 0, 0], v=1))
+        collection.upsert(make_record("a", [0, 1, 0, 0], v=2))
         assert collection.count() == 1
         assert collection.search([0, 1, 0, 0])[0].metadata == {"v": 2}
 
     def test_upsert_many_writes_more_than_one_batch(self, open_collection: Open) -> None:
         collection = open_collection()
-        collection.upsert_many(_record(f"r{i}", [1, i, 0, 0], i=i) for i in range(600))
+        collection.upsert_many(make_record(f"r{i}", [1, i, 0, 0], i=i) for i in range(600))
         assert collection.count() == 600
         assert collection.count(Filter.gte("i", 300)) == 300
 
@@ -252,14 +137,14 @@ class QdrantContract:
     )
     def test_scores_are_higher_is_closer(self, open_collection: Open, metric: Metric, expected: float) -> None:
         collection = open_collection(dimensions=2, metric=metric)
-        collection.upsert_many([_record("far", [3, 4]), _record("near", [1, 0.001])])
+        collection.upsert_many([make_record("far", [3, 4]), make_record("near", [1, 0.001])])
         query = [1.0, 0.0] if metric != "euclidean" else [0.0, 0.0]
         matches = {m.id: m.score for m in collection.search(query)}
         assert matches["far"] == pytest.approx(expected, rel=1e-5)
 
     def test_euclidean_results_are_best_first(self, open_collection: Open) -> None:
         collection = open_collection(dimensions=2, metric="euclidean")
-        collection.upsert_many([_record(str(d), [float(d), 0.0]) for d in (3, 1, 2, 0)])
+        collection.upsert_many([make_record(str(d), [float(d), 0.0]) for d in (3, 1, 2, 0)])
         matches = collection.search([0.0, 0.0], limit=4)
         assert [m.id for m in matches] == ["0", "1", "2", "3"]
         assert [m.score for m in matches] == pytest.approx([1.0, 0.5, 1 / 3, 0.25])
@@ -292,7 +177,7 @@ class QdrantContract:
         self, open_collection: Open, filter: Filter, expected: set[str]
     ) -> None:
         collection = open_collection()
-        collection.upsert_many(_record(id, [1, 0, 0, 0], **meta) for id, meta in TYPED_RECORDS.items())
+        collection.upsert_many(make_record(id, [1, 0, 0, 0], **meta) for id, meta in TYPED_RECORDS.items())
         found = {m.id for m in collection.search([1, 0, 0, 0], filter=filter, limit=100)}
         assert found == expected == {id for id, meta in TYPED_RECORDS.items() if filter.matches(meta)}
         assert collection.count(filter) == len(expected)
@@ -300,7 +185,7 @@ class QdrantContract:
     def test_integers_beyond_float_precision_are_compared_exactly(self, open_collection: Open) -> None:
         big = 2**60
         collection = open_collection()
-        collection.upsert_many([_record("a", [1, 0, 0, 0], n=big), _record("b", [1, 0, 0, 0], n=big + 1)])
+        collection.upsert_many([make_record("a", [1, 0, 0, 0], n=big), make_record("b", [1, 0, 0, 0], n=big + 1)])
         assert [m.id for m in collection.search([1, 0, 0, 0], filter=Filter.eq("n", big + 1))] == ["b"]
         assert collection.count(Filter.gt("n", big)) == 1
 
@@ -338,14 +223,14 @@ class QdrantContract:
         collection = open_collection()
         collection.upsert_many(
             [
-                _record("a:0", [1, 0, 0, 0], record_id="a"),
-                _record("a:1", [1, 0, 0, 0], record_id="a"),
-                _record("b:0", [1, 0, 0, 0], record_id="b"),
+                make_record("a:0", [1, 0, 0, 0], record_id="a"),
+                make_record("a:1", [1, 0, 0, 0], record_id="a"),
+                make_record("b:0", [1, 0, 0, 0], record_id="b"),
             ]
         )
         collection.replace_where(
             Filter.eq("record_id", "a"),
-            [_record("a:1", [0, 1, 0, 0], record_id="a", v=2), _record("a:2", [0, 1, 0, 0], record_id="a")],
+            [make_record("a:1", [0, 1, 0, 0], record_id="a", v=2), make_record("a:2", [0, 1, 0, 0], record_id="a")],
         )
         found = {m.id: m.metadata for m in collection.search([0, 1, 0, 0], limit=10)}
         assert set(found) == {"a:1", "a:2", "b:0"}
@@ -353,13 +238,13 @@ class QdrantContract:
 
     def test_replace_where_with_a_residual_filter_keeps_the_new_records(self, open_collection: Open) -> None:
         collection = open_collection()
-        collection.upsert_many([_record(f"old{i}", [1, 0, 0, 0], at="2026-10-05") for i in range(3)])
-        collection.replace_where(Filter.gte("at", "2026-10-01"), [_record("old1", [1, 0, 0, 0], at="2026-10-06")])
+        collection.upsert_many([make_record(f"old{i}", [1, 0, 0, 0], at="2026-10-05") for i in range(3)])
+        collection.replace_where(Filter.gte("at", "2026-10-01"), [make_record("old1", [1, 0, 0, 0], at="2026-10-06")])
         assert [m.id for m in collection.search([1, 0, 0, 0])] == ["old1"]
 
     def test_answers_equal_the_memory_reference(self, open_collection: Open) -> None:
         records = [
-            _record(
+            make_record(
                 f"r{i}",
                 [math.cos(i), math.sin(i), (i % 3) - 1.0, 0.5],
                 n=i,

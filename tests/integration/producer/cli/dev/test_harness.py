@@ -1,7 +1,7 @@
 """``vectorsync dev`` and ``scripts/dev``: the first try, from a fresh clone, stopped with Ctrl-C.
 
 The sample corpus and the settings the command writes are checked in
-tests/unit/producer/cli/test_dev.py. These slow tests run the real thing:
+tests/unit/producer/cli/dev/. These slow tests run the real thing:
 ``vectorsync dev --no-serve`` from this checkout, and the README's main-job command ``scripts/dev`` in a fresh clone
 with a temporary HOME, which bootstraps its own .venv, serves, and must stop
 every process it started on SIGINT. While it serves, the psql ``UPDATE`` its
@@ -25,9 +25,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from producer.cli.dev.banner import SERVING, TRY_QUERY, TRY_UPDATE
 from producer.cli.dev.corpus import CRM_NOTES
 from producer.cli.dev.demo import SEARCHES
-from producer.cli.dev.harness import SERVING, TRY_QUERY, TRY_UPDATE
 from store.settings import load_settings
 from tests.workers import ROOT, child_env
 
