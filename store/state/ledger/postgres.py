@@ -24,9 +24,10 @@ from store.calls.spend import Spend
 from store.connect.postgres import driver
 from store.errors import ConfigError
 from store.settings import NetworkSettings
+from store.state.clock import now
 from store.state.database import StateDatabase
 from store.state.generations.postgres import PostgresGenerations
-from store.state.ledger.base import Failure, Forgotten, LedgerEntry, Overview, Parked, RunProgress, RunStatus, now
+from store.state.ledger.base import Failure, Forgotten, LedgerEntry, Overview, Parked, RunProgress, RunStatus
 from store.state.ledger.rows import entry_of, failure_of, parked_of, parked_row, progress_of, spend_of, spend_row
 from store.vectors.records import escape_unstorable, has_unstorable
 

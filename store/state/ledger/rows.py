@@ -9,7 +9,8 @@ import sqlalchemy as sa
 
 import store.state.ledger.rules as rules
 from store.calls.spend import Spend
-from store.state.ledger.base import Failure, LedgerEntry, Parked, RunProgress, RunStatus, now
+from store.state.clock import now
+from store.state.ledger.base import Failure, LedgerEntry, Parked, RunProgress, RunStatus
 
 __all__ = [
     "SPEND_COLUMNS",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 from pydantic import ValidationError
 
-from store.settings.section import Section, redacted_repr_args
+from store.settings.section import Section, redacted_repr_args, values_for
 
 
 class Example(Section):
@@ -31,3 +33,13 @@ def test_the_repr_hides_every_url_s_credentials() -> None:
     assert shown.startswith("Example(url='postgresql://db/app?password=***'")
     assert "hunter2" not in shown and "pw2" not in shown
     assert dict(redacted_repr_args(Example(url="plain text"))) == {"url": "plain text", "seconds": 1.0}
+
+
+def test_a_class_built_from_a_section_takes_the_values_of_its_fields_by_name() -> None:
+    @dataclass(frozen=True)
+    class Tuning:
+        seconds: float = 0.0
+        pool_size: int = 5  # not a setting: left to its default
+
+    assert values_for(Tuning, Example(seconds=2.5)) == {"seconds": 2.5}
+    assert Tuning(**values_for(Tuning, Example(seconds=2.5))) == Tuning(seconds=2.5, pool_size=5)

@@ -8,6 +8,7 @@ from store.settings.urls import redact_url, without_credentials
 def test_an_endpoint_is_shown_as_scheme_host_and_path() -> None:
     assert redact_url("https://user:pw@api.example:8443/v1/?key=k#frag") == "https://api.example:8443/v1"
     assert redact_url("http://[::1]:11434/") == "http://[::1]:11434"
+    assert redact_url("https://user:pw@example.test:8443/v1/?key=abc") == "https://example.test:8443/v1"
 
 
 def test_credentials_are_taken_out_and_secret_parameters_hidden() -> None:

@@ -1,7 +1,6 @@
-"""How vectors travel from an OpenAI-compatible endpoint: base64 float32, with a remembered float fallback.
-
-All through the real openai client against the fake server.
-"""
+"""The openai provider, through the real openai client against the fake server: vectors in order, its errors
+translated without the key, Azure's client; and how vectors travel, base64 float32 with a remembered float
+fallback."""
 
 from __future__ import annotations
 
@@ -12,8 +11,8 @@ import numpy as np
 import pytest
 
 from store.embeddings import Embeddings
-from store.embeddings.providers.openai import OpenAIProvider, decode_vector
-from store.errors import InputError, PermanentError
+from store.embeddings.providers.openai import OpenAIProvider, decode_vector, make_client
+from store.errors import ConfigError, InputError, PermanentError, TransientError
 from store.settings import ModelSettings
 from tests.fake_bodies import dense_embed, served_embed
 from tests.fake_openai import FakeOpenAI, settings_for
@@ -156,3 +155,105 @@ def test_a_broken_base64_vector_is_a_permanent_error(server: FakeOpenAI, monkeyp
     monkeypatch.setattr("tests.fake_bodies.base64_vector", lambda vector: "AACAPwA=")
     with pytest.raises(PermanentError, match="returned a vector that is not float32 base64"):
         provider_for(server).embed_batch(["alpha"])
+
+
+def openai_model(server: FakeOpenAI, **fields: object) -> ModelSettings:
+    values: dict[str, object] = {
+        "provider": "openai",
+        "model": "text-embedding-test",
+        "dimensions": 8,
+        "base_url": server.url,
+        "timeout": 2.0,
+    }
+    return ModelSettings.model_validate({**values, **fields})
+
+
+def test_openai_returns_vectors_in_input_order(fake_openai: FakeOpenAI) -> None:
+    provider = OpenAIProvider(name="m", settings=openai_model(fake_openai))
+    texts = ["alpha beta", "gamma", "delta epsilon zeta"]
+    assert provider.embed_batch(texts) == [served_embed(text, 8) for text in texts]
+    [request] = fake_openai.requests
+    assert request.body == {"input": texts, "model": "text-embedding-test", "encoding_format": "base64"}
+
+
+def test_openai_sends_dimensions_only_when_told(fake_openai: FakeOpenAI) -> None:
+    provider = OpenAIProvider(name="m", settings=openai_model(fake_openai, send_dimensions=True))
+    provider.embed_batch(["alpha"])
+    assert fake_openai.requests[0].body["dimensions"] == 8
+
+
+@pytest.mark.parametrize(
+    ("reply", "error", "retry_after"),
+    [
+        ({"status": 429, "headers": {"Retry-After": "0.3"}}, TransientError, 0.3),
+        ({"status": 429, "headers": {"retry-after-ms": "1500"}}, TransientError, 1.5),
+        ({"status": 500}, TransientError, None),
+        ({"status": 503, "headers": {"Retry-After": "2"}}, TransientError, 2.0),
+        ({"status": 401}, PermanentError, None),
+        ({"status": 403}, PermanentError, None),
+        ({"status": 404}, PermanentError, None),
+        ({"status": 400}, InputError, None),
+        ({"status": 422}, InputError, None),
+    ],
+)
+def test_openai_errors_are_translated(
+    fake_openai: FakeOpenAI, reply: dict[str, object], error: type[Exception], retry_after: float | None
+) -> None:
+    fake_openai.push(**reply)
+    provider = OpenAIProvider(name="m", settings=openai_model(fake_openai))
+    with pytest.raises(error) as raised:
+        provider.embed_batch(["alpha"])
+    assert type(raised.value) is error
+    assert str(raised.value) == (
+        f"model 'text-embedding-test' at {fake_openai.url} answered {reply['status']}: scripted failure"
+    )
+    assert getattr(raised.value, "retry_after", None) == retry_after
+    assert fake_openai.calls == 1
+
+
+def test_openai_timeout_and_refused_connection_are_transient(fake_openai: FakeOpenAI) -> None:
+    fake_openai.push(delay=1.0)
+    provider = OpenAIProvider(name="m", settings=openai_model(fake_openai, timeout=0.2))
+    with pytest.raises(TransientError, match=r"^model 'text-embedding-test' at http://127.0.0.1:\d+/v1 timed out$"):
+        provider.embed_batch(["alpha"])
+    fake_openai.stop()
+    with pytest.raises(TransientError, match="could not be reached: ConnectError"):
+        provider.embed_batch(["alpha"])
+
+
+def test_openai_error_messages_never_carry_the_key(fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TEST_EMBED_KEY", "sk-secret-0123456789")
+    fake_openai.push(status=401, message="Incorrect API key provided: sk-secret-0123456789.")
+    provider = OpenAIProvider(name="m", settings=openai_model(fake_openai, api_key_env="TEST_EMBED_KEY"))
+    with pytest.raises(PermanentError) as raised:
+        provider.embed_batch(["alpha"])
+    assert "0123456789" not in str(raised.value)
+    assert "answered 401: Incorrect API key provided: ***" in str(raised.value)
+
+
+def test_openai_missing_key_variable_is_a_config_error(fake_openai: FakeOpenAI) -> None:
+    settings = openai_model(fake_openai, api_key_env="VECTORSYNC_TEST_UNSET_KEY")
+    with pytest.raises(ConfigError) as raised:
+        OpenAIProvider(name="primary", settings=settings)
+    assert str(raised.value) == (
+        "models.primary.api_key_env names VECTORSYNC_TEST_UNSET_KEY, which is not set: export "
+        "VECTORSYNC_TEST_UNSET_KEY=... or remove api_key_env for an endpoint that takes no key"
+    )
+
+
+def test_openai_wrong_count_or_duplicate_indexes_are_permanent(fake_openai: FakeOpenAI) -> None:
+    fake_openai.push(drop=1)
+    provider = OpenAIProvider(name="m", settings=openai_model(fake_openai))
+    with pytest.raises(PermanentError, match=r"returned 1 vectors \(indexes \[0\]\) for 2 texts"):
+        provider.embed_batch(["alpha", "beta"])
+
+
+def test_azure_client_when_api_version_is_set(fake_openai: FakeOpenAI) -> None:
+    import openai
+
+    settings = openai_model(fake_openai, api_version="2024-10-21")
+    client = make_client(name="azure", settings=settings)
+    assert isinstance(client, openai.AzureOpenAI)
+    assert client.max_retries == 0
+    with pytest.raises(ConfigError, match=r"set models.azure.base_url"):
+        make_client(name="azure", settings=openai_model(fake_openai, api_version="2024-10-21", base_url=None))

@@ -11,8 +11,9 @@ import pytest
 from store.embeddings.providers import local
 from store.embeddings.providers.local import LocalProvider
 from store.settings import ModelSettings
-from tests.unit.store.embeddings.test_local_provider_speed import TEXTS, minilm
-from tests.unit.store.embeddings.test_providers import cosine
+from tests.unit.store.embeddings.providers.test_fake import cosine
+from tests.unit.store.embeddings.providers.test_local import minilm
+from tests.unit.store.embeddings.providers.test_onnx import TEXTS
 
 # The model loads once for the module (``reference``): its tests stay on one xdist worker.
 pytestmark = [pytest.mark.local_model, pytest.mark.xdist_group("local-model")]
