@@ -21,7 +21,7 @@ from store.vectors.pgvector.schema import embedding_type
 from store.vectors.pgvector.table import BULK_LOAD_ROWS
 from store.vectors.records import text_digest
 from tests.backends import unique_name
-from tests.integration.store.vectors.test_pgvector import clustered
+from tests.integration.store.vectors.pgvector.test_table import clustered
 
 DIMENSIONS = 64
 HALF = PgvectorTuning(precision="half", ef_search=40)
