@@ -36,7 +36,8 @@ from bench.servers import database
 from store import VectorRecord
 from store.settings import VectorSettings, default
 from store.vectors.pgvector import PgvectorStore, PgvectorTuning
-from store.vectors.pgvector.table import PgvectorCollection, build_memory_mb
+from store.vectors.pgvector.building import build_memory_mb
+from store.vectors.pgvector.table import PgvectorCollection
 
 DIMENSIONS = 384
 BASELINE = (16, 64)
@@ -133,7 +134,7 @@ def checked(store: PgvectorStore, name: str, query: np.ndarray) -> tuple[bool, i
         store.tune_search(conn)
         raw = conn.connection.driver_connection
         explain = sql.SQL("EXPLAIN SELECT id FROM {} ORDER BY embedding <=> %s LIMIT 10").format(sql.Identifier(table))
-        plan = "\n".join(r[0] for r in raw.execute(explain, (store.adapt(query),)).fetchall())  # type: ignore[union-attr]
+        plan = "\n".join(r[0] for r in raw.execute(explain, (store.schema.adapt(query),)).fetchall())  # type: ignore[union-attr]
         ef_search = int(conn.execute(sa.text("SHOW hnsw.ef_search")).scalar_one())
     return f"{table}_embedding_idx" in plan and "Seq Scan" not in plan, ef_search
 

@@ -22,7 +22,7 @@ from store.connect.postgres import engine_url
 from store.embeddings import Embeddings
 from store.errors import ConfigError
 from store.settings import Settings
-from store.vectors.pgvector.table import _prepare_build
+from store.vectors.pgvector.building import prepare_build
 from worker.pipeline.chunker import Chunker
 
 __all__ = ["INSTALL", "Peer", "documents", "packages", "peer_embeddings"]
@@ -101,7 +101,7 @@ class Peer:
         with self.engine.begin() as conn:
             if sized:
                 table = sa.Table(TABLE, sa.MetaData(), autoload_with=conn)
-                _prepare_build(conn, table, dimensions=self.dimensions, m=self.m, workers=self.build_workers)
+                prepare_build(conn, table, dimensions=self.dimensions, m=self.m, workers=self.build_workers)
             conn.execute(
                 sa.text(
                     f"CREATE INDEX {TABLE}_hnsw ON {TABLE} USING hnsw (embedding vector_cosine_ops) "

@@ -33,7 +33,7 @@ from store.broker.producer import Producer
 from store.settings import load_settings
 from store.state.ledger import RunStatus
 from store.vectors.pgvector import PgvectorStore
-from store.vectors.pgvector.table import build_memory_mb
+from store.vectors.pgvector.building import build_memory_mb
 from tests.crm import CrmTable
 from tests.fake_openai import FakeOpenAI
 from tests.services import embedded_postgres, redis_server

@@ -62,7 +62,7 @@ from store.capture.sql import CHANNEL
 from store.connect.postgres import engine_url
 from store.contract import BUILD_INDEX
 from store.settings import load_settings
-from store.vectors.pgvector.table import build_memory_mb
+from store.vectors.pgvector.building import build_memory_mb
 from tests.crm import CrmTable, Psql, insert_notes, outbox_rows
 from tests.services import redis_server
 from tests.settings_files import sql_collection, worker_sections

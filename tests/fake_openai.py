@@ -1,8 +1,8 @@
 """A local server speaking OpenAI's ``POST /v1/embeddings`` and ``/v1/chat/completions``, Ollama's
 ``/api/embed``, and the ``/rerank`` API of Cohere, Jina, vLLM and TEI.
 
-Vectors come from the fake provider's word hashing, so they mean something.
-Rerank scores are word overlap with the query. Chat answers come from
+Vectors come from the fake provider's word hashing, so they mean something (the bodies it answers:
+``tests/fake_bodies.py``). Rerank scores are word overlap with the query. Chat answers come from
 ``reply_chat`` (a JSON object the "model" answers), else: scores for a rerank
 prompt, and for an answer prompt the first passage, cited as [1].
 ``refuse_schemas`` makes it answer 400 to JSON-schema output, as servers
@@ -25,11 +25,8 @@ its tokenizer before it starts, so no answer waits for that.
 
 from __future__ import annotations
 
-import base64
 import functools
-import hashlib
 import json
-import re
 import threading
 import time
 from collections import deque
@@ -39,12 +36,11 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import numpy as np
-
 from store.embeddings.providers.fake import hash_embed
 from store.settings import Settings
+from tests.fake_bodies import default_chat, dense_embed, error_body, ok_body, rerank_body
 
-__all__ = ["FakeOpenAI", "Reply", "Request", "cl100k_tokens", "dense_embed", "served_embed", "settings_for"]
+__all__ = ["FAST_RETRIES", "FakeOpenAI", "Reply", "Request", "cl100k_tokens", "settings_for"]
 
 #: Retry settings that keep tests fast: three tries, waits of at most 50 ms.
 FAST_RETRIES = {"max_attempts": 3, "max_wait_seconds": 0.05, "cooldown_seconds": 60}
@@ -216,11 +212,11 @@ class FakeOpenAI:
         if not refused and self.reject_containing and any(self.reject_containing in text for text in request.inputs):
             reply = Reply(status=400, message=f"input contains {self.reject_containing!r}", delay=reply.delay)
         if reply.status != 200:
-            return reply.status, reply.headers, _error_body(path, reply), reply.delay
+            return reply.status, reply.headers, error_body(path, reply.status, reply.message), reply.delay
         if path.endswith("/chat/completions"):
             return self._chat(body, reply)
         if path.endswith("/rerank"):
-            return 200, reply.headers, _rerank_body(body, reply), reply.delay
+            return 200, reply.headers, rerank_body(body, reply.drop), reply.delay
         size = reply.dimensions or body.get("dimensions") or self.dimensions
         embed = dense_embed if self.dense else hash_embed
         vectors = [[float("nan")] * size if reply.nan else embed(text, size) for text in request.inputs]
@@ -230,7 +226,7 @@ class FakeOpenAI:
         with self._lock:
             self.served_tokens += tokens
             self.served_calls += 1
-        return 200, reply.headers, _ok_body(path, body.get("model", ""), vectors, encoding, tokens), reply.delay
+        return 200, reply.headers, ok_body(path, body.get("model", ""), vectors, encoding, tokens), reply.delay
 
     def _refusal(self, request: Request) -> Reply | None:
         """The 400 a float-only server answers to base64 (it leaves the script alone), else None."""
@@ -248,13 +244,13 @@ class FakeOpenAI:
         kind = (body.get("response_format") or {}).get("type")
         if kind == "json_schema" and self.refuse_schemas:
             error = Reply(status=400, message="response_format json_schema is not supported by this server")
-            return 400, {}, _error_body("/v1/chat/completions", error), reply.delay
+            return 400, {}, error_body("/v1/chat/completions", error.status, error.message), reply.delay
         with self._lock:
             scripted = self.chat_script.popleft() if self.chat_script else None
         content = (
             scripted
             if isinstance(scripted, str)
-            else json.dumps(scripted if scripted is not None else _default_chat(body["messages"][-1]["content"]))
+            else json.dumps(scripted if scripted is not None else default_chat(body["messages"][-1]["content"]))
         )
         return (
             200,
@@ -273,41 +269,6 @@ class FakeOpenAI:
         )
 
 
-def _words(text: str) -> set[str]:
-    return set(re.findall(r"[a-z0-9]+", text.lower()))
-
-
-def _overlap(query: str, text: str) -> float:
-    wanted = _words(query)
-    return len(wanted & _words(text)) / max(len(wanted), 1)
-
-
-_PASSAGE = re.compile(r"^\[(\d+)\][^\n]*\n(.+?)(?=\n\n\[\d+\]|\Z)", re.M | re.S)
-
-
-def _default_chat(prompt: str) -> dict[str, Any]:
-    passages = _PASSAGE.findall(prompt)
-    query = prompt.split("\n", 1)[0].split(": ", 1)[-1]
-    if prompt.startswith("Query: "):
-        return {"scores": [{"passage": int(n), "score": _overlap(query, text)} for n, text in passages]}
-    if not passages:
-        return {"answer": "No passages.", "sources": [], "answered": False}
-    return {"answer": " ".join(passages[0][1].split())[:200], "sources": [int(passages[0][0])], "answered": True}
-
-
-def _rerank_body(body: dict[str, Any], reply: Reply) -> Any:
-    texts = body.get("texts") if "texts" in body else body.get("documents", [])
-    scores = [_overlap(body.get("query", ""), text) for text in texts]
-    scores = scores[: len(scores) - reply.drop]
-    if "texts" in body:  # TEI: a bare list, best first
-        return sorted(({"index": i, "score": s} for i, s in enumerate(scores)), key=lambda r: -r["score"])
-    return {
-        "results": sorted(
-            ({"index": i, "relevance_score": s} for i, s in enumerate(scores)), key=lambda r: -r["relevance_score"]
-        )
-    }
-
-
 def cl100k_tokens(text: str) -> int:
     """``text``'s tokens as OpenAI's embedding models count them (cl100k_base, special tokens as text)."""
     return len(_cl100k().encode_ordinary(text)) if text else 0
@@ -318,44 +279,6 @@ def _cl100k() -> Any:
     import bpe_openai
 
     return bpe_openai.get_encoding("cl100k_base")
-
-
-def _ok_body(
-    path: str, model: str, vectors: list[list[float]], encoding_format: str | None, tokens: int
-) -> dict[str, Any]:
-    if path == "/api/embed":
-        return {"model": model, "embeddings": vectors}
-    encoded = [_base64(v) for v in vectors] if encoding_format == "base64" else vectors
-    # Reversed on purpose: clients must sort by index, not trust the order.
-    data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(encoded)][::-1]
-    return {"object": "list", "data": data, "model": model, "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
-
-
-def served_embed(text: str, dimensions: int) -> list[float]:
-    """``hash_embed`` as a client reads it back from base64: each value rounded to float32."""
-    return np.asarray(hash_embed(text, dimensions), dtype="<f4").tolist()
-
-
-def dense_embed(text: str, dimensions: int) -> list[float]:
-    """``hash_embed`` plus small noise seeded by the text: a unit vector with every coordinate set.
-
-    Float32 values written with 9 significant digits, as OpenAI's JSON floats are.
-    """
-    seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
-    vector = np.asarray(hash_embed(text, dimensions)) + 0.05 * np.random.default_rng(seed).standard_normal(dimensions)
-    values = (vector / np.linalg.norm(vector)).astype("<f4").tolist()
-    return [float(f"{value:.9g}") for value in values]
-
-
-def _base64(vector: list[float]) -> str:
-    """A vector as OpenAI sends it for ``encoding_format: "base64"``: little-endian float32, base64."""
-    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
-
-
-def _error_body(path: str, reply: Reply) -> dict[str, Any]:
-    if path == "/api/embed":
-        return {"error": reply.message}
-    return {"error": {"message": reply.message, "type": "scripted", "code": str(reply.status)}}
 
 
 def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:

@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from producer.cli.dev.services import redis_answers, redis_server_binary, tail
+from producer.cli.dev.processes import tail
+from producer.cli.dev.services import redis_answers, redis_server_binary
 
 __all__ = ["SENTINEL_MASTER", "PortTaken", "SentinelGroup", "sentinel_group"]
 

@@ -20,7 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # The dev command starts the same services; the tests use its helpers rather than copies.
-from producer.cli.dev.services import embedded_postgres_user, free_port, redis_answers, redis_server_binary
+from producer.cli.dev.processes import free_port
+from producer.cli.dev.services import embedded_postgres_user, redis_answers, redis_server_binary
 from tests.sentinel import SENTINEL_MASTER, PortTaken, SentinelGroup, sentinel_group
 
 __all__ = [

@@ -35,6 +35,7 @@ from store.calls.accounting import EmbeddingStats, observe_try
 from store.calls.ratelimit import Limiter
 from store.errors import ConfigError, PermanentError, ProviderError, TransientError
 from store.settings import EmbeddingSettings, ModelSettings, Settings, default
+from store.settings.section import values_for
 
 __all__ = ["BACKOFF_MULTIPLIER", "DEFAULT_POLICY", "TASKS", "ChainPolicy", "Entry", "Failover", "named_entries"]
 
@@ -69,11 +70,7 @@ class ChainPolicy:
 
     @classmethod
     def from_settings(cls, settings: EmbeddingSettings) -> ChainPolicy:
-        return cls(
-            max_attempts=settings.max_attempts,
-            max_wait_seconds=settings.max_wait_seconds,
-            cooldown_seconds=settings.cooldown_seconds,
-        )
+        return cls(**values_for(cls, settings))
 
 
 #: The policy of the default settings.

@@ -1,4 +1,4 @@
-"""What the ``[network]`` settings become on each kind of connection, so that a peer gone silent (a
+"""``[network]``, and what it becomes on each kind of connection, so that a peer gone silent (a
 partition: packets dropped, no refusal) is noticed in seconds, not after the system's two hours.
 
 - PostgreSQL (libpq): ``connect_timeout``, ``keepalives*`` and ``tcp_user_timeout`` on the client's end
@@ -17,9 +17,37 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
-from store.settings import NetworkSettings
+from pydantic import Field
 
-__all__ = ["SERVER_SETTINGS", "libpq_parameters", "redis_options", "server_settings", "tcp_options"]
+from store.settings.section import Section
+
+__all__ = ["SERVER_SETTINGS", "NetworkSettings", "libpq_parameters", "redis_options", "server_settings", "tcp_options"]
+
+
+class NetworkSettings(Section):
+    """How every connection to PostgreSQL and Redis (the broker's too) notices a peer gone silent: a
+    partition drops packets without a refusal, and a connection left to the system's defaults waits for
+    hours (the functions below set them on each kind of connection). Keep the time they add up to
+    well under ``worker.time_limit``: a task that hits its limit is killed, not retried."""
+
+    #: Seconds to open a connection: libpq's connect_timeout (2 at least), Redis's, the broker's.
+    connect_timeout: int = Field(default=10, ge=2)
+    #: Seconds a connection may sit idle before TCP keepalive probes start, on both ends of a PostgreSQL
+    #: connection (the server's as session settings, so it ends the session, and lets go of its locks,
+    #: when the client goes silent) and on Redis connections.
+    keepalive_idle: int = Field(default=15, gt=0)
+    #: Seconds between keepalive probes.
+    keepalive_interval: int = Field(default=5, gt=0)
+    #: Unanswered probes after which the connection is dropped: idle 15 + 3 probes of 5 = 30 s by default.
+    keepalive_count: int = Field(default=3, gt=0)
+    #: Seconds data sent may stay unacknowledged before the connection is dropped (TCP_USER_TIMEOUT), on
+    #: PostgreSQL connections (both ends) and Redis ones. 0: the system's, about 15 minutes. At most a day
+    #: (the socket option holds milliseconds in 32 bits).
+    tcp_user_timeout: float = Field(default=30, ge=0, le=86_400)
+    #: Seconds a Redis connection may sit idle before it is checked with a PING before use; also how often
+    #: the broker's consumer checks that its waiting connections still answer (0: off).
+    health_check_interval: int = Field(default=15, ge=0)
+
 
 #: The server's setting for each libpq parameter of the client's end, all settable by any session.
 SERVER_SETTINGS = {

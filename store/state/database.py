@@ -8,7 +8,7 @@ in turn. A database at a version this vectorsync does not know was upgraded by a
 ``SchemaTooNew``, so a worker refuses to start on it.
 
     database = StateDatabase.open(settings.state_url)      # current, or refused
-    upgrade_state(settings)    # Upgrade(where='postgresql+psycopg://...', before='0002', after='0003')
+    upgrade_state(settings)    # Upgrade(where='postgresql+psycopg://...', before=None, after='0001')
 """
 
 from __future__ import annotations

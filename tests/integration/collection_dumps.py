@@ -1,5 +1,5 @@
 """Collection tables as older vectorsyncs made them, with rows: ``fixtures/pgvector_collection_<name>.sql``,
-which the upgrade tests load (``store/vectors/test_pgvector_upgrades.py``); ``records()`` are their rows.
+which the upgrade tests load (``store/vectors/pgvector/test_upgrades.py``); ``records()`` are their rows.
 
 Each dump is made by that commit's own code, run from a checkout of it against an empty database:
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,21 @@ from psycopg import sql
 from store.connect.postgres import engine_url
 from store.state.migrations import VERSION_TABLE
 
-__all__ = ["FIXTURES", "catalog", "fresh_database", "load_schema", "stamp"]
+__all__ = [
+    "FIXTURES",
+    "WHEN",
+    "catalog",
+    "fill_first_release",
+    "fill_main",
+    "fresh_database",
+    "load_schema",
+    "stamp",
+    "version",
+]
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+#: When the rows the fixtures are filled with were written.
+WHEN = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
 
 @contextmanager
@@ -92,3 +105,56 @@ def catalog(url: str) -> dict[str, set[tuple[Any, ...]]]:
         what: {tuple(row) for row in execute(url, query)}
         for what, query in (("columns", _COLUMNS), ("constraints", _CONSTRAINTS), ("indexes", _INDEXES))
     }
+
+
+def version(url: str) -> list[str]:
+    """The revisions the database at ``url`` records."""
+    return [row[0] for row in execute(url, f"SELECT version_num FROM {VERSION_TABLE}")]
+
+
+def fill_first_release(url: str) -> None:
+    """A row in every table the first release had, in its columns only."""
+    execute(
+        url,
+        "INSERT INTO vectorsync_ledger (collection, record_id, content_hash, model, chunks, version, "
+        "indexed_at) VALUES ('notes', 'a', 'h1', 'small', 3, 7, :when)",
+        {"when": WHEN},
+    )
+    execute(
+        url,
+        'INSERT INTO vectorsync_runs (run_id, collection, status, "full", total, batches, error, '
+        "started_at) VALUES ('run1', 'notes', 'running', false, 10, 2, '', :when)",
+        {"when": WHEN},
+    )
+    execute(
+        url, "INSERT INTO vectorsync_run_batches (run_id, batch, done, skipped, failed) VALUES ('run1', 0, 4, 1, 0)"
+    )
+    execute(
+        url,
+        "INSERT INTO vectorsync_failures (collection, record_id, error, attempts, run_id, last_seen) "
+        "VALUES ('notes', 'b', 'boom', 2, 'run1', :when)",
+        {"when": WHEN},
+    )
+
+
+def fill_main(url: str) -> None:
+    """A row in every table today's main has, every column given."""
+    execute(
+        url, "INSERT INTO vectorsync_ledger VALUES ('notes', 'a', 'h1', 'small', 3, 7, 'stamp1', :when)", {"when": WHEN}
+    )
+    execute(
+        url,
+        'INSERT INTO vectorsync_runs (run_id, collection, status, kind, "full", total, batches, '
+        "deferred_index, error, started_at) VALUES ('run1', 'notes', 'running', 'reconcile', true, 10, 2, "
+        "true, '', :when)",
+        {"when": WHEN},
+    )
+    execute(url, "INSERT INTO vectorsync_run_batches VALUES ('run1', 0, 4, 1, 0, :when)", {"when": WHEN})
+    execute(url, "INSERT INTO vectorsync_failures VALUES ('notes', 'b', 'boom', 2, 'run1', :when)", {"when": WHEN})
+    execute(url, "INSERT INTO vectorsync_aliases VALUES ('notes', 1, NULL)")
+    execute(
+        url,
+        "INSERT INTO vectorsync_generations VALUES ('notes', 1, '[\"small\"]', '{\"small\": \"m\"}', 8, "
+        "NULL, :when), ('notes', 2, '[\"large\"]', '{}', 16, 'run1', :when)",
+        {"when": WHEN},
+    )

@@ -6,7 +6,7 @@ as typed or quoted (a long one by its beginning).
 Fixed seed (derandomized) and ``VECTORSYNC_FUZZ_EXAMPLES`` examples per input (50 here, in CI); run longer with
 ``VECTORSYNC_FUZZ_EXAMPLES=2000 pytest tests/unit/test_fuzz_inputs.py``. What it found is fixed and kept as
 regression tests (tests/unit/store/broker/test_refusals.py: `vectorsync index` of a pushed collection;
-tests/unit/producer/cli/test_typed_values.py: an id that starts with "-", a --filter that is JSON but no object).
+tests/unit/producer/cli/test_values.py: an id that starts with "-", a --filter that is JSON but no object).
 """
 
 from __future__ import annotations

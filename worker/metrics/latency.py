@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from store.contract import CHANGED_AT_HEADER, SENT_AT_HEADER
 
 if TYPE_CHECKING:
-    from worker.pipeline.batch import BatchResult
+    from worker.metrics.series import Outcome
 
 __all__ = ["Kept", "observe_freshness", "since"]
 
@@ -37,7 +37,7 @@ def since(request: Any) -> tuple[str, float] | None:
 
 
 def observe_freshness(
-    collection: str, request: Any, result: BatchResult, *, kept: Kept | None, now: float | None = None
+    collection: str, request: Any, result: Outcome, *, kept: Kept | None, now: float | None = None
 ) -> int:
     """Observe the freshness of each record ``result`` made searchable; how many were observed."""
     from worker.metrics.series import freshness_histogram

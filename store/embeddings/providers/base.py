@@ -5,38 +5,20 @@ its driver's failures onto the error tree: ``TransientError`` (429, 5xx,
 timeouts, connection errors; ``retry_after`` when the server said so),
 ``PermanentError`` (401, 403, 404) and ``InputError`` (400, 413, 422). Retries,
 failover, batching and checking the vectors are done once, above the providers
-(``failover``, ``batching``). ``providers.fake`` is the reference.
+(``failover``, ``batching``); what an HTTP answer's status stands for is ``store.calls.http``.
+``providers.fake`` is the reference.
 """
 
 from __future__ import annotations
 
-import email.utils
-import re
-import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from store.errors import EmbeddingError, InputError, PermanentError, TransientError
 from store.settings import ModelSettings, default
+from store.settings.section import values_for
 
-__all__ = [
-    "DEFAULT_LIMITS",
-    "Limits",
-    "Provider",
-    "Vectors",
-    "error_for_status",
-    "parse_retry_after",
-    "scrub",
-]
-
-#: What an API key looks like inside a server's error message (OpenAI's "sk-...", bearer tokens).
-_KEYLIKE = re.compile(r"\b(sk-|Bearer )[A-Za-z0-9_\-*.]{6,}", re.IGNORECASE)
-
-#: Status codes worth retrying besides 5xx: request timeout, conflict, rate limit.
-RETRYABLE_STATUSES = frozenset({408, 409, 429})
-#: Status codes that mean the input itself was refused.
-INPUT_STATUSES = frozenset({400, 413, 422})
+__all__ = ["DEFAULT_LIMITS", "Limits", "Provider", "Vectors"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -49,11 +31,7 @@ class Limits:
 
     @classmethod
     def from_settings(cls, settings: ModelSettings) -> Limits:
-        return cls(
-            max_inputs=settings.max_inputs,
-            max_tokens_per_request=settings.max_tokens_per_request,
-            max_tokens_per_input=settings.max_tokens_per_input,
-        )
+        return cls(**values_for(cls, settings))
 
     def tightest(self, other: Limits) -> Limits:
         """The limits that satisfy both ``self`` and ``other``."""
@@ -100,46 +78,3 @@ class Provider(Protocol):
         never a key.
         """
         ...
-
-
-def error_for_status(
-    status: int, *, model: str, endpoint: str, detail: str, retry_after: float | None = None
-) -> EmbeddingError:
-    """The error an HTTP ``status`` from an embeddings endpoint stands for."""
-    message = f"model {model!r} at {endpoint} answered {status}: {detail}"
-    if status in RETRYABLE_STATUSES or status >= 500:
-        return TransientError(message, retry_after=retry_after, rate_limited=status == 429)
-    if status in INPUT_STATUSES:
-        return InputError(message)
-    return PermanentError(message)
-
-
-def parse_retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date)."""
-    lowered = {key.lower(): value for key, value in headers.items()}
-    millis = lowered.get("retry-after-ms")
-    if millis is not None:
-        try:
-            return max(float(millis) / 1000, 0.0)
-        except ValueError:
-            pass
-    value = lowered.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(when.timestamp() - time.time(), 0.0)
-
-
-def scrub(text: str, *secrets: str | None) -> str:
-    """``text`` with the given secrets and anything that looks like an API key masked."""
-    for secret in secrets:
-        if secret and secret != "unused":
-            text = text.replace(secret, "***")
-    return _KEYLIKE.sub(r"\1***", text)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from store.calls.bundled import BUNDLED_MODEL_NAMES, model_location
+from store.calls.bundled import BUNDLED_MODEL_NAMES, model_location, sentence_transformers
 from store.calls.threads import budget_here
 from store.embeddings.providers.base import Limits
 from store.errors import ConfigError
@@ -105,17 +105,12 @@ class LocalProvider:
             return None
 
     def _sentence_transformer(self, location: str) -> Any:
-        try:
-            import torch
-            from sentence_transformers import SentenceTransformer
-        except ImportError:
-            raise ConfigError(
-                f"models.{self.name} uses provider 'local', which needs sentence-transformers: "
-                "pip install 'vectorsync[local]'"
-            ) from None
+        library = sentence_transformers(self.name)
+        import torch
+
         torch.set_num_threads(self.threads)
         try:
-            return SentenceTransformer(location, device=self._device)
+            return library.SentenceTransformer(location, device=self._device)
         except OSError as exc:
             raise ConfigError(
                 f"models.{self.name}: model {self.model_name!r} could not be loaded ({exc}); "

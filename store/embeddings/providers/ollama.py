@@ -3,7 +3,7 @@
 Ollama also serves the OpenAI API at ``/v1`` (use provider ``openai`` with
 ``base_url = "http://127.0.0.1:11434/v1"``); the native endpoint is here because
 it can refuse over-long input (``truncate: false``) instead of cutting it
-silently. httpx's exceptions are translated here and nowhere else.
+silently. httpx's exceptions are translated by ``store.calls.http``.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from store.embeddings.providers.base import Limits, error_for_status, parse_retry_after, scrub
-from store.errors import ConfigError, PermanentError, TransientError
+from store.calls.http import post, scrub
+from store.embeddings.providers.base import Limits
+from store.errors import ConfigError, PermanentError
 from store.settings.urls import redact_url
 
 if TYPE_CHECKING:
@@ -45,27 +46,17 @@ class OllamaProvider:
 
     def embed_batch(self, texts: list[str]) -> list[list[float]]:
         """One vector per text; see ``Provider.embed_batch``."""
-        import httpx
-
         body: dict[str, Any] = {"model": self.model, "input": texts, "truncate": False}
         if self._send_dimensions:
             body["dimensions"] = self.dimensions
-        try:
-            response = self._client.post("/api/embed", json=body)
-        except httpx.TimeoutException as exc:
-            raise TransientError(f"model {self.model!r} at {self.endpoint} timed out") from exc
-        except httpx.TransportError as exc:
-            raise TransientError(
-                f"model {self.model!r} at {self.endpoint} could not be reached: {type(exc).__name__}"
-            ) from exc
-        if response.status_code != 200:
-            raise error_for_status(
-                response.status_code,
-                model=self.model,
-                endpoint=self.endpoint,
-                detail=scrub(_detail(response), self._key),
-                retry_after=parse_retry_after(response.headers),
-            )
+        response = post(
+            self._client,
+            "/api/embed",
+            body,
+            model=self.model,
+            endpoint=self.endpoint,
+            detail=lambda answer: scrub(_detail(answer), self._key),
+        )
         return self._vectors(response)
 
     def close(self) -> None:

@@ -25,7 +25,8 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from store.embeddings.providers.base import Limits, Vectors, error_for_status, parse_retry_after, scrub
+from store.calls.http import error_for_status, parse_retry_after, scrub
+from store.embeddings.providers.base import Limits, Vectors
 from store.errors import ConfigError, EmbeddingError, PermanentError, TransientError
 from store.settings.urls import redact_url
 

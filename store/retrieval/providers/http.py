@@ -5,7 +5,7 @@ Cohere's shape: ``{model, query, documents, top_n}`` answers
 raw_scores: false}`` answers ``[{index, score}]`` (scores through a sigmoid),
 and refuses more than 32 texts a request, so TEI calls go in batches of 32.
 ``base_url`` is the address ``/rerank`` is appended to (``.../v2`` for Cohere).
-httpx's exceptions are translated here and nowhere else.
+httpx's exceptions are translated by ``store.calls.http``.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from store.calls import accounting
+from store.calls.http import post, scrub
 from store.calls.tokens import estimate_tokens
-from store.embeddings.providers.base import error_for_status, parse_retry_after, scrub
-from store.errors import ConfigError, PermanentError, TransientError
+from store.errors import ConfigError, PermanentError
 from store.settings import ModelSettings
 from store.settings.urls import redact_url
 
@@ -54,28 +54,18 @@ class HttpReranker:
         self._client.close()
 
     def _call(self, query: str, passages: Sequence[str]) -> list[float]:
-        import httpx
-
         if self.api == "tei":
             body: dict[str, Any] = {"query": query, "texts": list(passages), "raw_scores": False, "truncate": True}
         else:
             body = {"model": self.model, "query": query, "documents": list(passages), "top_n": len(passages)}
-        try:
-            response = self._client.post("/rerank", json=body)
-        except httpx.TimeoutException as exc:
-            raise TransientError(f"model {self.model!r} at {self.endpoint} timed out") from exc
-        except httpx.TransportError as exc:
-            raise TransientError(
-                f"model {self.model!r} at {self.endpoint} could not be reached: {type(exc).__name__}"
-            ) from exc
-        if response.status_code != 200:
-            raise error_for_status(
-                response.status_code,
-                model=self.model,
-                endpoint=self.endpoint,
-                detail=scrub(response.text[:300], self._key),
-                retry_after=parse_retry_after(response.headers),
-            )
+        response = post(
+            self._client,
+            "/rerank",
+            body,
+            model=self.model,
+            endpoint=self.endpoint,
+            detail=lambda answer: scrub(answer.text[:300], self._key),
+        )
         accounting.record(
             "rerank",
             self.model,

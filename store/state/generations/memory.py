@@ -6,7 +6,8 @@ import threading
 from dataclasses import replace
 
 from store.errors import ConfigError
-from store.state.generations.base import Alias, Generation, building_error, live_error, now
+from store.state.clock import now
+from store.state.generations.base import Alias, Generation, building_error, live_error
 
 __all__ = ["MemoryGenerations"]
 

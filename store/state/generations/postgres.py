@@ -18,8 +18,9 @@ import sqlalchemy as sa
 
 from store.connect.postgres import advisory_lock
 from store.errors import ConfigError
+from store.state.clock import now
 from store.state.database import StateDatabase
-from store.state.generations.base import Alias, Generation, building_error, live_error, now
+from store.state.generations.base import Alias, Generation, building_error, live_error
 from store.state.tables import aliases, generations
 
 __all__ = ["PostgresGenerations"]

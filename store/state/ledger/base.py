@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from store.contract import RunStatus
@@ -31,12 +31,7 @@ __all__ = [
     "Parked",
     "RunProgress",
     "RunStatus",
-    "now",
 ]
-
-
-def now() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass(frozen=True, slots=True)

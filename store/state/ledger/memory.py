@@ -16,8 +16,9 @@ from datetime import datetime
 import store.state.ledger.rules as rules
 from store.calls.spend import Spend
 from store.errors import ConfigError
+from store.state.clock import now
 from store.state.generations.memory import MemoryGenerations
-from store.state.ledger.base import Failure, Forgotten, LedgerEntry, Overview, Parked, RunProgress, RunStatus, now
+from store.state.ledger.base import Failure, Forgotten, LedgerEntry, Overview, Parked, RunProgress, RunStatus
 
 __all__ = ["MemoryLedger"]
 

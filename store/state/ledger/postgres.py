@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
-from typing import Any
 
 import sqlalchemy as sa
 
@@ -25,52 +24,14 @@ from store.calls.spend import Spend
 from store.connect.postgres import driver
 from store.errors import ConfigError
 from store.settings import NetworkSettings
+from store.state.clock import now
 from store.state.database import StateDatabase
 from store.state.generations.postgres import PostgresGenerations
-from store.state.ledger.base import Failure, Forgotten, LedgerEntry, Overview, Parked, RunProgress, RunStatus, now
+from store.state.ledger.base import Failure, Forgotten, LedgerEntry, Overview, Parked, RunProgress, RunStatus
+from store.state.ledger.rows import entry_of, failure_of, parked_of, parked_row, progress_of, spend_of, spend_row
 from store.vectors.records import escape_unstorable, has_unstorable
 
 __all__ = ["PostgresLedger"]
-
-_SPEND_COLUMNS = ("run_id", "collection", "model", "generation", "tokens", "calls", "cost", "counted_by")
-
-
-def _parked_row(parked: Parked) -> dict[str, Any]:
-    return {
-        "run_id": parked.run_id,
-        "batch": parked.batch,
-        "collection": parked.collection,
-        "ids": list(parked.ids),
-        "carried": parked.carried,
-        "fresh": parked.fresh,
-        "parked_at": now(),
-    }
-
-
-def _entry(row: sa.Row[Any]) -> LedgerEntry:
-    return LedgerEntry(row.record_id, row.content_hash, row.model, row.chunks, row.version, row.stamp, row.indexed_at)
-
-
-def _progress(row: sa.Row[Any]) -> RunProgress:
-    """A ``statements.RUN`` row as the run's progress (``rules.with_tally``)."""
-    run = RunProgress(
-        run_id=row.run_id,
-        collection=row.collection,
-        status=RunStatus(row.status),
-        total=row.total,
-        done=0,
-        skipped=0,
-        failed=0,
-        full=row.full,
-        started_at=row.started_at,
-        finished_at=row.finished_at,
-        error=row.error,
-        kind=row.kind,
-        max_tokens=row.max_tokens,
-        max_cost=row.max_cost,
-    )
-    tally = rules.Tally(int(row.done), int(row.skipped), int(row.failed), int(row.counted), row.moved_at)
-    return rules.with_tally(run, tally, batches=row.batches)
 
 
 class _Held:
@@ -134,8 +95,8 @@ class PostgresLedger:
         ledger rows come back in the same round trip as the locks (``Held.entries`` then asks nothing)."""
         ids = sorted(set(record_ids))
         with self.transaction() as conn:
-            rows = self._lock(conn, collection, ids, read=read) if ids else ({} if read else None)
-            yield _Held(self, collection, conn, rows, frozenset(ids))
+            held = self._lock(conn, collection, ids, read=read) if ids else ({} if read else None)
+            yield _Held(self, collection, conn, held, frozenset(ids))
 
     def _lock(
         self, conn: sa.Connection, collection: str, ids: list[str], *, read: bool
@@ -145,12 +106,12 @@ class PostgresLedger:
         and the rows cost one round trip between them."""
         params = {"collection": collection, "ids": ids}
         raw = driver(conn)
-        with raw.cursor() as locks, raw.cursor() as rows:
+        with raw.cursor() as locks, raw.cursor() as found:
             with raw.pipeline():
                 locks.execute(sql.LOCK_RECORDS, params)
                 if read:
-                    rows.execute(sql.READ_LOCKED, params)
-            return {row[0]: LedgerEntry(*row) for row in rows.fetchall()} if read else None
+                    found.execute(sql.READ_LOCKED, params)
+            return {row[0]: LedgerEntry(*row) for row in found.fetchall()} if read else None
 
     def entries(self, collection: str, record_ids: Sequence[str]) -> dict[str, LedgerEntry]:
         with self.database.reading() as conn:
@@ -163,8 +124,8 @@ class PostgresLedger:
         ids = [record_id for record_id in record_ids if not has_unstorable(record_id)]
         if not ids:
             return {}
-        rows = conn.execute(sql.ENTRIES, {"collection": collection, "ids": ids}).all()
-        return {row.record_id: _entry(row) for row in rows}
+        found = conn.execute(sql.ENTRIES, {"collection": collection, "ids": ids}).all()
+        return {row.record_id: entry_of(row) for row in found}
 
     def record_ids(self, collection: str) -> set[str]:
         with self.transaction() as conn:
@@ -173,8 +134,8 @@ class PostgresLedger:
     def entries_page(self, collection: str, *, after: str | None, limit: int) -> list[LedgerEntry]:
         statement = sql.ENTRIES_PAGE if after is None else sql.ENTRIES_AFTER
         with self.database.reading() as conn:
-            rows = conn.execute(statement, {"collection": collection, "limit": limit, "after": after}).all()
-            return [_entry(row) for row in rows]
+            found = conn.execute(statement, {"collection": collection, "limit": limit, "after": after}).all()
+            return [entry_of(row) for row in found]
 
     def _indexed(self, conn: sa.Connection, collection: str, entries: Sequence[LedgerEntry]) -> None:
         if not entries:
@@ -300,7 +261,7 @@ class PostgresLedger:
         row = conn.execute(sql.RUN, {"run": run_id}).one_or_none()
         if row is None:
             raise ConfigError(rules.unknown_run(run_id))
-        return _progress(row)
+        return progress_of(row)
 
     def resolve_run(self, prefix: str) -> str:
         with self.transaction() as conn:
@@ -326,14 +287,14 @@ class PostgresLedger:
             if not rules.may_pause(self._locked_status(conn, parked.run_id)):
                 return False
             conn.execute(sql.PAUSE_RUN, {"run": parked.run_id, "error": rules.kept_error(escape_unstorable(error))})
-            conn.execute(sql.PARK_BATCH, _parked_row(parked))
+            conn.execute(sql.PARK_BATCH, parked_row(parked))
             return True
 
     def park_batch(self, parked: Parked) -> bool:
         with self.transaction() as conn:
             if self._locked_status(conn, parked.run_id) != RunStatus.PAUSED:
                 return False
-            conn.execute(sql.PARK_BATCH, _parked_row(parked))
+            conn.execute(sql.PARK_BATCH, parked_row(parked))
             return True
 
     def resume_run(self, run_id: str, *, max_tokens: int | None, max_cost: float | None) -> list[Parked]:
@@ -343,18 +304,7 @@ class PostgresLedger:
                 raise ConfigError(refused)
             conn.execute(sql.RESUME_RUN, {"run": run_id, "max_tokens": max_tokens, "max_cost": max_cost})
             found = conn.execute(sql.PARKED, {"run": run_id}).all()
-        return [
-            Parked(
-                run_id=row.run_id,
-                batch=row.batch,
-                collection=row.collection,
-                ids=list(row.ids),
-                carried=row.carried,
-                fresh=row.fresh,
-                parked_at=row.parked_at,
-            )
-            for row in found
-        ]
+        return [parked_of(row) for row in found]
 
     def unpark(self, parked: Sequence[Parked]) -> None:
         if not parked:
@@ -373,14 +323,13 @@ class PostgresLedger:
     def add_spend(self, rows: Sequence[Spend]) -> None:
         if not rows:
             return
-        values = [{column: getattr(row, column) for column in _SPEND_COLUMNS} for row in rows]
         with self.transaction() as conn:
-            conn.execute(sql.ADD_SPEND, values)
+            conn.execute(sql.ADD_SPEND, [spend_row(row) for row in rows])
 
     def run_spend(self, run_id: str) -> list[Spend]:
         with self.transaction() as conn:
             found = conn.execute(sql.RUN_SPEND, {"run": run_id}).all()
-        return [Spend(**{column: getattr(row, column) for column in _SPEND_COLUMNS}) for row in found]
+        return [spend_of(row) for row in found]
 
     def runs_spend(self, run_ids: Sequence[str]) -> dict[str, list[Spend]]:
         if not run_ids:
@@ -389,7 +338,7 @@ class PostgresLedger:
             found = conn.execute(sql.RUNS_SPEND, {"runs": list(run_ids)}).all()
         spent: dict[str, list[Spend]] = {}
         for row in found:
-            spent.setdefault(row.run_id, []).append(Spend(**{c: getattr(row, c) for c in _SPEND_COLUMNS}))
+            spent.setdefault(row.run_id, []).append(spend_of(row))
         return spent
 
     def record_failure(self, collection: str, record_id: str, error: str, *, run_id: str | None = None) -> None:
@@ -409,8 +358,8 @@ class PostgresLedger:
     def failures(self, collection: str | None = None) -> list[Failure]:
         query, params = (sql.FAILURES, {}) if collection is None else (sql.FAILURES_OF, {"collection": collection})
         with self.transaction() as conn:
-            rows = conn.execute(query, params).all()
-        return [Failure(r.collection, r.record_id, r.error, r.attempts, r.last_seen) for r in rows]
+            found = conn.execute(query, params).all()
+        return [failure_of(row) for row in found]
 
     def overview(self) -> Overview:
         with self.transaction() as conn:

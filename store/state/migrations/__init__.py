@@ -6,12 +6,10 @@ lock it holds) covers the whole upgrade, and PostgreSQL's transactional DDL make
 Versions are kept in ``vectorsync_schema_version``, a table of vectorsync's own: an application's
 ``alembic_version`` in the same database is never read or written.
 
-Revisions (``versions/``): 0001 the state tables as first made, 0002 the columns added to them since,
-0003 the generations tables, 0004 the spend table, 0005 run budgets
-(caps on runs, parked batches). Each creates only what is missing, so a database made
-before there were migrations is adopted with its rows. A new revision: copy the latest file, number it, point its
-``down_revision`` at the latest, set ``HEAD``, and change ``store.state.tables`` to match (tests compare
-the head's schema with those tables, and ``HEAD`` with the files).
+Revisions (``versions/``): 0001 the state tables, each made where it is missing, so a database made before
+there were migrations is adopted with its rows (the columns its tables lack added, with their defaults). A new
+revision: copy the latest file, number it, point its ``down_revision`` at the latest, set ``HEAD``, and change
+``store.state.tables`` to match (tests compare the head's schema with those tables, and ``HEAD`` with the files).
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ __all__ = ["FOLDER", "HEAD", "VERSION_TABLE", "current", "known", "script", "upg
 VERSION_TABLE = "vectorsync_schema_version"
 #: The newest revision in ``versions/``: read without loading Alembic, so a process whose database is
 #: current (nearly always) never imports it. A test checks it against the script directory.
-HEAD = "0005"
+HEAD = "0001"
 #: This folder: Alembic's script location.
 FOLDER = Path(__file__).resolve().parent
 

@@ -2,7 +2,7 @@
 
 Filtered searches use pgvector's iterative index scans, so a selective filter
 still fills ``limit``. ``schema`` says what a table holds, ``filters`` how a
-Filter becomes SQL, ``collection`` how rows are read and written.
+Filter becomes SQL, ``table`` how a collection's rows are read, ``writing`` how they are written.
 """
 
 from store.vectors.pgvector.filters import compile_filter

@@ -3,7 +3,8 @@
 Each ``CREATE INDEX`` is sent on a session of its own, in autocommit, that holds the table's build lock (an
 advisory lock) and does not check for its client while a statement runs; so a task that stops waiting (at its
 time limit) leaves the statement to finish and commit, and the next task waits for that build instead of
-starting another. ``statement_timeout`` ends a build at its deadline.
+starting another. ``statement_timeout`` ends a build at its deadline. Every build, deferred or not, is given
+memory for its whole graph and PostgreSQL's parallel workers (``prepare_build``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,17 @@ from sqlalchemy.schema import CreateIndex
 
 from store.errors import StoreError, StoreUnavailable
 
-__all__ = ["BUILD_LIMIT_SETTING", "BuildProgress", "BuildWatch", "IndexBuild", "build_lock_key", "read_progress"]
+__all__ = [
+    "BUILD_LIMIT_SETTING",
+    "MAX_BUILD_MEMORY_MB",
+    "BuildProgress",
+    "BuildWatch",
+    "IndexBuild",
+    "build_lock_key",
+    "build_memory_mb",
+    "prepare_build",
+    "read_progress",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -37,6 +48,8 @@ OVERRUN_SECONDS = 30.0
 #: A build is not started with less time than this left before its deadline (one cancelled at its deadline,
 #: a moment early by the clocks, is not started again).
 MIN_BUILD_SECONDS = 1.0
+#: The most memory one HNSW build is given (a million 1536-d vectors need about this much).
+MAX_BUILD_MEMORY_MB = 8192
 
 _PROGRESS = sa.text(
     "SELECT a.pid, extract(epoch FROM now() - a.query_start) AS seconds, a.wait_event_type, p.phase, "
@@ -49,6 +62,21 @@ _PROGRESS = sa.text(
     "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
     "AND ((l.classid::int8 << 32) | l.objid::int8) = hashtextextended(:key, 0) LIMIT 1"
 )
+
+
+def prepare_build(conn: sa.Connection, table: sa.Table, *, dimensions: int, m: int, workers: int) -> None:
+    """Size this transaction's HNSW build: memory for the whole graph (else the build slows several times
+    once it spills) and PostgreSQL's parallel build workers."""
+    rows = conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one()
+    megabytes = build_memory_mb(rows, dimensions=dimensions, m=m)
+    conn.execute(sa.select(sa.func.set_config("maintenance_work_mem", f"{megabytes}MB", sa.true())))
+    conn.execute(sa.select(sa.func.set_config("max_parallel_maintenance_workers", str(workers), sa.true())))
+
+
+def build_memory_mb(rows: int, *, dimensions: int, m: int) -> int:
+    """The maintenance_work_mem an HNSW build of ``rows`` vectors gets: the whole graph, 30% spare, capped."""
+    per_row = dimensions * 4 + m * 2 * 16 + 200  # the vector, its neighbour lists, the element's bookkeeping
+    return min(max(64, int(rows * per_row * 1.3 / 2**20)), MAX_BUILD_MEMORY_MB)
 
 
 def build_lock_key(table: str) -> str:

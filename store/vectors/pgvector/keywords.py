@@ -19,9 +19,9 @@ shard, and then wait for each other's commit, never in a cycle: the rows are tak
 Reading sums a term's shards.
 
 Each change is counted from what a statement did: rows out from a DELETE's RETURNING, rows in from an INSERT's or
-a COPY's own rows, never from a read that a concurrent write could outdate (the writers in ``table.py`` replace
+a COPY's own rows, never from a read that a concurrent write could outdate (the writers in ``writing.py`` replace
 a row by a DELETE and an INSERT, not an UPDATE, for that). Erasure: a transaction that deletes rows also purges
-their postings (``segments.purge``) and takes out the statistics rows of the terms no row holds any more
+their postings (``purging.purge``) and takes out the statistics rows of the terms no row holds any more
 (``_drop_unheld``), under the table's erase lock, so once it commits no table holds the deleted text's terms.
 """
 
@@ -70,7 +70,7 @@ DEAD_TABLE = "vs_kwdead"
 TOTAL = ""
 
 _log = logging.getLogger(__name__)
-#: ``segments.purge``'s shape: the connection, the collection's table, the temporary table of the deleted rows.
+#: ``purging.purge``'s shape: the connection, the collection's table, the temporary table of the deleted rows.
 Purge = Callable[[psycopg.Connection[Any], sa.Table, str], None]
 _delta = sa.table(
     DELTA_TABLE, sa.column("term", sa.Text), sa.column("docs", sa.BigInteger), sa.column("tokens", sa.BigInteger)
@@ -100,7 +100,7 @@ class Delta:
         self.conn, self.table, self.stats = conn, table, stats_table(table)
         #: False for a collection that keeps no keyword index: statements run, nothing is counted.
         self.counting = counting
-        #: What takes the deleted rows' postings out of the segments (``segments.purge``), given the temporary
+        #: What takes the deleted rows' postings out of the segments (``purging.purge``), given the temporary
         #: table of those rows; None where no row is deleted.
         self.purge = purge
         self._open = self._deleted = False
@@ -371,7 +371,7 @@ def keyword_query(rows: Any, terms: Sequence[str], *, n: int, avgdl: float, df: 
     parts = []
     for term in present:
         tf = sa.func.coalesce(sa.cast(rows.c.keywords.op("->>")(sa.literal(term)), sa.Float), 0.0)
-        parts.append(bm25.idf(df[term], n) * (tf * (bm25.K1 + 1) / (tf + norm)))  # as segments.scores has it
+        parts.append(bm25.idf(df[term], n) * (tf * (bm25.K1 + 1) / (tf + norm)))  # as scoring.scores has it
     score = sum(parts[1:], parts[0]) if parts else sa.literal(0.0)
     holds = sa.cast(rows.c.keywords, JSONB).op("?|")(sa.cast(sa.literal(present), ARRAY(sa.Text)))
     return score, holds

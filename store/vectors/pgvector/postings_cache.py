@@ -1,7 +1,7 @@
 """Decoded keyword postings of one process, least recently used first out, within a byte budget.
 
 A segment's postings of a term only ever shrink once written (a merge writes a new segment; a delete purges its
-rows' postings, ``segments.purge``), so their count names their version: decoded arrays stay right for as long
+rows' postings, ``purging.purge``), so their count names their version: decoded arrays stay right for as long
 as the segment holds that many postings of the term. A search sends the count of what it holds and reads again
 what changed; one that finds a term's segments gone forgets them. Why: the common terms come back in query
 after query, and reading and decoding their postings is most of a keyword search's time.

@@ -19,8 +19,9 @@ import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
+import numpy as np
 import sqlalchemy as sa
 from pgvector.sqlalchemy import HALFVEC, VECTOR
 from psycopg import sql
@@ -95,6 +96,12 @@ class Schema:
     @property
     def vector_type(self) -> str:
         return "halfvec" if self.half else "vector"
+
+    def adapt(self, vector: np.ndarray) -> Any:
+        """``vector`` as the embedding column takes it: a pgvector ``HalfVector`` or ``Vector``."""
+        from pgvector import HalfVector, Vector
+
+        return HalfVector(vector) if self.half else Vector(vector)
 
     @property
     def ops(self) -> str:

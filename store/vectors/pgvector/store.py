@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-import numpy as np
 import sqlalchemy as sa
 from pgvector.psycopg import register_vector
 from psycopg import sql
@@ -15,6 +14,7 @@ from psycopg import sql
 import store.vectors.pgvector.segments as segments
 from store.connect.postgres import advisory_lock, driver, make_engine, safe_url, transaction
 from store.settings import NetworkSettings, Settings, VectorSettings, default
+from store.settings.section import values_for
 from store.vectors.base import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
 from store.vectors.pgvector.keywords import stats_table
 from store.vectors.pgvector.schema import Schema
@@ -45,15 +45,7 @@ class PgvectorTuning:
     @classmethod
     def from_settings(cls, vectors: VectorSettings) -> PgvectorTuning:
         """The tuning ``[vectors]`` describes."""
-        return cls(
-            hnsw_m=vectors.hnsw_m,
-            hnsw_ef_construction=vectors.hnsw_ef_construction,
-            ef_search=vectors.ef_search,
-            table_prefix=vectors.table_prefix,
-            exact_search_rows=vectors.exact_search_rows,
-            index_build_workers=vectors.index_build_workers,
-            precision=vectors.precision,
-        )
+        return cls(**values_for(cls, vectors))  # the pool's size is not a setting
 
 
 class PgvectorStore(VectorStore):
@@ -112,11 +104,6 @@ class PgvectorStore(VectorStore):
         """A connection in a transaction; driver errors become StoreUnavailable or StoreError."""
         with transaction(self.engine, f"PostgreSQL at {self.safe_url}") as conn:
             yield conn
-
-    def adapt(self, vector: np.ndarray) -> Any:
-        from pgvector import HalfVector, Vector
-
-        return HalfVector(vector) if self.schema.half else Vector(vector)
 
     def tune_search(self, conn: sa.Connection, *, filtered: bool = False) -> None:
         """Per-transaction HNSW settings: accuracy, and iterative scans for filtered search.

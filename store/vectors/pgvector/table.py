@@ -8,68 +8,42 @@ builds the HNSW index after the rows, which is far faster than inserting into it
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-import numpy as np
 import psycopg
 import sqlalchemy as sa
 from psycopg import sql
 from sqlalchemy.dialects.postgresql import ARRAY, BYTEA
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 import store.vectors.pgvector.segments as segments
 from store.connect.postgres import advisory_lock, driver
-from store.errors import StoreError, StoreUnavailable
+from store.errors import StoreError
 from store.vectors.base import Collection, Metric, QueryEmbedder
 from store.vectors.filters import Filter
 from store.vectors.indexed import IndexedFields
-from store.vectors.pgvector.building import IndexBuild, build_lock_key, read_progress
+from store.vectors.pgvector.building import IndexBuild, build_lock_key, build_memory_mb, prepare_build, read_progress
 from store.vectors.pgvector.filters import compile_filter
 from store.vectors.pgvector.keywords import Delta, count_rows, drifted_terms, ranked
 from store.vectors.pgvector.planner import OVERSHOOT, Plan, Ranking, exact_search, observe, plan
+from store.vectors.pgvector.purging import purge
 from store.vectors.pgvector.schema import Schema, bulk_indexes, ensure_field_indexes
-from store.vectors.records import ChunkDigest, StoredChunk, VectorMatch, VectorRecord, canonical_json, text_digest
+from store.vectors.pgvector.scoring import best
+from store.vectors.pgvector.writing import COLUMNS, copy_rows, insert_replacing, lock_ids
+from store.vectors.records import ChunkDigest, StoredChunk, VectorMatch, VectorRecord
 
-__all__ = ["BULK_LOAD_ROWS", "PgvectorCollection", "PgvectorParts", "build_memory_mb"]
+__all__ = ["BULK_LOAD_ROWS", "PgvectorCollection", "PgvectorParts"]
 
 _log = logging.getLogger(__name__)
 
 #: A load this large into an empty table builds the HNSW index after the rows (much faster).
 BULK_LOAD_ROWS = 2000
-#: A write of more ids than this locks the table from other writers, not each id (``_lock_ids``).
-MAX_ID_LOCKS = 1000
-#: Times a write deletes and inserts again the rows another writer inserted between its DELETE and INSERT.
-REPLACE_TRIES = 20
-#: The most memory one HNSW build is given (a million 1536-d vectors need about this much).
-MAX_BUILD_MEMORY_MB = 8192
-
-_COLUMNS = (
-    "id",
-    "record_id",
-    "chunk",
-    "embedding",
-    "text",
-    "metadata",
-    "model",
-    "keywords",
-    "keyword_length",
-    "kwdoc",
-    "text_hash",
-)
-#: The advisory lock of a key, as ``advisory_lock`` takes it; and the lock of each row id of an array, in its order.
-_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
-_LOCK_IDS = "SELECT count(pg_advisory_xact_lock(hashtextextended(%s || id, 0))) FROM unnest(%s::text[]) AS id"
-#: The terms of a row in a collection that keeps no keyword index.
-_NO_TERMS: Counter[str] = Counter()
-_COPY_TYPES = ["text", "text", "int4", None, "text", "jsonb", "text", "jsonb", "int4", "int8", "bytea"]
 
 
 class PgvectorParts(Protocol):
-    """What a collection uses of its store (``PgvectorStore`` is one): its vector space and query embedder, its
-    engine and transactions, its schema, how vectors are adapted, and how searches are tuned."""
+    """What a collection uses of its store (``PgvectorStore`` is one): a Protocol here, so that the store, which
+    makes collections, is the only one of the two that imports the other."""
 
     dimensions: int
     metric: Metric
@@ -80,8 +54,6 @@ class PgvectorParts(Protocol):
     index_build_workers: int
 
     def transaction(self) -> AbstractContextManager[sa.Connection]: ...
-
-    def adapt(self, vector: np.ndarray) -> Any: ...
 
     def tune_search(self, conn: sa.Connection, *, filtered: bool = False) -> None: ...
 
@@ -97,14 +69,14 @@ class PgvectorCollection(Collection):
 
     def _delta(self, conn: sa.Connection) -> Delta:
         """The statistics changes of a write; nothing counted when the collection keeps no keyword index."""
-        return Delta(conn, self.table, counting=self.keyword_analyzer is not None, purge=segments.purge)
+        return Delta(conn, self.table, counting=self.keyword_analyzer is not None, purge=purge)
 
     def _where(self, filter: Filter | None) -> sa.ColumnElement[bool]:
         return sa.true() if filter is None else compile_filter(filter, self.table, self.indexed)
 
     def _upsert(self, records: list[VectorRecord]) -> None:
         with self._store.transaction() as conn:
-            self._lock_ids(conn, [r.id for r in records])
+            lock_ids(conn, self.table.name, [r.id for r in records])
             delta = self._delta(conn)
             self._write(conn, records, delta)
             delta.apply()
@@ -112,7 +84,7 @@ class PgvectorCollection(Collection):
 
     def _delete_ids(self, ids: list[str]) -> None:
         with self._store.transaction() as conn:
-            self._lock_ids(conn, ids)
+            lock_ids(conn, self.table.name, ids)
             delta = self._delta(conn)
             delta.delete(sa.delete(self.table).where(self.table.c.id.in_(ids)))
             delta.apply()
@@ -125,7 +97,7 @@ class PgvectorCollection(Collection):
 
     def _replace_where(self, filter: Filter, records: list[VectorRecord]) -> None:
         with self._store.transaction() as conn:
-            self._lock_ids(conn, [r.id for r in records], swap=filter)
+            lock_ids(conn, self.table.name, [r.id for r in records], swap=filter)
             delta = self._delta(conn)
             delta.delete(sa.delete(self.table).where(self._where(filter)))
             self._write(conn, records, delta, bulk=False)  # a table lock after the DELETE could deadlock
@@ -152,7 +124,7 @@ class PgvectorCollection(Collection):
         try:
             with self._store.transaction() as conn:
                 ids = [r.id for r in records]
-                self._lock_ids(conn, ids)
+                lock_ids(conn, self.table.name, ids)
                 delta = self._delta(conn)  # the keyword statistics: the rows deleted out, the rows copied in
                 delta.delete(sa.delete(self.table).where(self.table.c.record_id.in_(record_ids)))
                 if records:
@@ -208,7 +180,7 @@ class PgvectorCollection(Collection):
                         chosen = Plan("hnsw", OVERSHOOT * exact_rows + 1, "overshoot")
                 observe(self.name, chosen, exact_rows=exact_rows)
             if rows is None:
-                rows = segments.best(conn, self.table, terms, where=where, limit=limit)
+                rows = best(conn, self.table, terms, where=where, limit=limit)
             found = rows if rows is not None else ranked(conn, self.table, terms, where=where, limit=limit)
         return [VectorMatch(id=r.id, score=float(r.score), text=r.text, metadata=r.metadata) for r in found or []]
 
@@ -334,7 +306,7 @@ class PgvectorCollection(Collection):
         name = f"{self.table.name}_keywords_idx"
         return conn.execute(sa.select(sa.func.to_regclass(sa.func.quote_ident(name)))).scalar_one() is None
 
-    # -- COPY ------------------------------------------------------------------------
+    # -- writes ----------------------------------------------------------------------
 
     def _write(self, conn: sa.Connection, records: list[VectorRecord], delta: Delta, *, bulk: bool = True) -> None:
         if not records:
@@ -350,43 +322,12 @@ class PgvectorCollection(Collection):
             )
         )
         self.copy_rows(raw, staging, records)
-        self._insert_replacing(conn, sa.table(staging, *(sa.column(c) for c in _COLUMNS)), delta)
+        insert_replacing(conn, self.table, sa.table(staging, *(sa.column(c) for c in COLUMNS)), delta, name=self.name)
         raw.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(staging)))
 
-    def _lock_ids(self, conn: sa.Connection, ids: list[str], *, swap: Filter | None = None) -> None:
-        """Take the advisory lock of each row id this write may write, in sorted order, first: two writes of one
-        id take turns whole, and writes of overlapping ids never wait for each other in a cycle. A write of more
-        than ``MAX_ID_LOCKS`` ids locks the table from other writers instead (PostgreSQL's lock table is finite);
-        a smaller one holds the table's writers' lock before its ids, so it never waits for such a write while
-        holding ids. Between the two, a swap of ``swap``'s set locks that set: two swaps of one set wait for each
-        other, else the second one's DELETE could miss rows the first one is inserting (both sets would stay)."""
-        mode = "SHARE ROW EXCLUSIVE" if len(ids) > MAX_ID_LOCKS else "ROW EXCLUSIVE"
-        raw, name = driver(conn), self.table.name
-        with raw.pipeline():  # one round trip
-            raw.execute(sql.SQL("LOCK TABLE {} IN {} MODE").format(sql.Identifier(name), sql.SQL(mode)))
-            if swap is not None:
-                raw.execute(_LOCK, [f"{name}:{canonical_json(swap.to_dict())}"])
-            if len(ids) <= MAX_ID_LOCKS:
-                raw.execute(_LOCK_IDS, [f"{name}:id:", sorted(set(ids))])  # unnest keeps the array's order
-
-    def _insert_replacing(self, conn: sa.Connection, load: sa.TableClause, delta: Delta) -> None:
-        """Write the staged rows, each replacing the row of its id, counting the keyword statistics exactly.
-
-        A row is replaced by a DELETE and an INSERT, each counted from its own RETURNING, never by an UPDATE:
-        PostgreSQL before 18 cannot return the row an UPDATE replaced, and the row read before it (FOR UPDATE)
-        could be one that a concurrent swap deleted and wrote again meanwhile (the FOR UPDATE skipped it, the
-        UPDATE met the new one: counted in, never out). An id some writer outside ``_lock_ids`` inserted between
-        the two is deleted and inserted again."""
-        t = self.table.c
-        written = sa.exists().where(t.id == load.c.id, t.kwdoc == load.c.kwdoc)
-        for _ in range(REPLACE_TRIES):
-            delta.delete(sa.delete(self.table).where(t.id.in_(sa.select(load.c.id))))
-            insert = pg_insert(self.table).from_select(list(_COLUMNS), sa.select(*load.c).order_by(load.c.id))
-            delta.add(insert.on_conflict_do_nothing(index_elements=["id"]).returning(t.keywords, t.keyword_length), 1)
-            if not conn.execute(sa.select(sa.exists().where(~written).select_from(load))).scalar():
-                return
-            conn.execute(sa.delete(load).where(written))
-        raise StoreUnavailable(f"rows of {self.name!r} kept being written by another writer meanwhile: try again")
+    def copy_rows(self, raw: psycopg.Connection[Any], table: str, records: Sequence[VectorRecord]) -> None:
+        """Binary COPY of ``records`` into ``table`` (this collection's, or its staging table: ``writing.py``)."""
+        copy_rows(raw, table, records, table=self.table, schema=self._store.schema, analyzer=self.keyword_analyzer)
 
     def _empty_for_bulk(self, conn: sa.Connection) -> bool:
         lock_table = sql.SQL("LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE").format(sql.Identifier(self.table.name))
@@ -412,60 +353,9 @@ class PgvectorCollection(Collection):
 
     def _prepare_build(self, conn: sa.Connection) -> None:
         schema = self._store.schema
-        _prepare_build(
+        prepare_build(
             conn, self.table, dimensions=self.dimensions, m=schema.hnsw_m, workers=self._store.index_build_workers
         )
-
-    def copy_rows(self, raw: psycopg.Connection[Any], table: str, records: Sequence[VectorRecord]) -> None:
-        """Binary COPY of ``records`` into ``table`` (~50k rows/s, versus hundreds row by row), each with a new
-        kwdoc, and their keyword postings as one segment (``segments.py``); a collection that keeps no keyword
-        index analyzes nothing and writes empty terms and no segment."""
-        kwdocs = segments.allocate(raw, self.table, len(records))
-        terms_of = self.keyword_analyzer
-        posted = []
-        columns = sql.SQL(", ").join(sql.Identifier(c) for c in _COLUMNS)
-        statement = sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT BINARY)").format(sql.Identifier(table), columns)
-        types = [t or self._store.schema.vector_type for t in _COPY_TYPES]
-        with raw.cursor() as cursor, cursor.copy(statement) as copy:
-            copy.set_types(types)
-            for r, kwdoc in zip(records, kwdocs, strict=True):
-                record_id, chunk = r.metadata.get("record_id"), r.metadata.get("chunk")
-                vector = np.asarray(r.embedding, dtype=np.float32)
-                terms = terms_of.frequencies(r.text) if terms_of is not None else _NO_TERMS
-                copy.write_row(
-                    (
-                        r.id,
-                        record_id,
-                        chunk,
-                        self._store.adapt(vector),
-                        r.text,
-                        psycopg.types.json.Jsonb(r.metadata),
-                        r.model,
-                        psycopg.types.json.Jsonb(dict(terms)),
-                        sum(terms.values()),
-                        kwdoc,
-                        bytes.fromhex(text_digest(r.text)),
-                    )
-                )
-                if terms_of is not None:
-                    posted.append(segments.Posted(kwdoc, terms))
-        if posted:
-            segments.write(raw, self.table, posted)
-
-
-def _prepare_build(conn: sa.Connection, table: sa.Table, *, dimensions: int, m: int, workers: int) -> None:
-    """Size this transaction's HNSW build: memory for the whole graph (else the build slows several times
-    once it spills) and PostgreSQL's parallel build workers."""
-    rows = conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one()
-    megabytes = build_memory_mb(rows, dimensions=dimensions, m=m)
-    conn.execute(sa.select(sa.func.set_config("maintenance_work_mem", f"{megabytes}MB", sa.true())))
-    conn.execute(sa.select(sa.func.set_config("max_parallel_maintenance_workers", str(workers), sa.true())))
-
-
-def build_memory_mb(rows: int, *, dimensions: int, m: int) -> int:
-    """The maintenance_work_mem an HNSW build of ``rows`` vectors gets: the whole graph, 30% spare, capped."""
-    per_row = dimensions * 4 + m * 2 * 16 + 200  # the vector, its neighbour lists, the element's bookkeeping
-    return min(max(64, int(rows * per_row * 1.3 / 2**20)), MAX_BUILD_MEMORY_MB)
 
 
 def _floats(value: Any) -> list[float]:

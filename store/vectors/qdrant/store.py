@@ -14,6 +14,7 @@ from qdrant_client import QdrantClient, models
 
 from store.errors import ConfigError, StoreUnavailable
 from store.settings import VectorSettings, default
+from store.settings.section import values_for
 from store.settings.urls import without_credentials
 from store.vectors.base import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
 from store.vectors.filters import check_field
@@ -53,12 +54,7 @@ class QdrantTuning:
     @classmethod
     def from_settings(cls, vectors: VectorSettings) -> QdrantTuning:
         """The tuning ``[vectors]`` describes."""
-        return cls(
-            hnsw_m=vectors.hnsw_m,
-            hnsw_ef_construction=vectors.hnsw_ef_construction,
-            ef_search=vectors.ef_search,
-            index_fields=tuple(vectors.index_fields),
-        )
+        return cls(**{**values_for(cls, vectors), "index_fields": tuple(vectors.index_fields)})
 
 
 class QdrantStore(VectorStore):

@@ -8,7 +8,8 @@ from bench.langchain_peer import documents, peer_embeddings
 from store.embeddings import Embeddings
 from store.settings import Settings, load_settings
 from tests.crm import expected_chunks, note
-from tests.fake_openai import FakeOpenAI, served_embed
+from tests.fake_bodies import served_embed
+from tests.fake_openai import FakeOpenAI
 from tests.settings_files import settings_toml
 
 UNREACHABLE = "redis://127.0.0.1:1/0"

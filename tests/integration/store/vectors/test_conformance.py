@@ -18,7 +18,8 @@ class TestServerBackends(VectorStoreContract):
         yield from make_store_factory(request, request.param)
 
 
-# In-process stores (memory, Qdrant :memory:) share nothing; tests/unit/store/vectors/test_qdrant.py reopens a folder.
+# In-process stores (memory, Qdrant :memory:) share nothing; tests/unit/store/vectors/qdrant/test_store.py reopens a
+# folder.
 @pytest.mark.parametrize("kind", SERVER_BACKENDS)
 def test_an_existing_collection_of_another_size_is_refused(request: pytest.FixtureRequest, kind: str) -> None:
     make_store = next(make_store_factory(request, kind))

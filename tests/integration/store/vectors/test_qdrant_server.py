@@ -1,4 +1,4 @@
-"""The Qdrant contract (tests/unit/store/vectors/test_qdrant.py) against the server at
+"""The Qdrant contract (tests/unit/store/vectors/qdrant/test_points.py) against the server at
 VECTORSYNC_TEST_QDRANT_URL; skipped when it is not set."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.unit.store.vectors.test_qdrant import Open, QdrantContract, opener
+from tests.unit.store.vectors.qdrant.test_points import Open, QdrantContract, opener
 
 SERVER_URL = os.environ.get("VECTORSYNC_TEST_QDRANT_URL")
 

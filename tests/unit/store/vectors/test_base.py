@@ -19,7 +19,7 @@ def test_get_collection_refuses_a_missing_one_and_create_makes_it_once() -> None
 
 
 def test_ensure_collection_asks_the_store_so_a_collection_dropped_elsewhere_is_made_again() -> None:
-    """What a run's start asks (worker.process.started): another process's drop leaves this one's open collection
+    """What a run's start asks (worker.runtime.context): another process's drop leaves this one's open collection
     behind, which get_collection keeps returning; ensure_collection makes it again, and keeps that one open."""
     store = memory_store(dimensions=4)
     first = store.ensure_collection("notes")

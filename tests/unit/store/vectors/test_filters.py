@@ -64,3 +64,14 @@ def test_typed_comparisons_and_missing_fields() -> None:
 def test_bad_filters_say_what_is_wrong(build: object, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         build()  # type: ignore[operator]
+
+
+BAD_FIELDS = ["kind'; DROP TABLE x; --", "a b", "$.kind", 'kind")', "a..b", "", "owner[0]", "kind ? (@ == 1)"]
+
+
+@pytest.mark.parametrize("field", BAD_FIELDS)
+def test_field_names_carrying_sql_or_json_path_are_rejected(field: str) -> None:
+    with pytest.raises(ConfigError, match="filter field .* is not allowed: use letters, digits and '_'"):
+        Filter.eq(field, 1)
+    with pytest.raises(ConfigError, match="is not allowed|unknown filter operator"):
+        Filter.from_dict({field: 1})

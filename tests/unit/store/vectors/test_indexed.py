@@ -1,5 +1,6 @@
-"""store/vectors/indexed.py: declared indexed fields, per collection from the settings, refused at write when a
-value is not of its type, and made Qdrant payload indexes of their type (local mode, no server)."""
+"""Declared indexed fields, without a server: what the settings declare per collection, a type refused by name,
+and Qdrant's payload indexes of each type (local mode; on pgvector and a Qdrant server:
+tests/integration/store/vectors/pgvector/test_planner.py)."""
 
 from __future__ import annotations
 

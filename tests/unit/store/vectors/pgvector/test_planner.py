@@ -1,5 +1,5 @@
-"""store/vectors/pgvector/planner.py without a server: the exact-or-HNSW choice (the plans on PostgreSQL:
-tests/integration/store/vectors/test_search_planner.py)."""
+"""The exact-or-HNSW choice of a filtered pgvector search, without a server (on real tables:
+tests/integration/store/vectors/pgvector/test_planner.py)."""
 
 from __future__ import annotations
 
