@@ -77,7 +77,7 @@ def test_a_generation_a_worker_cannot_embed_fails_its_records_there_and_the_live
     ledger.generations.begin(live, new)
     ctx = WorkerContext.from_settings(config, ledger=ledger)
     try:
-        written = ctx.written("notes", ["a"], lambda indexer: indexer.index(["a"]))
+        written = ctx.written("notes", ["a"], lambda jobs: jobs.indexer.index(["a"]))
     finally:
         ctx.close()
     assert written["notes"].indexed == ["a"]
