@@ -11,12 +11,20 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from store.errors import EmbeddingError, InputError, PermanentError, TransientError
+from store.errors import ConfigError, EmbeddingError, InputError, PermanentError, TransientError
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["INPUT_STATUSES", "RETRYABLE_STATUSES", "error_for_status", "parse_retry_after", "post", "scrub"]
+__all__ = [
+    "INPUT_STATUSES",
+    "RETRYABLE_STATUSES",
+    "client",
+    "error_for_status",
+    "parse_retry_after",
+    "post",
+    "scrub",
+]
 
 #: What an API key looks like inside a server's error message (OpenAI's "sk-...", bearer tokens).
 _KEYLIKE = re.compile(r"\b(sk-|Bearer )[A-Za-z0-9_\-*.]{6,}", re.IGNORECASE)
@@ -25,6 +33,19 @@ _KEYLIKE = re.compile(r"\b(sk-|Bearer )[A-Za-z0-9_\-*.]{6,}", re.IGNORECASE)
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 #: Status codes that mean the input itself was refused.
 INPUT_STATUSES = frozenset({400, 413, 422})
+
+
+def client(model: str, provider: str, base_url: str, *, timeout: float, key: str | None) -> httpx.Client:
+    """An httpx client for ``models.<model>`` at ``base_url``, with ``key`` as its bearer token; a ConfigError naming
+    the extra to install where httpx is missing."""
+    try:
+        import httpx
+    except ImportError:
+        raise ConfigError(
+            f"models.{model} uses provider {provider!r}, which needs httpx: pip install 'vectorsync[openai]'"
+        ) from None
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.Client(base_url=base_url, timeout=timeout, headers=headers)
 
 
 def post(

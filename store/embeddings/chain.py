@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import math
 import re
-import warnings
 from collections.abc import Mapping, Sequence
 
 from store.calls import accounting, spend
@@ -115,12 +114,6 @@ class FailoverChain:
     def space(self) -> str:
         """The first entry's space (``vector_space``): what the vectors it makes while healthy are under."""
         return self.spaces[self.providers[0].name]
-
-    @property
-    def model(self) -> str:
-        """``space``, by its older name (it is a model name only when no base_url or weights is set)."""
-        warnings.warn("FailoverChain.model is FailoverChain.space", DeprecationWarning, stacklevel=2)
-        return self.space
 
     @property
     def limits(self) -> Limits:

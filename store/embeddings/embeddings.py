@@ -12,7 +12,6 @@ for another.
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 
 from store.calls.accounting import EmbeddingStats
@@ -91,12 +90,6 @@ class Embeddings:
         """What the vectors made while the chain's first entry is healthy are cached and recorded under: its
         model's name, with the base_url when one is set (``store.embeddings.chain.vector_space``)."""
         return self.chain.space
-
-    @property
-    def model(self) -> str:
-        """``space``, by its older name (it is a model name only when no base_url or weights is set)."""
-        warnings.warn("Embeddings.model is Embeddings.space", DeprecationWarning, stacklevel=2)
-        return self.space
 
     @property
     def dimensions(self) -> int:

@@ -7,7 +7,6 @@ method validates its input first, so a bad call raises ConfigError and writes no
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -169,10 +168,6 @@ class VectorStore:
     def search_settings_of(self, name: str) -> SearchSettings:
         """The search settings of collection ``name`` (the defaults unless ``configure_search`` said otherwise)."""
         return self.search_settings.get(name) or SearchSettings()
-
-    def searching(self, name: str) -> SearchSettings:  # its old name, a verb that returned settings: one release
-        warnings.warn("VectorStore.searching is deprecated: use search_settings_of", DeprecationWarning, stacklevel=2)
-        return self.search_settings_of(name)
 
     def drop_collection(self, name: str) -> None:
         """Delete the collection ``name`` and everything in it, if it exists."""

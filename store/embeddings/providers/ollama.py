@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from store.calls import http
 from store.calls.http import post, scrub
 from store.embeddings.providers.base import Limits
-from store.errors import ConfigError, PermanentError
+from store.errors import PermanentError
 from store.settings.urls import redact_url
 
 if TYPE_CHECKING:
@@ -39,7 +40,11 @@ class OllamaProvider:
         self.endpoint = redact_url(base_url)
         self._send_dimensions = settings.send_dimensions
         self._key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
-        self._client = client if client is not None else _make_client(name, base_url, settings, self._key)
+        self._client = (
+            client
+            if client is not None
+            else http.client(name, "ollama", base_url, timeout=settings.timeout, key=self._key)
+        )
 
     def __repr__(self) -> str:
         return f"<OllamaProvider {self.name!r} {self.model!r} at {self.endpoint}>"
@@ -71,17 +76,6 @@ class OllamaProvider:
         if not isinstance(vectors, list):
             raise PermanentError(f"model {self.model!r} at {self.endpoint} answered a non-list 'embeddings'")
         return vectors
-
-
-def _make_client(name: str, base_url: str, settings: ModelSettings, key: str | None) -> httpx.Client:
-    try:
-        import httpx
-    except ImportError:
-        raise ConfigError(
-            f"models.{name} uses provider 'ollama', which needs httpx: pip install 'vectorsync[openai]'"
-        ) from None
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return httpx.Client(base_url=base_url, timeout=settings.timeout, headers=headers)
 
 
 def _detail(response: httpx.Response) -> str:

@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from store.calls import accounting
+from store.calls import accounting, http
 from store.calls.http import post, scrub
 from store.calls.tokens import estimate_tokens
 from store.errors import ConfigError, PermanentError
@@ -39,7 +39,13 @@ class HttpReranker:
         self.name, self.model, self.api = name, settings.model, settings.rerank_api
         self.endpoint = redact_url(settings.base_url)
         self._key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
-        self._client = client if client is not None else _client(name, settings, self._key)
+        self._client = (
+            client
+            if client is not None
+            else http.client(
+                name, "http", (settings.base_url or "").rstrip("/"), timeout=settings.timeout, key=self._key
+            )
+        )
 
     def scores(self, query: str, passages: Sequence[str]) -> list[float]:
         if self.api == "tei":
@@ -84,14 +90,3 @@ class HttpReranker:
         if sorted(found) != list(range(count)) or len(items) != count:
             raise PermanentError(f"{where} scored {len(items)} passages of {count}: every passage once")
         return [min(max(found[index], 0.0), 1.0) for index in range(count)]
-
-
-def _client(name: str, settings: ModelSettings, key: str | None) -> Any:
-    try:
-        import httpx
-    except ImportError:
-        raise ConfigError(
-            f"models.{name} uses provider 'http', which needs httpx: pip install 'vectorsync[openai]'"
-        ) from None
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return httpx.Client(base_url=(settings.base_url or "").rstrip("/"), timeout=settings.timeout, headers=headers)

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
+from store.calls import http
 from store.calls.http import error_for_status, parse_retry_after, post, scrub
 from store.errors import InputError, PermanentError, TransientError
 
@@ -77,3 +78,15 @@ def test_scrub_masks_the_given_secrets_and_anything_like_a_key() -> None:
         "key *** refused; Bearer ***"
     )
     assert scrub("unused stays", "unused") == "unused stays"
+
+
+def test_a_client_carries_its_base_url_timeout_and_key_and_no_header_without_a_key() -> None:
+    keyed = http.client("local", "ollama", "http://127.0.0.1:11434", timeout=7.0, key="sk-secret")
+    plain = http.client("local", "http", "http://127.0.0.1:8080", timeout=3.0, key=None)
+    try:
+        assert str(keyed.base_url) == "http://127.0.0.1:11434" and keyed.timeout.read == 7.0
+        assert keyed.headers["Authorization"] == "Bearer sk-secret"
+        assert "Authorization" not in plain.headers and plain.timeout.connect == 3.0
+    finally:
+        keyed.close()
+        plain.close()

@@ -75,10 +75,8 @@ def test_embeddings_answer_text_queries_of_a_collection() -> None:
     assert notes.search("when does onboarding start", limit=1)[0].id == "b"
 
 
-def test_model_is_space_by_its_older_name() -> None:
-    """``Embeddings.model`` held the vector space, not always a model name: it warns, one release."""
+def test_the_vector_space_has_one_name_and_no_deprecated_alias() -> None:
+    """``model`` held the vector space, not always a model name: it is gone, ``space`` says what it is."""
     embeddings = Embeddings.from_settings(Settings.model_validate({"embeddings": {"cache_ttl_days": 0}}))
-    with pytest.warns(DeprecationWarning, match="Embeddings.space"):
-        assert embeddings.model == embeddings.space == "fake"
-    with pytest.warns(DeprecationWarning, match="FailoverChain.space"):
-        assert embeddings.chain.model == "fake"
+    assert embeddings.space == embeddings.chain.space == "fake"
+    assert not hasattr(embeddings, "model") and not hasattr(embeddings.chain, "model")

@@ -34,10 +34,4 @@ def test_ensure_collection_asks_the_store_so_a_collection_dropped_elsewhere_is_m
 
 def test_there_is_no_third_way_to_a_collection() -> None:
     store = memory_store(dimensions=4)
-    assert [name for name in ("collection", "open", "create_collection") if hasattr(store, name)] == []
-
-
-def test_searching_still_answers_for_one_release_with_a_deprecation_warning() -> None:
-    store = memory_store(dimensions=4)
-    with pytest.warns(DeprecationWarning, match="use search_settings_of"):
-        assert store.searching("notes") == store.search_settings_of("notes")
+    assert [name for name in ("collection", "open", "create_collection", "searching") if hasattr(store, name)] == []
