@@ -181,7 +181,7 @@ class IndexBuild:
                 if not _sleep_until(until):
                     return False
                 continue
-            if not self._build(missing, until=until, deadline=deadline):
+            if not self._build(until=until, deadline=deadline):
                 return False
 
     def _missing(self) -> list[sa.Index]:
@@ -197,15 +197,17 @@ class IndexBuild:
             _log.debug("the index build of %s is under way: %s", self.table, progress.describe())
         return progress
 
-    def _build(self, missing: list[sa.Index], *, until: float, deadline: float) -> bool:
-        """Build ``missing`` on a session of its own; False when ``until`` came first: the session is left to
+    def _build(self, *, until: float, deadline: float) -> bool:
+        """Build the missing indexes on a session of its own; False when ``until`` came first: the session is left to
         finish its statement (and commit it), and holds the build lock until then."""
         session = _connect(self.engine, self.settings)
         left = False
         try:
             if not _query(session, "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", build_lock_key(self.table)):
                 return True  # another build took it first: the caller watches that one
-            for index in missing:
+            # Asked again under the lock: a build that committed after ``missing`` was read (and then let the
+            # lock go) has made its index, which is not built twice.
+            for index in self._missing():
                 timeout = max(int((deadline - time.time()) * 1000), 1)
                 _query(session, "SELECT set_config('statement_timeout', %s, false)", str(timeout))
                 _log.info("building %s of %s (statement_timeout %d ms)", index.name, self.table, timeout)

@@ -8,8 +8,10 @@ CREATE INDEX waits for it), released when the test has seen tasks hand the waiti
 from __future__ import annotations
 
 import json
+import logging
 import random
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,7 +32,9 @@ from store.state.ledger import RunProgress
 from store.state.ledger.postgres import PostgresLedger
 from store.vectors import VectorRecord
 from store.vectors.backends import open_store
-from store.vectors.pgvector.building import BuildProgress, read_progress
+from store.vectors.pgvector.building import BuildProgress, IndexBuild, read_progress
+from store.vectors.pgvector.schema import bulk_indexes
+from store.vectors.pgvector.table import PgvectorCollection
 from tests.backends import unique_name
 from tests.crm import Psql
 from tests.settings_files import worker_sections
@@ -192,3 +196,34 @@ def test_a_build_that_cannot_end_within_index_time_limit_fails_its_run_once_nami
         assert _builds_started(config, table) == [f"{table}_embedding_idx"]
         assert broker.llen(BULK_QUEUE) == 0  # no attempt left to wait again: the run is over
     assert f"{table}_embedding_idx" not in _indexes(postgres_url, table)
+
+
+def test_an_index_a_finished_build_made_after_it_was_looked_for_is_not_built_again(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before: a task read the missing indexes, a build left by an earlier task committed and let its lock go,
+    and the task took the lock and started the vector index again (seen once in CI under load)."""
+    collection = unique_name("rebuilt")
+    settings = load_settings(None).model_copy(
+        update={"vectors": load_settings(None).vectors.model_copy(update={"url": postgres_url, "dimensions": 8})}
+    )
+    with open_store(settings) as store:
+        target = store.get_collection(collection, create=True)
+        assert isinstance(target, PgvectorCollection) and target.defer_index()
+        target.upsert_many([VectorRecord(f"r{i}:0", [float(i % 5 + 1)] * 8, f"note {i}") for i in range(20)])
+        engine = sa.create_engine(engine_url(postgres_url))
+        try:
+            build = IndexBuild(engine, target.table.name, bulk_indexes(target.table), settings={})
+            vector_index = build.indexes[0]
+            vector_index.create(engine)  # the earlier task's build, committed
+            stale = [list(build.indexes)]  # what this task read before that commit
+            looked_up = IndexBuild._missing
+            monkeypatch.setattr(IndexBuild, "_missing", lambda self: stale.pop() if stale else looked_up(self))
+            with caplog.at_level(logging.INFO, logger="store.vectors.pgvector.building"):
+                assert build.run(until=time.monotonic() + 60, deadline=time.time() + 60, limit=60)
+            built = re.findall(r"building (\S+) of ", caplog.text)
+            assert str(vector_index.name) not in built and len(built) == len(build.indexes) - 1
+            assert build._missing() == []
+        finally:
+            engine.dispose()
+        store.drop_collection(collection)
