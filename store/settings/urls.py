@@ -35,8 +35,12 @@ def without_credentials(url: str) -> str:
     a URL comes back as it is."""
     try:
         parts = urlsplit(url)
-        if not parts.hostname:
+        if "://" not in url:  # a path, or user:password@host: not a URL to take apart
             return url if "@" not in url and "password" not in url.lower() else "<URL with credentials>"
-        return urlunsplit((parts.scheme, _host(url), parts.path, _hidden_query(parts.query), parts.fragment))
+        if parts.hostname:
+            return urlunsplit((parts.scheme, _host(url), parts.path, _hidden_query(parts.query), parts.fragment))
+        # No host (a Unix socket's URL: postgresql://app@/db?host=/run/pg): shown too, without its user info.
+        query = f"?{_hidden_query(parts.query)}" if parts.query else ""
+        return f"{parts.scheme}://{parts.path}{query}" + (f"#{parts.fragment}" if parts.fragment else "")
     except ValueError:
         return "<unparseable URL>"

@@ -21,3 +21,14 @@ def test_a_location_that_is_not_a_url_comes_back_unless_it_may_hold_a_secret() -
     assert without_credentials("/var/run/redis.sock") == "/var/run/redis.sock"
     assert without_credentials("user:password@somewhere") == "<URL with credentials>"
     assert without_credentials("http://[::1/") == "<unparseable URL>"
+
+
+def test_a_url_without_a_host_is_shown_without_its_user_info_not_hidden_whole() -> None:
+    """Before: every hostless URL with an ``@`` (a Unix socket's, as ``vectorsync dev`` writes) was shown as
+    ``<URL with credentials>``, credentials or not."""
+    socket = "postgresql+psycopg://postgres@/vectorsync?host=/tmp/vs-dev/run"
+    assert without_credentials(socket) == "postgresql+psycopg:///vectorsync?host=/tmp/vs-dev/run"
+    assert without_credentials("postgresql://app:hunter2@/db?host=/run/pg&password=x") == (
+        "postgresql:///db?host=/run/pg&password=***"
+    )
+    assert without_credentials("redis+socket:///run/redis.sock?db=2") == "redis+socket:///run/redis.sock?db=2"
