@@ -23,6 +23,10 @@ def failures(
     """List records that failed to index; --retry enqueues them again."""
     producer = open_producer()
     found = guarded(lambda: producer.ledger.failures(collection))
+    if not found:
+        where = f" in {cell(collection)}" if collection is not None else ""
+        out.print(f"no failed records{where}: nothing to retry" if retry else f"no failed records{where}")
+        return
     table = Table("collection", "record", "attempts", "last seen", "error")
     for f in found:
         table.add_row(
