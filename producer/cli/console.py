@@ -34,6 +34,7 @@ __all__ = [
     "say",
     "short",
     "styled",
+    "where",
 ]
 
 # Soft wrap: messages stay whole lines on a pipe; tables still fit the width. No markup: ids, names, filters and
@@ -127,3 +128,10 @@ def short(text: str, width: int) -> str:
     escape is never cut in two, and makes the text a few characters wider than ``width``."""
     text = " ".join(text.split())
     return printable(text if len(text) <= width else text[: width - 1] + "…")
+
+
+def where(collection: str, generation: str, place: str) -> str:
+    """Where searches of ``collection`` read, for ``explain`` and ``verify``: ``in the pgvector table vs_notes``,
+    with the generation when a migration made one."""
+    migrated = f", generation {printable(generation)}" if generation != collection else ""
+    return f"in {printable(place)}{migrated}"

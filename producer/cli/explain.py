@@ -15,7 +15,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from producer.cli.console import guarded, out, say, short, styled
+from producer.cli.console import guarded, out, say, short, styled, where
 from producer.cli.safe_text import cell, printable
 from producer.cli.search import parse_filter
 from store.calls.tokens import estimate_tokens
@@ -110,7 +110,7 @@ def render(facts: Facts) -> None:
     """The facts as lines, the chunks as a table, then the notes and the verdict; all printed literally."""
     say(
         f"{printable(facts.collection)} {printable(facts.record_id)} "
-        f"(reads {printable(facts.generation)}, a {facts.backend} store)"
+        f"({where(facts.collection, facts.generation, facts.place or f'a {facts.backend} store')})"
     )
     for label, line in (
         ("source", _source(facts)),

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from producer.cli.console import error, guarded, say
+from producer.cli.console import error, guarded, say, where
 from producer.cli.safe_text import printable
 from store.errors import StoreUnavailable
 
@@ -72,9 +72,10 @@ def reached(action: Callable[[], Report]) -> Report:
 
 
 def _summary(report: Report) -> str:
+    place = report.place or f"a {report.backend} store"
     checked = f"a sample of {report.records} records" if report.sample is not None else f"{report.records} records"
     return (
-        f"{printable(report.collection)} (reads {printable(report.generation)}, a {report.backend} store): "
+        f"{printable(report.collection)} ({where(report.collection, report.generation, place)}): "
         f"{checked}, {report.chunks} chunks compared in {report.seconds:.1f} s"
     )
 

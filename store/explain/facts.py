@@ -69,6 +69,8 @@ class Facts:
     queued: bool | None = None
     #: What could not be told, part by part (a backend without write times, a part that could not be read).
     notes: list[str] = field(default_factory=list)
+    #: Where its chunks are (``store.explain.gather.place_of``): the pgvector table, the Qdrant collection.
+    place: str = ""
 
     @property
     def waiting(self) -> bool:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from store.state.ledger import Failure, Ledger
     from store.vectors.base import Collection
 
-__all__ = ["Parts", "SourceReader", "backend_of", "declared", "gather", "no_source"]
+__all__ = ["Parts", "SourceReader", "backend_of", "declared", "gather", "no_source", "place_of"]
 
 #: The backends, as ``vectors.store`` names them.
 BACKENDS = ("pgvector", "qdrant", "memory")
@@ -94,7 +94,7 @@ def gather(
     stored = parts.router.read(collection)
     check_scoped(stored.name, stored.required_filter, filter)
     if stored.required_filter and filter is not None and not _within(stored, record_id, filter, source):
-        return _outside(collection, record_id, parts.router.reading(collection).physical, backend_of(stored), kind)
+        return _outside(collection, record_id, parts.router.reading(collection).physical, stored, kind)
     read = source.read(collection, record_id) if source is not None and kind != "push" else no_source(kind)
     generation = parts.router.reading(collection).physical
     chunks, backend = stored.chunks_of(record_id), backend_of(stored)
@@ -108,6 +108,7 @@ def gather(
         record_id=record_id,
         generation=generation,
         backend=backend,
+        place=place_of(stored),
         source=read,
         entry=parts.ledger.entries(generation, [record_id]).get(record_id),
         chunks=chunks,
@@ -129,14 +130,15 @@ def _within(stored: Collection, record_id: str, filter: Filter, source: SourceRe
     return bool(read.found) and filter.matches({**read.metadata, "record_id": record_id})
 
 
-def _outside(collection: str, record_id: str, generation: str, backend: str, kind: str) -> Facts:
+def _outside(collection: str, record_id: str, generation: str, stored: Collection, kind: str) -> Facts:
     """The facts of a record outside the caller's filter: nothing of it is read or shown."""
     note = "not read: the record is not within the filter (each tenant's records are explained apart)"
     return Facts(
         collection=collection,
         record_id=record_id,
         generation=generation,
-        backend=backend,
+        backend=backend_of(stored),
+        place=place_of(stored),
         source=SourceFacts(kind, None, note=note),
         entry=None,
         chunks=[],
@@ -153,6 +155,16 @@ def backend_of(collection: Collection) -> str:
     from ``vectors.store``)."""
     module = type(collection).__module__
     return next((name for name in BACKENDS if f".{name}" in module), type(collection).__name__)
+
+
+def place_of(collection: Collection) -> str:
+    """Where ``collection``'s chunks are, as an operator finds them: ``the pgvector table vs_notes``, ``the qdrant
+    collection notes``."""
+    backend = backend_of(collection)
+    table = getattr(collection, "table", None)
+    if table is not None and hasattr(table, "name"):
+        return f"the {backend} table {table.name}"
+    return f"the {backend} collection {collection.name}"
 
 
 def _notes(backend: str, read: SourceFacts) -> list[str]:

@@ -71,6 +71,8 @@ class Report:
     generation: str
     backend: str
     sample: int | None = None
+    #: Where its chunks are (``store.explain.gather.place_of``): the pgvector table, the Qdrant collection.
+    place: str = ""
     records: int = 0
     chunks: int = 0
     drifted: int = 0

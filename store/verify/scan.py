@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from store.errors import BrokerUnavailable, ConfigError, StoreUnavailable
-from store.explain.gather import Parts, backend_of, declared
+from store.explain.gather import Parts, backend_of, declared, place_of
 from store.state.generations.base import parse_name
 from store.verify.drift import Expected, RecordDrift, Repair, Report, compare
 
@@ -116,7 +116,7 @@ def verify(
         )
     stored = parts.router.read(collection)
     generation = parts.router.reading(collection).physical
-    report = Report(collection, generation, backend_of(stored), sample=sample)
+    report = Report(collection, generation, backend_of(stored), sample=sample, place=place_of(stored))
     run = _Run(parts, collection, stored, report, source, repair and config.source.kind != "push")
     if source is None:
         report.notes.append("chunk texts were not compared with the source (no source reader)")

@@ -152,7 +152,7 @@ def test_the_text_form_ends_with_the_verdict_and_bad_input_exits_2(rig: Rig) -> 
     shown = run_cli(rig.config, "explain", rig.collection, "1")
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
-    assert lines[0] == f"{rig.collection} 1 (reads {rig.collection}, a pgvector store)"
+    assert lines[0] == f"{rig.collection} 1 (in the pgvector table vs_{rig.collection})"
     assert (
         lines[-1] == "verdict: not indexed yet and nothing is queued: run " + f"`vectorsync index {rig.collection} 1`"
     )

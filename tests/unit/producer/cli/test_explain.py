@@ -22,6 +22,7 @@ def facts() -> Facts:
         record_id="42",
         generation="notes",
         backend="pgvector",
+        place="the pgvector table vs_notes",
         source=SourceFacts("sql", True, text="Renewal [b]call[/b]", stamp="2026-12-02 10:00:00", hash="a" * 64),
         entry=LedgerEntry("42", "b" * 64, "text-embedding-3-small", 1, indexed_at=WRITTEN),
         chunks=[StoredChunk("42:0", 0, "Renewal call, older", "text-embedding-3-small", WRITTEN)],
@@ -35,7 +36,7 @@ def facts() -> Facts:
 def test_render_prints_each_part_then_the_verdict_last(capsys: pytest.CaptureFixture[str]) -> None:
     render(facts())
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "notes 42 (reads notes, a pgvector store)"
+    assert lines[0] == "notes 42 (in the pgvector table vs_notes)"
     assert lines[1] == "source   sql: found, updated 2026-12-02 10:00:00: 'Renewal [b]call[/b]'"  # literally
     assert lines[2] == f"hash     now {'a' * 12}, ledger {'b' * 12} (they differ)"
     assert lines[3] == "ledger   1 chunks, model text-embedding-3-small, version 0, written 2026-12-01 09:30:00"

@@ -61,6 +61,7 @@ def test_each_part_lands_in_its_fact(client: Client) -> None:
     facts = client.explain("notes", 7, source=reader)
     assert reader.asked == [("notes", "7")]
     assert (facts.collection, facts.record_id, facts.generation, facts.backend) == ("notes", "7", "notes", "memory")
+    assert facts.place == "the memory collection notes"
     assert facts.entry is not None and facts.entry.chunks == 2 and facts.entry.indexed_at is not None
     assert [c.id for c in facts.chunks] == ["7:0", "7:1"]
     assert facts.failure is not None and facts.failure.error == "boom"
