@@ -13,7 +13,9 @@ import typer
 from producer.cli.ask import ask
 from producer.cli.capture import capture_app, relay
 from producer.cli.collections import collections_app
+from producer.cli.console import err
 from producer.cli.dev import dev
+from producer.cli.discovery import DEV_MADE, clear, discover
 from producer.cli.doctor import doctor
 from producer.cli.eval import evaluate
 from producer.cli.explain import explain
@@ -42,10 +44,17 @@ app = typer.Typer(
 
 @app.callback()
 def _options(
+    ctx: typer.Context,
     config: Annotated[str | None, typer.Option("--config", "-c", help="settings file (VECTORSYNC_CONFIG)")] = None,
 ) -> None:
     if config:
         os.environ["VECTORSYNC_CONFIG"] = config
+    if ctx.invoked_subcommand == "dev":
+        return  # it writes its own settings; a dev file found above would be the one it replaces
+    where = discover()
+    ctx.call_on_close(clear)
+    if where.path is not None and where.how == DEV_MADE:
+        err.print(f"settings: {where.path} ({DEV_MADE}; --config or VECTORSYNC_CONFIG reads another)", highlight=False)
 
 
 #: Commands named otherwise than their function (``eval`` is a builtin's name).

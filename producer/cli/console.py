@@ -60,7 +60,7 @@ def errors() -> Iterator[None]:
     try:
         yield
     except VectorsyncError as exc:
-        error(str(exc))
+        error(str(exc) + _unread())
         raise typer.Exit(2) from None
     except Exception as exc:
         from kombu.exceptions import OperationalError
@@ -69,6 +69,16 @@ def errors() -> Iterator[None]:
             error(f"the broker cannot be reached: {exc} (broker.url)")
             raise typer.Exit(2) from None
         raise
+
+
+def _unread() -> str:
+    """What an error adds when the command read no settings file: where it looked (every value was a default)."""
+    from producer.cli.discovery import found
+
+    where = found()
+    return (
+        "" if where.path is not None or where.how.startswith("not looked") else f" (no settings file read: {where.how})"
+    )
 
 
 def guarded(action: Callable[[], T]) -> T:
