@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from producer.cli.discovery import NOT_LOOKED, found
 from producer.cli.safe_text import EscapeControls, printable
 from store.errors import VectorsyncError
 
@@ -73,12 +74,8 @@ def errors() -> Iterator[None]:
 
 def _unread() -> str:
     """What an error adds when the command read no settings file: where it looked (every value was a default)."""
-    from producer.cli.discovery import found
-
     where = found()
-    return (
-        "" if where.path is not None or where.how.startswith("not looked") else f" (no settings file read: {where.how})"
-    )
+    return "" if where.path is not None or where == NOT_LOOKED else f" (no settings file read: {where.how})"
 
 
 def guarded(action: Callable[[], T]) -> T:

@@ -160,11 +160,7 @@ def backend_of(collection: Collection) -> str:
 def place_of(collection: Collection) -> str:
     """Where ``collection``'s chunks are, as an operator finds them: ``the pgvector table vs_notes``, ``the qdrant
     collection notes``."""
-    backend = backend_of(collection)
-    table = getattr(collection, "table", None)
-    if table is not None and hasattr(table, "name"):
-        return f"the {backend} table {table.name}"
-    return f"the {backend} collection {collection.name}"
+    return f"the {backend_of(collection)} {collection.place}"
 
 
 def _notes(backend: str, read: SourceFacts) -> list[str]:

@@ -66,6 +66,12 @@ class Collection(StoredReads):
         self.parallel_legs = False
 
     @property
+    def place(self) -> str:
+        """Where its records are kept, as an operator finds them: ``collection notes`` (a backend's own name for
+        it where that differs: a pgvector table's)."""
+        return f"collection {self.name}"
+
+    @property
     def required_filter(self) -> tuple[str, ...]:
         """Fields every search must pin to one value: the collection's own rule, whatever the reader's settings."""
         return self.rules.required_filter

@@ -67,6 +67,10 @@ class PgvectorCollection(Collection):
         self.table = table
         self.parallel_legs = True  # each leg is one query on a pooled connection: hybrid waits for the slower
 
+    @property
+    def place(self) -> str:
+        return f"table {self.table.name}"
+
     def _delta(self, conn: sa.Connection) -> Delta:
         """The statistics changes of a write; nothing counted when the collection keeps no keyword index."""
         return Delta(conn, self.table, counting=self.keyword_analyzer is not None, purge=purge)
