@@ -26,7 +26,7 @@ from store.retrieval import GroundedAnswer, Retrieval
 from store.retrieval.matches import Matches
 from store.retrieval.options import AnswerOptions, SearchOptions, refuse_unknown
 from store.retrieval.search import searched
-from store.retrieval.twins import Pending
+from store.retrieval.twins import Pending, twin
 from store.settings import CollectionSettings, Settings
 from store.state.generations.routing import open_declared
 from store.vectors.backends import open_store
@@ -104,16 +104,8 @@ def rerank(
     return Matches(reranked, called="rerank")
 
 
-def arerank(
-    query: str,
-    matches: Sequence[VectorMatch],
-    *,
-    top: int | None = None,
-    user: str | None = None,
-    retrieval: Retrieval | None = None,
-) -> Pending[Matches]:
-    """``rerank`` without blocking the event loop: ``await arerank(...)``."""
-    return Pending(asyncio.to_thread(rerank, query, matches, top=top, user=user, retrieval=retrieval), "arerank")
+#: ``rerank`` without blocking the event loop: ``await arerank(...)``.
+arerank = twin(rerank)
 
 
 def answer(

@@ -35,7 +35,7 @@ from store.calls.accounting import EmbeddingStats, observe_try
 from store.calls.ratelimit import Limiter
 from store.errors import ConfigError, PermanentError, ProviderError, TransientError
 from store.settings import EmbeddingSettings, ModelSettings, Settings, default
-from store.settings.section import values_for
+from store.settings.section import FromSection
 
 __all__ = ["BACKOFF_MULTIPLIER", "DEFAULT_POLICY", "TASKS", "ChainPolicy", "Entry", "Failover", "named_entries"]
 
@@ -61,16 +61,12 @@ R = TypeVar("R")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class ChainPolicy:
+class ChainPolicy(FromSection):
     """How hard to try each entry, and how long to skip one that keeps failing."""
 
     max_attempts: int = default(EmbeddingSettings, "max_attempts")
     max_wait_seconds: float = default(EmbeddingSettings, "max_wait_seconds")
     cooldown_seconds: float = default(EmbeddingSettings, "cooldown_seconds")
-
-    @classmethod
-    def from_settings(cls, settings: EmbeddingSettings) -> ChainPolicy:
-        return cls(**values_for(cls, settings))
 
 
 #: The policy of the default settings.

@@ -8,13 +8,17 @@ when it is collected unawaited. It stays a coroutine: ``asyncio.run``, ``create_
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import inspect
 import warnings
-from collections.abc import Coroutine, Generator
-from typing import Any, NoReturn, TypeVar
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any, NoReturn, ParamSpec, TypeVar
 
-__all__ = ["Pending", "async_misuse", "sync_misuse"]
+__all__ = ["Pending", "async_misuse", "sync_misuse", "twin"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 def sync_misuse(name: str) -> str:
@@ -80,3 +84,18 @@ class Pending(Coroutine[Any, Any, T]):
             warnings.warn(
                 f"{self._name}(...) was never awaited: {async_misuse(self._name)}", RuntimeWarning, stacklevel=2
             )
+
+
+def twin(function: Callable[P, T]) -> Callable[P, Pending[T]]:
+    """``function``'s async twin ``a<name>``: the same call run in a worker thread, so the event loop is not blocked."""
+    name = f"a{function.__name__}"
+
+    @functools.wraps(function)
+    def run(*args: P.args, **kwargs: P.kwargs) -> Pending[T]:
+        return Pending(asyncio.to_thread(function, *args, **kwargs), name)
+
+    run.__name__ = run.__qualname__ = name
+    run.__doc__ = f"``{function.__name__}`` without blocking the event loop: ``await {name}(...)``."
+    signature = inspect.signature(function)
+    run.__signature__ = signature.replace(return_annotation=f"Pending[{signature.return_annotation}]")  # type: ignore[attr-defined]
+    return run

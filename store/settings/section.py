@@ -4,13 +4,13 @@ class built from a section takes of it."""
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict
 
 from store.settings.urls import without_credentials
 
-__all__ = ["Section", "redacted_repr_args", "values_for"]
+__all__ = ["FromSection", "Section", "redacted_repr_args", "values_for"]
 
 
 def redacted_repr_args(model: BaseModel) -> Any:
@@ -23,6 +23,17 @@ def values_for(target: type[Any], section: BaseModel) -> dict[str, Any]:
     """``section``'s values of the fields of dataclass ``target`` it has, by name: what a class built from a section
     (a store's tuning, a chain's policy, a provider's limits) takes from it."""
     return {f.name: getattr(section, f.name) for f in fields(target) if f.name in type(section).model_fields}
+
+
+class FromSection:
+    """Base of a dataclass built from a settings section: ``from_settings`` takes the values of the fields both have."""
+
+    __slots__ = ()
+
+    @classmethod
+    def from_settings(cls, section: BaseModel) -> Self:
+        """An instance with ``section``'s values of the fields it shares with it, the defaults for the rest."""
+        return cls(**values_for(cls, section))
 
 
 class Section(BaseModel):

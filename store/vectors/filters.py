@@ -95,6 +95,16 @@ def _leaf_values(metadata: Mapping[str, Any], field: str) -> list[Any]:
     return list(value) if isinstance(value, list) else [value]
 
 
+def _comparison(op: CompareOp) -> Callable[[str, str | float], Compare]:
+    """The constructor ``Filter.<op>``: one body for the four comparisons."""
+
+    def build(field: str, value: str | float) -> Compare:
+        return Compare(check_field(field), op, _check_value(value, field=field, comparable=True))
+
+    build.__name__ = build.__qualname__ = op
+    return build
+
+
 class Filter:
     """Base of the filter tree; build filters with the class methods and ``& | ~``."""
 
@@ -113,21 +123,12 @@ class Filter:
             raise ConfigError(f"any_of({field!r}, []) can never match: pass at least one value")
         return AnyOf(check_field(field), checked)
 
-    @staticmethod
-    def gt(field: str, value: str | float) -> Compare:
-        return Compare(check_field(field), "gt", _check_value(value, field=field, comparable=True))
-
-    @staticmethod
-    def gte(field: str, value: str | float) -> Compare:
-        return Compare(check_field(field), "gte", _check_value(value, field=field, comparable=True))
-
-    @staticmethod
-    def lt(field: str, value: str | float) -> Compare:
-        return Compare(check_field(field), "lt", _check_value(value, field=field, comparable=True))
-
-    @staticmethod
-    def lte(field: str, value: str | float) -> Compare:
-        return Compare(check_field(field), "lte", _check_value(value, field=field, comparable=True))
+    #: Records whose ``field`` is greater than (``gt``), at least (``gte``), less than (``lt``) or at most
+    #: (``lte``) ``value``: numbers, or strings compared as text (ISO dates sort right).
+    gt = staticmethod(_comparison("gt"))
+    gte = staticmethod(_comparison("gte"))
+    lt = staticmethod(_comparison("lt"))
+    lte = staticmethod(_comparison("lte"))
 
     @staticmethod
     def not_(operand: Filter) -> Not:
@@ -233,25 +234,30 @@ class Not(Filter):
 
 
 @dataclass(frozen=True, slots=True)
-class And(Filter):
+class _Group(Filter):
+    """``And`` and ``Or``: parts joined by ``all`` or ``any``, written as ``{"$and": [...]}`` or ``{"$or": [...]}``."""
+
     parts: tuple[Filter, ...]
+    _JOIN: ClassVar[Callable[[Iterable[bool]], bool]]
+    _KEY: ClassVar[str]
 
     def matches(self, metadata: Mapping[str, Any]) -> bool:
-        return all(part.matches(metadata) for part in self.parts)
+        return type(self)._JOIN(part.matches(metadata) for part in self.parts)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"$and": [part.to_dict() for part in self.parts]}
+        return {self._KEY: [part.to_dict() for part in self.parts]}
 
 
 @dataclass(frozen=True, slots=True)
-class Or(Filter):
-    parts: tuple[Filter, ...]
+class And(_Group):
+    _JOIN = all
+    _KEY = "$and"
 
-    def matches(self, metadata: Mapping[str, Any]) -> bool:
-        return any(part.matches(metadata) for part in self.parts)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"$or": [part.to_dict() for part in self.parts]}
+@dataclass(frozen=True, slots=True)
+class Or(_Group):
+    _JOIN = any
+    _KEY = "$or"
 
 
 _FIELD_OPS: dict[str, Callable[[str, Any], Filter]] = {

@@ -16,22 +16,18 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from store.settings import ModelSettings, default
-from store.settings.section import values_for
+from store.settings.section import FromSection
 
 __all__ = ["DEFAULT_LIMITS", "Limits", "Provider", "Vectors"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Limits:
+class Limits(FromSection):
     """How much one provider call may carry: inputs, estimated tokens per call and per input."""
 
     max_inputs: int = default(ModelSettings, "max_inputs")
     max_tokens_per_request: int = default(ModelSettings, "max_tokens_per_request")
     max_tokens_per_input: int = default(ModelSettings, "max_tokens_per_input")
-
-    @classmethod
-    def from_settings(cls, settings: ModelSettings) -> Limits:
-        return cls(**values_for(cls, settings))
 
     def tightest(self, other: Limits) -> Limits:
         """The limits that satisfy both ``self`` and ``other``."""

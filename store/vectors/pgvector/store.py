@@ -14,7 +14,7 @@ from psycopg import sql
 import store.vectors.pgvector.segments as segments
 from store.connect.postgres import advisory_lock, driver, make_engine, safe_url, transaction
 from store.settings import NetworkSettings, Settings, VectorSettings, default
-from store.settings.section import values_for
+from store.settings.section import FromSection
 from store.vectors.base import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
 from store.vectors.pgvector.keywords import stats_table
 from store.vectors.pgvector.schema import Schema
@@ -29,7 +29,7 @@ MAX_SCAN_TUPLES = 100_000
 
 
 @dataclass(frozen=True)
-class PgvectorTuning:
+class PgvectorTuning(FromSection):
     """How a pgvector store builds and searches its tables: the ``[vectors]`` settings of the same names, and
     the size of its connection pool."""
 
@@ -40,12 +40,7 @@ class PgvectorTuning:
     exact_search_rows: int = default(VectorSettings, "exact_search_rows")
     index_build_workers: int = default(VectorSettings, "index_build_workers")
     precision: Literal["float", "half"] = default(VectorSettings, "precision")
-    pool_size: int = 5
-
-    @classmethod
-    def from_settings(cls, vectors: VectorSettings) -> PgvectorTuning:
-        """The tuning ``[vectors]`` describes."""
-        return cls(**values_for(cls, vectors))  # the pool's size is not a setting
+    pool_size: int = 5  # not a setting: the store's own pool
 
 
 class PgvectorStore(VectorStore):
