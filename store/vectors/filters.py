@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any, ClassVar, Literal, TypeAlias
 
 from store.errors import ConfigError
@@ -185,12 +186,21 @@ class Eq(Filter):
 class AnyOf(Filter):
     field: str
     values: tuple[Scalar, ...]
+    #: The values as ``Eq`` compares them, kind then value, made once: a memory scan asks it of every record.
+    _wanted: frozenset[tuple[str, Scalar]] = dataclass_field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_field(self.field)
+        object.__setattr__(self, "_wanted", frozenset((_kind(v), v) for v in self.values))
 
     def matches(self, metadata: Mapping[str, Any]) -> bool:
-        return any(Eq(self.field, value).matches(metadata) for value in self.values)
+        for value in _leaf_values(metadata, self.field):
+            try:
+                if (_kind(value), value) in self._wanted:
+                    return True
+            except TypeError:  # an unhashable leaf (a mapping) equals no scalar
+                continue
+        return False
 
     def to_dict(self) -> dict[str, Any]:
         return {self.field: {"$in": list(self.values)}}

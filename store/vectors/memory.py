@@ -33,6 +33,12 @@ def scores(matrix: np.ndarray, query: np.ndarray, metric: Metric) -> np.ndarray:
     return found
 
 
+def _owner(record: VectorRecord) -> str | None:
+    """The record a chunk belongs to, as ``Filter.eq("record_id", ...)`` finds it (a string)."""
+    owner = record.metadata.get("record_id")
+    return owner if isinstance(owner, str) else None
+
+
 class MemoryCollection(Collection):
     """Records in a dict; search scans the records that match the filter."""
 
@@ -44,22 +50,44 @@ class MemoryCollection(Collection):
         #: Each record's term frequencies, made by the analyzer ``_analyzed_by`` names.
         self._terms: dict[str, Counter[str]] = {}
         self._analyzed_by = self._terms_identity()
+        #: Each record's chunk ids, so a record's swap or read does not scan the collection.
+        self._owned: dict[str, set[str]] = {}
         self._lock = threading.RLock()
 
     def _upsert(self, records: list[VectorRecord]) -> None:
         with self._lock:
             terms = self._term_index()
+            self._disown([r.id for r in records if r.id in self._records])
             self._records.update((r.id, r) for r in records)
+            for r in records:
+                if (owner := _owner(r)) is not None:
+                    self._owned.setdefault(owner, set()).add(r.id)
             self._hashes.update((r.id, text_digest(r.text)) for r in records)
             if self.keyword_analyzer is not None:
                 terms.update((r.id, self.keyword_analyzer.frequencies(r.text)) for r in records)
 
     def _delete_ids(self, ids: list[str]) -> None:
         with self._lock:
+            self._disown(ids)
             for id in ids:
                 self._records.pop(id, None)
                 self._hashes.pop(id, None)
                 self._terms.pop(id, None)
+
+    def _disown(self, ids: list[str]) -> None:
+        """Take ``ids`` out of their owners' sets, before they are deleted or written again."""
+        for id in ids:
+            held = self._records.get(id)
+            owner = None if held is None else _owner(held)
+            if owner is not None and owner in self._owned:
+                self._owned[owner].discard(id)
+                if not self._owned[owner]:
+                    del self._owned[owner]
+
+    def _of_records(self, record_ids: list[str]) -> list[VectorRecord]:
+        """The chunks of ``record_ids``, through the owner index: what ``record_id`` in ``record_ids`` matches."""
+        with self._lock:
+            return [self._records[i] for r in dict.fromkeys(record_ids) for i in self._owned.get(r, ())]
 
     def _term_index(self) -> dict[str, Counter[str]]:
         """The records' term frequencies, analyzed again when the collection's language changed or its keyword
@@ -80,6 +108,11 @@ class MemoryCollection(Collection):
     def _delete_where(self, filter: Filter) -> None:
         with self._lock:
             self._delete_ids([r.id for r in self._matching(filter)])
+
+    def _replace_records(self, record_ids: list[str], records: list[VectorRecord]) -> None:
+        with self._lock:
+            self._delete_ids([r.id for r in self._of_records(record_ids)])
+            self._upsert(records)
 
     def _replace_where(self, filter: Filter, records: list[VectorRecord]) -> None:
         with self._lock:
@@ -133,8 +166,7 @@ class MemoryCollection(Collection):
 
     def _chunks_of(self, record_id: str) -> list[StoredChunk]:
         return [
-            StoredChunk(r.id, int(r.metadata.get("chunk", 0)), r.text, r.model)
-            for r in self._matching(Filter.eq("record_id", record_id))
+            StoredChunk(r.id, int(r.metadata.get("chunk", 0)), r.text, r.model) for r in self._of_records([record_id])
         ]
 
     def _vectors_by_hash(self, hashes: list[str], model: str) -> list[tuple[str, list[float]]]:
@@ -153,7 +185,7 @@ class MemoryCollection(Collection):
                 r.model,
                 len(r.embedding),
             )
-            for r in self._matching(Filter.any_of("record_id", record_ids))
+            for r in self._of_records(record_ids)
         ]
 
     def _record_ids_page(self, after: str | None, limit: int) -> list[tuple[str, int]]:
@@ -202,6 +234,7 @@ class MemoryStore(VectorStore):
             held._records.clear()
             held._hashes.clear()
             held._terms.clear()
+            held._owned.clear()
 
     def _list(self) -> list[str]:
         with self._lock:

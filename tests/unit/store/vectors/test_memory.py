@@ -36,3 +36,24 @@ def test_keyword_scores_are_the_reference_bm25_over_the_collection() -> None:
     lengths = np.array([3.0, 2.0, 2.0])
     expected = bm25.term_weights(np.array([[2.0], [1.0], [0.0]]), lengths, float(lengths.mean())) * bm25.idf(2, 3)
     assert [m.score for m in found] == pytest.approx(expected[:2, 0].tolist())
+
+
+def test_a_records_swap_finds_its_chunks_by_owner_as_the_filter_would() -> None:
+    """``replace_records`` and the chunk reads go through the owner index; they take what ``record_id`` in the
+    ids matches, also after a chunk id moved to another record and a delete."""
+    notes = MemoryStore(dimensions=2).get_collection("notes", create=True)
+
+    def chunk(id: str, owner: str) -> VectorRecord:
+        return VectorRecord(id, [1.0, 0.0], f"text of {id}", metadata={"record_id": owner, "chunk": 0})
+
+    notes.upsert_many([chunk("a:0", "a"), chunk("a:1", "a"), chunk("b:0", "b"), chunk("n:0", "n")])
+    notes.upsert_many([chunk("a:1", "b")])  # the same chunk id, now b's
+    assert sorted(c.id for c in notes.chunks_of("b")) == ["a:1", "b:0"]
+    notes.replace_records(["a"], [chunk("a:2", "a")])
+    assert sorted(r.id for r in notes._matching(None)) == ["a:1", "a:2", "b:0", "n:0"]
+    notes.replace_records(["x"], [])  # no chunk of x: nothing goes
+    assert notes.count() == 4
+    notes.delete("b:0")
+    assert [c.id for c in notes.chunks_of("b")] == ["a:1"]
+    notes.replace_records(["b"], [])
+    assert sorted(r.id for r in notes._matching(None)) == ["a:2", "n:0"]
