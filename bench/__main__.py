@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.report import Row, print_table, write_json
+from bench.targets import rejudge
 from store.errors import ConfigError
 
 #: Section name -> module with ``run(quick: bool) -> list[Row]``, in the order they run.
@@ -58,11 +59,12 @@ SECTIONS = {
 
 
 def kept(path: Path, ran: list[str]) -> tuple[list[Row], dict[str, Any], dict[str, Any]]:
-    """The rows and seconds in ``path`` of the sections not in ``ran``, and its notes (other top-level keys)."""
+    """The rows and seconds in ``path`` of the sections not in ``ran`` (judged by today's targets), and its notes
+    (other top-level keys)."""
     if not path.exists():
         return [], {}, {}
     previous = json.loads(path.read_text())
-    rows = [Row(**row) for row in previous.get("rows", []) if row.get("part") not in ran]
+    rows = [rejudge(Row(**row)) for row in previous.get("rows", []) if row.get("part") not in ran]
     notes = {k: v for k, v in previous.items() if k not in ("machine", "quick", "seconds", "table", "rows")}
     return rows, {k: v for k, v in previous.get("seconds", {}).items() if k not in ran}, notes
 
