@@ -82,7 +82,16 @@ class Compared:
         detail = (
             f"planned {self.planned}; done {self.done}; plan {self.seconds_planned:.1f} s, run {self.seconds_run:.1f} s"
         )
-        rows = [Row(SECTION, f"plan = run: {self.name}", int(same), "equal", None, "1", same, detail)]
+        rows = [
+            Row(
+                SECTION,
+                f"plan = run: {self.name}",
+                int(same),
+                "equal",
+                detail=detail,
+                **judged("plan against its run", same),
+            )
+        ]
         calls = self.done["calls"]
         if zero:
             rows.append(Row(SECTION, f"calls, cache flushed: {self.name}", calls, "calls", None, "0", calls == 0, ""))

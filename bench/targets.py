@@ -17,6 +17,7 @@ from bench.report import Row
 __all__ = ["TARGETS", "Judged", "Target", "judged", "rejudge"]
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
+    "==": operator.eq,
     ">=": operator.ge,
     "<=": operator.le,
     "<": operator.lt,
@@ -25,15 +26,17 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
 
 @dataclass(frozen=True)
 class Target:
-    """``op bound unit``, e.g. ``>= 0.8x COPY+build``: ``note`` says what a ratio is taken against."""
+    """``op bound unit``, e.g. ``>= 0.8x COPY+build``: ``note`` says what a ratio is taken against; ``says``, when
+    set, is the whole text (``equal`` for a yes-or-no figure of 1 or 0)."""
 
     op: str
     bound: float
     unit: str = ""
     note: str = ""
+    says: str = ""
 
     def text(self) -> str:
-        return f"{self.op} {self.bound:g}{self.unit}" + (f" {self.note}" if self.note else "")
+        return self.says or f"{self.op} {self.bound:g}{self.unit}" + (f" {self.note}" if self.note else "")
 
     def met(self, value: float) -> bool:
         return _OPS[self.op](value, self.bound)
@@ -64,6 +67,8 @@ TARGETS: dict[str, Target] = {
     "hybrid p95 against vector": Target("<=", 2, "x vector"),
     # A phase's per-record cost at the largest size against the smallest.
     "per-record growth": Target("<=", 1.2, "x"),
+    # The bill: every count of a plan (records, calls, tokens) is the count its run then made (1 when equal).
+    "plan against its run": Target("==", 1, says="equal"),
     # verify's peak memory at 1,000,000 chunks against 100,000: bounded.
     "verify memory growth": Target("<=", 1.1, "x", "(bounded memory)"),
 }
