@@ -21,7 +21,8 @@ LangChain's ``index()`` with ``PGVector`` (``bench/peer.py``; its packages:
 a smoke run of a few minutes. With ``--only``, the rows of the sections not run
 are kept from ``--out`` as they were; so are those of a section that cannot run
 here (a ConfigError: say, the peer's packages are not installed), which is
-named with the reason, and the exit status is then 1.
+named with the reason, and the exit status is then 1. A full run into ``bench/results.json`` ends by writing
+the tables and pictures the docs show from it (``bench/headline.py``: README.md and docs/).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from bench.headline import RESULTS, publish
 from bench.report import Row, print_table, write_json
 from bench.targets import rejudge
 from store.errors import ConfigError
@@ -73,7 +75,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"sections to run, of {', '.join(SECTIONS)}")
-    parser.add_argument("--out", type=Path, default=Path("bench/results.json"), help="where the JSON goes")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where the JSON goes")
     args = parser.parse_args()
     ran = args.only.split(",")
     rows, seconds, notes = kept(args.out, ran) if set(ran) != set(SECTIONS) else ([], {}, {})
@@ -97,6 +99,8 @@ def main() -> None:
     rows.sort(key=lambda r: order.index(r.part) if r.part in order else len(order))  # stable within a part
     table = print_table(rows)
     write_json(rows, args.out, quick=args.quick, seconds=seconds, table=table, **notes)
+    if args.out == RESULTS and not args.quick:  # a smoke run or another file leaves the docs as they are
+        publish(args.out)
     if missed:
         raise SystemExit(f"not run: {', '.join(missed)} (see above)")
 
