@@ -21,7 +21,8 @@ LangChain's ``index()`` with ``PGVector`` (``bench/peer.py``; its packages:
 a smoke run of a few minutes. With ``--only``, the rows of the sections not run
 are kept from ``--out`` as they were; so are those of a section that cannot run
 here (a ConfigError: say, the peer's packages are not installed), which is
-named with the reason, and the exit status is then 1.
+named with the reason, and the exit status is then 1. A full run into ``bench/results.json`` ends by writing
+the tables and pictures the docs show from it (``bench/headline.py``: README.md and docs/).
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from bench.headline import RESULTS, publish
 from bench.report import Row, print_table, write_json
+from bench.targets import rejudge
 from store.errors import ConfigError
 
 #: Section name -> module with ``run(quick: bool) -> list[Row]``, in the order they run.
@@ -58,11 +61,12 @@ SECTIONS = {
 
 
 def kept(path: Path, ran: list[str]) -> tuple[list[Row], dict[str, Any], dict[str, Any]]:
-    """The rows and seconds in ``path`` of the sections not in ``ran``, and its notes (other top-level keys)."""
+    """The rows and seconds in ``path`` of the sections not in ``ran`` (judged by today's targets), and its notes
+    (other top-level keys)."""
     if not path.exists():
         return [], {}, {}
     previous = json.loads(path.read_text())
-    rows = [Row(**row) for row in previous.get("rows", []) if row.get("part") not in ran]
+    rows = [rejudge(Row(**row)) for row in previous.get("rows", []) if row.get("part") not in ran]
     notes = {k: v for k, v in previous.items() if k not in ("machine", "quick", "seconds", "table", "rows")}
     return rows, {k: v for k, v in previous.get("seconds", {}).items() if k not in ran}, notes
 
@@ -71,7 +75,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"sections to run, of {', '.join(SECTIONS)}")
-    parser.add_argument("--out", type=Path, default=Path("bench/results.json"), help="where the JSON goes")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where the JSON goes")
     args = parser.parse_args()
     ran = args.only.split(",")
     rows, seconds, notes = kept(args.out, ran) if set(ran) != set(SECTIONS) else ([], {}, {})
@@ -95,6 +99,11 @@ def main() -> None:
     rows.sort(key=lambda r: order.index(r.part) if r.part in order else len(order))  # stable within a part
     table = print_table(rows)
     write_json(rows, args.out, quick=args.quick, seconds=seconds, table=table, **notes)
+    if args.out == RESULTS and not args.quick:  # a smoke run or another file leaves the docs as they are
+        try:
+            publish(args.out)
+        except LookupError as exc:  # a section the headline reads has no rows yet
+            print(f"-- headline: not written: {exc}", flush=True)
     if missed:
         raise SystemExit(f"not run: {', '.join(missed)} (see above)")
 

@@ -33,6 +33,7 @@ from psycopg import sql
 from bench.filtered_search import clustered
 from bench.report import Row, print_table, write_json
 from bench.servers import database
+from bench.targets import judged
 from store import VectorRecord
 from store.settings import VectorSettings, default
 from store.vectors.pgvector import PgvectorStore, PgvectorTuning
@@ -194,8 +195,7 @@ def measure(
             f"{what}: recall@10",
             recall,
             "",
-            target=">= 0.95",
-            ok=recall >= 0.95,
+            **judged("search recall", recall),
             detail=f"ef_search {DEFAULT_EF_SEARCH}; "
             + ", ".join(f"{ef}: {r:.3f}" for ef, r in sorted(others.items()))
             + f"; {check}",

@@ -18,6 +18,7 @@ import numpy as np
 from bench.embedding_cache import DiskEmbeddings
 from bench.labelled_sets import LabelledSet, chunked
 from bench.report import Row
+from bench.targets import judged
 from store.evaluation import percentile
 from store.vectors import SearchMode, VectorRecord, VectorStore
 from store.vectors.keyword.analyzer import Analyzer
@@ -123,8 +124,7 @@ def latency_rows(
             hybrid95,
             "ms",
             ratio=round(hybrid95 / vector95, 3),
-            target="<= 2x vector",
-            ok=hybrid95 <= 2 * vector95,
+            **judged("hybrid p95 against vector", hybrid95 / vector95),
             detail=f"p50 {percentile(took['hybrid'], 50):.2f} ms; {detail}",
         ),
     ]

@@ -27,6 +27,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from bench.report import Row, print_table
+from bench.targets import judged
 from store.broker.producer import Producer
 from store.connect.postgres import engine_url
 from store.settings import Settings, load_settings
@@ -79,7 +80,8 @@ class Measured:
         if self.ideal == 0:
             return Row(SECTION, self.name, self.calls, "calls", None, "0 calls", self.calls == 0, self._detail())
         ratio = self.calls / self.ideal
-        return Row(SECTION, self.name, self.calls, "calls", ratio, "<= 1.02x", ratio <= 1.02, self._detail())
+        judge = judged("provider calls against the ideal", ratio)
+        return Row(SECTION, self.name, self.calls, "calls", ratio, detail=self._detail(), **judge)
 
     def _detail(self) -> str:
         return (

@@ -77,7 +77,6 @@ HYBRIDS = tuple(Variant(f"hybrid {w}:1 k{k}", "hybrid", (float(w), 1.0), k) for 
 VARIANTS = (Variant("vector", "vector"), Variant("keyword", "keyword"), *HYBRIDS)
 #: Each labelled set's target: hybrid nDCG@10 minus vector nDCG@10 at least this much.
 TARGETS = {"debian faq": -0.01, "git faq": -0.01, "git options": 0.05}
-LATENCY_TARGET = 2.0
 
 
 def choose(reports: dict[str, dict[str, ModeReport]]) -> tuple[Variant, dict[str, float]]:

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Row", "machine", "print_table", "write_json"]
+__all__ = ["Row", "machine", "print_table", "table", "write_json"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,8 @@ class Row:
     detail: str = ""
     #: The bench section (``python -m bench --only`` name) that measured it; set by ``bench/__main__.py``.
     part: str = ""
+    #: The measure whose target (``bench.targets.TARGETS``) judges the row, or "" for a row of no target there.
+    measure: str = ""
 
 
 def machine() -> dict[str, Any]:
@@ -50,13 +52,18 @@ def _cell(value: float | None, digits: int = 3) -> str:
     return f"{value:.{digits}g}"
 
 
-def print_table(rows: list[Row]) -> str:
-    """The rows as one Markdown table (also what docs/benchmarks.md shows); printed and returned."""
+def table(rows: list[Row]) -> str:
+    """The rows as one Markdown table (also what docs/benchmarks.md shows)."""
     lines = ["| section | measure | value | ratio | target | met |", "|---|---|---|---|---|---|"]
     for r in rows:
         met = "" if r.ok is None else ("yes" if r.ok else "**no**")
         lines.append(f"| {r.section} | {r.name} | {_cell(r.value)} {r.unit} | {_cell(r.ratio)} | {r.target} | {met} |")
-    text = "\n".join(lines)
+    return "\n".join(lines)
+
+
+def print_table(rows: list[Row]) -> str:
+    """``table(rows)``, printed and returned."""
+    text = table(rows)
     print(text)
     return text
 

@@ -51,10 +51,11 @@ import sqlalchemy as sa
 
 from bench.cpu import CpuMeter
 from bench.limit import measure
+from bench.pictures import SCALE, draw_scale
 from bench.pipeline import PeakMemory, notes
 from bench.provider_calls import wait_done
 from bench.report import Row, print_table
-from bench.scale_figures import INSERTED, PICTURE, SHORT_BUILD_LIMIT, Measured, PastLimit, draw, rows_of
+from bench.scale_figures import INSERTED, SHORT_BUILD_LIMIT, Measured, PastLimit, rows_of, series_of
 from bench.servers import database
 from store.broker.producer import Producer
 from store.capture import control
@@ -326,7 +327,7 @@ def one_size(folder: Path, records: int, *, extras: bool = False, shape: Workers
 def run(
     quick: bool = False,
     sizes: tuple[int, ...] | None = None,
-    picture: Path | None = PICTURE,
+    picture: Path | None = SCALE,
     shape: Workers = Workers(),
 ) -> list[Row]:
     measured = []
@@ -338,7 +339,7 @@ def run(
             measured.append(one_size(Path(folder), records, extras=records == extras_at, shape=shape))
             print(f"-- scale {records:,}: {time.perf_counter() - started:.0f} s", flush=True)
     if picture is not None and not quick:
-        draw(measured, picture)
+        draw_scale(series_of(measured), picture)
     return rows_of(measured)
 
 
@@ -346,7 +347,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES))
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--picture", type=Path, default=PICTURE)
+    parser.add_argument("--picture", type=Path, default=SCALE)
     parser.add_argument("--processes", type=int, default=PROCESSES, help="pool processes of each of the two workers")
     parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help="record ids per bulk batch")
     args = parser.parse_args()

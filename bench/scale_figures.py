@@ -4,29 +4,24 @@ table, each phase's growth from the smallest size to the largest with what bound
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from bench.report import Row
+from bench.targets import judged
 
 __all__ = [
     "EDITS",
-    "GROWTH",
     "INSERTED",
     "PHASES",
-    "PICTURE",
     "SHORT_BUILD_LIMIT",
     "Measured",
     "PastLimit",
-    "draw",
     "rows_of",
+    "series_of",
 ]
 
 #: With the extras, a first load runs with worker.index_time_limit SHORT_BUILD_LIMIT seconds, less than its HNSW
 #: build takes: it must end once, done or failed, its build's progress shown by `status`.
 SHORT_BUILD_LIMIT = 15
-#: The growth a phase's per-record cost may show from the smallest size to the largest.
-GROWTH = 1.2
-PICTURE = Path("docs/img/scale.png")
 #: Records whose chunks one INSERT writes again, for what the HNSW-indexed table's writes cost at each size.
 INSERTED = 200
 #: Phases whose per-record cost is over the edited records, not all of them.
@@ -92,8 +87,7 @@ def rows_of(measured: list[Measured]) -> list[Row]:
                 ratio,
                 "x",
                 ratio=ratio,
-                target=">= 0.8x",
-                ok=ratio >= 0.8,
+                **judged("first index against the limit", ratio),
             )
         )
         for part in ("limit: COPY", "limit: index builds"):
@@ -111,8 +105,7 @@ def rows_of(measured: list[Measured]) -> list[Row]:
                 "peak worker RSS (any process of either worker)",
                 peak / 2**20,
                 "MiB",
-                target="< 400 MiB",
-                ok=peak < 400 * 2**20,
+                **judged("peak worker RSS", peak / 2**20),
                 detail=", ".join(f"{name} {rss / 2**20:.0f} MiB" for name, rss in sorted(m.worker_rss.items())),
             )
         )
@@ -157,8 +150,7 @@ def rows_of(measured: list[Measured]) -> list[Row]:
                     growth,
                     "x",
                     ratio=growth,
-                    target=f"<= {GROWTH}x",
-                    ok=growth <= GROWTH,
+                    **judged("per-record growth", growth),
                 )
             )
         for part in ("limit: COPY", "limit: index builds"):
@@ -267,26 +259,6 @@ def bound_growth(small: Measured, large: Measured) -> list[Row]:
     ]
 
 
-def draw(measured: list[Measured], path: Path = PICTURE) -> None:
-    """Per-record cost of each phase against records, log axes, to ``path`` (PNG)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(7, 4.5), dpi=120)
-    sizes = [m.records for m in measured]
-    for phase in PHASES:
-        unit = " (per edited record)" if phase in EDITS else ""
-        axes.plot(sizes, [m.per_record(phase) * 1e6 for m in measured], marker="o", label=phase + unit)
-    axes.set_xscale("log")
-    axes.set_yscale("log")
-    axes.set_xlabel("records")
-    axes.set_ylabel("microseconds per record")
-    axes.set_title("vectorsync: each phase's cost per record as the collection grows")
-    axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize=8, loc="best")
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path)
-    plt.close(figure)
+def series_of(measured: list[Measured]) -> dict[str, list[tuple[int, float]]]:
+    """Phase -> [(records, microseconds per record)], what ``bench.pictures.draw_scale`` draws."""
+    return {phase: [(m.records, m.per_record(phase) * 1e6) for m in measured] for phase in PHASES}

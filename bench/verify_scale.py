@@ -33,6 +33,7 @@ import numpy as np
 
 from bench.report import Row, print_table
 from bench.servers import database
+from bench.targets import judged
 
 __all__ = ["main", "run"]
 
@@ -45,8 +46,6 @@ BATCH = 25_000
 #: Words the chunk texts are drawn from (a fixed vocabulary: the statistics stay a few thousand terms).
 VOCABULARY = 2_000
 WORDS_PER_CHUNK = 8
-#: The most the full verify's peak RSS may grow from the smallest size to the largest: memory bounded.
-BOUNDED = 1.1
 SETTINGS = """
 [models.{model}]
 provider = "fake"
@@ -260,8 +259,7 @@ def run(
                     peaks[large] - peaks[small],
                     "MiB more",
                     ratio=round(ratio, 3),
-                    target=f"<= {BOUNDED}x (bounded memory)",
-                    ok=ratio <= BOUNDED,
+                    **judged("verify memory growth", ratio),
                 )
             )
         made = drift_check(url, config, sizes[0])

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from tests.reliability.chaos.invariants import broken, caught_up, ended, figures, stale_documents, unended
 from tests.reliability.chaos.schedule import Fault, counts, schedule
@@ -55,6 +56,32 @@ class Report:
             f"settled {self.settled_in:.0f}s after the heal" if self.settled_in is not None else "never settled",
         ]
         return out + ([f"BROKEN: {line}" for line in self.broken] or ["every invariant held"])
+
+    def entry(self, name: str, minutes: float) -> dict[str, Any]:
+        """The run as ``tests/reliability/chaos/runs.json`` keeps it, named ``name`` (the docs' chaos tables)."""
+        found = self.figures
+
+        def split(key: str) -> dict[str, int]:
+            return {"records": found[key] - found[f"{key}_documents"], "documents": found[f"{key}_documents"]}
+
+        kinds = counts(self.faults)
+        return {
+            "run": name,
+            "seed": self.seed,
+            "minutes": minutes,
+            "injected": sum(self.injected.values()),
+            "scheduled": len(self.faults),
+            "kinds": ", ".join(f"{self.injected[kind]} {kind}" for kind in sorted(kinds) if self.injected[kind]),
+            "writes": sum(self.writes.values()),
+            "refused": sum(self.refused.values()),
+            "lost": split("lost"),
+            "duplicated": split("duplicated"),
+            "running": found["running"],
+            "running_note": "",
+            "outbox": found["outbox"],
+            "settled_s": None if self.settled_in is None else round(self.settled_in),
+            "broker": self.broker,
+        }
 
 
 def _inject(made: System, fault: Fault, rng: random.Random) -> bool:

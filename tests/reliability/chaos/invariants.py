@@ -202,17 +202,23 @@ def stale_documents(system: System, documents: dict[str, tuple[str, dict[str, An
 
 def figures(system: System, documents: dict[str, tuple[str, dict[str, Any]] | None]) -> dict[str, int]:
     """The reliability table's figures of both collections: records, lost, duplicated (chunks of records the
-    source does not have), runs left running, outbox rows."""
+    source does not have), runs left running, outbox rows; and how many of the lost and duplicated are pushed
+    documents (the chaos runs' table, ``tests/reliability/chaos/runs.json``, counts them apart)."""
     sql_expected, sql_stored, pushed_expected, pushed_stored = state(system, documents)
-    lost = extra = 0
-    for expected, stored in ((sql_expected, sql_stored), (pushed_expected, pushed_stored)):
-        lost += len({_record(k) for k, v in expected.items() if stored.get(k) != v})
-        extra += len({_record(k) for k in stored if k not in expected})
+    (lost, extra), (lost_documents, extra_documents) = (
+        (
+            len({_record(k) for k, v in expected.items() if stored.get(k) != v}),
+            len({_record(k) for k in stored if k not in expected}),
+        )
+        for expected, stored in ((sql_expected, sql_stored), (pushed_expected, pushed_stored))
+    )
     records = len({_record(k) for k in sql_expected}) + len({_record(k) for k in pushed_expected})
     return {
         "records": records,
-        "lost": lost,
-        "duplicated": extra,
+        "lost": lost + lost_documents,
+        "duplicated": extra + extra_documents,
+        "lost_documents": lost_documents,
+        "duplicated_documents": extra_documents,
         "running": len(_running(system)),
         "outbox": _outbox(system),
     }

@@ -9,7 +9,10 @@ import pytest
 
 from bench.report import Row
 from bench.scale import COLLECTION, LIMITS, SLOW_BUILD, settings_text
-from bench.scale_figures import GROWTH, PHASES, Measured, rows_of
+from bench.scale_figures import PHASES, Measured, rows_of
+from bench.targets import TARGETS
+
+GROWTH = TARGETS["per-record growth"].bound
 
 
 def test_the_settings_carry_the_long_limits_no_cache_and_keywords_on_the_twin_only() -> None:
