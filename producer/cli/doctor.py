@@ -8,7 +8,9 @@ change capture of each collection that asks for it (installed, pending
 changes, lag), the workers (how many answer, which queues each consumes) and Flower when
 ``[flower] url`` is set. A broken *required* part (``fail``)
 makes the command exit 1; an optional one (the cache, a failover model,
-Flower) is a ``warn``.
+Flower) is a ``warn``. A part that answers but whose place no settings file or
+``VECTORSYNC_*`` variable set (a Redis that happens to run at the default
+broker URL, the ``fake`` model) is a ``default``, not an ``ok``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Annotated, Any, Literal
 
 import typer
@@ -32,9 +34,9 @@ from store.settings import Settings
 from store.settings.urls import without_credentials
 from store.vectors.backends import open_store
 
-__all__ = ["Check", "checks", "doctor", "render", "retrieval_checks", "to_json"]
+__all__ = ["Check", "checks", "doctor", "render", "retrieval_checks", "to_json", "unset"]
 
-Status = Literal["ok", "warn", "fail"]
+Status = Literal["ok", "default", "warn", "fail"]
 #: The pgvector release that brought iterative index scans, which filtered search needs.
 MIN_PGVECTOR = (0, 8)
 #: Seconds a database connection attempt may take before the part counts as down.
@@ -89,6 +91,33 @@ def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 1)
 
 
+def unset(settings: Settings, *keys: str) -> tuple[str, ...]:
+    """The settings of ``keys`` (``section.key``, or a top-level ``models``) that no settings file or
+    ``VECTORSYNC_*`` variable set: pydantic-settings' ``model_fields_set`` tells, section by section."""
+    left = []
+    for key in keys:
+        section, _, name = key.partition(".")
+        if section not in settings.model_fields_set or (
+            name and name not in getattr(settings, section).model_fields_set
+        ):
+            left.append(key)
+    return tuple(left)
+
+
+def _defaulted(check: Check, keys: tuple[str, ...]) -> Check:
+    """``check`` said to rest on defaults when every one of ``keys`` is unset: ``default`` instead of ``ok``."""
+    if not keys:
+        return check
+    note = f" (default: {' and '.join(keys)} not set in any settings file or VECTORSYNC_* variable)"
+    return replace(check, status="default" if check.status == "ok" else check.status, detail=check.detail + note)
+
+
+def _all_unset(settings: Settings, *keys: str) -> tuple[str, ...]:
+    """``keys`` when none of them is set, else nothing: a part placed by any one of them was configured."""
+    left = unset(settings, *keys)
+    return left if len(left) == len(keys) else ()
+
+
 def checks(settings: Settings, producer: Any) -> Iterator[Check]:
     """Every check, in order; each one runs when the previous has been reported."""
     os.environ.setdefault("PGCONNECT_TIMEOUT", CONNECT_SECONDS)  # libpq: a dead host fails fast
@@ -97,24 +126,30 @@ def checks(settings: Settings, producer: Any) -> Iterator[Check]:
         lambda: _broker(settings, producer),
         fix="start the broker, or fix broker.url (VECTORSYNC_BROKER__URL)",
     )
-    yield broker
-    yield _timed(
-        "state database",
-        lambda: _state(producer),
-        fix="start PostgreSQL, or fix state.url (VECTORSYNC_STATE__URL; default: vectors.url)",
+    yield _defaulted(broker, unset(settings, "broker.url"))
+    yield _defaulted(
+        _timed(
+            "state database",
+            lambda: _state(producer),
+            fix="start PostgreSQL, or fix state.url (VECTORSYNC_STATE__URL; default: vectors.url)",
+        ),
+        _all_unset(settings, "state.url", "vectors.url"),
     )
-    yield _timed(
-        f"vector store ({settings.vectors.store})",
-        lambda: _store(settings),
-        fix="start it, or fix vectors.url (VECTORSYNC_VECTORS__URL)",
+    yield _defaulted(
+        _timed(
+            f"vector store ({settings.vectors.store})",
+            lambda: _store(settings),
+            fix="start it, or fix vectors.url (VECTORSYNC_VECTORS__URL)",
+        ),
+        _all_unset(settings, "vectors.store", "vectors.url"),
     )
     cache = _cache(settings)
     if cache is not None:
-        yield cache
+        yield _defaulted(cache, _all_unset(settings, "cache.url", "broker.url"))
     yield from _models(settings)
     yield from retrieval_checks(settings)
     yield from _capture(settings)
-    if broker.status == "ok":
+    if broker.status != "fail":
         yield _timed("workers", lambda: _workers(producer), fix=f"start one: {WORKER_COMMAND}")
     else:
         yield Check("workers", "fail", 0.0, "not asked: the broker is down", "fix the broker first")
@@ -244,7 +279,7 @@ def _cache(settings: Settings) -> Check | None:
 
 
 def _models(settings: Settings) -> Iterator[Check]:
-    from store.embeddings.chain import resolve_entries
+    from store.embeddings.chain import DEFAULT_ENTRY, resolve_entries
     from store.embeddings.providers import build_provider
 
     for position, (name, model) in enumerate(resolve_entries(settings)):
@@ -266,12 +301,13 @@ def _models(settings: Settings) -> Iterator[Check]:
             return f"{model.provider} {model.model}, {len(vector)} dimensions, at {provider.endpoint}"
 
         required: Status = "fail" if position == 0 else "warn"
-        yield _timed(
+        check = _timed(
             f"model {name}",
             probe,
             status=required,
             fix=f"check models.{name} (base_url, api_key_env, model) and that the endpoint is up",
         )
+        yield _defaulted(check, _all_unset(settings, "embeddings.chain", "models") if name == DEFAULT_ENTRY else ())
 
 
 def retrieval_checks(settings: Settings) -> Iterator[Check]:
@@ -338,7 +374,7 @@ def _flower(url: str) -> str:
     return without_credentials(url)
 
 
-_MARKS = {"ok": ("ok", "green"), "warn": ("warn", "yellow"), "fail": ("FAIL", "red")}
+_MARKS = {"ok": ("ok", "green"), "default": ("dflt", "cyan"), "warn": ("warn", "yellow"), "fail": ("FAIL", "red")}
 
 
 def render(check: Check) -> None:

@@ -9,10 +9,10 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from producer.cli.console import guarded, out, short
-from producer.cli.safe_text import cell
+from producer.cli.console import err, guarded, out, short, styled
+from producer.cli.safe_text import cell, printable
 
-__all__ = ["MODE_HELP", "parse_filter", "parse_mode", "search"]
+__all__ = ["MODE_HELP", "parse_filter", "parse_mode", "search", "warn_unknown"]
 
 #: ``--mode`` of ``search`` and ``ask``.
 MODE_HELP = "vector, keyword (BM25) or hybrid; default: the collection's search.mode"
@@ -29,7 +29,7 @@ def search(
     """Search a collection with a text query and an optional metadata filter."""
     from store.query import search as run_search
 
-    def go() -> list[Any]:
+    def go() -> Any:
         parsed = parse_filter(filter)
         return run_search(collection, query, filter=parsed, limit=limit, min_score=min_score, mode=parse_mode(mode))
 
@@ -39,6 +39,22 @@ def search(
         # Stored data is printed literally, escaped: "[/b]" or "[link=...]" is text, ESC is shown as \x1b.
         table.add_row(f"{m.score:.3f}", cell(m.id), Text(short(m.text, 80)), Text(short(json.dumps(m.metadata), 60)))
     out.print(table)
+    if matches.unknown_fields:
+        warn_unknown(collection, matches.unknown_fields)
+
+
+def warn_unknown(collection: str, fields: tuple[str, ...]) -> None:
+    """A line on stderr naming the ``--filter`` fields no record of ``collection`` holds (the result is empty)."""
+    names = ", ".join(repr(field) for field in fields)
+    err.print(
+        styled(
+            ("warning:", "yellow"),
+            f" no record of {printable(collection)} holds {'the field' if len(fields) == 1 else 'the fields'} "
+            f"{printable(names)} that --filter names: check the spelling against the metadata a search without "
+            "--filter shows",
+        ),
+        highlight=False,
+    )
 
 
 def parse_mode(text: str | None) -> Any:

@@ -1,5 +1,5 @@
 """What a search returns: ``Matches``, a list of ``VectorMatch`` that refuses ``await`` naming the async twin
-(``store.retrieval.twins``)."""
+(``store.retrieval.twins``), and says which filter fields no record holds when it is empty."""
 
 from __future__ import annotations
 
@@ -13,13 +13,21 @@ __all__ = ["Matches"]
 
 
 class Matches(list[VectorMatch]):
-    """The matches ``search`` and ``rerank`` return: a list, which refuses ``await`` naming the async twin."""
+    """The matches ``search`` and ``rerank`` return: a list, which refuses ``await`` naming the async twin.
 
-    __slots__ = ("_called",)
+    ``unknown_fields``: when a filtered search found nothing, the filter's fields that no record of the
+    collection holds (``{"owner_id": 7}`` where the records say ``owner``); else ``()``. It is looked up only
+    for an empty result, so a search that finds something pays nothing for it.
+    """
 
-    def __init__(self, matches: Iterable[VectorMatch] = (), *, called: str = "search") -> None:
+    __slots__ = ("_called", "unknown_fields")
+
+    def __init__(
+        self, matches: Iterable[VectorMatch] = (), *, called: str = "search", unknown_fields: tuple[str, ...] = ()
+    ) -> None:
         super().__init__(matches)
         self._called = called
+        self.unknown_fields = unknown_fields
 
     def __await__(self) -> Generator[Any, None, NoReturn]:
         raise TypeError(sync_misuse(self._called))

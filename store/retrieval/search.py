@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from store.retrieval.matches import Matches
 from store.vectors.collection import DEFAULT_LIMIT
-from store.vectors.filters import Filter
+from store.vectors.filters import Filter, fields_of
 
 if TYPE_CHECKING:
     from store.retrieval.options import SearchOptions
@@ -25,12 +25,15 @@ def as_filter(filter: Filter | Mapping[str, Any] | None) -> Filter | None:
 
 
 def searched(target: Collection, query: str | Sequence[float], options: SearchOptions) -> Matches:
-    """``target``'s matches for ``query`` under ``options``: the one place a search's defaults are applied."""
+    """``target``'s matches for ``query`` under ``options``: the one place a search's defaults are applied. An
+    empty result of a filtered search says which of the filter's fields no record holds (``unknown_fields``)."""
+    filter = as_filter(options.get("filter"))
     found = target.search(
         query,
-        filter=as_filter(options.get("filter")),
+        filter=filter,
         limit=options.get("limit", DEFAULT_LIMIT),
         min_score=options.get("min_score"),
         mode=options.get("mode"),
     )
-    return Matches(found, called="search")
+    unknown = target.unheld_fields(fields_of(filter)) if not found and filter is not None else ()
+    return Matches(found, called="search", unknown_fields=unknown)

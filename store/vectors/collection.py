@@ -13,7 +13,7 @@ from typing import Literal, Protocol
 
 from store.errors import ConfigError
 from store.settings import LimitSettings, SearchSettings, VectorSettings, default
-from store.vectors.filters import Filter, check_size
+from store.vectors.filters import Filter, check_field, check_size
 from store.vectors.fusion import hybrid
 from store.vectors.indexed import IndexedFields, check_declared, check_indexed
 from store.vectors.keyword.analyzer import Analyzer, analyzer
@@ -183,6 +183,14 @@ class Collection(StoredReads):
         check_scoped(self.name, self.required_filter, where)
         return self._count(where)
 
+    def unheld_fields(self, fields: Iterable[str]) -> tuple[str, ...]:
+        """The ``fields`` (dotted for nested objects) for which no record of the collection holds a value (a
+        value other than null or an empty list), each once, in the order given: why a filtered search found
+        nothing, when a filter names a field the records spell otherwise. Every record is looked at, whatever a
+        required filter pins: field names, never values. Raises ConfigError (a bad field name), StoreUnavailable."""
+        wanted = [check_field(field) for field in dict.fromkeys(fields)]
+        return tuple(field for field in wanted if not self._holds(field))
+
     def total(self) -> int:
         """How many chunks the collection holds, every tenant's: for operators (``collections list``, a run's
         checks), never for an app's reader. Raises StoreUnavailable."""
@@ -311,6 +319,10 @@ class Collection(StoredReads):
         raise NotImplementedError
 
     def _count(self, filter: Filter | None) -> int:
+        raise NotImplementedError
+
+    def _holds(self, field: str) -> bool:
+        """Whether any record holds a value at ``field`` other than null or an empty list."""
         raise NotImplementedError
 
     def _index_fields(self, fields: IndexedFields) -> None:

@@ -32,6 +32,7 @@ __all__ = [
     "Scalar",
     "check_field",
     "check_size",
+    "fields_of",
     "lookup",
 ]
 
@@ -317,6 +318,21 @@ def check_size(filter: Filter, *, max_depth: int, max_terms: int) -> Filter:
                 "on a field that groups them (limits.max_filter_terms)"
             )
     return filter
+
+
+def fields_of(filter: Filter) -> tuple[str, ...]:
+    """The fields ``filter`` names, each once, in the order they first appear (checked without recursion)."""
+    found: dict[str, None] = {}
+    stack = [filter]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, And | Or):
+            stack.extend(reversed(node.parts))
+        elif isinstance(node, Not):
+            stack.append(node.operand)
+        else:
+            found.setdefault(node.field)  # type: ignore[attr-defined]
+    return tuple(found)
 
 
 def _from_field(field: str, spec: object) -> list[Filter]:

@@ -14,7 +14,7 @@ from collections import Counter
 import numpy as np
 
 from store.vectors.base import DEFAULT_METRIC, Collection, Metric, QueryEmbedder, VectorStore
-from store.vectors.filters import Filter
+from store.vectors.filters import MISSING, Filter, lookup
 from store.vectors.keyword import bm25
 from store.vectors.records import ChunkDigest, StoredChunk, VectorMatch, VectorRecord, text_digest
 from store.vectors.rules import Declared, Rules, settle
@@ -163,6 +163,9 @@ class MemoryCollection(Collection):
 
     def _count(self, filter: Filter | None) -> int:
         return len(self._matching(filter))
+
+    def _holds(self, field: str) -> bool:
+        return any(lookup(r.metadata, field) not in (MISSING, None, []) for r in self._matching(None))
 
     def _chunks_of(self, record_id: str) -> list[StoredChunk]:
         return [

@@ -11,13 +11,15 @@ from pathlib import Path
 
 from producer.cli.console import out, styled
 
-__all__ = ["SERVING", "TRY_QUERY", "TRY_UPDATE", "serving_banner"]
+__all__ = ["SERVING", "TRY_DOCS", "TRY_QUERY", "TRY_UPDATE", "serving_banner"]
 
 #: The line that says everything runs (tests wait for it).
 SERVING = "vectorsync dev is running: press Ctrl-C to stop it and everything it started"
 #: The change the printout suggests making with psql (any writer's change is captured), and a search that finds it.
 TRY_UPDATE = "UPDATE crm_notes SET body = 'Moved to Zurich: the security review is with the Swiss team.' WHERE id = 5"
 TRY_QUERY = "security review in Zurich"
+#: The docs search the printout suggests: (query, filter, the topic it finds first, with either dev model).
+TRY_DOCS = ("skip to the next iteration of a loop", {"length": "short"}, "continue")
 
 
 def _cli_command() -> str:
@@ -53,7 +55,7 @@ def serving_banner(
         f'VECTORSYNC_CONFIG={cfg} {cli} search crm_notes "customer worried about onboarding time" '
         f"--filter {filter_example}",
         f"export VECTORSYNC_CONFIG={cfg}    # then, without the prefix:",
-        f"{cli} search docs \"how do I open a file\" --filter '{json.dumps({'length': 'short'})}'",
+        f"{cli} search docs \"{TRY_DOCS[0]}\" --filter '{json.dumps(TRY_DOCS[1])}'",
         f"{cli} search crm_notes \"discount\" --filter '{json.dumps({'created_at': {'$gte': '2026-11-01'}})}'",
         f"{cli} collections",
         f"{cli} status",

@@ -7,6 +7,8 @@ Both are loaded into SQL tables that the dev collections read through the
   behind ``help("try")``), id = the topic name;
 - ``crm_notes``: 30 notes of calls, emails and meetings with an owner and an
   RFC 3339 ``created_at``.
+
+``samples`` loads them, keeping what someone changed.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-__all__ = ["CRM_NOTES", "CRM_TABLE", "TOPICS_TABLE", "crm_rows", "length_bucket", "load_corpus", "topic_rows"]
+__all__ = ["CRM_NOTES", "CRM_TABLE", "TOPICS_TABLE", "crm_rows", "length_bucket", "topic_rows"]
 
 TOPICS_TABLE = "python_topics"
 CRM_TABLE = "crm_notes"
@@ -294,47 +296,3 @@ def crm_rows() -> list[dict[str, Any]]:
         }
         for number, (kind, owner, created_at, title, body) in enumerate(CRM_NOTES, start=1)
     ]
-
-
-def load_corpus(url: str) -> dict[str, int]:
-    """(Re)create both tables in the database at ``url`` and fill them; rows per table.
-
-    The tables are dropped and created again, so a second run starts from the
-    same rows (and the index skips the ones whose content did not change).
-    """
-    import sqlalchemy as sa
-
-    from store.connect.postgres import make_engine
-
-    metadata = sa.MetaData()
-    topics = sa.Table(
-        TOPICS_TABLE,
-        metadata,
-        sa.Column("topic", sa.Text, primary_key=True),
-        sa.Column("body", sa.Text, nullable=False),
-        sa.Column("kind", sa.Text, nullable=False),
-        sa.Column("length", sa.Text, nullable=False),
-        sa.Column("updated_at", sa.DateTime(timezone=True), server_default=sa.func.current_timestamp(), nullable=False),
-    )
-    notes = sa.Table(
-        CRM_TABLE,
-        metadata,
-        sa.Column("id", sa.Integer, primary_key=True),
-        sa.Column("title", sa.Text, nullable=False),
-        sa.Column("body", sa.Text, nullable=False),
-        sa.Column("kind", sa.Text, nullable=False),
-        sa.Column("owner", sa.Text, nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", sa.DateTime(timezone=True), server_default=sa.func.current_timestamp(), nullable=False),
-    )
-    engine = make_engine(url, setting="the demo database")
-    try:
-        with engine.begin() as conn:
-            metadata.drop_all(conn)
-            metadata.create_all(conn)
-            topic_data, note_data = topic_rows(), crm_rows()
-            conn.execute(sa.insert(topics), topic_data)
-            conn.execute(sa.insert(notes), note_data)
-    finally:
-        engine.dispose()
-    return {TOPICS_TABLE: len(topic_data), CRM_TABLE: len(note_data)}

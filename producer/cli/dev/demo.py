@@ -11,6 +11,8 @@ from typing import Any
 from rich.text import Text
 
 from producer.cli.console import out, say, short, styled
+from producer.cli.dev.corpus import CRM_NOTES, CRM_TABLE
+from producer.cli.dev.samples import own
 from producer.cli.safe_text import printable
 from store.settings import Settings
 
@@ -122,9 +124,18 @@ def _captured_change(store: Any, settings: Settings) -> None:
     engine = make_engine(url, setting="the demo database")
     try:
         with engine.begin() as conn:
-            conn.execute(sa.text("UPDATE crm_notes SET body = :body WHERE id = :id"), {"body": body, "id": record_id})
+            # Only the sample note: a note someone changed is theirs, and kept.
+            changed = conn.execute(
+                sa.text("UPDATE crm_notes SET body = :body WHERE id = :id AND body = :sample"),
+                {"body": body, "id": record_id, "sample": CRM_NOTES[record_id - 1][4]},
+            ).rowcount
+            if changed:
+                own(conn, CRM_TABLE, str(record_id))
     finally:
         engine.dispose()
+    if not changed:
+        say(f"\nchange capture: skipped, crm_notes {record_id} holds a change of yours (--fresh: the samples)")
+        return
     start = time.monotonic()
     out.print(
         styled("\n", ("change capture", "bold"), f" UPDATE crm_notes SET body = '{body}' WHERE id = {record_id}"),

@@ -13,7 +13,8 @@ it started.
 Nothing that already runs on the machine is used: the services are its own,
 on free ports, and they go away with it. The data (PostgreSQL's folder) is
 kept in the working folder, so a second run finds its index and skips the
-records that did not change; ``--fresh`` starts from nothing.
+records that did not change; it puts back only the sample rows it owns
+(``samples``), never a row someone changed; ``--fresh`` starts from nothing.
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ from typing import Any
 from producer.cli.console import error, out, styled
 from producer.cli.dev.banner import serving_banner
 from producer.cli.dev.config import DIMENSIONS, choose_model, settings_toml
-from producer.cli.dev.corpus import CRM_TABLE, TOPICS_TABLE, load_corpus
+from producer.cli.dev.corpus import CRM_TABLE, TOPICS_TABLE
 from producer.cli.dev.demo import show
 from producer.cli.dev.processes import DevServiceError, free_port, tail, wait_until
+from producer.cli.dev.samples import load_corpus
 from producer.cli.dev.services import start_postgres, start_redis
 from producer.cli.dev.system import DevSystem, child_env, is_setting, wait_for_workers, worker_command, worker_root
 from producer.cli.progress import follow, summary
@@ -212,11 +214,19 @@ def _load_samples(settings: Any, database_url: str) -> dict[str, int]:
     from store.capture.control import enable
 
     start = time.monotonic()
-    counts = load_corpus(database_url)
+    loaded = load_corpus(database_url)
+    counts = loaded.counts
     _step(
         f"sample data: {counts[TOPICS_TABLE]} Python help topics in table {TOPICS_TABLE}, "
         f"{counts[CRM_TABLE]} CRM notes in table {CRM_TABLE} {_elapsed(start)}"
     )
+    for table, ids in loaded.restored.items():
+        out.print(f"  restored {table} {', '.join(ids)}: missing, or as the demo left them", highlight=False)
+    for table, ids in loaded.kept.items():
+        out.print(
+            f"  kept {table} {', '.join(ids)} as changed since the demo wrote them (--fresh: the samples)",
+            highlight=False,
+        )
     start = time.monotonic()
     tables = [enable(settings, name).table for name in sorted(captured(settings))]
     _step(

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import psycopg
 import sqlalchemy as sa
 from psycopg import sql
-from sqlalchemy.dialects.postgresql import ARRAY, BYTEA
+from sqlalchemy.dialects.postgresql import ARRAY, BYTEA, JSONB
 
 import store.vectors.pgvector.segments as segments
 from store.connect.postgres import advisory_lock, driver
@@ -217,6 +217,15 @@ class PgvectorCollection(Collection):
         query = sa.select(sa.func.count()).select_from(self.table).where(self._where(filter))
         with self._store.transaction() as conn:
             return int(conn.execute(query).scalar_one())
+
+    def _holds(self, field: str) -> bool:
+        # The path is a bound text[] and the two empties bound jsonb: no user text reaches the SQL.
+        path = sa.bindparam("path", field.split("."), type_=ARRAY(sa.Text))
+        value = self.table.c.metadata.op("#>", return_type=JSONB)(path)
+        empty = [sa.cast(sa.literal(text), JSONB) for text in ("null", "[]")]
+        query = sa.select(sa.exists().select_from(self.table).where(value.is_not(None), value.not_in(empty)))
+        with self._store.transaction() as conn:
+            return bool(conn.execute(query).scalar_one())
 
     def _chunks_of(self, record_id: str) -> list[StoredChunk]:
         t = self.table

@@ -261,6 +261,15 @@ class QdrantCollection(Collection):
         with self._calling("count points"):
             return int(self._client.count(self.name, count_filter=where, exact=True).count)
 
+    def _holds(self, field: str) -> bool:
+        # IsEmpty matches a missing key, null and []: one point outside it holds a value.
+        empty = models.IsEmptyCondition(is_empty=models.PayloadField(key=payload_key(field)))
+        with self._calling("scroll points"):
+            points, _ = self._client.scroll(
+                self.name, scroll_filter=models.Filter(must_not=[empty]), limit=1, with_payload=False
+            )
+        return bool(points)
+
     def _search(self, vector: list[float], filter: Filter | None, limit: int) -> list[VectorMatch]:
         where, residual = split_filter(filter)
         if residual is None:

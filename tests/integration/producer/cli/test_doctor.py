@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,9 @@ from store.contract import WORKER_COMMAND
 from tests.integration.producer.cli.test_operations import Ops, ops
 from tests.services import REDIS_FORMS, free_port, redis_server, sentinel_group
 from tests.workers import (
+    ROOT,
     celery_worker,
+    child_env,
     run_cli,
 )
 
@@ -27,7 +31,7 @@ def doctor_lines(config: Path) -> tuple[int, dict[str, str]]:
     result = run_cli(config, "doctor", timeout=120)
     lines = {}
     for line in result.stdout.splitlines():
-        match = re.match(r"(ok|warn|FAIL)\s+(.+?)\s{2,}\s*\d+ ms\s+(.*)", line)
+        match = re.match(r"(ok|dflt|warn|FAIL)\s+(.+?)\s{2,}\s*\d+ ms\s+(.*)", line)
         if match:
             lines[match.group(2).strip()] = f"{match.group(1)} {match.group(3)}"
     return result.returncode, lines
@@ -89,6 +93,30 @@ def test_doctor_reaches_every_form_of_broker_and_says_how_it_hands_tasks_over(tm
     where = {"tcp": "TCP", "tls": "TLS", "socket": "a Unix socket", "unix": "a Unix socket"}.get(form, "the master")
     assert lines["broker"].startswith("ok "), lines
     assert f"Redis over {where}" in lines["broker"] and lines["broker"].endswith("tasks taken atomically"), lines
+
+
+def test_doctor_with_no_settings_file_marks_each_default_part_as_a_default(tmp_path: Path) -> None:
+    """Run from a folder with no settings file: the broker at the default URL (a Redis that happens to run there,
+    or none) and the ``fake`` model are nobody's choice, and doctor says so instead of a healthy ``ok``."""
+    env = {**child_env(), "PYTHONPATH": str(ROOT)}
+    result = subprocess.run(
+        [sys.executable, "-m", "producer.cli", "doctor", "--json"],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    found = {check["part"]: check for check in json.loads(result.stdout)["checks"]}
+    note = "not set in any settings file or VECTORSYNC_* variable)"
+    broker = found["broker"]
+    assert broker["status"] in ("default", "fail") and broker["detail"].endswith(f"(default: broker.url {note}"), broker
+    model = found["model fake"]
+    assert model["status"] == "default", model
+    assert model["detail"] == f"fake fake, 1536 dimensions, at local (default: embeddings.chain and models {note}"
+    assert found["vector store (pgvector)"]["status"] == "fail"
+    assert all(check["status"] != "ok" for part, check in found.items() if part != "workers"), found
 
 
 def _each_other_part_down(ops: Ops) -> None:

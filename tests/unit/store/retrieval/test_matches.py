@@ -16,7 +16,8 @@ FOUND = [VectorMatch("a", 0.9, "alpha", {}), VectorMatch("b", 0.5, "beta", {})]
 def test_matches_are_the_list_of_what_was_found() -> None:
     matches = Matches(FOUND, called="rerank")
     assert isinstance(matches, list) and matches == FOUND and [m.id for m in matches[:1]] == ["a"]
-    assert Matches() == []
+    assert Matches() == [] and Matches().unknown_fields == () and matches.unknown_fields == ()
+    assert Matches(called="search", unknown_fields=("owner_id",)).unknown_fields == ("owner_id",)
 
 
 @pytest.mark.parametrize("called", ["search", "rerank"])

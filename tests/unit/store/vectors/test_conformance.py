@@ -267,6 +267,20 @@ class VectorStoreContract:
         matches = notes.search([1, 0, 0, 0], filter=Filter.eq("kind", "wanted"), limit=8)
         assert sorted(m.id for m in matches) == sorted(r.id for r in wanted)
 
+    def test_unheld_fields_are_the_fields_no_record_holds_a_value_for(self, people: Collection) -> None:
+        assert people.unheld_fields(["kind", "owner_id", "owner.id", "tags", "owner.name", "kind", "ok"]) == (
+            "owner_id",
+            "owner.name",
+        )
+        people.upsert(VectorRecord("g", [0, 1, 1, 0], "gone", {"blank": None, "none": [], "zero": 0, "no": False}))
+        assert people.unheld_fields(["blank", "none", "zero", "no", "kind"]) == ("blank", "none")
+        assert people.unheld_fields([]) == ()
+        with pytest.raises(ConfigError, match=r"^filter field 'owner id' is not allowed"):
+            people.unheld_fields(["owner id"])
+
+    def test_an_empty_collection_holds_no_field(self, notes: Collection) -> None:
+        assert notes.unheld_fields(["kind", "owner.id"]) == ("kind", "owner.id")
+
     def test_delete_where_with_a_combined_filter(self, people: Collection) -> None:
         people.delete_where(Filter.eq("kind", "email") | Filter.lt("n", 2))
         assert ids(people) == ["b", "e", "f"]

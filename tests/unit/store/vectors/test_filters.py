@@ -7,7 +7,7 @@ import math
 import pytest
 
 from store import ConfigError, Filter
-from store.vectors.filters import And, Compare, Eq, Not, Or
+from store.vectors.filters import And, Compare, Eq, Not, Or, fields_of
 
 
 def test_operators_build_the_tree() -> None:
@@ -75,3 +75,9 @@ def test_field_names_carrying_sql_or_json_path_are_rejected(field: str) -> None:
         Filter.eq(field, 1)
     with pytest.raises(ConfigError, match="is not allowed|unknown filter operator"):
         Filter.from_dict({field: 1})
+
+
+def test_fields_of_names_each_field_once_in_order() -> None:
+    tree = Filter.from_dict({"kind": "call", "$or": [{"owner.id": 1}, {"n": {"$gt": 2}}], "$not": {"kind": "x"}})
+    assert fields_of(tree) == ("kind", "owner.id", "n")
+    assert fields_of(Filter.any_of("tags", ["a"])) == ("tags",)

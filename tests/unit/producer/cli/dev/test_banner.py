@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from producer.cli.console import out
-from producer.cli.dev.banner import SERVING, TRY_QUERY, TRY_UPDATE, serving_banner
+from producer.cli.dev.banner import SERVING, TRY_DOCS, TRY_QUERY, TRY_UPDATE, serving_banner
 
 
 def printed(serve: bool, flower_url: str | None) -> str:
@@ -33,3 +35,36 @@ def test_without_serving_or_flower_it_says_so() -> None:
     text = printed(False, None)
     assert "--no-serve: stopping now" in text and SERVING not in text
     assert "not running (pip install 'vectorsync[flower]')" in text
+
+
+@pytest.mark.parametrize("model", ["fake", "local"])
+def test_the_suggested_docs_search_finds_the_topic_it_promises(model: str) -> None:
+    """The printout's docs search, over the short help topics as the dev collection chunks them ("{topic}\\n\\n{body}",
+    200 tokens) and embeds them with each dev model: its first match is the topic it promises. ("how do I open a
+    file" found `numbers` with `fake` and `bltin-type-objects` with `local`: no short topic is about files.)"""
+    import numpy as np
+
+    from producer.cli.dev.config import DIMENSIONS, choose_model
+    from producer.cli.dev.corpus import topic_rows
+    from store.embeddings.providers import build_provider
+    from store.settings import ModelSettings
+    from worker.pipeline.chunker import Chunker
+
+    query, filter, promised = TRY_DOCS
+    choice = choose_model("auto")
+    if model == "local" and choice.provider != "local":
+        pytest.skip(f"the local model is not installed: {choice.why}")
+    name = choice.model if model == "local" else "fake"
+    provider = build_provider(model, ModelSettings(provider=model, model=name, dimensions=DIMENSIONS))
+    chunker = Chunker(200, 24)
+    chunks = [
+        (row["topic"], chunk.text)
+        for row in topic_rows()
+        if all(row[key] == value for key, value in filter.items())
+        for chunk in chunker.chunks(f"{row['topic']}\n\n{row['body']}")
+    ]
+    vectors = np.array(provider.embed_batch([text for _, text in chunks]), dtype=float)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    asked = np.array(provider.embed_batch([query])[0], dtype=float)
+    best = int(np.argmax(vectors @ (asked / np.linalg.norm(asked))))
+    assert chunks[best][0] == promised

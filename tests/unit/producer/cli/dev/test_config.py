@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from producer.cli.dev.config import ModelChoice, choose_model, settings_toml
-from producer.cli.dev.corpus import CRM_TABLE, TOPICS_TABLE, load_corpus
+from producer.cli.dev.corpus import CRM_TABLE, TOPICS_TABLE
+from producer.cli.dev.samples import load_corpus
 from store.settings import load_settings
 
 LOCAL = ModelChoice("minilm", "local", "all-MiniLM-L6-v2", "installed")

@@ -1,14 +1,11 @@
-"""The sample corpus of ``vectorsync dev``: Python's help topics and CRM notes, loaded into the same tables twice
-(the real thing, started and stopped with Ctrl-C: tests/integration/producer/cli/dev/test_harness.py)."""
+"""The sample corpus of ``vectorsync dev``: Python's help topics and CRM notes (loaded: test_samples.py; the real
+thing, started and stopped with Ctrl-C: tests/integration/producer/cli/dev/test_harness.py)."""
 
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 
-import sqlalchemy as sa
-
-from producer.cli.dev.corpus import CRM_TABLE, TOPICS_TABLE, crm_rows, length_bucket, load_corpus, topic_rows
+from producer.cli.dev.corpus import crm_rows, length_bucket, topic_rows
 
 
 def test_topic_rows_are_pythons_help_topics() -> None:
@@ -40,18 +37,3 @@ def test_crm_rows() -> None:
     assert any(row["created_at"] >= dt.datetime(2026, 10, 1, tzinfo=dt.UTC) for row in rows)
     assert any(row["created_at"] < dt.datetime(2026, 10, 1, tzinfo=dt.UTC) for row in rows)
     assert len({row["owner"] for row in rows}) >= 3
-
-
-def test_load_corpus_twice_gives_the_same_tables(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'corpus.db'}"
-    first = load_corpus(url)
-    second = load_corpus(url)
-    assert first == second == {TOPICS_TABLE: len(topic_rows()), CRM_TABLE: len(crm_rows())}
-    engine = sa.create_engine(url)
-    try:
-        with engine.connect() as conn:
-            assert conn.execute(sa.text(f"SELECT count(*) FROM {CRM_TABLE}")).scalar() == len(crm_rows())
-            body = conn.execute(sa.text(f"SELECT body FROM {TOPICS_TABLE} WHERE topic = 'try'")).scalar()
-    finally:
-        engine.dispose()
-    assert isinstance(body, str) and "try" in body
