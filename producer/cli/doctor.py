@@ -19,7 +19,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.text import Text
@@ -28,9 +28,9 @@ from producer.cli.console import open_producer, out
 from producer.cli.safe_text import printable
 from store.broker.queues import consumers_of
 from store.contract import QUEUES, REDIS_SCHEMES, WORKER_COMMAND
-from store.settings import Settings
-from store.settings.urls import without_credentials
-from store.vectors.backends import open_store
+
+if TYPE_CHECKING:
+    from store.settings import Settings
 
 __all__ = ["Check", "checks", "doctor", "render", "retrieval_checks", "to_json"]
 
@@ -189,6 +189,7 @@ def _state(producer: Any) -> str:
 
 
 def _store(settings: Settings) -> str:
+    from store.vectors.backends import open_store
 
     with open_store(settings) as store:
         names = store.list_collections()
@@ -202,6 +203,13 @@ def _store(settings: Settings) -> str:
                 )
             detail = f"pgvector {version}, {detail}"
     return f"{detail} at {without_credentials(settings.vectors.url or 'memory')}"
+
+
+def without_credentials(url: str) -> str:
+    """``url`` as a message may show it (``store.settings.urls``, imported here: it loads the settings)."""
+    from store.settings.urls import without_credentials as shown
+
+    return shown(url)
 
 
 def _pgvector_version(store: Any) -> str:

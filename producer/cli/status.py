@@ -30,12 +30,12 @@ from producer.cli.progress import index_builds
 from producer.cli.safe_text import cell, printable
 from store.broker.queues import QueueState, WorkerState
 from store.calls.spend import Spent, total
-from store.contract import BULK_QUEUE, WORKER_COMMAND
-from store.state.ledger import RunProgress, RunStatus
+from store.contract import BULK_QUEUE, WORKER_COMMAND, RunStatus
 
 if TYPE_CHECKING:
     from store.broker.freshness_log import Freshness
     from store.capture.control import CaptureState
+    from store.state.ledger import RunProgress
 
 __all__ = ["Snapshot", "render", "short_ids", "snapshot", "spent_cells", "stall_reason", "status", "to_json"]
 
