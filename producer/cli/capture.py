@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from producer.cli.console import guarded, out, say
+from producer.cli.group import Group
 from producer.cli.safe_text import printable
 from producer.cli.values import TypedValues
 
@@ -19,7 +20,9 @@ if TYPE_CHECKING:
 
 __all__ = ["capture_app", "capture_rows", "relay"]
 
-capture_app = typer.Typer(help="Install, remove and inspect change capture on SQL sources.", no_args_is_help=True)
+capture_app = typer.Typer(
+    help="Install, remove and inspect change capture on SQL sources.", no_args_is_help=True, cls=Group
+)
 Name = Annotated[str, typer.Argument(help="a declared collection with a SQL source on PostgreSQL")]
 
 

@@ -12,6 +12,7 @@ import typer
 from rich.table import Table
 
 from producer.cli.console import confirmed, guarded, open_collections, out, say
+from producer.cli.group import Group
 from producer.cli.safe_text import printable
 from producer.cli.values import TypedValues
 
@@ -20,7 +21,9 @@ if TYPE_CHECKING:
 
 __all__ = ["collections_app"]
 
-collections_app = typer.Typer(help="List, create, empty (reset) and drop collections.", no_args_is_help=False)
+collections_app = typer.Typer(
+    help="List, create, empty (reset) and drop collections.", no_args_is_help=False, cls=Group
+)
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="do not ask (needed when stdin is not a terminal)")]
 
 

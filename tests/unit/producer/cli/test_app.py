@@ -56,3 +56,11 @@ def _heavy_loaded(folder: Path, *args: str) -> list[str]:
 def test_help_loads_no_celery_redis_numpy_settings_or_providers(tmp_path: Path, args: tuple[str, ...]) -> None:
     """The heavy libraries load inside the command that needs them, so ``--help`` starts in a tenth of a second."""
     assert _heavy_loaded(tmp_path, *args) == []
+
+
+@pytest.mark.parametrize("args", [("--help",), ("status", "--help"), ("reindex", "--help"), ("collections", "--help")])
+def test_help_shows_no_type_beside_a_flag(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """A flag takes no value: ``--json <bool>`` read as if it took one (typer 0.29's rich panel types every option)."""
+    done = _cli(tmp_path, *args)
+    assert done.returncode == 0, done.stderr
+    assert "--help" in done.stdout and "<bool>" not in done.stdout
