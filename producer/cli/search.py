@@ -6,11 +6,9 @@ import json
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
 from producer.cli.console import guarded, out, short
-from producer.cli.safe_text import cell
+from producer.cli.tables import Column, show
 
 __all__ = ["MODE_HELP", "parse_filter", "parse_mode", "search"]
 
@@ -34,11 +32,10 @@ def search(
         return run_search(collection, query, filter=parsed, limit=limit, min_score=min_score, mode=parse_mode(mode))
 
     matches = guarded(go)
-    table = Table("score", "id", "text", "metadata")
-    for m in matches:
-        # Stored data is printed literally, escaped: "[/b]" or "[link=...]" is text, ESC is shown as \x1b.
-        table.add_row(f"{m.score:.3f}", cell(m.id), Text(short(m.text, 80)), Text(short(json.dumps(m.metadata), 60)))
-    out.print(table)
+    # Stored data is printed literally, escaped: "[/b]" or "[link=...]" is text, ESC is shown as \x1b.
+    rows = [(f"{m.score:.3f}", m.id, short(m.text, 80), short(json.dumps(m.metadata), 60)) for m in matches]
+    columns = [Column("score", whole=True), Column("id", whole=True), Column("text"), Column("metadata")]
+    show(out, columns, rows, empty=f"no matches in {collection}")
 
 
 def parse_mode(text: str | None) -> Any:
