@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.text import Text
 
-from producer.cli.capture import capture_rows
+from producer.cli.capture import CAPTURE_COLUMNS, capture_rows
 from producer.cli.console import guarded, open_producer, out, say
 from producer.cli.progress import index_builds
 from producer.cli.safe_text import printable
@@ -200,8 +200,7 @@ def render(view: Snapshot) -> None:
     _render_runs(view)
     _render_builds(view)
     if view.capture:
-        columns = [Column("captured"), Column("capture"), Column("pending", whole=True), Column("lag", whole=True)]
-        show(out, [*columns, Column("problem")], capture_rows(view.capture), empty="")
+        show(out, [Column("captured"), *CAPTURE_COLUMNS[1:]], capture_rows(view.capture), empty="")
     _render_freshness(view)
 
 

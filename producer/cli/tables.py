@@ -30,10 +30,12 @@ GAP = 2
 
 @dataclass(frozen=True)
 class Column:
-    """A table's column: its header, and ``whole`` for values that are never wrapped (numbers, ids, dates)."""
+    """A table's column: its header, ``whole`` for values never wrapped (numbers, ids, dates), ``right`` to align
+    them right (counts one reads down)."""
 
     header: str
     whole: bool = False
+    right: bool = False
 
 
 def _plain(value: Cell) -> Text:
@@ -75,7 +77,13 @@ def layout(columns: Sequence[Column], rows: Sequence[Sequence[Cell]], *, width: 
         return None
     table = Table(box=None, pad_edge=False, padding=(0, 1))
     for column, size in zip(columns, _shares(needs, wants, room), strict=True):
-        table.add_column(column.header, width=size, no_wrap=column.whole, overflow="fold")
+        table.add_column(
+            column.header,
+            width=size,
+            no_wrap=column.whole,
+            overflow="fold",
+            justify="right" if column.right else "left",
+        )
     for row in texts:
         table.add_row(*row)
     return table

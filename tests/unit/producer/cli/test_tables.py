@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from producer.cli import console, failures, search, status
+from producer.cli import collections, console, explain, failures, forget, search, status
 from producer.cli.app import app
 from producer.cli.tables import Column, layout, show
 from store.broker.freshness_log import Freshness
@@ -22,10 +22,11 @@ from store.calls.spend import Spent
 from store.capture.control import CaptureState
 from store.client import Client
 from store.contract import RunStatus
+from store.explain import Facts, SourceFacts
 from store.process.defaults import use_client
 from store.settings import load_settings
 from store.state.ledger import MemoryLedger, RunProgress
-from store.vectors.records import VectorMatch
+from store.vectors.records import StoredChunk, VectorMatch
 
 STARTED = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 RUN_ID = "3f2b9c1e7d4a45b6a8e2c0f1d9b7a6e5"
@@ -40,7 +41,7 @@ def printed(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     written = io.StringIO()
     terminal = request.param == "terminal"
     wide = Console(file=written, width=80, force_terminal=terminal, color_system=None, soft_wrap=True, markup=False)
-    for module in (console, status, failures, search):
+    for module in (console, status, failures, search, collections, explain, forget):
         monkeypatch.setattr(module, "out", wide)
     yield written
 
@@ -131,6 +132,32 @@ def test_search_without_a_match_says_so(printed: io.StringIO, monkeypatch: pytes
     monkeypatch.setattr("store.query.search", lambda *args, **kwargs: [])
     done = CliRunner().invoke(app, ["search", COLLECTION, "refund"])
     assert done.exit_code == 0 and printed.getvalue().strip() == f"no matches in {COLLECTION}", printed.getvalue()
+
+
+def test_explains_chunks_at_80_columns_cut_no_word_or_number(printed: io.StringIO) -> None:
+    chunk_id = "ticket-2026-11-30-000135885:12"
+    text = "Customer asked about the refund of order 135885 after the subscription renewed"
+    stored = [StoredChunk(chunk_id, 12, text, "openai-text-embedding-3-large-2026-10", STARTED)]
+    source = SourceFacts("sql", True, text=text, stamp="2026-11-30 12:00:00", hash="a" * 64)
+    explain.render(Facts(COLLECTION, chunk_id, COLLECTION, "pgvector", source, None, stored, place="its table"))
+    _whole(printed.getvalue(), [chunk_id, "openai-text-embedding-3-large-2026-10", "2026-11-30", "135885", "refund"])
+
+
+def test_forgets_receipt_is_plain_on_a_pipe(ledger: MemoryLedger, printed: io.StringIO) -> None:
+    done = CliRunner().invoke(app, ["forget", "notes", "ticket-2026-11-30-000135885", "--yes"])
+    assert done.exit_code == 0, done.output
+    _whole(printed.getvalue(), ["forgot 1 record(s) of notes", "ledger entries of notes"])
+
+
+def test_collections_list_without_any_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, printed: io.StringIO
+) -> None:
+    config = tmp_path / "vectorsync.toml"
+    config.write_text('[vectors]\nstore = "memory"\ndimensions = 8\n[broker]\nurl = "memory://"\n')
+    monkeypatch.setenv("VECTORSYNC_CONFIG", str(config))
+    done = CliRunner().invoke(app, ["collections", "list"])
+    assert done.exit_code == 0, done.output
+    assert printed.getvalue().startswith("no collections: none is declared"), printed.getvalue()
 
 
 def test_columns_get_their_longest_word_then_share_the_room() -> None:
