@@ -15,11 +15,11 @@ parameters (build time, recall and latency per ``hnsw_m`` and
 ``hnsw_ef_construction``, ``bench/hnsw_sweep.py``), halfvec against vector (build, index size,
 recall and latency per ``vectors.precision``, ``bench/precision.py``), ``verify`` on 100,000 and
 1,000,000 chunks (time and peak memory, full and sampled, ``bench/verify_scale.py``), the bill (``bench/bill.py``),
-the whole pipeline at 10,000 to 1,000,000 records (``bench/scale.py``), and indexing against
+the whole pipeline at 10,000 to 1,000,000 records (``bench/scale.py``), indexing against
 LangChain's ``index()`` with ``PGVector`` (``bench/peer.py``; its packages:
-``scripts/bench-peer``). Benchmarks are never collected as tests; ``--quick`` is
-a smoke run of a few minutes. With ``--only``, the rows of the sections not run
-are kept from ``--out`` as they were; so are those of a section that cannot run
+``scripts/bench-peer``), and how fast the ``vectorsync`` command starts (``bench/cli_start.py``).
+Benchmarks are never collected as tests; ``--quick`` is a smoke run of a few minutes. With ``--only``, the
+rows of the sections not run are kept from ``--out`` as they were; so are those of a section that cannot run
 here (a ConfigError: say, the peer's packages are not installed), which is
 named with the reason, and the exit status is then 1. A full run into ``bench/results.json`` ends by writing
 the tables and pictures the docs show from it (``bench/headline.py``: README.md and docs/).
@@ -57,6 +57,7 @@ SECTIONS = {
     "bill": "bench.bill",
     "scale": "bench.scale",
     "precision": "bench.precision",
+    "cli": "bench.cli_start",
 }
 
 

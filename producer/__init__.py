@@ -7,7 +7,8 @@
     run_id = reindex_all("activity_notes")
 
 Tasks are sent by name: importing this loads no embedding client, numpy,
-torch or qdrant-client.
+torch or qdrant-client; nor the settings or Celery until a function is called, so the ``vectorsync`` command
+(``producer.cli``, a package under this one) starts without them.
 """
 
 from __future__ import annotations
@@ -15,14 +16,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, overload
 
-from store.process.defaults import default_producer
-
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
+    from store.broker.producer import Producer
     from store.state.ledger import RunProgress
 
 __all__ = ["delete_document", "index_document", "index_record", "reindex_all", "reindex_status"]
+
+
+def default_producer() -> Producer:
+    """``store.process.defaults.default_producer()``, imported on first call (it loads the settings and Celery)."""
+    from store.process.defaults import default_producer as built
+
+    return built()
 
 
 def index_record(collection: str, record_id: str | int, *, session: Session | None = None) -> None:

@@ -21,6 +21,7 @@ from producer.cli.eval import evaluate
 from producer.cli.explain import explain
 from producer.cli.failures import failures
 from producer.cli.forget import forget
+from producer.cli.group import Group
 from producer.cli.index import index
 from producer.cli.init import init
 from producer.cli.migrate import migrate
@@ -37,8 +38,12 @@ __all__ = ["app", "main"]
 app = typer.Typer(
     help="Keep vector indexes in sync with your records.",
     no_args_is_help=True,
+    cls=Group,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # Click's plain help, for every command: typer 0.29's Rich panels put a type beside each flag ("--json <bool>",
+    # as if it took a value), draw boxes into a pipe, and cost a start ~0.05 s of imports (rich.markdown).
+    rich_markup_mode=None,
 )
 
 

@@ -7,10 +7,10 @@ import signal
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from producer.cli.console import guarded, out, say
-from producer.cli.safe_text import printable
+from producer.cli.group import Group
+from producer.cli.tables import Column, show
 from producer.cli.values import TypedValues
 
 if TYPE_CHECKING:
@@ -19,7 +19,17 @@ if TYPE_CHECKING:
 
 __all__ = ["capture_app", "capture_rows", "relay"]
 
-capture_app = typer.Typer(help="Install, remove and inspect change capture on SQL sources.", no_args_is_help=True)
+capture_app = typer.Typer(
+    help="Install, remove and inspect change capture on SQL sources.", no_args_is_help=True, cls=Group
+)
+#: The table of ``capture status`` and ``vectorsync status``: the counts and the lag whole.
+CAPTURE_COLUMNS = [
+    Column("collection"),
+    Column("capture"),
+    Column("pending", whole=True, right=True),
+    Column("lag", whole=True),
+    Column("problem"),
+]
 Name = Annotated[str, typer.Argument(help="a declared collection with a SQL source on PostgreSQL")]
 
 
@@ -73,10 +83,7 @@ def status() -> None:
     if not states:
         say("no collection asks for capture (collections.NAME.source.capture = 'trigger')")
         return
-    table = Table("collection", "capture", "pending", "lag", "problem", box=None, show_edge=False)
-    for row in capture_rows(states):
-        table.add_row(*(printable(value) for value in row))
-    out.print(table)
+    show(out, CAPTURE_COLUMNS, capture_rows(states), empty="")
 
 
 def capture_rows(states: list[CaptureState]) -> list[tuple[str, str, str, str, str]]:

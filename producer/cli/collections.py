@@ -9,10 +9,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from producer.cli.console import confirmed, guarded, open_collections, out, say
+from producer.cli.group import Group
 from producer.cli.safe_text import printable
+from producer.cli.tables import Column, show
 from producer.cli.values import TypedValues
 
 if TYPE_CHECKING:
@@ -20,7 +21,9 @@ if TYPE_CHECKING:
 
 __all__ = ["collections_app"]
 
-collections_app = typer.Typer(help="List, create, empty (reset) and drop collections.", no_args_is_help=False)
+collections_app = typer.Typer(
+    help="List, create, empty (reset) and drop collections.", no_args_is_help=False, cls=Group
+)
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="do not ask (needed when stdin is not a terminal)")]
 
 
@@ -65,10 +68,8 @@ def list_collections() -> None:
                         "not created" if count is None else f"{count:,}",
                     )
                 )
-    table = Table("collection", "source / chain", "generation", "chunks")
-    for row in rows:
-        table.add_row(*(printable(value) for value in row))  # names from the store and the settings
-    out.print(table)
+    columns = [Column("collection"), Column("source / chain"), Column("generation"), Column("chunks", right=True)]
+    show(out, columns, rows, empty="no collections: none is declared in the settings, and the store holds none")
     if any(row[3] == "not created" for row in rows):
         say("vectorsync init creates the declared collections that are missing (a worker does at its start)")
 

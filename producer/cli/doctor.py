@@ -20,21 +20,22 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, replace
-from typing import Annotated, Any, Literal
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.text import Text
 
 from producer.cli.console import open_producer, out
 from producer.cli.safe_text import printable
+from producer.cli.unset import all_unset, defaulted, unset
 from store.broker.queues import consumers_of
 from store.contract import QUEUES, REDIS_SCHEMES, WORKER_COMMAND
-from store.settings import Settings
-from store.settings.urls import without_credentials
-from store.vectors.backends import open_store
 
-__all__ = ["Check", "checks", "doctor", "render", "retrieval_checks", "to_json", "unset"]
+if TYPE_CHECKING:
+    from store.settings import Settings
+
+__all__ = ["Check", "checks", "doctor", "render", "retrieval_checks", "to_json"]
 
 Status = Literal["ok", "default", "warn", "fail"]
 #: The pgvector release that brought iterative index scans, which filtered search needs.
@@ -91,33 +92,6 @@ def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 1)
 
 
-def unset(settings: Settings, *keys: str) -> tuple[str, ...]:
-    """The settings of ``keys`` (``section.key``, or a top-level ``models``) that no settings file or
-    ``VECTORSYNC_*`` variable set: pydantic-settings' ``model_fields_set`` tells, section by section."""
-    left = []
-    for key in keys:
-        section, _, name = key.partition(".")
-        if section not in settings.model_fields_set or (
-            name and name not in getattr(settings, section).model_fields_set
-        ):
-            left.append(key)
-    return tuple(left)
-
-
-def _defaulted(check: Check, keys: tuple[str, ...]) -> Check:
-    """``check`` said to rest on defaults when every one of ``keys`` is unset: ``default`` instead of ``ok``."""
-    if not keys:
-        return check
-    note = f" (default: {' and '.join(keys)} not set in any settings file or VECTORSYNC_* variable)"
-    return replace(check, status="default" if check.status == "ok" else check.status, detail=check.detail + note)
-
-
-def _all_unset(settings: Settings, *keys: str) -> tuple[str, ...]:
-    """``keys`` when none of them is set, else nothing: a part placed by any one of them was configured."""
-    left = unset(settings, *keys)
-    return left if len(left) == len(keys) else ()
-
-
 def checks(settings: Settings, producer: Any) -> Iterator[Check]:
     """Every check, in order; each one runs when the previous has been reported."""
     os.environ.setdefault("PGCONNECT_TIMEOUT", CONNECT_SECONDS)  # libpq: a dead host fails fast
@@ -126,26 +100,26 @@ def checks(settings: Settings, producer: Any) -> Iterator[Check]:
         lambda: _broker(settings, producer),
         fix="start the broker, or fix broker.url (VECTORSYNC_BROKER__URL)",
     )
-    yield _defaulted(broker, unset(settings, "broker.url"))
-    yield _defaulted(
+    yield defaulted(broker, unset(settings, "broker.url"))
+    yield defaulted(
         _timed(
             "state database",
             lambda: _state(producer),
             fix="start PostgreSQL, or fix state.url (VECTORSYNC_STATE__URL; default: vectors.url)",
         ),
-        _all_unset(settings, "state.url", "vectors.url"),
+        all_unset(settings, "state.url", "vectors.url"),
     )
-    yield _defaulted(
+    yield defaulted(
         _timed(
             f"vector store ({settings.vectors.store})",
             lambda: _store(settings),
             fix="start it, or fix vectors.url (VECTORSYNC_VECTORS__URL)",
         ),
-        _all_unset(settings, "vectors.store", "vectors.url"),
+        all_unset(settings, "vectors.store", "vectors.url"),
     )
     cache = _cache(settings)
     if cache is not None:
-        yield _defaulted(cache, _all_unset(settings, "cache.url", "broker.url"))
+        yield defaulted(cache, all_unset(settings, "cache.url", "broker.url"))
     yield from _models(settings)
     yield from retrieval_checks(settings)
     yield from _capture(settings)
@@ -224,6 +198,7 @@ def _state(producer: Any) -> str:
 
 
 def _store(settings: Settings) -> str:
+    from store.vectors.backends import open_store
 
     with open_store(settings) as store:
         names = store.list_collections()
@@ -237,6 +212,13 @@ def _store(settings: Settings) -> str:
                 )
             detail = f"pgvector {version}, {detail}"
     return f"{detail} at {without_credentials(settings.vectors.url or 'memory')}"
+
+
+def without_credentials(url: str) -> str:
+    """``url`` as a message may show it (``store.settings.urls``, imported here: it loads the settings)."""
+    from store.settings.urls import without_credentials as shown
+
+    return shown(url)
 
 
 def _pgvector_version(store: Any) -> str:
@@ -307,7 +289,7 @@ def _models(settings: Settings) -> Iterator[Check]:
             status=required,
             fix=f"check models.{name} (base_url, api_key_env, model) and that the endpoint is up",
         )
-        yield _defaulted(check, _all_unset(settings, "embeddings.chain", "models") if name == DEFAULT_ENTRY else ())
+        yield defaulted(check, all_unset(settings, "embeddings.chain", "models") if name == DEFAULT_ENTRY else ())
 
 
 def retrieval_checks(settings: Settings) -> Iterator[Check]:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
-from rich.table import Table
 
 from producer.cli.console import err, guarded, out, say
 from producer.cli.safe_text import printable
+from producer.cli.tables import Column, show
 
 if TYPE_CHECKING:
     from store.vectors import SearchMode
@@ -60,28 +60,17 @@ def evaluate(
     if as_json:
         print(json.dumps(report.as_dict(), indent=2))
         return
-    table = Table(
-        "mode",
-        "queries",
-        f"recall@{k}",
-        f"MRR@{k}",
-        f"nDCG@{k}",
-        "p50 ms",
-        "p95 ms",
-        title=f"{printable(collection)}: {len(labelled)} queries from {printable(queries.name)}",
-    )
-    for row in report.modes:
-        table.add_row(
-            row.mode,
-            str(row.queries),
-            f"{row.recall:.3f}",
-            f"{row.mrr:.3f}",
-            f"{row.ndcg:.3f}",
-            f"{row.p50_ms:.1f}",
-            f"{row.p95_ms:.1f}",
-        )
-    out.print(table)
+    say(f"{printable(collection)}: {len(labelled)} queries from {printable(queries.name)}")
+    headers = ("queries", f"recall@{k}", f"MRR@{k}", f"nDCG@{k}", "p50 ms", "p95 ms")
+    figures = [_figures(row) for row in report.modes]
+    show(out, [Column("mode"), *(Column(h, whole=True, right=True) for h in headers)], figures, empty="no mode ran")
     say(
         "recall: share of the relevant records in the first k; MRR: 1/rank of the first; nDCG: rank-discounted "
         "gain over the ideal (docs/evaluation.md)"
     )
+
+
+def _figures(row: Any) -> tuple[str, ...]:
+    """A mode's row: its queries, recall, MRR and nDCG to 3 places, p50 and p95 to 0.1 ms."""
+    scores = (f"{value:.3f}" for value in (row.recall, row.mrr, row.ndcg))
+    return (row.mode, str(row.queries), *scores, f"{row.p50_ms:.1f}", f"{row.p95_ms:.1f}")

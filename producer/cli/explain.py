@@ -11,13 +11,12 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich import box
-from rich.table import Table
 from rich.text import Text
 
 from producer.cli.console import guarded, out, say, short, styled, where
-from producer.cli.safe_text import cell, printable
+from producer.cli.safe_text import printable
 from producer.cli.search import parse_filter
+from producer.cli.tables import Column, show
 from store.calls.tokens import estimate_tokens
 
 if TYPE_CHECKING:
@@ -121,25 +120,26 @@ def render(facts: Facts) -> None:
     ):
         say(f"{label:<8} {line}")
     if facts.chunks:
-        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
-        for column in ("chunk", "tokens", "text", "model", "written"):
-            table.add_column(column, overflow="fold")
-        for chunk in facts.chunks:
-            written = f"{chunk.written_at:%Y-%m-%d %H:%M:%S}" if chunk.written_at else "-"
-            table.add_row(
-                cell(chunk.id),
+        rows = [
+            (
+                chunk.id,
                 f"~{estimate_tokens(chunk.text)}",
                 Text(short(chunk.text, TEXT_CHARS)),
-                cell(chunk.model or "-"),
-                written,
+                chunk.model or "-",
+                f"{chunk.written_at:%Y-%m-%d %H:%M:%S}" if chunk.written_at else "-",
             )
-        out.print(table)
+            for chunk in facts.chunks
+        ]
+        columns = [Column("chunk", whole=True), Column("tokens", whole=True), Column("text"), Column("model")]
+        show(out, [*columns, Column("written")], rows, empty="")
     else:
         say("chunks   none stored")
     for note in facts.notes:
         say(f"note: {printable(note)}")
     verdict = facts.verdict
-    out.print(styled(("verdict:", "bold"), f" {printable(verdict.line)}"), highlight=False)
+    out.print(
+        styled(("verdict:", "bold"), f" {printable(verdict.line)}"), highlight=False, soft_wrap=not out.is_terminal
+    )
 
 
 def to_json(facts: Facts) -> str:

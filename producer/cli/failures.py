@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from producer.cli.console import errors, guarded, open_producer, out, short
 from producer.cli.safe_text import cell
+from producer.cli.tables import Column, show
 
 __all__ = ["failures"]
 
@@ -27,16 +27,12 @@ def failures(
         where = f" in {cell(collection)}" if collection is not None else ""
         out.print(f"no failed records{where}: nothing to retry" if retry else f"no failed records{where}")
         return
-    table = Table("collection", "record", "attempts", "last seen", "error")
-    for f in found:
-        table.add_row(
-            cell(f.collection),
-            cell(f.record_id),
-            str(f.attempts),
-            f.last_seen.strftime("%Y-%m-%d %H:%M:%S"),
-            short(f.error, 100),
-        )
-    out.print(table)
+    columns = [Column("collection"), Column("record", whole=True), Column("attempts", whole=True)]
+    rows = [
+        (f.collection, f.record_id, str(f.attempts), f.last_seen.strftime("%Y-%m-%d %H:%M:%S"), short(f.error, 100))
+        for f in found
+    ]
+    show(out, [*columns, Column("last seen"), Column("error")], rows, empty="no failed records")
     if retry:
         sent = pushed = 0
         for f in found:

@@ -8,11 +8,10 @@ from dataclasses import asdict
 from typing import Annotated
 
 import typer
-from rich import box
-from rich.table import Table
 
 from producer.cli.console import confirmed, guarded, out, say
-from producer.cli.safe_text import cell, printable
+from producer.cli.safe_text import printable
+from producer.cli.tables import Column, show
 
 __all__ = ["forget"]
 
@@ -37,10 +36,8 @@ def forget(
     if as_json:
         print(json.dumps(asdict(receipt), ensure_ascii=True))
         return
-    table = Table(box=box.SIMPLE, title=f"forgot {len(receipt.record_ids)} record(s) of {printable(collection)}")
-    for name in ("place", "held", "removed", "note"):
-        table.add_column(name, justify="right" if name in ("held", "removed") else "left")
-    for place in receipt.places:
-        table.add_row(cell(place.place), str(place.held), str(place.removed), cell(place.note))
-    out.print(table)
+    say(f"forgot {len(receipt.record_ids)} record(s) of {printable(collection)}")
+    counts = [Column(header, whole=True, right=True) for header in ("held", "removed")]
+    rows = [(place.place, str(place.held), str(place.removed), place.note) for place in receipt.places]
+    show(out, [Column("place"), *counts, Column("note")], rows, empty="no place holds anything of them")
     say("the source is yours: a record still there comes back at the next reindex, so delete it there first")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
@@ -12,8 +12,10 @@ from rich.text import Text
 from producer.cli.console import err, guarded, out, styled
 from producer.cli.safe_text import printable
 from store.broker.queues import consumers_of
-from store.contract import BULK_QUEUE, WORKER_COMMAND
-from store.state.ledger import RunProgress, RunStatus
+from store.contract import BULK_QUEUE, WORKER_COMMAND, RunStatus
+
+if TYPE_CHECKING:
+    from store.state.ledger import RunProgress
 
 __all__ = ["BuildLook", "follow", "follow_bulk", "index_builds", "summary", "warn_if_no_consumer"]
 

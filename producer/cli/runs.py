@@ -7,11 +7,12 @@ from typing import Annotated
 import typer
 
 from producer.cli.console import guarded, open_producer, out
+from producer.cli.group import Group
 from producer.cli.safe_text import printable
 
 __all__ = ["resume", "runs_app"]
 
-runs_app = typer.Typer(help="Act on runs: resume a paused one.", no_args_is_help=True)
+runs_app = typer.Typer(help="Act on runs: resume a paused one.", no_args_is_help=True, cls=Group)
 
 
 @runs_app.command()

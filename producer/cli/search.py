@@ -6,11 +6,10 @@ import json
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
 from producer.cli.console import err, guarded, out, short, styled
-from producer.cli.safe_text import cell, printable
+from producer.cli.safe_text import printable
+from producer.cli.tables import Column, show
 
 __all__ = ["MODE_HELP", "parse_filter", "parse_mode", "search", "warn_unknown"]
 
@@ -34,11 +33,10 @@ def search(
         return run_search(collection, query, filter=parsed, limit=limit, min_score=min_score, mode=parse_mode(mode))
 
     matches = guarded(go)
-    table = Table("score", "id", "text", "metadata")
-    for m in matches:
-        # Stored data is printed literally, escaped: "[/b]" or "[link=...]" is text, ESC is shown as \x1b.
-        table.add_row(f"{m.score:.3f}", cell(m.id), Text(short(m.text, 80)), Text(short(json.dumps(m.metadata), 60)))
-    out.print(table)
+    # Stored data is printed literally, escaped: "[/b]" or "[link=...]" is text, ESC is shown as \x1b.
+    rows = [(f"{m.score:.3f}", m.id, short(m.text, 80), short(json.dumps(m.metadata), 60)) for m in matches]
+    columns = [Column("score", whole=True), Column("id", whole=True), Column("text"), Column("metadata")]
+    show(out, columns, rows, empty=f"no matches in {collection}")
     if matches.unknown_fields:
         warn_unknown(collection, matches.unknown_fields)
 

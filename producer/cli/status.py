@@ -5,10 +5,11 @@ A running run is *stalled* at once when no worker consumes its queue (the
 broker says so as it is asked, as ``reindex --wait`` warns at once), and, with
 workers consuming it, when its progress has not moved for
 ``worker.stall_seconds`` and either its queue holds work that nothing takes, or
-nothing is queued, running or moving (its messages were lost). The tables fit an 80-column terminal: long values wrap,
-ids are shown as their shortest unique prefix (at least 8 characters, which
-``vectorsync status PREFIX`` accepts), and ``--json`` gives everything in full. Each run shows the tokens and
-cost its model calls were counted at (``store.calls.spend``), "estimate" where some tokens are the estimate.
+nothing is queued, running or moving (its messages were lost). The tables fit an 80-column terminal without
+cutting a word or a number (``producer.cli.tables``), ids are shown as their shortest unique prefix (at least 8
+characters, which ``vectorsync status PREFIX`` accepts), and ``--json`` gives everything in full. Each run shows
+the tokens and cost its model calls were counted at (``store.calls.spend``), "estimate" where some tokens are the
+estimate.
 """
 
 from __future__ import annotations
@@ -20,27 +21,36 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich import box
-from rich.table import Table
 from rich.text import Text
 
-from producer.cli.capture import capture_rows
+from producer.cli.capture import CAPTURE_COLUMNS, capture_rows
 from producer.cli.console import guarded, open_producer, out, say
 from producer.cli.progress import index_builds
-from producer.cli.safe_text import cell, printable
+from producer.cli.safe_text import printable
+from producer.cli.tables import Column, show
 from store.broker.queues import QueueState, WorkerState
 from store.calls.spend import Spent, total
-from store.contract import BULK_QUEUE, WORKER_COMMAND
-from store.state.ledger import RunProgress, RunStatus
+from store.contract import BULK_QUEUE, WORKER_COMMAND, RunStatus
 
 if TYPE_CHECKING:
     from store.broker.freshness_log import Freshness
     from store.capture.control import CaptureState
+    from store.state.ledger import RunProgress
 
 __all__ = ["Snapshot", "render", "short_ids", "snapshot", "spent_cells", "stall_reason", "status", "to_json"]
 
 #: Characters of a run id shown at the least.
 MIN_ID_CHARS = 8
+#: The runs table: the id, the numbers and the start are never wrapped; names and tokens wrap between words.
+RUN_COLUMNS = [
+    Column("run", whole=True),
+    Column("collection"),
+    Column("kind"),
+    Column("status"),
+    *(Column(header, whole=True) for header in ("progress", "failed")),
+    Column("tokens"),
+    *(Column(header, whole=True) for header in ("cost", "started")),
+]
 
 
 def status(
@@ -184,23 +194,13 @@ def _age(seconds: float | None) -> str:
     return f"{seconds / 60:.0f}m" if seconds < 7200 else f"{seconds / 3600:.0f}h"
 
 
-def _table(*columns: str) -> Table:
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    return table
-
-
 def render(view: Snapshot) -> None:
     """Print the snapshot as tables; data is printed literally (never read as markup)."""
     _render_broker(view)
     _render_runs(view)
     _render_builds(view)
     if view.capture:
-        captured = _table("captured", "capture", "pending", "lag", "problem")
-        for row in capture_rows(view.capture):
-            captured.add_row(*(cell(value) for value in row))
-        out.print(captured)
+        show(out, [Column("captured"), *CAPTURE_COLUMNS[1:]], capture_rows(view.capture), empty="")
     _render_freshness(view)
 
 
@@ -215,26 +215,25 @@ def _render_freshness(view: Snapshot) -> None:
     changed = [f for f in view.freshness if f.changes]
     if not changed:
         return
-    table = _table("collection", "changes (1h)", "fresh p50", "fresh p95")
-    for f in changed:
-        table.add_row(cell(f.collection), str(f.changes), _seconds(f.p50), _seconds(f.p95))
-    out.print(table)
+    columns = [Column("collection"), *(Column(h, whole=True) for h in ("changes (1h)", "fresh p50", "fresh p95"))]
+    show(out, columns, [(f.collection, str(f.changes), _seconds(f.p50), _seconds(f.p95)) for f in changed], empty="")
 
 
 def _render_broker(view: Snapshot) -> None:
     if view.workers is not None:
-        workers = _table("worker", "queues", "active")
-        for w in view.workers:
-            workers.add_row(cell(w.name), cell(", ".join(w.queues) or "-"), str(w.active))
-        if view.workers:
-            out.print(workers)
-        else:
-            say(f"no worker answers: start one with `{WORKER_COMMAND}`")
+        show(
+            out,
+            [Column("worker"), Column("queues"), Column("active", whole=True)],
+            [(w.name, ", ".join(w.queues) or "-", str(w.active)) for w in view.workers],
+            empty=f"no worker answers: start one with `{WORKER_COMMAND}`",
+        )
     if view.queues is not None:
-        queues = _table("queue", "waiting", "oldest", "consumers")
-        for q in view.queues:
-            queues.add_row(cell(q.name), str(q.depth), _age(q.oldest_seconds), str(len(q.consumers)))
-        out.print(queues)
+        show(
+            out,
+            [Column("queue"), *(Column(header, whole=True) for header in ("waiting", "oldest", "consumers"))],
+            [(q.name, str(q.depth), _age(q.oldest_seconds), str(len(q.consumers))) for q in view.queues],
+            empty="no queues: the broker holds none of vectorsync's yet",
+        )
     if view.broker_error:
         say(printable(view.broker_error))
 
@@ -249,22 +248,22 @@ def spent_cells(spent: Spent | None) -> tuple[str, str]:
 
 def _render_runs(view: Snapshot) -> None:
     ids = short_ids([r.run_id for r, _ in view.runs])
-    runs = _table("run", "collection", "kind", "status", "progress", "failed", "tokens", "cost", "started")
-    runs.columns[0].no_wrap = True  # an id is what a reader copies: whole, the other cells fold around it
+    rows = []
     for run, stalled in view.runs:
         progress = f"{run.processed}/{run.total if run.total is not None else '?'}"
-        status = Text("stalled", style="red") if stalled else Text(str(run.status))
-        runs.add_row(
-            cell(ids[run.run_id]),
-            cell(run.collection),
-            cell(run.kind),
-            status,
-            progress,
-            str(run.failed),
-            *spent_cells(view.spend.get(run.run_id)),
-            run.started_at.strftime("%m-%d %H:%M"),
+        rows.append(
+            (
+                ids[run.run_id],  # an id is what a reader copies: whole, as every number here
+                run.collection,
+                run.kind,
+                Text("stalled", style="red") if stalled else Text(str(run.status)),
+                progress,
+                str(run.failed),
+                *spent_cells(view.spend.get(run.run_id)),
+                run.started_at.strftime("%m-%d %H:%M"),
+            )
         )
-    out.print(runs)
+    show(out, RUN_COLUMNS, rows, empty="no runs yet: `vectorsync reindex NAME` starts one")
     for run, stalled in view.runs:
         if stalled:
             say(f"{_run(run, ids)} is stalled: {printable(stalled)}")

@@ -48,7 +48,7 @@ def test_vectorsync_eval_prints_a_table_per_mode_and_json(tmp_path: Path, postgr
     lines = shown.stdout.splitlines()
     assert any("recall@3" in line and "MRR@3" in line and "nDCG@3" in line for line in lines)
     for mode in ("vector", "keyword", "hybrid"):
-        assert any(line.split("│")[1:2] == [f" {mode} "] or f"│ {mode} " in line for line in lines), mode
+        assert any(line.split()[:1] == [mode] for line in lines), mode
 
     as_json = json.loads(
         run_cli(config, "eval", collection, "-q", str(queries), "--modes", "keyword,vector", "--json").stdout
