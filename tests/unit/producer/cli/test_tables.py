@@ -20,12 +20,9 @@ from store.broker.freshness_log import Freshness
 from store.broker.queues import QueueState, WorkerState
 from store.calls.spend import Spent
 from store.capture.control import CaptureState
-from store.client import Client
 from store.contract import RunStatus
 from store.explain import Facts, SourceFacts
-from store.process.defaults import use_client
 from store.retrieval.matches import Matches
-from store.settings import load_settings
 from store.state.ledger import MemoryLedger, RunProgress
 from store.vectors.records import StoredChunk, VectorMatch
 
@@ -91,23 +88,6 @@ def test_status_says_none_where_a_table_would_be_empty(printed: io.StringIO) -> 
     status.render(status.Snapshot(workers=[WorkerState(WORKER, (), 0)], queues=[], runs=[]))
     text = printed.getvalue()
     assert "no queues" in text and "no runs" in text and "run  collection" not in text, text
-
-
-@pytest.fixture
-def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MemoryLedger]:
-    """The CLI's default client over a memory ledger."""
-    config = tmp_path / "vectorsync.toml"
-    config.write_text(
-        '[vectors]\nstore = "memory"\ndimensions = 8\n[embeddings]\ncache_ttl_days = 0\n'
-        '[broker]\nurl = "memory://"\ncoalesce_seconds = 0\n[collections.notes]\nsource = { kind = "push" }\n'
-    )
-    monkeypatch.setenv("VECTORSYNC_CONFIG", str(config))
-    memory = MemoryLedger()
-    client = Client(load_settings(config), ledger=memory)
-    previous = use_client(client)
-    yield memory
-    use_client(previous)
-    client.close()
 
 
 def test_failures_at_80_columns_cut_no_word_or_number(ledger: MemoryLedger, printed: io.StringIO) -> None:
