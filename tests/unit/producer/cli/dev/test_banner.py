@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -68,3 +69,46 @@ def test_the_suggested_docs_search_finds_the_topic_it_promises(model: str) -> No
     asked = np.array(provider.embed_batch([query])[0], dtype=float)
     best = int(np.argmax(vectors @ (asked / np.linalg.norm(asked))))
     assert chunks[best][0] == promised
+
+
+#: The printout's searches of the notes (query, filter) and a word of what each promises, in every note it finds first.
+TRY_NOTES = [
+    ("customer worried about onboarding time", {"kind": "call", "owner": "Dana"}, "onboarding"),
+    ("discount", {"created_at": {"$gte": "2026-11-01"}}, "discount"),
+    (TRY_QUERY, {}, "Zurich"),  # once the printout's psql UPDATE ran
+]
+
+
+@pytest.mark.parametrize(("query", "where", "promised"), TRY_NOTES, ids=[q for q, _, _ in TRY_NOTES])
+def test_the_suggested_note_searches_find_what_they_promise(
+    query: str, where: dict[str, object], promised: str
+) -> None:
+    """The printout's searches of crm_notes, over the sample notes the filter keeps, chunked and embedded as the dev
+    system does with the fake model: the note found first says what the search promises (and each is printed)."""
+    import numpy as np
+
+    from producer.cli.dev.config import DIMENSIONS
+    from producer.cli.dev.corpus import crm_rows
+    from store.embeddings.providers import build_provider
+    from store.settings import ModelSettings
+    from store.vectors.filters import Filter
+    from worker.pipeline.chunker import Chunker
+
+    assert query in printed(True, None)
+    provider = build_provider("fake", ModelSettings(provider="fake", model="fake", dimensions=DIMENSIONS))
+    keep = Filter.from_dict(where) if where else None
+    changed = re.fullmatch(r"UPDATE crm_notes SET body = '(.+)' WHERE id = (\d+)", TRY_UPDATE)
+    assert changed is not None
+    rows = [{**row, "body": changed[1]} if row["id"] == int(changed[2]) else row for row in crm_rows()]
+    chunker = Chunker(128, 16)
+    notes = [
+        (row["body"], chunk.text)
+        for row in rows
+        if keep is None or keep.matches({**row, "created_at": row["created_at"].isoformat()})
+        for chunk in chunker.chunks(f"{row['title']}\n\n{row['body']}")
+    ]
+    vectors = np.array(provider.embed_batch([chunk for _, chunk in notes]), dtype=float)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    asked = np.array(provider.embed_batch([query])[0], dtype=float)
+    best = int(np.argmax(vectors @ (asked / np.linalg.norm(asked))))
+    assert promised in notes[best][0], notes[best][0]
