@@ -24,7 +24,7 @@ __all__ = ["Column", "layout", "show"]
 
 #: A table's cell: plain text (escaped as it is printed) or a styled Text.
 Cell = str | Text
-#: Spaces between two columns: a space of padding on each side.
+#: Spaces between two columns.
 GAP = 2
 
 
@@ -75,8 +75,12 @@ def layout(columns: Sequence[Column], rows: Sequence[Sequence[Cell]], *, width: 
     room = width - GAP * (len(columns) - 1)
     if sum(needs) > room:
         return None
-    table = Table(box=None, pad_edge=False, padding=(0, 1))
-    for column, size in zip(columns, _shares(needs, wants, room), strict=True):
+    # The gap between columns is a column of its own: rich before 14.3 gave a padded column of a set width one
+    # cell less (the id "…885#0" lost its last character), a column without padding gets exactly its width.
+    table = Table(box=None, pad_edge=False, padding=0)
+    for index, (column, size) in enumerate(zip(columns, _shares(needs, wants, room), strict=True)):
+        if index:
+            table.add_column("", width=GAP, no_wrap=True)
         table.add_column(
             column.header,
             width=size,
@@ -85,8 +89,16 @@ def layout(columns: Sequence[Column], rows: Sequence[Sequence[Cell]], *, width: 
             justify="right" if column.right else "left",
         )
     for row in texts:
-        table.add_row(*row)
+        table.add_row(*_gapped(row))
     return table
+
+
+def _gapped(row: Sequence[Text]) -> list[Text]:
+    """``row`` with an empty cell in each gap column."""
+    cells: list[Text] = []
+    for index, value in enumerate(row):
+        cells.extend([Text(), value] if index else [value])
+    return cells
 
 
 def show(console: Console, columns: Sequence[Column], rows: Sequence[Sequence[Cell]], *, empty: str) -> None:
