@@ -16,7 +16,9 @@ What tests/unit/docs and tests/integration/docs hold every example to, by the fe
 The line before a fence may mark its block, as an HTML comment (neither GitHub nor MkDocs shows it):
 
 - ``<!-- fragment: why -->``: not run, on purpose (a Python fragment is still parsed, a TOML one still read
-  as TOML); the reason says what it would need. Keep fragments a small minority.
+  as TOML, a ``bash`` one's lines still parsed but left out of the README's run against the demo of
+  ``vectorsync dev``, tests/integration/docs/test_readme_on_demo.py); the reason says what it would need.
+  Keep fragments a small minority.
 - ``<!-- integration: what it needs -->``: tests/integration/docs runs it (PostgreSQL, a process of its own),
   not tests/unit/docs.
 """
@@ -121,10 +123,12 @@ def run_python(block: Block, namespace: dict[str, Any]) -> None:
 
 @dataclass(frozen=True)
 class CommandLine:
-    """A ``vectorsync`` command an example shows: where, and its arguments after ``vectorsync``."""
+    """A ``vectorsync`` command an example shows: where, its arguments after ``vectorsync``, and its block's
+    mark."""
 
     where: str
     args: list[str]
+    mark: str | None = None
 
 
 def command_lines(*langs: str) -> list[CommandLine]:
@@ -140,7 +144,7 @@ def command_lines(*langs: str) -> list[CommandLine]:
                 line = line[2:]
             args = _vectorsync_args(line, synopsis=block.lang == "text")
             if args is not None:
-                found.append(CommandLine(f"{block.page}:{block.line + offset}", args))
+                found.append(CommandLine(f"{block.page}:{block.line + offset}", args, block.mark))
     return found
 
 

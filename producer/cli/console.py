@@ -61,7 +61,7 @@ def errors() -> Iterator[None]:
     try:
         yield
     except VectorsyncError as exc:
-        error(str(exc) + _unread())
+        error(_unread() + str(exc))
         raise typer.Exit(2) from None
     except Exception as exc:
         from kombu.exceptions import OperationalError
@@ -73,9 +73,16 @@ def errors() -> Iterator[None]:
 
 
 def _unread() -> str:
-    """What an error adds when the command read no settings file: where it looked (every value was a default)."""
+    """What an error starts with when the command read no settings file: where it looked and the fix, first,
+    since the setting it then names is missing only because every value was a default."""
     where = found()
-    return "" if where.path is not None or where == NOT_LOOKED else f" (no settings file read: {where.how})"
+    if where.path is not None or where == NOT_LOOKED:
+        return ""
+    return (
+        f"no settings file read: {where.how}; run it from the folder of yours (or of the checkout where "
+        "`vectorsync dev` runs), or name it: VECTORSYNC_CONFIG=path/to/vectorsync.toml. With every setting at "
+        "its default: "
+    )
 
 
 def guarded(action: Callable[[], T]) -> T:

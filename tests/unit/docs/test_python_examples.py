@@ -50,6 +50,8 @@ metadata = ["kind", "owner_id", "workspace_id", "created_at"]
 updated_at = "updated_at"
 """
 PUSHED = '\n[collections.{name}.source]\nkind = "push"\n'
+#: The README's collection: the demo's (``vectorsync dev``, producer/cli/dev/config.py), over the same table.
+DEMO_NOTES = CRM_NOTES.replace("activity_notes", "crm_notes")
 #: Records the pages' searches find: (id, text, metadata).
 INDEXED = [
     (
@@ -185,7 +187,7 @@ def in_the_test_kit(folder: Path, db: str, stack: ExitStack) -> dict[str, Any]:
 
 #: Each page with python examples: its settings after BASE (``{db}``: the CRM's URL) and the names it assumes.
 SETTINGS: dict[str, tuple[str, Callable[[Path, str, ExitStack], dict[str, Any]]]] = {
-    "README.md": (CRM_NOTES + PUSHED.replace("{name}", "uploads"), app_objects),
+    "README.md": (DEMO_NOTES + PUSHED.replace("{name}", "uploads"), app_objects),
     "docs/store.md": (CRM_NOTES + PUSHED.replace("{name}", "notes"), store_names),
     "docs/filters.md": (
         CRM_NOTES + '\n[collections.activity_notes]\nrequired_filter = ["workspace_id"]\n'

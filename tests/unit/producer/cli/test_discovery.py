@@ -46,7 +46,11 @@ def test_with_no_file_anywhere_an_error_says_where_it_looked(tmp_path: Path, mon
     failed = CliRunner().invoke(app, ["status"])
     assert failed.exit_code == 2
     assert "no settings file read: looked for --config, VECTORSYNC_CONFIG, ./vectorsync.toml" in failed.output
-    assert ".vectorsync-dev/vectorsync.toml here and in the folders above" in " ".join(failed.output.split())
+    said = " ".join(failed.output.split())
+    assert ".vectorsync-dev/vectorsync.toml here and in the folders above" in said
+    # The fix first, on the one line: the setting named after it is missing only because no file was read.
+    assert said.startswith("error: no settings file read:"), said
+    assert "or name it: VECTORSYNC_CONFIG=path/to/vectorsync.toml. With every setting at its default: " in said
 
 
 def test_a_command_says_it_reads_the_dev_file_and_no_error_blames_a_missing_one(nested: Path) -> None:
