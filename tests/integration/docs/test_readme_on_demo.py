@@ -29,6 +29,9 @@ from producer.cli.dev.banner import SERVING
 from tests.docs_examples import CommandLine, blocks, command_lines, run_python
 from tests.workers import child_env
 
+#: One demo for the module: its tests run on one xdist worker, else each worker would start a dev system.
+pytestmark = pytest.mark.xdist_group("readme-demo")
+
 README = "README.md"
 #: The README's ``vectorsync`` lines that run on the demo.
 LINES = [c for c in command_lines("bash", "console") if c.where.startswith(f"{README}:") and c.mark != "fragment"]
