@@ -123,9 +123,7 @@ class Embeddings:
         found = self._known(unique, reuse, scope=scope)
         misses = [text for text in unique if text not in found]
         if misses:
-            made = self._from_chain(misses)
-            self._to_cache(made, scope)
-            found.update(made)
+            found.update(self._from_chain(misses, scope=scope))
         return [found[text] for text in texts]
 
     @property
@@ -156,9 +154,7 @@ class Embeddings:
         if batches and len(batches[-1]) < self.call_size:
             left = [misses[index] for index in batches.pop()]
         if batches:
-            made = self._from_chain(misses[: batches[-1].stop], batches=batches)
-            self._to_cache(made, scope)
-            found.update(made)
+            found.update(self._from_chain(misses[: batches[-1].stop], batches=batches, scope=scope))
         return found, left
 
     def close(self) -> None:
@@ -200,15 +196,23 @@ class Embeddings:
             self.stats.add("cache_misses", amount=len(texts) - len(found))
         return found
 
-    def _from_chain(self, texts: list[str], *, batches: list[range] | None = None) -> dict[str, Embedding]:
+    def _from_chain(
+        self, texts: list[str], *, batches: list[range] | None = None, scope: str = ""
+    ) -> dict[str, Embedding]:
+        """Embed ``texts`` in provider calls (``batches`` of their indexes), each call's vectors cached as soon as
+        it answers: when a later call fails or would pass a run's budget, what was bought stays bought, and the
+        retry or the resumed run finds it in the cache instead of paying for it again."""
         if batches is None:
             batches = plan_batches(
                 texts, batch_size=self.batch_size, limits=self.chain.limits, model=self.chain.providers[0].model
             )
 
         def embed(batch: range) -> list[Embedding]:
-            vectors, model = self.chain.embed_batch([texts[index] for index in batch])
-            return [Embedding(vector, model) for vector in vectors]
+            sent = [texts[index] for index in batch]
+            vectors, model = self.chain.embed_batch(sent)
+            made = [Embedding(vector, model) for vector in vectors]
+            self._to_cache(dict(zip(sent, made, strict=True)), scope)
+            return made
 
         embeddings = run_batches(batches, embed, parallelism=self.parallelism)
         return dict(zip(texts, embeddings, strict=True))

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -159,10 +160,11 @@ def run(bin: Path, *args: str, cwd: Path, env: dict[str, str], timeout: float = 
 
 
 def search_rows(output: str) -> list[list[str]]:
-    """The rows of ``vectorsync search``'s table: [score, id, text, metadata], best first."""
+    """The rows of ``vectorsync search``'s table: [score, id, text, metadata], best first (a row on one line: the
+    table is printed at the pipe's width, wide enough for these short notes)."""
     rows = []
     for line in output.splitlines():
-        cells = [cell.strip() for cell in line.strip().strip("│┃").split("│")]
+        cells = re.split(r"\s{2,}", line.strip())  # plain columns, two spaces apart at the least
         if len(cells) == 4:
             try:
                 float(cells[0])

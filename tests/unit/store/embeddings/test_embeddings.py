@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import fakeredis
 import pytest
 
 from store.embeddings import Embedding, Embeddings
+from store.embeddings.cache import EmbeddingCache
 from store.embeddings.providers.fake import hash_embed
-from store.errors import ConfigError
+from store.errors import ConfigError, EmbeddingError
 from store.settings import Settings
 from store.vectors.backends import memory_store
 from store.vectors.base import QueryEmbedder
@@ -80,3 +82,22 @@ def test_the_vector_space_has_one_name_and_no_deprecated_alias() -> None:
     embeddings = Embeddings.from_settings(Settings.model_validate({"embeddings": {"cache_ttl_days": 0}}))
     assert embeddings.space == embeddings.chain.space == "fake"
     assert not hasattr(embeddings, "model") and not hasattr(embeddings.chain, "model")
+
+
+def test_each_call_s_vectors_are_cached_as_it_answers_so_a_later_failure_buys_nothing_twice(
+    fake_openai: FakeOpenAI,
+) -> None:
+    """Three calls of two texts, the third refused: the first two calls' vectors are in the cache, so embedding
+    the same texts again (a retry, a paused run resumed) sends only the third call's texts."""
+    chain = embeddings_for(fake_openai).chain
+    cache = EmbeddingCache(fakeredis.FakeRedis(), ttl_seconds=60)
+    embeddings = Embeddings(chain, cache=cache, batch_size=2, parallelism=1)
+    texts = ["a", "b", "c", "d", "e", "f"]
+    fake_openai.push()
+    fake_openai.push()
+    fake_openai.push(status=400, message="input is too long for this model")
+    with pytest.raises(EmbeddingError):
+        embeddings.embed_many(texts)
+    assert [r.inputs for r in fake_openai.requests] == [["a", "b"], ["c", "d"], ["e", "f"]]
+    assert embeddings.embed_many(texts) == [hash_embed(t, 8) for t in texts]
+    assert [r.inputs for r in fake_openai.requests[3:]] == [["e", "f"]]
