@@ -6,7 +6,7 @@ stored chunk keeps (``hashed_key``), so an erasure deletes it (``forget_many``).
 
 Values are float32 little-endian bytes (never pickle), so a cached vector comes
 back at float32 precision, the precision pgvector and Qdrant store anyway. A lookup is one MGET and
-a write one pipeline, whatever the number of texts. The cache only ever makes
+a write (a provider call's vectors) one pipeline, whatever the number of texts. The cache only ever makes
 things faster: any Redis error is logged (at most once a minute) and the
 cache is skipped for a short pause, so indexing goes on without it.
 """

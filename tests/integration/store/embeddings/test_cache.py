@@ -68,13 +68,17 @@ def test_only_misses_go_to_the_provider(fake_openai: FakeOpenAI, redis_url: str,
     assert [request.inputs for request in fake_openai.requests] == [["alpha", "beta"], ["gamma", "delta"]]
 
 
-def test_one_mget_and_one_pipeline_per_call(fake_openai: FakeOpenAI, redis_url: str, model_name: str) -> None:
+def test_one_mget_per_call_and_one_pipeline_per_provider_call(
+    fake_openai: FakeOpenAI, redis_url: str, model_name: str
+) -> None:
+    """The texts are looked up in one MGET; each provider call's vectors are written in one pipeline as it
+    answers, so what a call bought is kept even when a later call of the same batch fails."""
     embeddings = cached_embeddings(fake_openai, redis_url, model_name, batch_size=2)
     assert embeddings.cache is not None
     counting = CountingClient(embeddings.cache.client)
     embeddings.cache.client = counting
     embeddings.embed_many([f"text {i}" for i in range(9)])
-    assert (counting.mgets, counting.pipelines, fake_openai.calls) == (1, 1, 5)
+    assert (counting.mgets, counting.pipelines, fake_openai.calls) == (1, 5, 5)
 
 
 def test_keys_values_and_ttl(fake_openai: FakeOpenAI, redis_url: str, model_name: str) -> None:
