@@ -20,7 +20,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
@@ -28,14 +28,14 @@ from rich.text import Text
 
 from producer.cli.console import open_producer, out
 from producer.cli.safe_text import printable
-from producer.cli.unset import all_unset, defaulted, unset
+from producer.cli.unset import all_unset, unset
 from store.broker.queues import consumers_of
 from store.contract import QUEUES, REDIS_SCHEMES, WORKER_COMMAND
 
 if TYPE_CHECKING:
     from store.settings import Settings
 
-__all__ = ["Check", "checks", "doctor", "render", "retrieval_checks", "to_json"]
+__all__ = ["Check", "checks", "defaulted", "doctor", "render", "retrieval_checks", "to_json"]
 
 Status = Literal["ok", "default", "warn", "fail"]
 #: The pgvector release that brought iterative index scans, which filtered search needs.
@@ -90,6 +90,14 @@ def _timed(part: str, probe: Callable[[], str], *, fix: str, status: Status = "f
 
 def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 1)
+
+
+def defaulted(check: Check, keys: tuple[str, ...]) -> Check:
+    """``check`` said to rest on defaults when every one of ``keys`` is unset: ``default`` instead of ``ok``."""
+    if not keys:
+        return check
+    note = f" (default: {' and '.join(keys)} not set in any settings file or VECTORSYNC_* variable)"
+    return replace(check, status="default" if check.status == "ok" else check.status, detail=check.detail + note)
 
 
 def checks(settings: Settings, producer: Any) -> Iterator[Check]:

@@ -1,19 +1,14 @@
-"""What of the settings nobody chose: the keys no settings file or ``VECTORSYNC_*`` variable set, and a doctor
-check said to rest on such defaults (``default``, not ``ok``): a part that answers on a default is not a part
-anyone configured."""
+"""What of the settings nobody chose: the keys no settings file or ``VECTORSYNC_*`` variable set (doctor marks a
+part that answers on them ``default``, not ``ok``: a part that answers on a default is not one anyone configured)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from store.settings import Settings
 
-#: A doctor check (``producer.cli.doctor.Check``): a dataclass with ``status`` and ``detail``.
-C = TypeVar("C", bound=Any)
-
-__all__ = ["all_unset", "defaulted", "unset"]
+__all__ = ["all_unset", "unset"]
 
 
 def unset(settings: Settings, *keys: str) -> tuple[str, ...]:
@@ -27,14 +22,6 @@ def unset(settings: Settings, *keys: str) -> tuple[str, ...]:
         ):
             left.append(key)
     return tuple(left)
-
-
-def defaulted(check: C, keys: tuple[str, ...]) -> C:
-    """``check`` said to rest on defaults when every one of ``keys`` is unset: ``default`` instead of ``ok``."""
-    if not keys:
-        return check
-    note = f" (default: {' and '.join(keys)} not set in any settings file or VECTORSYNC_* variable)"
-    return replace(check, status="default" if check.status == "ok" else check.status, detail=check.detail + note)
 
 
 def all_unset(settings: Settings, *keys: str) -> tuple[str, ...]:

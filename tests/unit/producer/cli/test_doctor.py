@@ -7,8 +7,7 @@ import json
 
 import pytest
 
-from producer.cli.doctor import Check, render, to_json
-from producer.cli.unset import defaulted
+from producer.cli.doctor import Check, defaulted, render, to_json
 
 
 def test_a_healthy_part_on_defaults_is_marked_default_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,6 +5,7 @@ back; a run with nothing changed puts back nothing (the rules, on SQLite: tests/
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -22,13 +23,18 @@ def database(postgres_url: str) -> Iterator[str]:
         yield url
 
 
+def _connect(url: str) -> psycopg.Connection[tuple[Any, ...]]:
+    """A plain psycopg connection, as psql would make one (not through vectorsync)."""
+    return psycopg.connect(sa.engine.make_url(url).set(drivername="postgresql").render_as_string(False))
+
+
 def _bodies(url: str) -> dict[int, str]:
-    with psycopg.connect(sa.engine.make_url(url).set(drivername="postgresql").render_as_string(False)) as conn:
+    with _connect(url) as conn:
         return dict(conn.execute(f"SELECT id, body FROM {CRM_TABLE}").fetchall())
 
 
 def _run(url: str, statement: str) -> None:
-    with psycopg.connect(sa.engine.make_url(url).set(drivername="postgresql").render_as_string(False)) as conn:
+    with _connect(url) as conn:
         conn.execute(statement)
 
 

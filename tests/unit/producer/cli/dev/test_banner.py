@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,13 +39,21 @@ def test_without_serving_or_flower_it_says_so() -> None:
     assert "not running (pip install 'vectorsync[flower]')" in text
 
 
+def first_hit(provider: Any, texts: list[str], query: str) -> int:
+    """The index of the text ``query`` is closest to by cosine, embedded by ``provider`` as a search compares them."""
+    import numpy as np
+
+    vectors = np.array(provider.embed_batch(texts), dtype=float)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    asked = np.array(provider.embed_batch([query])[0], dtype=float)
+    return int(np.argmax(vectors @ (asked / np.linalg.norm(asked))))
+
+
 @pytest.mark.parametrize("model", ["fake", "local"])
 def test_the_suggested_docs_search_finds_the_topic_it_promises(model: str) -> None:
     """The printout's docs search, over the short help topics as the dev collection chunks them ("{topic}\\n\\n{body}",
     200 tokens) and embeds them with each dev model: its first match is the topic it promises. ("how do I open a
     file" found `numbers` with `fake` and `bltin-type-objects` with `local`: no short topic is about files.)"""
-    import numpy as np
-
     from producer.cli.dev.config import DIMENSIONS, choose_model
     from producer.cli.dev.corpus import topic_rows
     from store.embeddings.providers import build_provider
@@ -64,10 +73,7 @@ def test_the_suggested_docs_search_finds_the_topic_it_promises(model: str) -> No
         if all(row[key] == value for key, value in filter.items())
         for chunk in chunker.chunks(f"{row['topic']}\n\n{row['body']}")
     ]
-    vectors = np.array(provider.embed_batch([text for _, text in chunks]), dtype=float)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    asked = np.array(provider.embed_batch([query])[0], dtype=float)
-    best = int(np.argmax(vectors @ (asked / np.linalg.norm(asked))))
+    best = first_hit(provider, [text for _, text in chunks], query)
     assert chunks[best][0] == promised
 
 
@@ -85,8 +91,6 @@ def test_the_suggested_note_searches_find_what_they_promise(
 ) -> None:
     """The printout's searches of crm_notes, over the sample notes the filter keeps, chunked and embedded as the dev
     system does with the fake model: the note found first says what the search promises (and each is printed)."""
-    import numpy as np
-
     from producer.cli.dev.config import DIMENSIONS
     from producer.cli.dev.corpus import crm_rows
     from store.embeddings.providers import build_provider
@@ -107,8 +111,5 @@ def test_the_suggested_note_searches_find_what_they_promise(
         if keep is None or keep.matches({**row, "created_at": row["created_at"].isoformat()})
         for chunk in chunker.chunks(f"{row['title']}\n\n{row['body']}")
     ]
-    vectors = np.array(provider.embed_batch([chunk for _, chunk in notes]), dtype=float)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    asked = np.array(provider.embed_batch([query])[0], dtype=float)
-    best = int(np.argmax(vectors @ (asked / np.linalg.norm(asked))))
+    best = first_hit(provider, [chunk for _, chunk in notes], query)
     assert promised in notes[best][0], notes[best][0]
