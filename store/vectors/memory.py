@@ -57,7 +57,7 @@ class MemoryCollection(Collection):
     def _upsert(self, records: list[VectorRecord]) -> None:
         with self._lock:
             terms = self._term_index()
-            self._disown([r.id for r in records if r.id in self._records])
+            self._disown([r.id for r in records])  # a chunk written again may have changed owner
             self._records.update((r.id, r) for r in records)
             for r in records:
                 if (owner := _owner(r)) is not None:
