@@ -41,7 +41,7 @@ __all__ = ["Snapshot", "render", "short_ids", "snapshot", "spent_cells", "stall_
 
 #: Characters of a run id shown at the least.
 MIN_ID_CHARS = 8
-#: The runs table: the id, the numbers and the start are never wrapped; names and tokens wrap between words. A
+#: The runs table: the id and the numbers are never wrapped; names, tokens and the start wrap between words. A
 #: run's kind is said in its status where it is not a reindex ("reconcile done"): nine columns need ~90 of 80.
 RUN_COLUMNS = [
     Column("run", whole=True),
@@ -49,7 +49,8 @@ RUN_COLUMNS = [
     Column("status"),
     *(Column(header, whole=True) for header in ("progress", "failed")),
     Column("tokens"),
-    *(Column(header, whole=True) for header in ("cost", "started")),
+    Column("cost", whole=True),
+    Column("started"),  # "12-07 22:40": may wrap between the day and the time, never inside either
 ]
 
 
