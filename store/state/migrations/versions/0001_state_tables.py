@@ -8,9 +8,6 @@ revision, never an edit of this one.
 
 from __future__ import annotations
 
-import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
-
 from store.state.migrations.missing import ensure_table
 
 revision = "0001"
@@ -22,87 +19,111 @@ depends_on = None
 def upgrade() -> None:
     ensure_table(
         "vectorsync_ledger",
-        sa.Column("collection", sa.Text, primary_key=True),
-        sa.Column("record_id", sa.Text, primary_key=True),
-        sa.Column("content_hash", sa.Text, nullable=False),
-        sa.Column("model", sa.Text, nullable=False),
-        sa.Column("chunks", sa.Integer, nullable=False),
-        sa.Column("version", sa.BigInteger, nullable=False, server_default="0"),
-        sa.Column("stamp", sa.Text, nullable=False, server_default=""),
-        sa.Column("indexed_at", sa.DateTime(timezone=True), nullable=False),
+        """
+            collection text NOT NULL,
+            record_id text NOT NULL,
+            content_hash text NOT NULL,
+            model text NOT NULL,
+            chunks integer NOT NULL,
+            version bigint NOT NULL DEFAULT '0',
+            stamp text NOT NULL DEFAULT '',
+            indexed_at timestamp with time zone NOT NULL,
+            PRIMARY KEY (collection, record_id)
+        """,
     )
     ensure_table(
         "vectorsync_runs",
-        sa.Column("run_id", sa.Text, primary_key=True),
-        sa.Column("collection", sa.Text, nullable=False),
-        sa.Column("status", sa.Text, nullable=False),
-        sa.Column("kind", sa.Text, nullable=False, server_default="reindex"),
-        sa.Column("full", sa.Boolean, nullable=False),
-        sa.Column("total", sa.Integer),
-        sa.Column("batches", sa.Integer),
-        sa.Column("deferred_index", sa.Boolean, nullable=False, server_default=sa.false()),
-        sa.Column("error", sa.Text, nullable=False, server_default=""),
-        sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("finished_at", sa.DateTime(timezone=True)),
-        sa.Column("max_tokens", sa.BigInteger),
-        sa.Column("max_cost", sa.Float),
-        indexes={"ix_vectorsync_runs_collection": ["collection"]},
+        """
+            run_id text NOT NULL,
+            collection text NOT NULL,
+            status text NOT NULL,
+            kind text NOT NULL DEFAULT 'reindex',
+            "full" boolean NOT NULL,
+            total integer,
+            batches integer,
+            deferred_index boolean NOT NULL DEFAULT false,
+            error text NOT NULL DEFAULT '',
+            started_at timestamp with time zone NOT NULL,
+            finished_at timestamp with time zone,
+            max_tokens bigint,
+            max_cost double precision,
+            PRIMARY KEY (run_id)
+        """,
+        {"ix_vectorsync_runs_collection": "collection"},
     )
     ensure_table(
         "vectorsync_run_batches",
-        sa.Column("run_id", sa.Text, primary_key=True),
-        sa.Column("batch", sa.Integer, primary_key=True),
-        sa.Column("done", sa.Integer, nullable=False),
-        sa.Column("skipped", sa.Integer, nullable=False),
-        sa.Column("failed", sa.Integer, nullable=False),
-        sa.Column("counted_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
+        """
+            run_id text NOT NULL,
+            batch integer NOT NULL,
+            done integer NOT NULL,
+            skipped integer NOT NULL,
+            failed integer NOT NULL,
+            counted_at timestamp with time zone NOT NULL DEFAULT now(),
+            PRIMARY KEY (run_id, batch)
+        """,
     )
     ensure_table(
         "vectorsync_failures",
-        sa.Column("collection", sa.Text, primary_key=True),
-        sa.Column("record_id", sa.Text, primary_key=True),
-        sa.Column("error", sa.Text, nullable=False),
-        sa.Column("attempts", sa.Integer, nullable=False),
-        sa.Column("run_id", sa.Text),
-        sa.Column("last_seen", sa.DateTime(timezone=True), nullable=False),
+        """
+            collection text NOT NULL,
+            record_id text NOT NULL,
+            error text NOT NULL,
+            attempts integer NOT NULL,
+            run_id text,
+            last_seen timestamp with time zone NOT NULL,
+            PRIMARY KEY (collection, record_id)
+        """,
     )
     ensure_table(
         "vectorsync_aliases",
-        sa.Column("collection", sa.Text, primary_key=True),
-        sa.Column("live", sa.Integer, nullable=False),
-        sa.Column("switched_at", sa.DateTime(timezone=True)),
+        """
+            collection text NOT NULL,
+            live integer NOT NULL,
+            switched_at timestamp with time zone,
+            PRIMARY KEY (collection)
+        """,
     )
     ensure_table(
         "vectorsync_generations",
-        sa.Column("collection", sa.Text, primary_key=True),
-        sa.Column("number", sa.Integer, primary_key=True),
-        sa.Column("chain", postgresql.JSONB, nullable=False),
-        sa.Column("models", postgresql.JSONB, nullable=False),
-        sa.Column("dimensions", sa.Integer, nullable=False),
-        sa.Column("run_id", sa.Text),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        """
+            collection text NOT NULL,
+            number integer NOT NULL,
+            chain jsonb NOT NULL,
+            models jsonb NOT NULL,
+            dimensions integer NOT NULL,
+            run_id text,
+            created_at timestamp with time zone NOT NULL,
+            PRIMARY KEY (collection, number)
+        """,
     )
     ensure_table(
         "vectorsync_spend",
-        sa.Column("run_id", sa.Text, primary_key=True),
-        sa.Column("collection", sa.Text, primary_key=True),
-        sa.Column("model", sa.Text, primary_key=True),
-        sa.Column("generation", sa.Integer, primary_key=True),
-        sa.Column("tokens", sa.BigInteger, nullable=False),
-        sa.Column("calls", sa.BigInteger, nullable=False),
-        sa.Column("cost", sa.Float),
-        sa.Column("counted_by", sa.Text, nullable=False),
-        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
+        """
+            run_id text NOT NULL,
+            collection text NOT NULL,
+            model text NOT NULL,
+            generation integer NOT NULL,
+            tokens bigint NOT NULL,
+            calls bigint NOT NULL,
+            cost double precision,
+            counted_by text NOT NULL,
+            updated_at timestamp with time zone NOT NULL DEFAULT now(),
+            PRIMARY KEY (run_id, collection, model, generation)
+        """,
     )
     ensure_table(
         "vectorsync_parked_batches",
-        sa.Column("run_id", sa.Text, primary_key=True),
-        sa.Column("batch", sa.Integer, primary_key=True),
-        sa.Column("collection", sa.Text, nullable=False),
-        sa.Column("ids", postgresql.JSONB, nullable=False),
-        sa.Column("carried", postgresql.JSONB),
-        sa.Column("fresh", sa.Boolean, nullable=False),
-        sa.Column("parked_at", sa.DateTime(timezone=True), nullable=False),
+        """
+            run_id text NOT NULL,
+            batch integer NOT NULL,
+            collection text NOT NULL,
+            ids jsonb NOT NULL,
+            carried jsonb,
+            fresh boolean NOT NULL,
+            parked_at timestamp with time zone NOT NULL,
+            PRIMARY KEY (run_id, batch)
+        """,
     )
 
 

@@ -22,12 +22,13 @@ def database(postgres_url: str) -> Iterator[str]:
         yield url
 
 
-def columns() -> list[sa.Column[object]]:
-    return [
-        sa.Column("id", sa.Text, primary_key=True),
-        sa.Column("kind", sa.Text, nullable=False, server_default="plain"),
-        sa.Column("size", sa.Integer),
-    ]
+#: Table ``things`` as a revision declares it.
+THINGS = """
+    id text NOT NULL,
+    kind text NOT NULL DEFAULT 'plain',
+    size integer,
+    PRIMARY KEY (id)
+"""
 
 
 def migrate(url: str, step: object) -> None:
@@ -48,24 +49,24 @@ def shape(url: str) -> tuple[set[str], set[str]]:
 
 
 def test_a_missing_table_is_made_with_its_indexes(database: str) -> None:
-    migrate(database, lambda: ensure_table("things", *columns(), indexes={"ix_things_kind": ["kind"]}))
+    migrate(database, lambda: ensure_table("things", THINGS, {"ix_things_kind": "kind"}))
     assert shape(database) == ({"id", "kind", "size"}, {"things_pkey", "ix_things_kind"})
 
 
 def test_an_existing_table_gains_the_columns_it_lacks_and_keeps_its_rows(database: str) -> None:
     execute(database, "CREATE TABLE things (id text PRIMARY KEY)")
     execute(database, "INSERT INTO things VALUES ('a')")
-    migrate(database, lambda: ensure_table("things", *columns(), indexes={"ix_things_kind": ["kind"]}))
+    migrate(database, lambda: ensure_table("things", THINGS, {"ix_things_kind": "kind"}))
     assert shape(database) == ({"id", "kind", "size"}, {"things_pkey"})  # an existing table's indexes: its own
     assert execute(database, "SELECT id, kind, size FROM things") == [("a", "plain", None)]
-    migrate(database, lambda: add_column("things", sa.Column("note", sa.Text, nullable=False, server_default="")))
-    migrate(database, lambda: add_column("things", sa.Column("note", sa.Text)))  # there: nothing done
+    migrate(database, lambda: add_column("things", "note text NOT NULL DEFAULT ''"))
+    migrate(database, lambda: add_column("things", "note text"))  # there: nothing done
     assert execute(database, "SELECT note FROM things") == [("",)]
 
 
 def test_a_table_that_has_every_column_is_not_altered(database: str) -> None:
     execute(database, "CREATE TABLE things (id text PRIMARY KEY, kind text NOT NULL DEFAULT 'mine', size bigint)")
-    migrate(database, lambda: ensure_table("things", *columns()))
+    migrate(database, lambda: ensure_table("things", THINGS))
     found = execute(
         database,
         "SELECT column_name, data_type, column_default FROM information_schema.columns WHERE table_name = 'things'",
