@@ -20,6 +20,7 @@ __all__ = [
     "INDEX_BATCH",
     "INDEX_DOCUMENT",
     "INDEX_RECORD",
+    "LANE_TICK",
     "LIVE_QUEUE",
     "PENDING_KEY_PREFIX",
     "POOL_BATCH",
@@ -55,11 +56,12 @@ INDEX_BATCH = "vectorsync.index_batch"
 REINDEX_ALL = "vectorsync.reindex_all"
 RECONCILE = "vectorsync.reconcile"
 BUILD_INDEX = "vectorsync.build_index"
-
-#: The queue each task goes to.
 #: Verifies a sample of a collection against its ledger (Celery beat, every ``worker.verify_seconds``).
 VERIFY = "vectorsync.verify"
+#: One look at a batch-lane run's jobs at the provider (``store.batches``), sent again until the run ends.
+LANE_TICK = "vectorsync.lane_tick"
 
+#: The queue each task goes to.
 ROUTES = {
     INDEX_RECORD: LIVE_QUEUE,
     INDEX_DOCUMENT: LIVE_QUEUE,
@@ -68,6 +70,7 @@ ROUTES = {
     RECONCILE: BULK_QUEUE,
     BUILD_INDEX: BULK_QUEUE,
     VERIFY: BULK_QUEUE,
+    LANE_TICK: BULK_QUEUE,
 }
 
 #: URL schemes of a Redis (coalescing and the embedding cache need one; a RabbitMQ URL is not).
@@ -111,14 +114,17 @@ def pending_key(collection: str, record_id: str) -> str:
 class BatchMessage(TypedDict, total=False):
     """The keyword arguments of an ``index_batch`` message, after ``collection`` and ``ids``, each optional:
     its run (``run_id``, None), its number in the run (``batch``, None; ``POOL_BATCH``: the pool batch), what
-    earlier attempts counted (``carried``, None), whether its run pools leftovers (``pooled``, False), and
-    whether the ledger held none of its ids when the fan-out looked (``fresh``, False)."""
+    earlier attempts counted (``carried``, None), whether its run pools leftovers (``pooled``, False),
+    whether the ledger held none of its ids when the fan-out looked (``fresh``, False), and, in a batch-lane
+    run, whether it gathers texts for the provider's batch endpoint (``lane`` "gather") or writes what came
+    back ("write")."""
 
     run_id: str | None
     batch: int | None
     carried: dict[str, int] | None
     pooled: bool
     fresh: bool
+    lane: str
 
 
 class RunStatus(enum.StrEnum):

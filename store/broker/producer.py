@@ -27,6 +27,7 @@ from store.contract import (
     INDEX_BATCH,
     INDEX_DOCUMENT,
     INDEX_RECORD,
+    LANE_TICK,
     LIVE_QUEUE,
     QUEUES,
     RECONCILE,
@@ -227,19 +228,32 @@ class Producer:
         allow_empty: bool = False,
         max_tokens: int | None = None,
         max_cost: float | None = None,
+        batch: bool = False,
     ) -> str:
         """Start a reindex of the whole collection and return its run id at once; ``max_tokens``/``max_cost``:
-        its caps (None: the collection's ``[collections.NAME.budget]``), past which it pauses. Raises ConfigError
-        for a collection the settings do not declare, or whose records are pushed (there is no source to read)."""
+        its caps (None: the collection's ``[collections.NAME.budget]``), past which it pauses; ``batch``: its
+        embeddings bought through the batch lane (``store.batches``). Raises ConfigError for a collection the
+        settings do not declare, or whose records are pushed (there is no source to read), or ``batch`` where its
+        chain has no lane."""
         collection = declared(self.settings, collection, read=True)
         checked_caps(max_tokens, max_cost)
         if max_cost is not None:
             checked_prices(max_cost, self._unpriced(collection), collection)
-        run_id = self.ledger.create_run(collection, full=full)
+        if batch:
+            self._checked_lane(collection)
+        run_id = self.ledger.create_run(collection, full=full, lane="batch" if batch else "sync")
         if max_tokens is not None or max_cost is not None:
             self.ledger.set_caps(run_id, max_tokens=max_tokens, max_cost=max_cost)
         self._send_run(REINDEX_ALL, (collection, full, run_id, allow_empty), run_id)
+        if batch:
+            self._send(LANE_TICK, (run_id,), BULK_QUEUE)
         return run_id
+
+    def _checked_lane(self, collection: str) -> None:
+        from store.batches.models import checked_lanes
+        from store.state.generations.routing import writing
+
+        checked_lanes(self.settings, writing(self.settings, self.ledger.generations, collection), collection)
 
     def resume(self, run_id: str, *, max_tokens: int | None = None, max_cost: float | None = None) -> int:
         """Resume a paused run with these caps (None: its caps as they were): its parked batches sent again,
@@ -283,12 +297,13 @@ class Producer:
             return []
         return unpriced_models(self.settings, writing(self.settings, self.ledger.generations, collection))
 
-    def migrate(self, collection: str, chain: Sequence[str]) -> tuple[Generation, str]:
+    def migrate(self, collection: str, chain: Sequence[str], *, batch: bool = False) -> tuple[Generation, str]:
         """Build ``collection`` under ``chain`` in a new generation and return it with its run id at once.
 
         Searches keep reading the live generation and updates go to both; when the run is done with no
         failure the collection switches to the new one in one step (``store.state.generations.routing``).
-        Run again while it builds, it starts another run of the same generation. Raises ConfigError.
+        Run again while it builds, it starts another run of the same generation. ``batch``: its embeddings bought
+        through the batch lane. Raises ConfigError.
         """
         from store.state.generations.migration import begin
 
@@ -296,9 +311,13 @@ class Producer:
         generation = begin(
             self.settings, self.ledger.generations, collection, list(chain), embedded_by=self.ledger.models
         )
-        run_id = self.ledger.create_run(generation.physical, kind="migrate")
+        if batch:
+            self._checked_lane(generation.physical)
+        run_id = self.ledger.create_run(generation.physical, kind="migrate", lane="batch" if batch else "sync")
         self.ledger.generations.set_run(collection, generation.number, run_id)
         self._send_run(REINDEX_ALL, (generation.physical, False, run_id, False), run_id)
+        if batch:
+            self._send(LANE_TICK, (run_id,), BULK_QUEUE)
         return generation, run_id
 
     def switch(self, collection: str) -> Generation:

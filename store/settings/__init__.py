@@ -22,7 +22,7 @@ from store.settings.capture import CaptureSettings
 from store.settings.collection import ChunkerSettings, CollectionSettings, FieldType, IndexSettings
 from store.settings.collection_names import check_declared_name
 from store.settings.limits import LimitSettings
-from store.settings.models import EmbeddingSettings, ModelSettings, RetrievalSettings
+from store.settings.models import BatchLaneSettings, EmbeddingSettings, ModelSettings, RetrievalSettings
 from store.settings.network import NetworkSettings
 from store.settings.problems import ENV_PREFIX, describe, env_problem
 from store.settings.search import SearchSettings
@@ -42,6 +42,7 @@ __all__ = [
     "DEFAULT_BROKER_URL",
     "DEFAULT_CONFIG_PATH",
     "FIELD_PATTERN",
+    "BatchLaneSettings",
     "BrokerSettings",
     "BudgetSettings",
     "CacheSettings",

@@ -10,7 +10,7 @@ from pydantic import Field, field_validator, model_validator
 
 from store.settings.section import Section
 
-__all__ = ["PROVIDERS", "EmbeddingSettings", "ModelSettings", "RetrievalSettings"]
+__all__ = ["PROVIDERS", "BatchLaneSettings", "EmbeddingSettings", "ModelSettings", "RetrievalSettings"]
 
 #: Which providers serve which task.
 PROVIDERS = {
@@ -18,6 +18,33 @@ PROVIDERS = {
     "rerank": ("openai", "http", "local", "fake"),
     "chat": ("openai", "fake"),
 }
+
+
+class BatchLaneSettings(Section):
+    """``[models.NAME.batch]``: the model's batch lane, the provider's batch endpoint (``docs/batch-lane.md``). An
+    embedding model of provider ``openai`` only: OpenAI's Batch API, and what speaks it."""
+
+    #: What the provider charges for a million input tokens through its batch endpoint (OpenAI: half the
+    #: synchronous price). None: no cost shown, as for the model's own price.
+    price_per_million_tokens: float | None = None
+    #: Hours a run accepts to wait for one provider job before its unfinished lines go the other way
+    #: (``on_failure``); at most the provider's completion window, 24 h for OpenAI.
+    max_wait_hours: float = Field(default=24, gt=0, le=24)
+    #: The fewest texts worth a batch: a run with fewer to buy buys them through the failover chain at once.
+    min_inputs: int = Field(default=1000, ge=1)
+    #: Lines the provider failed, and the lines of a job that expired or was cancelled: through the failover
+    #: chain at the synchronous price ("chain"), or sent in a new job ("batch").
+    on_failure: Literal["chain", "batch"] = "chain"
+    #: Seconds between two looks at a run's jobs.
+    poll_seconds: float = Field(default=60, gt=0, le=3600)
+    #: The provider's limits on one job's file: requests, and bytes.
+    max_requests: int = Field(default=50_000, gt=0, le=50_000)
+    max_bytes: int = Field(default=200_000_000, gt=0, le=200_000_000)
+
+    @field_validator("price_per_million_tokens")
+    @classmethod
+    def _a_price(cls, price: float | None) -> float | None:
+        return _price(price)
 
 
 class ModelSettings(Section):
@@ -63,16 +90,13 @@ class ModelSettings(Section):
     #: What the provider charges for a million input tokens, in your currency; spend and plans show cost only
     #: where it is declared (never a guessed price). None: no cost shown.
     price_per_million_tokens: float | None = None
+    #: Its batch lane; None: runs of this model buy through the failover chain only.
+    batch: BatchLaneSettings | None = None
 
     @field_validator("price_per_million_tokens")
     @classmethod
     def _a_price(cls, price: float | None) -> float | None:
-        if price is not None and not (price >= 0 and math.isfinite(price)):
-            raise ValueError(
-                "a price is 0 or more: what the provider charges for a million tokens (e.g. 0.02), "
-                "or leave it out to show no cost"
-            )
-        return price
+        return _price(price)
 
     @model_validator(mode="after")
     def _provider_serves_task(self) -> ModelSettings:
@@ -83,9 +107,23 @@ class ModelSettings(Section):
             )
         if self.quantize and (self.provider != "local" or self.backend != "onnx"):
             raise ValueError("quantize applies only to provider 'local' with backend 'onnx'")
+        if self.batch is not None and (self.task != "embed" or self.provider != "openai"):
+            raise ValueError(
+                f"model {self.model!r}: [batch] is a batch endpoint of OpenAI's Batch API; only an embedding model "
+                "of provider 'openai' has one: remove [batch] from this model"
+            )
         if self.task == "embed" and not self.dimensions:
             raise ValueError(f"model {self.model!r} embeds, so dimensions is required (the size of its vectors)")
         return self
+
+
+def _price(price: float | None) -> float | None:
+    if price is not None and not (price >= 0 and math.isfinite(price)):
+        raise ValueError(
+            "a price is 0 or more: what the provider charges for a million tokens (e.g. 0.02), "
+            "or leave it out to show no cost"
+        )
+    return price
 
 
 class EmbeddingSettings(Section):

@@ -6,6 +6,9 @@
 - ``vectorsync_failures``: records that failed after their retries, with their error.
 - ``vectorsync_aliases`` and ``vectorsync_generations``: the generations of migrated collections.
 - ``vectorsync_parked_batches``: batches of a paused run, put aside until it is resumed.
+- ``vectorsync_lane_texts``, ``vectorsync_lane_jobs``, ``vectorsync_lane_waiting``, ``vectorsync_lane_looks``: a
+  batch-lane run's texts sent to a provider's batch endpoint and their answers, its jobs there, its batches
+  waiting for them, and its next look at them (``store.batches``).
 - ``vectorsync_spend``: tokens, calls and cost of model calls per run ("" outside one), collection, model and
   generation (``store.calls.spend``).
 
@@ -18,7 +21,21 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-__all__ = ["aliases", "failures", "generations", "ledger", "metadata", "parked_batches", "run_batches", "runs", "spend"]
+__all__ = [
+    "aliases",
+    "failures",
+    "generations",
+    "lane_jobs",
+    "lane_looks",
+    "lane_texts",
+    "lane_waiting",
+    "ledger",
+    "metadata",
+    "parked_batches",
+    "run_batches",
+    "runs",
+    "spend",
+]
 
 #: The state tables, and only them (the vector tables belong to the pgvector store).
 metadata = sa.MetaData()
@@ -51,6 +68,7 @@ runs = sa.Table(
     sa.Column("finished_at", sa.DateTime(timezone=True)),
     sa.Column("max_tokens", sa.BigInteger),
     sa.Column("max_cost", sa.Float),
+    sa.Column("lane", sa.Text, nullable=False, server_default="sync"),
 )
 run_batches = sa.Table(
     "vectorsync_run_batches",
@@ -113,4 +131,52 @@ parked_batches = sa.Table(
     sa.Column("carried", postgresql.JSONB),
     sa.Column("fresh", sa.Boolean, nullable=False),
     sa.Column("parked_at", sa.DateTime(timezone=True), nullable=False),
+)
+lane_texts = sa.Table(
+    "vectorsync_lane_texts",
+    metadata,
+    sa.Column("run_id", sa.Text, primary_key=True),
+    sa.Column("model", sa.Text, primary_key=True),
+    sa.Column("text_hash", sa.Text, primary_key=True),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("submission", sa.Text),
+    sa.Column("line", sa.Integer),
+    sa.Column("position", sa.Integer),
+    sa.Column("vector", sa.LargeBinary),
+    sa.Column("error", sa.Text),
+    sa.Index("ix_vectorsync_lane_texts_submission", "submission", "line", "position"),
+)
+lane_jobs = sa.Table(
+    "vectorsync_lane_jobs",
+    metadata,
+    sa.Column("submission", sa.Text, primary_key=True),
+    sa.Column("run_id", sa.Text, nullable=False, index=True),
+    sa.Column("model", sa.Text, nullable=False),
+    sa.Column("job_id", sa.Text),
+    sa.Column("status", sa.Text, nullable=False),
+    sa.Column("lines", sa.Integer, nullable=False),
+    sa.Column("completed", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("failed", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("tokens", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("error", sa.Text, nullable=False, server_default=""),
+    sa.Column("submitted_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("finished_at", sa.DateTime(timezone=True)),
+)
+lane_looks = sa.Table(
+    "vectorsync_lane_looks",
+    metadata,
+    sa.Column("run_id", sa.Text, primary_key=True),
+    sa.Column("token", sa.Text, nullable=False),
+    sa.Column("due", sa.DateTime(timezone=True), nullable=False),
+)
+lane_waiting = sa.Table(
+    "vectorsync_lane_waiting",
+    metadata,
+    sa.Column("run_id", sa.Text, primary_key=True),
+    sa.Column("batch", sa.Integer, primary_key=True),
+    sa.Column("collection", sa.Text, nullable=False),
+    sa.Column("ids", postgresql.JSONB, nullable=False),
+    sa.Column("carried", postgresql.JSONB),
+    sa.Column("fresh", sa.Boolean, nullable=False),
+    sa.Column("waited_at", sa.DateTime(timezone=True), nullable=False),
 )

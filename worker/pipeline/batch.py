@@ -72,11 +72,15 @@ class BatchResult:
     #: Records taken from the run's pool (``Leftovers.claim``) and indexed here, among the others: the batches
     #: whose ids hold them count them (``owned``).
     claimed: list[str] = field(default_factory=list)
+    #: A batch-lane run's batch whose texts were queued for the provider's batch endpoint: nothing written, it
+    #: waits to be sent again once they are answered (``Indexer.index``).
+    waiting: bool = False
 
     def add(self, more: BatchResult) -> None:
         """Take in the result of another part of the same batch."""
         for name in ("indexed", "skipped", "deleted", "superseded", "deferred", "claimed"):
             getattr(self, name).extend(getattr(more, name))
+        self.waiting = self.waiting or more.waiting
         self.failed.update(more.failed)
         self.retry.update(more.retry)
         self.retry_after, self.chunks = max(self.retry_after, more.retry_after), self.chunks + more.chunks

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
+from store.batches.lane import RunLane
 from store.embeddings import Embedding, Reuse
 from store.erasure.copies import erase
 from store.errors import EmbeddingError, StoreUnavailable
@@ -25,7 +26,14 @@ class Indexer:
     def __init__(self, pipeline: Pipeline) -> None:
         self.pipeline = pipeline
 
-    def index(self, ids: Sequence[str], *, leftovers: Leftovers | None = None, fresh: bool = False) -> BatchResult:
+    def index(
+        self,
+        ids: Sequence[str],
+        *,
+        leftovers: Leftovers | None = None,
+        fresh: bool = False,
+        lane: RunLane | None = None,
+    ) -> BatchResult:
         """Bring the chunks of ``ids`` in line with the source's current state.
 
         With ``leftovers`` (a bulk batch of a pooled run) only whole provider calls are made: a partly filled
@@ -37,12 +45,21 @@ class Indexer:
         is then planned as changed, and its write still happens under its lock after the source is read
         again, so a record another task indexed meanwhile is written once more as the source holds it (its
         texts are cache hits: no provider call), never left stale. Pushed records are never fresh.
+
+        With ``lane`` (a batch of a batch-lane run) the vectors its run's provider jobs brought back are used as
+        stored ones; while the run gathers, a batch with texts nothing holds queues them and writes nothing
+        (``BatchResult.waiting``): it is sent again once they are answered.
         """
         pipeline, result = self.pipeline, BatchResult()
         ids = storable(list(dict.fromkeys(str(i) for i in ids)), result, max_chars=pipeline.limits.max_id_chars)
         with stage("load"):
             planned = self._load(ids, result, fresh=fresh)
             reuse = pipeline.reuse(fresh=fresh)
+            if lane is not None:
+                reuse = lane.reuse(reuse, pipeline.embeddings.space)
+                if lane.gathers(pipeline.embeddings.space) and self._queued(planned, lane, reuse):
+                    result.waiting = True
+                    return result
             if leftovers is not None and planned:
                 planned += self._fill_up(planned, leftovers, set(ids), result, reuse)
         with stage("embed"):
@@ -53,6 +70,14 @@ class Indexer:
         with stage("write"):
             pipeline.swap(ready, result, check=WriteCheck(self._same_in_source))
         return result
+
+    def _queued(self, planned: list[Planned], lane: RunLane, reuse: Reuse) -> bool:
+        """Queue the texts of ``planned`` that nothing holds in ``lane``; whether there were any."""
+        embeddings, scope = self.pipeline.embeddings, self.pipeline.cache_scope
+        wanted = embeddings.uncached([t for p in planned for t in p.texts], reuse=reuse, scope=scope)
+        if wanted:
+            lane.queue(embeddings.space, wanted)
+        return bool(wanted)
 
     def _load(self, ids: list[str], result: BatchResult, *, fresh: bool = False) -> list[Planned]:
         """Read ``ids``, delete the chunks of those gone, and plan the rest (unchanged ones are skipped, unless

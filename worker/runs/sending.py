@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from store.broker.queues import sent_headers
 from store.contract import BUILD_INDEX, BULK_QUEUE, INDEX_BATCH, POOL_BATCH, REINDEX_ALL, BatchMessage
@@ -17,6 +17,13 @@ from worker.runtime.delivery import send
 __all__ = ["ReindexStep", "batch_kwargs", "flush_when_due", "run_finished", "send_batch", "send_build"]
 
 
+class Flags(TypedDict, total=False):
+    """A run's batch as its fan-out or its lane sends it (``BatchMessage``'s ``fresh`` and ``lane``)."""
+
+    fresh: bool
+    lane: str | None
+
+
 def batch_kwargs(run_id: str | None, batch: int | None, carried: dict[str, int] | None, pooled: bool) -> BatchMessage:
     """The keyword arguments of an ``index_batch`` (its run, its number, what earlier attempts counted)."""
     kwargs = BatchMessage(run_id=run_id, batch=batch, carried=carried)
@@ -26,12 +33,16 @@ def batch_kwargs(run_id: str | None, batch: int | None, carried: dict[str, int] 
 
 
 def send_batch(
-    collection: str, ids: list[str], *, run_id: str, batch: int, pooled: bool = False, fresh: bool = False
+    collection: str, ids: list[str], *, run_id: str, batch: int, pooled: bool = False, **flags: Unpack[Flags]
 ) -> None:
-    """Send batch number ``batch`` of a run to the bulk queue; ``fresh``: the ledger held none of ``ids``."""
+    """Send batch number ``batch`` of a run to the bulk queue; ``fresh``: the ledger held none of ``ids``;
+    ``lane``: a batch-lane run's batch, gathering texts ("gather") or writing what came back ("write")."""
     kwargs = batch_kwargs(run_id, batch, None, pooled)
-    if fresh:
+    if flags.get("fresh"):
         kwargs["fresh"] = True
+    lane = flags.get("lane")
+    if lane is not None:
+        kwargs["lane"] = lane
     send(app.tasks[INDEX_BATCH], args=(collection, ids), kwargs=kwargs, queue=BULK_QUEUE, headers=sent_headers())
 
 

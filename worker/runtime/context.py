@@ -17,6 +17,8 @@ from typing import Any
 
 from celery.exceptions import Retry, SoftTimeLimitExceeded
 
+from store.batches.opened import lane_state
+from store.batches.state import LaneState
 from store.broker.coalescing import Coalescer
 from store.broker.freshness_log import FreshnessLog
 from store.broker.pushes import Pushes
@@ -79,6 +81,7 @@ class WorkerContext:
     _pushes: list[Pushes] = field(default_factory=list)
     _freshness: list[FreshnessLog] = field(default_factory=list)
     _reservations: list[Reservations | None] = field(default_factory=list)
+    _lane: list[LaneState] = field(default_factory=list)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, ledger: Ledger | None = None) -> WorkerContext:
@@ -166,16 +169,23 @@ class WorkerContext:
                 self._reservations.append(Reservations.from_url(self.settings.cache_url, network=self.settings.network))
             return self._reservations[0]
 
+    def lane_state(self) -> LaneState:
+        """Batch-lane runs' texts, jobs and waiting batches (``store.batches``), beside the ledger."""
+        with self._lock:
+            if not self._lane:
+                self._lane.append(lane_state(self.ledger))
+            return self._lane[0]
+
     def pipeline(self, name: str) -> Pipeline:
         """The pipeline of the generation a read of ``name`` goes to: a collection's live one, or the generation
         ``NAME__gN`` names (a run). Raises ConfigError for a collection that is not configured."""
-        return self._jobs_of(self.router.reading(name)).pipeline
+        return self.jobs_of(self.router.reading(name)).pipeline
 
     def started(self, name: str) -> Sweeper:
         """The Sweeper of ``name`` for a run that starts on it (a reindex, a reconcile sweep). Its collection
         is created again if another process dropped it since this one opened it, as a worker's start would."""
         generation = self.router.reading(name)
-        jobs = self._jobs_of(generation)
+        jobs = self.jobs_of(generation)
         jobs.pipeline.collection = self.router.ensure(generation)
         return jobs.sweeper
 
@@ -200,7 +210,7 @@ class WorkerContext:
         for number, generation in enumerate(targets):
             try:
                 with spend.charged_to(generation.collection, generation.number):
-                    results[generation.physical] = action(self._jobs_of(generation))
+                    results[generation.physical] = action(self.jobs_of(generation))
             except (Retry, SoftTimeLimitExceeded, BudgetExceeded):
                 raise
             except StoreUnavailable as exc:
@@ -214,7 +224,7 @@ class WorkerContext:
                 results[generation.physical] = as_failed(ids, exc)
         return results
 
-    def _jobs_of(self, generation: Generation) -> Jobs:
+    def jobs_of(self, generation: Generation) -> Jobs:
         key = (generation.physical, generation.signature())
         with self._lock:
             if key not in self._jobs:
@@ -256,7 +266,7 @@ class WorkerContext:
         live = self.router.reading(generation.collection)
         if live.physical == generation.physical:
             return []
-        replaced = self._jobs_of(live).pipeline
+        replaced = self.jobs_of(live).pipeline
         alike = (replaced.embeddings.space, replaced.collection.dimensions) == (
             pipeline.embeddings.space,
             pipeline.collection.dimensions,

@@ -63,7 +63,9 @@ class Work:
     def __init__(self, batch: Batch, *, fresh: bool = False) -> None:
         self.batch, self.fresh = batch, fresh
 
-    def __call__(self) -> dict[str, BatchResult]:
+    def __call__(self) -> dict[str, BatchResult] | None:
+        """Each generation's result; None: the batch was put aside, not worked, and is not counted (it will be
+        sent again)."""
         ids, fresh = self.batch.ids, self.fresh
         return context().written(self.batch.collection, ids, lambda jobs: jobs.indexer.index(ids, fresh=fresh))
 
@@ -91,7 +93,7 @@ def process(task: Task, work: Work) -> dict[str, int]:
     try:
         check_redeliveries(task)
         worked = _worked(work)
-        if worked is None:  # parked: its paused run sends it again when resumed
+        if worked is None:  # parked (a paused run sends it again when resumed), or waiting on the batch lane
             return {}
         outcomes = worked
         result = combined(outcomes)

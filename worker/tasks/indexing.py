@@ -20,6 +20,7 @@ from worker.runtime.app import app
 from worker.runtime.context import context
 from worker.tasks.documents import Pushed
 from worker.tasks.flow import Batch, Work, process
+from worker.tasks.lane import LaneBatch
 from worker.tasks.pooled import PoolBatch, PooledBatch
 from worker.tasks.retries import RETRIED, again, task_policy
 
@@ -45,6 +46,9 @@ def index_batch(self: Task, collection: str, ids: list[str], **message: Unpack[B
     run_id, batch, pooled = message.get("run_id"), message.get("batch"), message.get("pooled", False)
     work = Batch(collection, [str(i) for i in ids], run_id, batch, message.get("carried"), pooled)
     fresh = message.get("fresh", False) and not again(self)
+    lane = message.get("lane")
+    if lane is not None and run_id is not None and batch is not None:
+        return process(self, LaneBatch(work, fresh=fresh, gathering=lane == "gather"))
     pool = context().leftovers() if pooled and run_id is not None and batch is not None else None
     if pool is None:
         return process(self, Work(work, fresh=fresh))

@@ -21,6 +21,7 @@ from store.vectors.records import check_collection_name
 from worker.pipeline.sweeper import Sweeper
 from worker.runs.budgets import caps_of
 from worker.runs.fanout import FanOut, Step, count_run, fan_out, send_gone
+from worker.runs.lane import send_look
 from worker.runs.sending import ReindexStep, flush_when_due, run_finished, send_batch, send_build
 from worker.runtime.app import app
 from worker.runtime.context import context
@@ -85,6 +86,8 @@ def reindex_all(
     if progress is None:  # its next step goes on
         return run_id
     with delivered_again_if_unsent(self):
+        if progress.lane == "batch":
+            send_look(run_id)  # every batch is out: the lane sends what they gathered once they are all in
         if pooled:
             flush_when_due(collection, progress)
         run_finished(collection, progress)
@@ -111,11 +114,15 @@ def _fan_out_step(self: Task, step: ReindexStep, run: RunProgress) -> tuple[FanO
     else:
         start = FanOut.resumed(step.cursor)
     # A capped run is not pooled: a pooled record waits in Redis outside its batch, which parking could
-    # not put aside whole.
-    pooled = ctx.leftovers() is not None and caps_of(run) == (None, None)
+    # not put aside whole. Nor is a batch-lane run: its calls are the provider's jobs, filled whole.
+    lane = "gather" if run.lane == "batch" else None
+    pooled = ctx.leftovers() is not None and caps_of(run) == (None, None) and lane is None
 
     def sender(fresh: bool) -> Any:
-        return lambda ids, batch: send_batch(collection, ids, run_id=run_id, batch=batch, pooled=pooled, fresh=fresh)
+        def sent(ids: list[str], batch: int) -> None:
+            send_batch(collection, ids, run_id=run_id, batch=batch, pooled=pooled, fresh=fresh, lane=lane)
+
+        return sent
 
     batch_size = ctx.settings.worker.batch_size
     found = fan_out(

@@ -77,6 +77,9 @@ class RunProgress:
     #: The run's own caps (``reindex --max-tokens/--max-cost``, ``runs resume``); None: the collection's.
     max_tokens: int | None = None
     max_cost: float | None = None
+    #: Where its embeddings are bought: "sync" (the failover chain, call by call) or "batch" (the provider's
+    #: batch endpoint, ``store.batches``).
+    lane: str = "sync"
 
     @property
     def processed(self) -> int:
@@ -182,9 +185,16 @@ class Ledger(Protocol):
     # -- runs ------------------------------------------------------------------------
 
     def create_run(
-        self, collection: str, *, full: bool = False, run_id: str | None = None, kind: str = "reindex"
+        self,
+        collection: str,
+        *,
+        full: bool = False,
+        run_id: str | None = None,
+        kind: str = "reindex",
+        lane: str = "sync",
     ) -> str:
-        """Insert a running run (idempotent for a given run_id) and return its id; kind: reindex or reconcile."""
+        """Insert a running run (idempotent for a given run_id) and return its id; kind: reindex or reconcile;
+        lane: sync or batch (``RunProgress.lane``)."""
         ...
 
     def set_run_total(self, run_id: str, *, total: int, batches: int) -> RunProgress:

@@ -117,9 +117,15 @@ class MemoryLedger:
     # -- runs ------------------------------------------------------------------------
 
     def create_run(
-        self, collection: str, *, full: bool = False, run_id: str | None = None, kind: str = "reindex"
+        self,
+        collection: str,
+        *,
+        full: bool = False,
+        run_id: str | None = None,
+        kind: str = "reindex",
+        lane: str = "sync",
     ) -> str:
-        started = rules.started_run(collection, run_id=run_id, full=full, kind=kind, at=now())
+        started = rules.started_run(collection, run_id=run_id, full=full, kind=kind, lane=lane, at=now())
         with self._lock:
             self._runs.setdefault(started.run_id, _Run(started))
         return started.run_id

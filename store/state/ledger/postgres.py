@@ -168,10 +168,16 @@ class PostgresLedger:
     # -- runs ------------------------------------------------------------------------
 
     def create_run(
-        self, collection: str, *, full: bool = False, run_id: str | None = None, kind: str = "reindex"
+        self,
+        collection: str,
+        *,
+        full: bool = False,
+        run_id: str | None = None,
+        kind: str = "reindex",
+        lane: str = "sync",
     ) -> str:
         """Insert a running run (idempotent for a given run_id) and return its id; kind: reindex or reconcile."""
-        run = rules.started_run(collection, run_id=run_id, full=full, kind=kind, at=now())
+        run = rules.started_run(collection, run_id=run_id, full=full, kind=kind, lane=lane, at=now())
         with self.transaction() as conn:
             conn.execute(
                 sql.CREATE_RUN,
@@ -182,6 +188,7 @@ class PostgresLedger:
                     "full": run.full,
                     "started_at": run.started_at,
                     "kind": run.kind,
+                    "lane": run.lane,
                 },
             )
         return run.run_id

@@ -62,6 +62,7 @@ def progress_of(row: sa.Row[Any]) -> RunProgress:
         kind=row.kind,
         max_tokens=row.max_tokens,
         max_cost=row.max_cost,
+        lane=row.lane,
     )
     tally = rules.Tally(int(row.done), int(row.skipped), int(row.failed), int(row.counted), row.moved_at)
     return rules.with_tally(run, tally, batches=row.batches)

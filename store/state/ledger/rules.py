@@ -52,7 +52,9 @@ MAX_OPEN_RUNS = 100
 # -- runs ----------------------------------------------------------------------------
 
 
-def started_run(collection: str, *, run_id: str | None, full: bool, kind: str, at: datetime) -> RunProgress:
+def started_run(
+    collection: str, *, run_id: str | None, full: bool, kind: str, at: datetime, lane: str = "sync"
+) -> RunProgress:
     """A new run: running, nothing counted, its id ``run_id`` or a fresh one."""
     return RunProgress(
         run_id=run_id or uuid.uuid4().hex,
@@ -66,6 +68,7 @@ def started_run(collection: str, *, run_id: str | None, full: bool, kind: str, a
         started_at=at,
         finished_at=None,
         kind=kind,
+        lane=lane,
     )
 
 

@@ -7,7 +7,8 @@ Versions are kept in ``vectorsync_schema_version``, a table of vectorsync's own:
 ``alembic_version`` in the same database is never read or written.
 
 Revisions (``versions/``): 0001 the state tables, each made where it is missing, so a database made before
-there were migrations is adopted with its rows (the columns its tables lack added, with their defaults). A new
+there were migrations is adopted with its rows (the columns its tables lack added, with their defaults);
+0002 the batch lane's (a run's lane, its texts, provider jobs, waiting batches and next look). A new
 revision: copy the latest file, number it, point its ``down_revision`` at the latest, set ``HEAD``, and change
 ``store.state.tables`` to match (tests compare the head's schema with those tables, and ``HEAD`` with the files).
 """
@@ -29,7 +30,7 @@ __all__ = ["FOLDER", "HEAD", "VERSION_TABLE", "current", "known", "script", "upg
 VERSION_TABLE = "vectorsync_schema_version"
 #: The newest revision in ``versions/``: read without loading Alembic, so a process whose database is
 #: current (nearly always) never imports it. A test checks it against the script directory.
-HEAD = "0001"
+HEAD = "0002"
 #: This folder: Alembic's script location.
 FOLDER = Path(__file__).resolve().parent
 

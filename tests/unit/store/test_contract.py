@@ -16,6 +16,7 @@ def test_the_task_names_and_queues_on_the_wire_are_these() -> None:
         "vectorsync.reconcile": "vectorsync.bulk",
         "vectorsync.build_index": "vectorsync.bulk",
         "vectorsync.verify": "vectorsync.bulk",
+        "vectorsync.lane_tick": "vectorsync.bulk",
     }
     assert QUEUES == ("vectorsync.live", "vectorsync.bulk")
     assert WORKER_COMMAND == "celery -A worker worker -Q vectorsync.live,vectorsync.bulk"

@@ -43,6 +43,10 @@ def test_a_fresh_database_upgrades_to_the_head_and_again_to_nothing(database: st
         "vectorsync_generations",
         "vectorsync_spend",
         "vectorsync_parked_batches",
+        "vectorsync_lane_texts",
+        "vectorsync_lane_jobs",
+        "vectorsync_lane_waiting",
+        "vectorsync_lane_looks",
         migrations.VERSION_TABLE,
     }
 

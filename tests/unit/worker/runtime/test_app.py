@@ -12,7 +12,16 @@ from types import SimpleNamespace
 import pytest
 
 from store.calls import threads as cpu
-from store.contract import BUILD_INDEX, INDEX_BATCH, INDEX_DOCUMENT, INDEX_RECORD, RECONCILE, REINDEX_ALL, VERIFY
+from store.contract import (
+    BUILD_INDEX,
+    INDEX_BATCH,
+    INDEX_DOCUMENT,
+    INDEX_RECORD,
+    LANE_TICK,
+    RECONCILE,
+    REINDEX_ALL,
+    VERIFY,
+)
 from worker.runtime.app import _share_cores, pool_processes
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -28,7 +37,7 @@ def test_a_starting_worker_knows_every_task_by_its_name() -> None:
     found = subprocess.run(
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True
     )
-    names = [INDEX_RECORD, INDEX_BATCH, INDEX_DOCUMENT, REINDEX_ALL, BUILD_INDEX, RECONCILE, VERIFY]
+    names = [INDEX_RECORD, INDEX_BATCH, INDEX_DOCUMENT, REINDEX_ALL, BUILD_INDEX, RECONCILE, VERIFY, LANE_TICK]
     assert json.loads(found.stdout.splitlines()[-1]) == sorted(names)
 
 

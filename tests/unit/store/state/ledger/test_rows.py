@@ -50,6 +50,7 @@ def test_a_run_s_progress_is_its_row_with_its_batches_summed() -> None:
             kind="reconcile",
             max_tokens=100,
             max_cost=None,
+            lane="batch",
             done=4,
             skipped=1,
             failed=0,
@@ -66,6 +67,7 @@ def test_a_run_s_progress_is_its_row_with_its_batches_summed() -> None:
     )
     assert (progress.done, progress.skipped, progress.failed, progress.counted, progress.batches) == (4, 1, 0, 2, 3)
     assert progress.moved_at == WHEN
+    assert progress.lane == "batch"
 
 
 def test_a_parked_batch_goes_in_as_a_row_parked_now_and_comes_back_whole() -> None:
