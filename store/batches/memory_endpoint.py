@@ -56,6 +56,12 @@ class MemoryEndpoint:
         """The ids of jobs not finished."""
         return [job_id for job_id, held in self._jobs.items() if not held.job.finished]
 
+    def refuse(self, job_id: str, code: str = "token_limit_exceeded") -> Job:
+        """Fail a job at validation, as a provider does (``token_limit_exceeded``: its model's queue is full)."""
+        held = self._jobs[job_id]
+        held.job = replace(held.job, status="failed", errors=(f"{code}: refused by the memory endpoint",))
+        return held.job
+
     def finish(
         self, job_id: str, *, done: int | None = None, fail: Sequence[int] = (), status: str = "completed"
     ) -> Job:

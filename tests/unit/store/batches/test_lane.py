@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from store.batches.endpoint import Job, Request
+from store.batches.endpoint import Request
 from store.batches.lane import RunLane, cut, tick
 from store.batches.memory import MemoryLaneState
 from store.batches.memory_endpoint import MemoryEndpoint
@@ -128,7 +128,7 @@ def test_a_full_queue_refusal_is_waited_out_not_sent_again_in_the_same_look(
     queued(state, texts(3))
     look(state, endpoint)
     job = endpoint.open()[0]
-    endpoint._jobs[job].job = Job(job, "failed", total=1, errors=("token_limit_exceeded: queue full",))
+    endpoint.refuse(job)
     look(state, endpoint)
     assert state.counts("run").queued == 3 and not endpoint.open()  # back in the queue, waiting
     look(state, endpoint)
