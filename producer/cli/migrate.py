@@ -35,6 +35,9 @@ def migrate(
         bool, typer.Option("--plan", help="say what the migration would embed and cost, without calling a provider")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="with --plan, the plan as JSON")] = False,
+    batch: Annotated[
+        bool, typer.Option("--batch", help="buy the embeddings through the new model's batch lane: cheaper, later")
+    ] = False,
 ) -> None:
     """Build a collection under a new embedding chain beside the live one, then switch to it in one step."""
     producer = open_producer()
@@ -51,7 +54,7 @@ def migrate(
 
         show(collection, chain=names, as_json=as_json)
         return
-    generation, run_id = guarded(lambda: producer.migrate(collection, names))
+    generation, run_id = guarded(lambda: producer.migrate(collection, names, batch=batch))
     alias = guarded(lambda: registry.alias(collection))
     live = alias.reads.name if alias is not None else f"{collection}__g1"
     out.print(

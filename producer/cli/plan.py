@@ -59,6 +59,17 @@ def _money(plan: Plan) -> str:
     return f"${cost} at ${plan.price_per_million_tokens:g} per million tokens"
 
 
+def _batch(plan: Plan) -> str:
+    """The batch lane's side of the plan: its cost and its wait."""
+    wait = f"the answers within {plan.batch_wait_hours:g} h (the provider's window; often sooner)"
+    if plan.batch_cost is None:
+        return f"no batch price declared (models.{plan.entry}.batch.price_per_million_tokens); {wait}"
+    cost = (
+        f"{plan.batch_cost:,.2f}" if plan.batch_cost >= 1 else f"{plan.batch_cost:.6f}".rstrip("0").rstrip(".") or "0"
+    )
+    return f"${cost} at ${plan.batch_price_per_million_tokens:g} per million tokens; {wait}"
+
+
 def _duration(seconds: float | None) -> str:
     if seconds is None:
         return "no rate limit declared"
@@ -93,6 +104,8 @@ def render(plan: Plan) -> None:
     out.print(table)
     out.print(f"cost      {_money(plan)}", highlight=False)
     out.print(f"duration  {_duration(plan.rate_limited_seconds)}", highlight=False)
+    if plan.batch_wait_hours is not None:
+        out.print(f"--batch   {_batch(plan)}", highlight=False)
     out.print(f"planned in {plan.seconds:.1f} s", highlight=False)
     for note in plan.notes:
         out.print(f"note: {note}", highlight=False)

@@ -1,5 +1,6 @@
 """``vectorsync reindex NAME``: start a reindex of a whole collection, and with ``--wait`` follow it to its end;
-``--max-tokens``/``--max-cost`` cap it (it pauses, and ``vectorsync runs resume`` continues it)."""
+``--max-tokens``/``--max-cost`` cap it (it pauses, and ``vectorsync runs resume`` continues it); ``--batch`` buys its
+embeddings through the model's batch lane (``docs/batch-lane.md``)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ def reindex(
     max_cost: Annotated[
         float | None, typer.Option(min=0, help="pause the run before a call would pass this cost (declared prices)")
     ] = None,
+    batch: Annotated[
+        bool, typer.Option("--batch", help="buy the embeddings through the model's batch lane: cheaper, later")
+    ] = False,
 ) -> None:
     """Reindex a whole collection; --wait shows progress until it ends, --plan what it would cost."""
     if plan:
@@ -39,7 +43,7 @@ def reindex(
     producer = open_producer()
     run_id = guarded(
         lambda: producer.reindex_all(
-            collection, full=full, allow_empty=allow_empty, max_tokens=max_tokens, max_cost=max_cost
+            collection, full=full, allow_empty=allow_empty, max_tokens=max_tokens, max_cost=max_cost, batch=batch
         )
     )
     out.print(f"run {run_id} started for {collection}", highlight=False)

@@ -93,6 +93,8 @@ class Snapshot:
     spend: dict[str, Spent] = field(default_factory=dict)
     #: The index build under way of each ``indexing`` run, by run id (``BuildProgress``, from PostgreSQL).
     builds: dict[str, Any] = field(default_factory=dict)
+    #: Each listed batch-lane run's provider jobs (``store.batches.state.Submission``), by run id.
+    jobs: dict[str, list[Any]] = field(default_factory=dict)
 
 
 def stall_reason(
@@ -150,7 +152,18 @@ def snapshot(producer: Any, *, limit: int = 20, run_id: str | None = None) -> Sn
         *_freshness(producer.settings),
         spend={run_id: total(rows) for run_id, rows in spent.items()},
         builds=index_builds(producer.settings, runs),
+        jobs=_jobs(producer, runs),
     )
+
+
+def _jobs(producer: Any, runs: Sequence[RunProgress]) -> dict[str, list[Any]]:
+    laned = [run.run_id for run in runs if run.lane == "batch"]
+    if not laned:
+        return {}
+    from store.batches.opened import lane_state
+
+    state = lane_state(producer.ledger)
+    return {run_id: state.submissions(run_id) for run_id in laned}
 
 
 def _freshness(settings: Any) -> tuple[list[Freshness], str]:
@@ -200,6 +213,7 @@ def render(view: Snapshot) -> None:
     _render_broker(view)
     _render_runs(view)
     _render_builds(view)
+    _render_jobs(view)
     if view.capture:
         show(out, [Column("captured"), *CAPTURE_COLUMNS[1:]], capture_rows(view.capture), empty="")
     _render_freshness(view)
@@ -285,6 +299,18 @@ def _render_builds(view: Snapshot) -> None:
             say(f"{_run(run, ids)} builds its index: {printable(build.describe())}")
 
 
+def _render_jobs(view: Snapshot) -> None:
+    """Each batch-lane run's jobs at the provider: state, lines done and failed of all, age."""
+    ids, now = short_ids([r.run_id for r, _ in view.runs]), datetime.now(UTC)
+    for run, _ in view.runs:
+        for job in view.jobs.get(run.run_id, []):
+            age = _age((now - job.submitted_at).total_seconds() if job.submitted_at else None)
+            say(
+                f"{_run(run, ids)} batch job {printable(job.job_id or job.tag)}: {printable(job.status)}, "
+                f"{job.completed} of {job.lines} lines done, {job.failed} failed, {age} old"
+            )
+
+
 def _run(run: RunProgress, ids: dict[str, str]) -> str:
     """``run ID (COLLECTION)``, as a line names a run: its short id, escaped."""
     return f"run {printable(ids[run.run_id])} ({printable(run.collection)})"
@@ -308,5 +334,6 @@ def to_json(view: Snapshot) -> str:
         "freshness": [asdict(f) for f in view.freshness],
         "freshness_error": view.freshness_error or None,
         "index_builds": {run_id: asdict(build) for run_id, build in view.builds.items()},
+        "batch_jobs": {run_id: [asdict(job) for job in jobs] for run_id, jobs in view.jobs.items()},
     }
     return json.dumps(data, default=str, indent=2)

@@ -249,6 +249,16 @@ class Producer:
             self._send(LANE_TICK, (run_id,), BULK_QUEUE)
         return run_id
 
+    def cancel(self, run_id: str) -> None:
+        """End a run that has not ended, as failed ("cancelled"); a look at its lane cancels its jobs at the provider.
+        Raises ConfigError for a run that has ended."""
+        run = self.ledger.run(run_id)
+        if run.status.ended:
+            raise ConfigError(f"run {run_id} has ended ({run.status}): there is nothing to cancel")
+        self.ledger.fail_run(run_id, "cancelled (vectorsync runs cancel)")
+        if run.lane == "batch":
+            self._send(LANE_TICK, (run_id,), BULK_QUEUE)
+
     def _checked_lane(self, collection: str) -> None:
         from store.batches.models import checked_lanes
         from store.state.generations.routing import writing

@@ -100,6 +100,12 @@ def plan(
     report.embed, report.tokens, report.calls = tally.texts, tally.tokens, tally.calls
     if report.price_per_million_tokens is not None:
         report.cost = report.tokens * report.price_per_million_tokens / 1e6
+    lane = target.model.batch
+    if lane is not None:
+        report.batch_wait_hours = lane.max_wait_hours
+        report.batch_price_per_million_tokens = lane.price_per_million_tokens
+        if lane.price_per_million_tokens is not None:
+            report.batch_cost = report.tokens * lane.price_per_million_tokens / 1e6
     report.rate_limited_seconds = _rate_limited(target.model, calls=tally.calls, estimated=tally.estimated)
     report.notes += _cap_notes(report)
     report.seconds = time.perf_counter() - started

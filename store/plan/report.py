@@ -63,6 +63,11 @@ class Plan:
     cost: float | None = None
     #: Seconds the declared rate limits need for those calls and tokens at the least; None when none is declared.
     rate_limited_seconds: float | None = None
+    #: The chain's first model's batch lane (``[models.NAME.batch]``, ``reindex --batch``): its price, the cost of
+    #: the same tokens at it (None: no price declared), and the longest it may wait; all None without a lane.
+    batch_price_per_million_tokens: float | None = None
+    batch_cost: float | None = None
+    batch_wait_hours: float | None = None
     #: Whether the run packs every call full (a leftover pool in the cache's Redis) or each batch's alone (no pool,
     #: or a capped run: ``store.plan.tally.pools``).
     pooled: bool = True

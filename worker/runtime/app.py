@@ -18,6 +18,7 @@ from celery.signals import worker_init, worker_process_init, worker_process_shut
 
 from store.broker.config import celery_config
 from store.calls.threads import PROCESSES_ENV
+from store.contract import BULK_QUEUE, LANE_TICK
 from store.errors import SchemaTooNew, VectorsyncError
 from store.settings import Settings, load_settings
 from worker.metrics.series import prepare_environment, process_exited, serve, start_series
@@ -155,6 +156,21 @@ def _create_declared_collections(**_: Any) -> None:
             collections.create_declared()
     except VectorsyncError as exc:
         log.error("could not create the declared collections at start: %s", exc)
+
+
+@worker_ready.connect
+def _look_at_lanes(**_: Any) -> None:
+    """Send a look at each running batch-lane run (``worker.runs.lane``): a chain of looks whose worker died
+    goes on from here, without waiting for its message's visibility timeout."""
+    from store.batches.opened import lanes_running
+
+    try:
+        running = lanes_running(load_settings())
+    except VectorsyncError as exc:
+        log.error("could not read the batch-lane runs at start: %s", exc)
+        return
+    for run_id in running:
+        app.send_task(LANE_TICK, args=(run_id,), kwargs={"token": None}, queue=BULK_QUEUE)
 
 
 @worker_ready.connect
