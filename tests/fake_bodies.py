@@ -1,10 +1,12 @@
 """What the fake OpenAI server (``tests/fake_openai.py``) answers: embeddings as JSON floats or base64, in
 OpenAI's or Ollama's shape; rerank scores by word overlap with the query; the chat model's default answers;
-errors; and the vectors a client reads back (``served_embed``, ``dense_embed``)."""
+errors; the vectors a client reads back (``served_embed``, ``dense_embed``); and tokens as OpenAI counts them
+(``cl100k_tokens``)."""
 
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import re
 from typing import Any
@@ -13,7 +15,16 @@ import numpy as np
 
 from store.embeddings.providers.fake import hash_embed
 
-__all__ = ["base64_vector", "default_chat", "dense_embed", "error_body", "ok_body", "rerank_body", "served_embed"]
+__all__ = [
+    "base64_vector",
+    "cl100k_tokens",
+    "default_chat",
+    "dense_embed",
+    "error_body",
+    "ok_body",
+    "rerank_body",
+    "served_embed",
+]
 
 
 def _words(text: str) -> set[str]:
@@ -91,3 +102,16 @@ def error_body(path: str, status: int, message: str) -> dict[str, Any]:
     if path == "/api/embed":
         return {"error": message}
     return {"error": {"message": message, "type": "scripted", "code": str(status)}}
+
+
+def cl100k_tokens(text: str) -> int:
+    """``text``'s tokens as OpenAI's embedding models count them (cl100k_base, special tokens as text)."""
+    return len(cl100k().encode_ordinary(text)) if text else 0
+
+
+@functools.cache
+def cl100k() -> Any:
+    """The cl100k_base encoding, loaded once (its first load takes seconds on a busy machine)."""
+    import bpe_openai
+
+    return bpe_openai.get_encoding("cl100k_base")

@@ -19,13 +19,14 @@ counts them per sliding window, as a provider's rate limit does). Scripted
 replies (``push``) make it fail on command: a status with headers, a delay
 past the client's timeout, vectors of the wrong size or one vector too few.
 ``always`` sets the reply once the script is used up.
+It also serves OpenAI's Files and Batch API for embeddings (``tests/fake_batches.py``: its settings, scripts and
+accounting), each batch line answered as ``/v1/embeddings`` answers it (``line_answer``).
 Use it as a context manager: ``with FakeOpenAI() as server: ...``; it loads
 its tokenizer before it starts, so no answer waits for that.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import threading
 import time
@@ -34,11 +35,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Unpack
 
 from store.embeddings.providers.fake import hash_embed
 from store.settings import Settings
-from tests.fake_bodies import default_chat, dense_embed, error_body, ok_body, rerank_body
+from tests.fake_batches import BatchAPI, BatchSettings
+from tests.fake_bodies import cl100k, cl100k_tokens, default_chat, dense_embed, error_body, ok_body, rerank_body
 
 __all__ = ["FAST_RETRIES", "FakeOpenAI", "Reply", "Request", "cl100k_tokens", "settings_for"]
 
@@ -87,12 +89,21 @@ class Request:
         return self.body.get("encoding_format")
 
 
-class FakeOpenAI:
-    """The server; ``url`` is the OpenAI base URL (``.../v1``), ``root`` the bare host."""
+class FakeOpenAI(BatchAPI):
+    """The server; ``url`` is the OpenAI base URL (``.../v1``), ``root`` the bare host. ``port`` 0 takes a free one
+    (another server's, to restart it there); the batch keywords (``state_dir``...): ``BatchAPI``."""
 
     def __init__(
-        self, *, dimensions: int = 8, refuse_base64: bool = False, dense: bool = False, host: str = "127.0.0.1"
+        self,
+        *,
+        dimensions: int = 8,
+        refuse_base64: bool = False,
+        dense: bool = False,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        **batches: Unpack[BatchSettings],
     ) -> None:
+        super().__init__(**batches)
         self.dimensions = dimensions
         #: The address it listens on (another than loopback for a client in a network namespace).
         self.host = host
@@ -119,7 +130,7 @@ class FakeOpenAI:
         self.max_in_flight = 0
         self._in_flight = 0
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer((host, 0), _handler_for(self))
+        self._server = ThreadingHTTPServer((host, port), _handler_for(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
 
@@ -174,7 +185,7 @@ class FakeOpenAI:
     def start(self) -> FakeOpenAI:
         # Every embeddings answer counts its tokens with cl100k_base, whose first load takes seconds on a busy
         # machine (bpe-openai builds its encodings on import): loaded now, the first answer is not that late.
-        _cl100k()
+        cl100k()
         self._thread.start()
         return self
 
@@ -209,24 +220,42 @@ class FakeOpenAI:
         with self._lock:
             self.requests.append(request)
             reply = refused or (self.script.popleft() if self.script else self.default)
-        if not refused and self.reject_containing and any(self.reject_containing in text for text in request.inputs):
-            reply = Reply(status=400, message=f"input contains {self.reject_containing!r}", delay=reply.delay)
+        reply = refused or self._rejection(request, reply)
         if reply.status != 200:
             return reply.status, reply.headers, error_body(path, reply.status, reply.message), reply.delay
         if path.endswith("/chat/completions"):
             return self._chat(body, reply)
         if path.endswith("/rerank"):
             return 200, reply.headers, rerank_body(body, reply.drop), reply.delay
-        size = reply.dimensions or body.get("dimensions") or self.dimensions
+        payload, tokens = self.embedding(request, reply)
+        with self._lock:
+            self.served_tokens += tokens
+            self.served_calls += 1
+        return 200, reply.headers, payload, reply.delay
+
+    def embedding(self, request: Request, reply: Reply) -> tuple[dict[str, Any], int]:
+        """The embeddings answer to ``request``, shaped by ``reply``, and its tokens (cl100k_base)."""
+        size = reply.dimensions or request.body.get("dimensions") or self.dimensions
         embed = dense_embed if self.dense else hash_embed
         vectors = [[float("nan")] * size if reply.nan else embed(text, size) for text in request.inputs]
         vectors = vectors[: len(vectors) - reply.drop]
         encoding = None if reply.floats else request.encoding_format
         tokens = sum(cl100k_tokens(text) for text in request.inputs)
-        with self._lock:
-            self.served_tokens += tokens
-            self.served_calls += 1
-        return 200, reply.headers, ok_body(path, body.get("model", ""), vectors, encoding, tokens), reply.delay
+        return ok_body(request.path, request.body.get("model", ""), vectors, encoding, tokens), tokens
+
+    def line_answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """What ``POST /v1/embeddings`` answers ``body`` past the script (refusals included): a batch line's answer."""
+        request = Request("/v1/embeddings", body)
+        reply = self._refusal(request) or self._rejection(request, Reply())
+        if reply.status != 200:
+            return reply.status, error_body(request.path, reply.status, reply.message)
+        return 200, self.embedding(request, reply)[0]
+
+    def _rejection(self, request: Request, reply: Reply) -> Reply:
+        """The 400 for an input containing ``reject_containing`` (with ``reply``'s delay), else ``reply``."""
+        if self.reject_containing and any(self.reject_containing in text for text in request.inputs):
+            return Reply(status=400, message=f"input contains {self.reject_containing!r}", delay=reply.delay)
+        return reply
 
     def _refusal(self, request: Request) -> Reply | None:
         """The 400 a float-only server answers to base64 (it leaves the script alone), else None."""
@@ -269,22 +298,24 @@ class FakeOpenAI:
         )
 
 
-def cl100k_tokens(text: str) -> int:
-    """``text``'s tokens as OpenAI's embedding models count them (cl100k_base, special tokens as text)."""
-    return len(_cl100k().encode_ordinary(text)) if text else 0
-
-
-@functools.cache
-def _cl100k() -> Any:
-    import bpe_openai
-
-    return bpe_openai.get_encoding("cl100k_base")
-
-
 def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self._batch_api("GET")
+
+        def do_DELETE(self) -> None:
+            self._batch_api("DELETE")
+
+        def _batch_api(self, method: str) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            status, kind, data = server.serve_batch_api(method, self.path, self.headers.get("Content-Type", ""), raw)
+            self._send(status, {}, data, kind)
+
         def do_POST(self) -> None:
             path = self.path.split("?")[0]
+            if path.startswith(("/v1/files", "/v1/batches")):
+                self._batch_api("POST")
+                return
             if path not in (
                 "/v1/embeddings",
                 "/api/embed",
@@ -306,11 +337,11 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                     time.sleep(delay)
             self._send(status, headers, data)
 
-        def _send(self, status: int, headers: dict[str, str], payload: Any) -> None:
+        def _send(self, status: int, headers: dict[str, str], payload: Any, kind: str = "application/json") -> None:
             data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
             try:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
                 for name, value in headers.items():
                     self.send_header(name, value)
