@@ -22,7 +22,7 @@ from store.state.tables import lane_jobs, lane_looks, lane_texts, lane_waiting
 
 __all__ = ["PostgresLaneState"]
 
-_texts_of = sa.and_(lane_texts.c.run_id == sa.bindparam("run"), lane_texts.c.model == sa.bindparam("model"))
+_texts_of = sa.and_(lane_texts.c.run_id == sa.bindparam("b_run"), lane_texts.c.model == sa.bindparam("b_model"))
 _unanswered = sa.and_(lane_texts.c.vector.is_(None), lane_texts.c.error.is_(None))
 
 
@@ -47,10 +47,10 @@ class PostgresLaneState:
         if not hashes:
             return {}
         query = sa.select(lane_texts.c.text_hash, lane_texts.c.vector, lane_texts.c.error).where(
-            _texts_of, lane_texts.c.text_hash.in_(sa.bindparam("hashes", expanding=True))
+            _texts_of, lane_texts.c.text_hash.in_(sa.bindparam("b_hashes", expanding=True))
         )
         with self.database.reading() as conn:
-            found = conn.execute(query, {"run": run_id, "model": model, "hashes": list(hashes)})
+            found = conn.execute(query, {"b_run": run_id, "b_model": model, "b_hashes": list(hashes)})
             return {row.text_hash: Held(_vector(row.vector), row.error) for row in found}
 
     def unsent(self, run_id: str, model: str, limit: int) -> list[tuple[str, str]]:
@@ -61,18 +61,25 @@ class PostgresLaneState:
             .limit(limit)
         )
         with self.database.reading() as conn:
-            return [(row.text_hash, row.text) for row in conn.execute(query, {"run": run_id, "model": model})]
+            return [(row.text_hash, row.text) for row in conn.execute(query, {"b_run": run_id, "b_model": model})]
 
     def claim(self, tag: str, run_id: str, model: str, lines: Sequence[Sequence[str]]) -> None:
         placed = [
-            {"run": run_id, "model": model, "hash": digest, "tag": tag, "line": number, "position": position}
+            {
+                "b_run": run_id,
+                "b_model": model,
+                "b_hash": digest,
+                "b_tag": tag,
+                "b_line": number,
+                "b_position": position,
+            }
             for number, line in enumerate(lines)
             for position, digest in enumerate(line)
         ]
         claim = (
             sa.update(lane_texts)
-            .where(_texts_of, lane_texts.c.text_hash == sa.bindparam("hash"))
-            .values(submission=sa.bindparam("tag"), line=sa.bindparam("line"), position=sa.bindparam("position"))
+            .where(_texts_of, lane_texts.c.text_hash == sa.bindparam("b_hash"))
+            .values(submission=sa.bindparam("b_tag"), line=sa.bindparam("b_line"), position=sa.bindparam("b_position"))
         )
         with self.database.transaction() as conn:
             conn.execute(
@@ -122,37 +129,44 @@ class PostgresLaneState:
     def answer(self, run_id: str, model: str, vectors: Mapping[str, list[float]], errors: Mapping[str, str]) -> None:
         keep = (
             sa.update(lane_texts)
-            .where(_texts_of, lane_texts.c.text_hash == sa.bindparam("hash"))
-            .values(vector=sa.bindparam("vector"), error=None)
+            .where(_texts_of, lane_texts.c.text_hash == sa.bindparam("b_hash"))
+            .values(vector=sa.bindparam("b_vector"), error=None)
         )
         fail = (
             sa.update(lane_texts)
-            .where(_texts_of, lane_texts.c.text_hash == sa.bindparam("hash"), lane_texts.c.vector.is_(None))
-            .values(error=sa.bindparam("error"))
+            .where(_texts_of, lane_texts.c.text_hash == sa.bindparam("b_hash"), lane_texts.c.vector.is_(None))
+            .values(error=sa.bindparam("b_error"))
         )
         with self.database.transaction() as conn:
             if vectors:
                 conn.execute(
                     keep,
                     [
-                        {"run": run_id, "model": model, "hash": h, "vector": np.asarray(v, dtype="<f4").tobytes()}
+                        {
+                            "b_run": run_id,
+                            "b_model": model,
+                            "b_hash": h,
+                            "b_vector": np.asarray(v, dtype="<f4").tobytes(),
+                        }
                         for h, v in vectors.items()
                     ],
                 )
             if errors:
-                conn.execute(fail, [{"run": run_id, "model": model, "hash": h, "error": e} for h, e in errors.items()])
+                conn.execute(
+                    fail, [{"b_run": run_id, "b_model": model, "b_hash": h, "b_error": e} for h, e in errors.items()]
+                )
 
     def requeue(self, run_id: str, model: str, hashes: Sequence[str]) -> None:
         if not hashes:
             return
         back = (
             sa.update(lane_texts)
-            .where(_texts_of, lane_texts.c.text_hash.in_(sa.bindparam("hashes", expanding=True)))
+            .where(_texts_of, lane_texts.c.text_hash.in_(sa.bindparam("b_hashes", expanding=True)))
             .where(lane_texts.c.vector.is_(None))
             .values(submission=None, line=None, position=None, error=None)
         )
         with self.database.transaction() as conn:
-            conn.execute(back, {"run": run_id, "model": model, "hashes": list(hashes)})
+            conn.execute(back, {"b_run": run_id, "b_model": model, "b_hashes": list(hashes)})
 
     def submissions(self, run_id: str) -> list[Submission]:
         query = sa.select(lane_jobs).where(lane_jobs.c.run_id == run_id).order_by(lane_jobs.c.submitted_at)
@@ -241,7 +255,7 @@ class PostgresLaneState:
         if not batches:
             return
         gone = sa.delete(lane_waiting).where(
-            lane_waiting.c.run_id == sa.bindparam("run"), lane_waiting.c.batch == sa.bindparam("number")
+            lane_waiting.c.run_id == sa.bindparam("b_run"), lane_waiting.c.batch == sa.bindparam("b_number")
         )
         with self.database.transaction() as conn:
-            conn.execute(gone, [{"run": b.run_id, "number": b.batch} for b in batches])
+            conn.execute(gone, [{"b_run": b.run_id, "b_number": b.batch} for b in batches])
