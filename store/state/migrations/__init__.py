@@ -64,12 +64,13 @@ def known() -> frozenset[str]:
     return frozenset(revision.revision for revision in script().walk_revisions())
 
 
-def upgrade(conn: sa.Connection) -> None:
-    """Run the revisions ``conn``'s database lacks, inside the transaction ``conn`` is in."""
+def upgrade(conn: sa.Connection, target: str = "head") -> None:
+    """Run the revisions ``conn``'s database lacks, up to ``target`` (a test's older head), inside the transaction
+    ``conn`` is in."""
     from alembic import command
     from alembic.config import Config
 
     config = Config()
     config.set_main_option("script_location", str(FOLDER).replace("%", "%%"))  # ConfigParser interpolates %
     config.attributes["connection"] = conn
-    command.upgrade(config, "head")
+    command.upgrade(config, target)
