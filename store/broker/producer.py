@@ -347,7 +347,8 @@ class Producer:
         it sends again the pushes no worker took (``store.broker.pushes``). Raises ConfigError for a collection
         the settings do not declare."""
         collection = declared(self.settings, collection)
-        run_id = self.ledger.create_run(collection, kind="reconcile")
+        lane = self.settings.collections[parse_name(collection)[0]].lane
+        run_id = self.ledger.create_run(collection, kind="reconcile", lane=lane)
         self._send_run(RECONCILE, (collection, run_id), run_id)
         return run_id
 

@@ -107,6 +107,18 @@ class Settings(BaseSettings):
             )
         return self
 
+    @model_validator(mode="after")
+    def _lanes_declared(self) -> Settings:
+        first = self.embeddings.chain[0] if self.embeddings.chain else None
+        model = self.models.get(first) if first is not None else None
+        for name, collection in self.collections.items():
+            if collection.lane == "batch" and (model is None or model.batch is None):
+                raise ValueError(
+                    f'collections.{name}.lane is "batch", but the chain\'s first model ({first or "none"}) has no '
+                    f'batch lane: add [models.{first or "NAME"}.batch], or set lane = "sync"'
+                )
+        return self
+
     @classmethod
     def settings_customise_sources(
         cls,

@@ -53,3 +53,7 @@ class CollectionSettings(Section):
     #: The embedding cache's scope: ``collection``, its vectors found by its own records alone (an erased text
     #: leaves no vector another collection is served); ``shared``, the pool of every collection that says so.
     cache: Literal["collection", "shared"] = "collection"
+    #: How the runs Celery beat starts on it (reconcile sweeps, capture's safety net included) buy embeddings:
+    #: "sync" through the failover chain, or "batch" through the chain's first model's batch lane
+    #: (``[models.NAME.batch]``, docs/batch-lane.md). Live changes and pushed documents are always synchronous.
+    lane: Literal["sync", "batch"] = "sync"

@@ -11,7 +11,9 @@ from celery import Task
 
 from store.contract import RECONCILE
 from store.errors import StoreUnavailable
+from store.state.generations import parse_name
 from worker.repair.sweeps import yielded_to
+from worker.runs.lane import send_look
 from worker.runs.sending import send_batch
 from worker.runtime.app import app
 from worker.runtime.context import context
@@ -33,8 +35,11 @@ def reconcile(self: Task, collection: str, run_id: str | None = None) -> str:
     nothing sent, and a message delivered again after batches went out ends the run rather than count anew.
     """
     ctx = context()
-    run_id = ctx.ledger.create_run(collection, run_id=run_id or message_run_id(self), kind="reconcile")
+    declared = ctx.settings.collections.get(parse_name(collection)[0])
+    lane: str = declared.lane if declared is not None else "sync"
+    run_id = ctx.ledger.create_run(collection, run_id=run_id or message_run_id(self), kind="reconcile", lane=lane)
     begun = ctx.ledger.run(run_id)
+    lane = begun.lane  # as its producer made it
     if begun.status.ended or begun.total is not None:  # delivered again after an attempt that sent batches
         if not begun.status.ended:
             ctx.ledger.fail_run(
@@ -58,7 +63,9 @@ def reconcile(self: Task, collection: str, run_id: str | None = None) -> str:
     number = 0
     try:
         for number, ids in enumerate(pages):
-            send_batch(collection, ids, run_id=run_id, batch=number)
+            send_batch(collection, ids, run_id=run_id, batch=number, lane="gather" if lane == "batch" else None)
+        if lane == "batch" and pages:
+            send_look(run_id)
     except StoreUnavailable as exc:  # the batches sent are indexed all the same; the next sweep sends the rest
         with contextlib.suppress(StoreUnavailable):
             ctx.ledger.fail_run(run_id, f"batch {number} of {len(pages)} could not be sent: {exc}")

@@ -84,7 +84,8 @@ def lane(tmp_path: Path, broker_redis_url: str, scratch_redis_url: str, postgres
         model = f"[models.fake_openai]\nprice_per_million_tokens = {PRICE}\nmax_inputs = 16"
         text = text.replace("[models.fake_openai]", model)
         config = tmp_path / "vectorsync.toml"
-        config.write_text(text + LANE)
+        # the sweeps Celery beat would start on it go through the lane too
+        config.write_text(text + LANE + f'\n[collections.{collection}]\nlane = "batch"\n')
         try:
             yield Lane(config, load_settings(config), collection, crm, openai, postgres_url)
         finally:

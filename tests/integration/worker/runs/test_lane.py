@@ -74,3 +74,15 @@ def test_a_job_that_expires_half_done_hands_the_rest_to_the_chain(lane: Lane) ->
         text for request in lane.openai.requests if request.path.endswith("/embeddings") for text in request.inputs
     }
     assert by_batch | chain == texts and not by_batch & chain  # the chain bought only what the job did not answer
+
+
+def test_a_reconcile_sweep_of_a_collection_whose_runs_go_through_the_lane(lane: Lane) -> None:
+    assert run_cli(lane.config, "init").returncode == 0
+    with celery_worker(lane.config, concurrency=2):
+        begun = run_cli(lane.config, "reconcile", lane.collection)
+        assert begun.returncode == 0, begun.stdout + begun.stderr
+        run_id = begun.stdout.split()[1]
+        done = lane.ended(run_id)
+    assert (done.status, done.kind, done.lane) == (RunStatus.DONE, "reconcile", "batch"), done.error
+    assert lane.stored() == lane.expected()
+    assert_bought_once_at_the_lane_s_price(lane, run_id)

@@ -9,8 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from store import ConfigError
-from store.settings import load_settings
-from store.settings.models import PROVIDERS, EmbeddingSettings, ModelSettings, RetrievalSettings
+from store.settings import Settings, load_settings
+from store.settings.models import PROVIDERS, BatchLaneSettings, EmbeddingSettings, ModelSettings, RetrievalSettings
 
 
 @pytest.fixture(autouse=True)
@@ -96,3 +96,24 @@ def test_the_chains_are_empty_until_named_and_their_sizes_are_bounded() -> None:
     for section, bad in ((EmbeddingSettings, {"batch_size": 2049}), (RetrievalSettings, {"top": 0})):
         with pytest.raises(ValidationError):
             section.model_validate(bad)
+
+
+def test_a_model_s_batch_lane_has_safe_defaults_and_refuses_a_bad_price() -> None:
+    lane = BatchLaneSettings()
+    assert (lane.max_wait_hours, lane.min_inputs, lane.on_failure, lane.max_requests) == (24, 1000, "chain", 50_000)
+    with pytest.raises(ValidationError, match="a price is 0 or more"):
+        BatchLaneSettings(price_per_million_tokens=-1)
+    with pytest.raises(ValidationError):
+        BatchLaneSettings(max_wait_hours=48)  # past OpenAI's 24 h window
+
+
+def test_a_collection_whose_runs_go_through_the_lane_needs_one() -> None:
+    small = {"provider": "openai", "model": "text-embedding-3-small", "dimensions": 8, "base_url": "http://x/v1"}
+    with pytest.raises(ValidationError, match=r"collections.notes.lane is \"batch\", but the chain's first model"):
+        Settings(models={"small": small}, embeddings={"chain": ["small"]}, collections={"notes": {"lane": "batch"}})
+    laned = Settings(
+        models={"small": small | {"batch": {}}},
+        embeddings={"chain": ["small"]},
+        collections={"notes": {"lane": "batch"}},
+    )
+    assert laned.collections["notes"].lane == "batch"
