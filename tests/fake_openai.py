@@ -13,7 +13,8 @@ makes it answer 400 to base64, as strict servers do, and a ``floats`` reply
 ignores the format, as lax ones do. ``dense`` sets every coordinate, as real
 models do (hashed words alone leave most of them 0.0, which flatters JSON).
 ``usage`` is OpenAI's: ``prompt_tokens`` = ``total_tokens`` = the inputs' cl100k_base tokens, and
-``served_tokens`` and ``served_calls`` add up what the embeddings answers (status 200) counted.
+``served_tokens``, ``served_calls`` and ``served_texts`` add up what the embeddings answers (status 200) counted;
+``served`` counts each text they embedded (a text bought twice counts 2).
 Every request is recorded with when it arrived (``arrivals``; ``busiest``
 counts them per sliding window, as a provider's rate limit does). Scripted
 replies (``push``) make it fail on command: a status with headers, a delay
@@ -30,7 +31,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -117,6 +118,9 @@ class FakeOpenAI(BatchAPI):
         #: Tokens (cl100k_base, as ``usage`` reported them) and calls of every embeddings answer with status 200.
         self.served_tokens = 0
         self.served_calls = 0
+        #: Texts every embeddings answer with status 200 embedded, and how often each one was.
+        self.served_texts = 0
+        self.served: Counter[str] = Counter()
         self.requests: list[Request] = []
         self.script: deque[Reply] = deque()
         self.default = Reply()
@@ -231,6 +235,8 @@ class FakeOpenAI(BatchAPI):
         with self._lock:
             self.served_tokens += tokens
             self.served_calls += 1
+            self.served_texts += len(request.inputs)
+            self.served.update(request.inputs)
         return 200, reply.headers, payload, reply.delay
 
     def embedding(self, request: Request, reply: Reply) -> tuple[dict[str, Any], int]:

@@ -116,6 +116,11 @@ class FailoverChain:
         return self.spaces[self.providers[0].name]
 
     @property
+    def meter(self) -> Meter:
+        """How a call is counted against a run's budget before it is sent: as the first entry counts and prices."""
+        return next(iter(self.meters.values()), UNMETERED)
+
+    @property
     def limits(self) -> Limits:
         """Limits every entry accepts, so a batch never needs re-splitting on failover."""
         limits = self.providers[0].limits
@@ -131,7 +136,7 @@ class FailoverChain:
         every entry failed.
         """
         tokens = sum(estimate_tokens(text) for text in texts)
-        with spend.reserved(next(iter(self.meters.values()), UNMETERED), texts):
+        with spend.reserved(self.meter, texts):
             vectors, provider = self._failover.run(lambda provider: self._call(provider, texts), tokens=tokens)
         return vectors, self.spaces[provider.name]
 

@@ -1,8 +1,9 @@
 """``Embeddings``: texts in, vectors out, through the cache and then the failover chain.
 
 ``embed_many`` looks every distinct text up in the cache (one MGET), sends the
-misses through the chain in token-aware batches (several at once), writes them
-back (one pipeline) and returns the vectors in input order, each an
+misses through the chain in token-aware batches (several at once; under a run's
+cap, reserved together before the first is sent), writes each call's vectors
+back as it answers (one pipeline) and returns the vectors in input order, each an
 ``Embedding`` (float32, with the model that made it, which every chunk
 records). The cache is read under the first entry's model and written under
 the model that made each vector, so a failover model's vectors never answer
@@ -14,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 
+from store.calls import spend
 from store.calls.accounting import EmbeddingStats
 from store.contract import REDIS_SCHEMES
 from store.embeddings.batching import plan_batches, run_batches
@@ -200,8 +202,10 @@ class Embeddings:
         self, texts: list[str], *, batches: list[range] | None = None, scope: str = ""
     ) -> dict[str, Embedding]:
         """Embed ``texts`` in provider calls (``batches`` of their indexes), each call's vectors cached as soon as
-        it answers: when a later call fails or would pass a run's budget, what was bought stays bought, and the
-        retry or the resumed run finds it in the cache instead of paying for it again."""
+        it answers: when a later call fails, what was bought stays bought, and the retry finds it in the cache
+        instead of paying for it again. Under a run's cap the calls are all reserved before the first is sent
+        (``store.calls.spend.prepaid``): a batch that meets the cap buys none of them, so a pause never leaves
+        bought vectors for its resumed run to buy again, even with the cache off (issue 50)."""
         if batches is None:
             batches = plan_batches(
                 texts, batch_size=self.batch_size, limits=self.chain.limits, model=self.chain.providers[0].model
@@ -214,7 +218,8 @@ class Embeddings:
             self._to_cache(dict(zip(sent, made, strict=True)), scope)
             return made
 
-        embeddings = run_batches(batches, embed, parallelism=self.parallelism)
+        with spend.prepaid(self.chain.meter, texts):
+            embeddings = run_batches(batches, embed, parallelism=self.parallelism)
         return dict(zip(texts, embeddings, strict=True))
 
     def _to_cache(self, made: dict[str, Embedding], scope: str = "") -> None:

@@ -1,6 +1,7 @@
 """A run's budget in its batches: a batch of a paused run is parked, not worked; a batch works under its run's
-caps (its own, else the collection's ``[collections.NAME.budget]``); a batch whose next model call would pass
-a cap pauses the run and is parked, none of its records written (``docs/embeddings.md, Budgets``)."""
+caps (its own, else the collection's ``[collections.NAME.budget]``); a batch whose model calls would pass a cap
+(reserved together before the first is sent: ``store.calls.spend.prepaid``) pauses the run and is parked, none
+of its records written and none of its texts bought (``docs/embeddings.md, Budgets``)."""
 
 from __future__ import annotations
 

@@ -133,7 +133,7 @@ def process(task: Task, work: Work) -> dict[str, int]:
 def _worked(work: Work) -> dict[str, BatchResult] | None:
     """``work()`` under its run's budget, its model calls tallied (``store.calls.spend``) and written to the
     ledger once, whatever the outcome: a call that was made is spent. None: the batch was parked (its run is
-    paused, or its next call would have passed the run's cap), nothing of it written."""
+    paused, or its calls would have passed the run's cap), nothing of it written or bought."""
     admitted = budgets.admit(work)
     if admitted.parked:
         return None

@@ -170,3 +170,54 @@ def test_a_capped_first_load_pauses_at_its_cap_and_resumes_to_done_with_every_re
     # Pause and resume bill one load: every distinct text was bought once (a call's vectors are cached as it
     # answers, so a batch parked between two of its calls keeps what the first bought).
     assert capped.openai.served_tokens == needed
+
+
+def test_pause_and_resume_of_a_capped_load_buy_each_text_once_with_the_cache_off(capped: Capped) -> None:
+    """Issue 50: a capped first load, paused and resumed, billed 5.5% over one load: a batch whose calls were
+    reserved one at a time bought its first calls, was parked when a later one would pass the cap, and its
+    resumed run bought them again. With the cache off nothing keeps those vectors, so only a batch that buys all
+    its calls or none bills one load: at the pause every text bought is stored, and after the resume each text of
+    the load was bought exactly once. Eight texts a call, so each batch makes several and the cap falls inside
+    one; two processes, so batches meet the cap together."""
+    text = capped.config.read_text()
+    assert "batch_size = 64\n" in text  # [embeddings]'s, the only one of that size
+    capped.config.write_text(text.replace("batch_size = 64\n", "batch_size = 8\ncache_ttl_days = 0\n", 1))
+    settings = load_settings(capped.config)
+    assert settings.embeddings.cache_ttl_days == 0 and settings.embeddings.batch_size == 8
+    texts = {text for text, _ in capped.expected().values()}
+    needed = sum(cl100k_tokens(text) for text in texts)
+    cap = needed * 2 // 5  # 40%, as the report's load
+    assert run_cli(capped.config, "init").returncode == 0
+    with celery_worker(capped.config, concurrency=2):
+        started = run_cli(capped.config, "reindex", capped.collection, "--max-tokens", str(cap))
+        assert started.returncode == 0, started.stdout + started.stderr
+        run_id = started.stdout.split()[1]
+
+        def settled() -> RunProgress | None:
+            run = _run(capped, run_id)
+            parked = _parked(capped.database, run_id)
+            return (
+                run if run.status == RunStatus.PAUSED and run.batches and run.counted + parked == run.batches else None
+            )
+
+        wait_for(settled, timeout=180, what="the run to pause and park its batches")
+        assert 0 < capped.openai.served_tokens <= cap
+        # What the pause bought, it kept: every text bought is stored, in a record the ledger holds whole.
+        written = _assert_store_is_the_ledger(capped)
+        assert 0 < len(written) < RECORDS
+        stored = {text for text, _ in capped.stored().values()}
+        assert set(capped.openai.served) == stored and capped.openai.served_texts == len(stored)
+
+        resumed = run_cli(capped.config, "runs", "resume", run_id, "--max-tokens", str(needed * 2))
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        done = wait_for(
+            lambda: (r := _run(capped, run_id)).status.ended and r, timeout=180, what="the resumed run to end"
+        )
+    assert done.status == RunStatus.DONE, done.error
+    assert (done.done, done.skipped, done.failed, done.total) == (RECORDS, 0, 0, RECORDS)
+    assert capped.stored() == capped.expected()
+    # Pause and resume billed one load: each text once, none twice.
+    bought_twice = {text: times for text, times in capped.openai.served.items() if times > 1}
+    assert not bought_twice, f"{sum(bought_twice.values()) - len(bought_twice)} texts bought again"
+    assert set(capped.openai.served) == texts and capped.openai.served_texts == len(texts)
+    assert capped.openai.served_tokens == needed

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from store.calls import spend
-from store.calls.spend import LIVE, UNMETERED, Meter, Spend, cost_of, weakest
+from store.calls.spend import LIVE, UNMETERED, Meter, Spend, cost_of, total, weakest
 from store.calls.tokens import token_counter
 from store.embeddings.batching import run_batches
 from store.errors import BudgetExceeded
@@ -121,10 +121,13 @@ class SharedTotal:
     def __init__(self) -> None:
         self.tokens: int | None = None
         self.settled: list[int] = []
+        #: The tokens of each reservation asked for, refused or not.
+        self.asked: list[int] = []
 
     def reserve(
         self, run_id: str, *, seed: spend.Spent, call: tuple[int, float | None], caps: tuple[int | None, float | None]
     ) -> tuple[str, float] | None:
+        self.asked.append(call[0])
         used = seed.tokens if self.tokens is None else self.tokens
         if caps[0] is not None and used + call[0] > caps[0]:
             return "max_tokens", float(used)
@@ -149,3 +152,52 @@ def test_a_shared_budget_counts_every_batchs_calls_in_its_shared_total_settled_t
             _call(meter, ["abcd" * 13])
         _call(meter, ["abcd" * 12])  # reserved 12, used nothing (no add): given back
     assert (shared.tokens, shared.settled) == (28, [-2, -12])
+
+
+def test_prepaid_reserves_a_batchs_calls_together_so_one_that_meets_the_cap_is_refused_before_any_is_sent() -> None:
+    """Issue 50: call by call, a batch of three calls bought two and was parked at the third; resumed, its run
+    bought the two again (their vectors lost, with the cache off). Reserved together, it buys none."""
+    shared, meter = SharedTotal(), Meter()
+    budget = spend.Budget(spent=spend.Spent(tokens=0), max_tokens=40, shared=(shared, "r1"))
+    calls = [["abcd" * 15], ["abcd" * 15], ["abcd" * 15]]  # 45 tokens: the first two calls alone would fit
+    with spend.tallied("r1"), spend.capped(budget):
+        refused = pytest.raises(BudgetExceeded, match=r"spent 0, 40 left, the batch's calls need 45; `vectorsync")
+        with refused, spend.prepaid(meter, [text for call in calls for text in call]):
+            pytest.fail("the block runs only once its calls are reserved")
+        assert shared.asked == [45] and not shared.tokens
+        calls = [["abcd" * 10], ["abcd" * 10], ["abcd" * 10]]
+        with spend.prepaid(meter, [text for call in calls for text in call]):  # 30: reserved once
+            for call in calls[:2]:  # the third is never sent (its batch failed): its 10 are given back
+                with spend.reserved(meter, call):
+                    spend.add("m", tokens=9, cost=None, counted_by="provider")
+        assert shared.asked == [45, 30]  # the calls drew on the batch's reservation: no more round trips
+        assert (shared.tokens, shared.settled) == (18, [-1, -1, -10])
+
+
+def test_calls_in_threads_draw_on_their_prepaid_block_and_reserve_only_what_it_lacks() -> None:
+    shared, meter = SharedTotal(), Meter()
+    budget = spend.Budget(spent=spend.Spent(), max_tokens=100, shared=(shared, "r1"))
+    with spend.tallied("r1") as tally, spend.charged_to("notes", 1), spend.capped(budget):
+        _prepaid_calls(meter)
+    assert shared.asked == [40, 12] and shared.tokens == 52 and total(tally.rows()).tokens == 52
+    local = spend.Budget(spent=spend.Spent(), max_tokens=40)  # each process its own count
+    with spend.tallied("r1"), spend.charged_to("notes", 1), spend.capped(local):
+        with spend.prepaid(meter, ["abcd" * 10] * 4):
+            run_batches([["abcd" * 10]] * 3, lambda call: _spent(meter, call), parallelism=3)
+            with pytest.raises(BudgetExceeded):
+                _call(meter, ["abcd" * 11])  # 30 spent, 10 still prepaid: 11 passes the cap
+        _call(meter, ["abcd" * 10])  # the prepaid 10 given back: 10 fit again
+
+
+def _prepaid_calls(meter: Meter) -> None:
+    with spend.prepaid(meter, ["abcd" * 10] * 4):
+        with spend.prepaid(meter, ["abcd"] * 99):  # inside another: draws on the outer one, reserves nothing
+            run_batches([["abcd" * 10]] * 4, lambda call: _spent(meter, call), parallelism=4)
+        _spent(meter, ["abcd" * 12])  # beyond the 40 prepaid: reserves its own 12
+
+
+def _spent(meter: Meter, texts: list[str]) -> list[str]:
+    """A call that used what it reserved."""
+    with spend.reserved(meter, texts):
+        spend.add("m", tokens=meter.counter.total(texts), cost=None, counted_by="estimate")
+    return texts

@@ -8,10 +8,11 @@ from typing import Any
 import fakeredis
 import pytest
 
+from store.calls import spend
 from store.embeddings import Embedding, Embeddings
 from store.embeddings.cache import EmbeddingCache
 from store.embeddings.providers.fake import hash_embed
-from store.errors import ConfigError, EmbeddingError
+from store.errors import BudgetExceeded, ConfigError, EmbeddingError
 from store.settings import Settings
 from store.vectors.backends import memory_store
 from store.vectors.base import QueryEmbedder
@@ -101,3 +102,21 @@ def test_each_call_s_vectors_are_cached_as_it_answers_so_a_later_failure_buys_no
     assert [r.inputs for r in fake_openai.requests] == [["a", "b"], ["c", "d"], ["e", "f"]]
     assert embeddings.embed_many(texts) == [hash_embed(t, 8) for t in texts]
     assert [r.inputs for r in fake_openai.requests[3:]] == [["e", "f"]]
+
+
+def test_under_a_run_s_cap_a_batch_s_calls_are_reserved_together_so_meeting_the_cap_buys_nothing(
+    fake_openai: FakeOpenAI,
+) -> None:
+    """Issue 50: with the cache off, a batch of three calls whose third would pass its run's cap bought the first
+    two, was parked, and its resumed run bought them again. Reserved together before the first call, the three
+    are refused together: nothing is sent, nothing is lost; under a cap that holds them, all three go."""
+    embeddings = Embeddings(embeddings_for(fake_openai).chain, cache=None, batch_size=2, parallelism=2)
+    texts = [f"renewal call number {i}" for i in range(6)]
+    needed = embeddings.chain.meter.counter.total(texts)
+    refused = pytest.raises(BudgetExceeded, match=f"the batch's calls need {needed}")
+    with spend.tallied("r1"), spend.capped(spend.Budget(spent=spend.Spent(), max_tokens=needed - 1)), refused:
+        embeddings.embed_many(texts)
+    assert fake_openai.requests == []
+    with spend.tallied("r1"), spend.capped(spend.Budget(spent=spend.Spent(), max_tokens=needed)):
+        assert embeddings.embed_many(texts) == [hash_embed(t, 8) for t in texts]
+    assert sorted(text for r in fake_openai.requests for text in r.inputs) == sorted(texts)
