@@ -223,33 +223,21 @@ class PostgresLaneState:
                 conn.execute(sa.delete(table).where(table.c.run_id == run_id))
 
     def wait(self, batch: Parked) -> None:
-        row = {
-            "run_id": batch.run_id,
-            "batch": batch.batch,
+        message = {
             "collection": batch.collection,
             "ids": list(batch.ids),
             "carried": batch.carried,
             "fresh": batch.fresh,
-            "waited_at": now(),
         }
+        row = {"run_id": batch.run_id, "batch": batch.batch, "message": message, "waited_at": now()}
         with self.database.transaction() as conn:
             conn.execute(postgresql.insert(lane_waiting).on_conflict_do_nothing(), row)
 
     def waiting(self, run_id: str) -> list[Parked]:
         query = sa.select(lane_waiting).where(lane_waiting.c.run_id == run_id).order_by(lane_waiting.c.batch)
         with self.database.reading() as conn:
-            return [
-                Parked(
-                    run_id=row.run_id,
-                    batch=row.batch,
-                    collection=row.collection,
-                    ids=list(row.ids),
-                    carried=row.carried,
-                    fresh=row.fresh,
-                    parked_at=row.waited_at,
-                )
-                for row in conn.execute(query)
-            ]
+            found = conn.execute(query).all()
+        return [Parked(run_id=row.run_id, batch=row.batch, parked_at=row.waited_at, **row.message) for row in found]
 
     def release(self, batches: Sequence[Parked]) -> None:
         if not batches:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from store.batches.endpoint import FINISHED, Job
 from store.state.ledger.base import Parked
@@ -59,14 +59,13 @@ class Submission:
         return self.status not in FINISHED
 
 
-@dataclass(frozen=True, slots=True)
-class LaneCounts:
+class LaneCounts(NamedTuple):
     """A run's texts in the lane: waiting to be sent, out at the provider, answered with a vector, failed."""
 
-    queued: int = 0
-    out: int = 0
-    held: int = 0
-    failed: int = 0
+    queued: int
+    out: int
+    held: int
+    failed: int
 
 
 class LaneState(Protocol):

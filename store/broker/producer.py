@@ -241,7 +241,9 @@ class Producer:
             checked_prices(max_cost, self._unpriced(collection), collection)
         if batch:
             self._checked_lane(collection)
-        run_id = self.ledger.create_run(collection, full=full, lane="batch" if batch else "sync")
+        run_id = self.ledger.create_run(collection, full=full)
+        if batch:
+            self.ledger.set_lane(run_id, "batch")
         if max_tokens is not None or max_cost is not None:
             self.ledger.set_caps(run_id, max_tokens=max_tokens, max_cost=max_cost)
         self._send_run(REINDEX_ALL, (collection, full, run_id, allow_empty), run_id)
@@ -323,7 +325,9 @@ class Producer:
         )
         if batch:
             self._checked_lane(generation.physical)
-        run_id = self.ledger.create_run(generation.physical, kind="migrate", lane="batch" if batch else "sync")
+        run_id = self.ledger.create_run(generation.physical, kind="migrate")
+        if batch:
+            self.ledger.set_lane(run_id, "batch")
         self.ledger.generations.set_run(collection, generation.number, run_id)
         self._send_run(REINDEX_ALL, (generation.physical, False, run_id, False), run_id)
         if batch:
@@ -347,8 +351,8 @@ class Producer:
         it sends again the pushes no worker took (``store.broker.pushes``). Raises ConfigError for a collection
         the settings do not declare."""
         collection = declared(self.settings, collection)
-        lane = self.settings.collections[parse_name(collection)[0]].lane
-        run_id = self.ledger.create_run(collection, kind="reconcile", lane=lane)
+        run_id = self.ledger.create_run(collection, kind="reconcile")
+        self.ledger.set_lane(run_id, self.settings.collections[parse_name(collection)[0]].lane)
         self._send_run(RECONCILE, (collection, run_id), run_id)
         return run_id
 

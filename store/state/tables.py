@@ -174,9 +174,7 @@ lane_waiting = sa.Table(
     metadata,
     sa.Column("run_id", sa.Text, primary_key=True),
     sa.Column("batch", sa.Integer, primary_key=True),
-    sa.Column("collection", sa.Text, nullable=False),
-    sa.Column("ids", postgresql.JSONB, nullable=False),
-    sa.Column("carried", postgresql.JSONB),
-    sa.Column("fresh", sa.Boolean, nullable=False),
+    #: What its ``index_batch`` message carried: collection, ids, carried, fresh.
+    sa.Column("message", postgresql.JSONB, nullable=False),
     sa.Column("waited_at", sa.DateTime(timezone=True), nullable=False),
 )

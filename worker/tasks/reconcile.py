@@ -35,11 +35,12 @@ def reconcile(self: Task, collection: str, run_id: str | None = None) -> str:
     nothing sent, and a message delivered again after batches went out ends the run rather than count anew.
     """
     ctx = context()
+    run_id = ctx.ledger.create_run(collection, run_id=run_id or message_run_id(self), kind="reconcile")
     declared = ctx.settings.collections.get(parse_name(collection)[0])
-    lane: str = declared.lane if declared is not None else "sync"
-    run_id = ctx.ledger.create_run(collection, run_id=run_id or message_run_id(self), kind="reconcile", lane=lane)
+    if declared is not None and declared.lane == "batch":
+        ctx.ledger.set_lane(run_id, "batch")
     begun = ctx.ledger.run(run_id)
-    lane = begun.lane  # as its producer made it
+    lane = begun.lane
     if begun.status.ended or begun.total is not None:  # delivered again after an attempt that sent batches
         if not begun.status.ended:
             ctx.ledger.fail_run(

@@ -185,16 +185,9 @@ class Ledger(Protocol):
     # -- runs ------------------------------------------------------------------------
 
     def create_run(
-        self,
-        collection: str,
-        *,
-        full: bool = False,
-        run_id: str | None = None,
-        kind: str = "reindex",
-        lane: str = "sync",
+        self, collection: str, *, full: bool = False, run_id: str | None = None, kind: str = "reindex"
     ) -> str:
-        """Insert a running run (idempotent for a given run_id) and return its id; kind: reindex or reconcile;
-        lane: sync or batch (``RunProgress.lane``)."""
+        """Insert a running run (idempotent for a given run_id) and return its id; kind: reindex or reconcile."""
         ...
 
     def set_run_total(self, run_id: str, *, total: int, batches: int) -> RunProgress:
@@ -235,6 +228,11 @@ class Ledger(Protocol):
     def set_caps(self, run_id: str, *, max_tokens: int | None, max_cost: float | None) -> None:
         """Give a run caps of its own (None: that cap is not the run's own). Raises ConfigError for an unknown
         run."""
+        ...
+
+    def set_lane(self, run_id: str, lane: str) -> None:
+        """Send a run's embeddings through ``lane`` ("sync" or "batch", ``RunProgress.lane``), before its batches go
+        out. Raises ConfigError for an unknown run."""
         ...
 
     def pause_run(self, parked: Parked, error: str) -> bool:

@@ -117,15 +117,9 @@ class MemoryLedger:
     # -- runs ------------------------------------------------------------------------
 
     def create_run(
-        self,
-        collection: str,
-        *,
-        full: bool = False,
-        run_id: str | None = None,
-        kind: str = "reindex",
-        lane: str = "sync",
+        self, collection: str, *, full: bool = False, run_id: str | None = None, kind: str = "reindex"
     ) -> str:
-        started = rules.started_run(collection, run_id=run_id, full=full, kind=kind, lane=lane, at=now())
+        started = rules.started_run(collection, run_id=run_id, full=full, kind=kind, at=now())
         with self._lock:
             self._runs.setdefault(started.run_id, _Run(started))
         return started.run_id
@@ -204,6 +198,11 @@ class MemoryLedger:
         with self._lock:
             run = self._get(run_id)
             run.progress = replace(run.progress, max_tokens=max_tokens, max_cost=max_cost)
+
+    def set_lane(self, run_id: str, lane: str) -> None:
+        with self._lock:
+            run = self._get(run_id)
+            run.progress = replace(run.progress, lane=lane)
 
     def pause_run(self, parked: Parked, error: str) -> bool:
         with self._lock:

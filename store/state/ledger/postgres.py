@@ -168,16 +168,10 @@ class PostgresLedger:
     # -- runs ------------------------------------------------------------------------
 
     def create_run(
-        self,
-        collection: str,
-        *,
-        full: bool = False,
-        run_id: str | None = None,
-        kind: str = "reindex",
-        lane: str = "sync",
+        self, collection: str, *, full: bool = False, run_id: str | None = None, kind: str = "reindex"
     ) -> str:
         """Insert a running run (idempotent for a given run_id) and return its id; kind: reindex or reconcile."""
-        run = rules.started_run(collection, run_id=run_id, full=full, kind=kind, lane=lane, at=now())
+        run = rules.started_run(collection, run_id=run_id, full=full, kind=kind, at=now())
         with self.transaction() as conn:
             conn.execute(
                 sql.CREATE_RUN,
@@ -188,7 +182,6 @@ class PostgresLedger:
                     "full": run.full,
                     "started_at": run.started_at,
                     "kind": run.kind,
-                    "lane": run.lane,
                 },
             )
         return run.run_id
@@ -286,6 +279,12 @@ class PostgresLedger:
     def set_caps(self, run_id: str, *, max_tokens: int | None, max_cost: float | None) -> None:
         with self.transaction() as conn:
             if conn.execute(sql.SET_CAPS, {"run": run_id, "max_tokens": max_tokens, "max_cost": max_cost}).rowcount:
+                return
+        raise ConfigError(rules.unknown_run(run_id))
+
+    def set_lane(self, run_id: str, lane: str) -> None:
+        with self.transaction() as conn:
+            if conn.execute(sql.SET_LANE, {"run": run_id, "lane": lane}).rowcount:
                 return
         raise ConfigError(rules.unknown_run(run_id))
 

@@ -52,9 +52,7 @@ MAX_OPEN_RUNS = 100
 # -- runs ----------------------------------------------------------------------------
 
 
-def started_run(
-    collection: str, *, run_id: str | None, full: bool, kind: str, at: datetime, lane: str = "sync"
-) -> RunProgress:
+def started_run(collection: str, *, run_id: str | None, full: bool, kind: str, at: datetime) -> RunProgress:
     """A new run: running, nothing counted, its id ``run_id`` or a fresh one."""
     return RunProgress(
         run_id=run_id or uuid.uuid4().hex,
@@ -68,7 +66,6 @@ def started_run(
         started_at=at,
         finished_at=None,
         kind=kind,
-        lane=lane,
     )
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "RUNS_STARTING",
     "RUN_SPEND",
     "SET_CAPS",
+    "SET_LANE",
     "SET_RUN_TOTAL",
     "UNPARK",
     "prefix_pattern",
@@ -272,3 +273,5 @@ UNPARK = sa.delete(parked_batches).where(
     parked_batches.c.batch == sa.bindparam("batch"),
     parked_batches.c.parked_at == sa.bindparam("parked_at"),
 )
+#: Run ``:run``'s lane, ``:lane``.
+SET_LANE = sa.update(runs).where(runs.c.run_id == sa.bindparam("run")).values(lane=sa.bindparam("lane"))

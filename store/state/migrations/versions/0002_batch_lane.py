@@ -62,10 +62,7 @@ def upgrade() -> None:
         """
             run_id text NOT NULL,
             batch integer NOT NULL,
-            collection text NOT NULL,
-            ids jsonb NOT NULL,
-            carried jsonb,
-            fresh boolean NOT NULL,
+            message jsonb NOT NULL,
             waited_at timestamp with time zone NOT NULL,
             PRIMARY KEY (run_id, batch)
         """,

@@ -316,6 +316,15 @@ class LedgerContract:
         assert [r.tokens for r in spent[second]] == [9, 7]
         assert ledger.runs_spend([]) == {}
 
+    def test_a_run_s_lane_is_sync_until_it_is_set(self, ledger: Ledger) -> None:
+        run = ledger.create_run(unique_name("notes"))
+        assert ledger.run(run).lane == "sync"
+        ledger.set_lane(run, "batch")
+        ledger.create_run("notes", run_id=run)  # made again (a redelivered task): its lane stays
+        assert ledger.run(run).lane == "batch"
+        with pytest.raises(ConfigError, match="no reindex run"):
+            ledger.set_lane("no-such-run", "batch")
+
     def test_a_paused_run_parks_its_batches_until_resumed_with_new_caps(self, ledger: Ledger) -> None:
         run = ledger.create_run(unique_name("notes"))
         ledger.set_caps(run, max_tokens=100, max_cost=None)
