@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 from store.errors import ConfigError
 from store.settings import ModelSettings, Settings
-from store.state.generations.base import Generation, generation_settings
+from store.state.generations.base import Generation, generation_settings, parse_name
 
-__all__ = ["checked_lanes", "lane_models"]
+__all__ = ["CAPPED", "checked_lanes", "lane_models"]
 
 
 def lane_models(settings: Settings, generations: Sequence[Generation]) -> dict[str, ModelSettings]:
@@ -24,8 +24,23 @@ def lane_models(settings: Settings, generations: Sequence[Generation]) -> dict[s
     return found
 
 
-def checked_lanes(settings: Settings, generations: Sequence[Generation], collection: str) -> dict[str, ModelSettings]:
-    """``lane_models``, or ConfigError naming the fix when a run of ``collection`` has no lane to go through."""
+#: Why a capped run does not go through the lane, and what to do instead.
+CAPPED = (
+    "a capped run cannot go through the batch lane yet (a cap is checked before each synchronous call; the lane "
+    "buys in provider jobs): run it with --batch and no cap, after --plan has shown the lane's cost, or capped "
+    "without --batch"
+)
+
+
+def checked_lanes(
+    settings: Settings, generations: Sequence[Generation], collection: str, *, capped: bool = False
+) -> dict[str, ModelSettings]:
+    """``lane_models``, or ConfigError naming the fix when a run of ``collection`` has no lane to go through, or is
+    ``capped`` (its own caps, or its collection's budget)."""
+    declared = settings.collections.get(parse_name(collection)[0])
+    budget = declared.budget if declared is not None else None
+    if capped or (budget is not None and (budget.max_tokens is not None or budget.max_cost is not None)):
+        raise ConfigError(f"--batch: {CAPPED}")
     found = lane_models(settings, generations)
     if found:
         return found

@@ -240,7 +240,7 @@ class Producer:
         if max_cost is not None:
             checked_prices(max_cost, self._unpriced(collection), collection)
         if batch:
-            self._checked_lane(collection)
+            self._checked_lane(collection, capped=max_tokens is not None or max_cost is not None)
         run_id = self.ledger.create_run(collection, full=full)
         if batch:
             self.ledger.set_lane(run_id, "batch")
@@ -261,11 +261,12 @@ class Producer:
         if run.lane == "batch":
             self._send(LANE_TICK, (run_id,), BULK_QUEUE)
 
-    def _checked_lane(self, collection: str) -> None:
+    def _checked_lane(self, collection: str, *, capped: bool = False) -> None:
         from store.batches.models import checked_lanes
         from store.state.generations.routing import writing
 
-        checked_lanes(self.settings, writing(self.settings, self.ledger.generations, collection), collection)
+        generations = writing(self.settings, self.ledger.generations, collection)
+        checked_lanes(self.settings, generations, collection, capped=capped)
 
     def resume(self, run_id: str, *, max_tokens: int | None = None, max_cost: float | None = None) -> int:
         """Resume a paused run with these caps (None: its caps as they were): its parked batches sent again,

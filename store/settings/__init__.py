@@ -112,6 +112,12 @@ class Settings(BaseSettings):
         first = self.embeddings.chain[0] if self.embeddings.chain else None
         model = self.models.get(first) if first is not None else None
         for name, collection in self.collections.items():
+            capped = collection.budget.max_tokens is not None or collection.budget.max_cost is not None
+            if collection.lane == "batch" and capped:
+                raise ValueError(
+                    f'collections.{name}.lane is "batch" and its budget caps its runs: a capped run cannot go '
+                    'through the batch lane yet; remove the budget, or set lane = "sync"'
+                )
             if collection.lane == "batch" and (model is None or model.batch is None):
                 raise ValueError(
                     f'collections.{name}.lane is "batch", but the chain\'s first model ({first or "none"}) has no '

@@ -32,3 +32,14 @@ def test_batch_is_refused_where_the_first_model_has_no_lane() -> None:
 def test_only_an_openai_embedding_model_may_have_a_lane() -> None:
     with pytest.raises(ValueError, match="only an embedding model of provider 'openai' has one"):
         Settings(models={"m": {"provider": "fake", "model": "m", "dimensions": 4, "batch": {}}})
+
+
+def test_batch_is_refused_for_a_capped_run_and_a_budgeted_collection() -> None:
+    laned = settings(True)
+    generations = [Generation("notes", 1, ("small", "backup"))]
+    with pytest.raises(ConfigError, match="a capped run cannot go through the batch lane yet"):
+        checked_lanes(laned, generations, "notes", capped=True)
+    budgeted = Settings.model_validate(laned.model_dump() | {"collections": {"notes": {"budget": {"max_tokens": 10}}}})
+    with pytest.raises(ConfigError, match="a capped run cannot go through the batch lane yet"):
+        checked_lanes(budgeted, generations, "notes")
+    assert list(checked_lanes(laned, generations, "notes")) == ["small"]

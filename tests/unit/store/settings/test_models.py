@@ -117,3 +117,9 @@ def test_a_collection_whose_runs_go_through_the_lane_needs_one() -> None:
         collections={"notes": {"lane": "batch"}},
     )
     assert laned.collections["notes"].lane == "batch"
+    with pytest.raises(ValidationError, match="a capped run cannot go through the batch lane yet"):
+        Settings(
+            models={"small": small | {"batch": {}}},
+            embeddings={"chain": ["small"]},
+            collections={"notes": {"lane": "batch", "budget": {"max_cost": 1.0}}},
+        )
