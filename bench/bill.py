@@ -33,38 +33,30 @@ import random
 import resource
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 import redis
 import sqlalchemy as sa
 
+from bench.bill_budget import CAP_SHARE, SECTION, body, capped_load, notes, plan_of
 from bench.provider_calls import wait_done
 from bench.report import Row, print_table
 from bench.targets import judged
 from store.broker.producer import Producer
-from store.client import Client
 from store.connect.postgres import engine_url
-from store.plan import Plan
 from store.settings import Settings, load_settings
-from store.state.ledger import RunStatus
-from tests.crm import CrmTable, expected_chunks, stored_chunks
+from tests.crm import CrmTable, expected_chunks
 from tests.fake_openai import FakeOpenAI
 from tests.services import embedded_postgres, redis_server
 from tests.settings_files import settings_toml, sql_collection
 from tests.workers import celery_worker
-from worker.repair.plan_reading import PlanReading
 
 __all__ = ["run"]
 
-SECTION = "bill"
 EMBED_BATCH, WORKER_BATCH = 64, 100
 #: The capped load's cap, a share of the tokens its plan says it needs (issue 50's report capped at 40%).
-CAP_SHARE = 0.4
-WORDS = ["onboarding", "rollout", "invoice", "renewal", "pricing", "discount", "contract", "meeting", "call"]
 SAME_MODEL = """
 [models.fake_openai_again]
 provider = "openai"
@@ -121,29 +113,11 @@ class Compared:
         return rows
 
 
-def _body(rng: random.Random, long: bool) -> str:
-    words = rng.randint(70, 110) if long else rng.randint(8, 18)
-    return " ".join(rng.choice(WORDS) + str(rng.randint(0, 999)) for _ in range(words))
-
-
-def _notes(rng: random.Random, records: int) -> list[dict[str, Any]]:
-    """The source's rows: most one chunk long, 2% several."""
-    return [
-        {"id": i, "title": f"Note {i}", "kind": "call", "body": _body(rng, rng.random() < 0.02)}
-        for i in range(1, records + 1)
-    ]
-
-
-def _plan(settings: Settings, collection: str, chain: list[str] | None = None) -> Plan:
-    with Client(settings) as client, PlanReading(client) as reading:
-        return client.plan(collection, reader=reading, chain=chain)
-
-
 def _compare(
     name: str, settings: Settings, openai: FakeOpenAI, start: Callable[[Producer], str], chain: list[str] | None = None
 ) -> Compared:
     began = time.perf_counter()
-    plan = _plan(settings, "notes", chain)
+    plan = plan_of(settings, "notes", chain)
     planned_in = time.perf_counter() - began
     calls, tokens = openai.served_calls, openai.served_tokens
     producer = Producer(settings)
@@ -168,148 +142,6 @@ def _compare(
     return Compared(name, planned, done, plan.embed, planned_in, ran)
 
 
-def _parked(database: str, run_id: str) -> int:
-    engine = sa.create_engine(engine_url(database))
-    try:
-        with engine.connect() as conn:
-            query = sa.text("SELECT count(*) FROM vectorsync_parked_batches WHERE run_id = :run")
-            return int(conn.execute(query, {"run": run_id}).scalar_one())
-    finally:
-        engine.dispose()
-
-
-def _settled(producer: Producer, database: str, run_id: str, *, timeout: float = 900) -> Any:
-    """The run once it paused and every batch of it was counted or parked."""
-    start = time.perf_counter()
-    while True:
-        progress = producer.reindex_status(run_id)
-        if progress.status.ended:
-            raise RuntimeError(f"run {run_id} ended {progress.status} before its cap: {progress}")
-        paused = progress.status == RunStatus.PAUSED and progress.batches
-        if paused and progress.counted + _parked(database, run_id) == progress.batches:
-            return progress
-        if time.perf_counter() - start > timeout:
-            raise RuntimeError(f"run {run_id} still {progress.status} after {timeout} s: {progress}")
-        time.sleep(0.2)
-
-
-def _chunks_off(expected: dict[str, Any], stored: dict[str, Any], rows: int) -> tuple[int, int]:
-    """Chunks lost (expected, and missing or not as expected) and duplicated (rows beyond the expected chunks)."""
-    lost = sum(1 for key, chunk in expected.items() if stored.get(key) != chunk)
-    return lost, rows - (len(expected) - lost)
-
-
-def _rows(database: str, table: str) -> int:
-    engine = sa.create_engine(engine_url(database))
-    try:
-        with engine.connect() as conn:
-            return int(conn.execute(sa.text(f'SELECT count(*) FROM "{table}"')).scalar_one())  # bench-owned name
-    finally:
-        engine.dispose()
-
-
-def _budget(
-    settings: Settings, database: str, crm: CrmTable, openai: FakeOpenAI, share: float, collection: str, label: str
-) -> list[Row]:
-    """A first load of ``collection`` capped at ``share`` of its plan's tokens: paused with served <= cap and store
-    == ledger, then resumed to done, having bought each text once; the workers must be running with
-    ``collection`` in their settings. ``label`` opens each row's name."""
-    plan = _plan(settings, collection)
-    cap, served = int(plan.tokens * share), openai.served_tokens
-    texts_before, bought_before = openai.served_texts, Counter(openai.served)
-    table = settings.vectors.table_prefix + collection
-    producer = Producer(settings)
-    try:
-        run_id = producer.reindex_all(collection, max_tokens=cap)
-        paused = _settled(producer, database, run_id)
-        at_pause = openai.served_tokens - served
-        texts_at_pause = openai.served_texts - texts_before
-        indexed = producer.ledger.record_ids(collection)
-        expected, stored = expected_chunks(settings, collection, crm.rows()), stored_chunks(database, table)
-        written = {key: chunk for key, chunk in expected.items() if key.split(":")[0] in indexed}
-        same = {key.split(":")[0] for key in stored} == indexed and stored == written
-        producer.resume(run_id, max_tokens=plan.tokens * 10)
-        done = wait_done(producer, run_id)
-    finally:
-        producer.close()
-    after = stored_chunks(database, table)
-    lost, duplicated = _chunks_off(expected, after, _rows(database, table))
-    said = f"{paused.counted} of {paused.batches} batches counted, the rest parked; {len(indexed):,} records written"
-    ended = f"lost {lost}, duplicated {duplicated}; run {done.status}, {done.done:,} of {done.total:,} records done"
-    bought = openai.served - bought_before  # each text the server embedded for this run, and how often
-    texts, distinct = openai.served_texts - texts_before, len({text for text, _ in after.values()})
-    twice = sum(times - 1 for times in bought.values())
-    billed = texts / len(after) if after else 0.0
-    return [
-        Row(
-            SECTION,
-            f"{label}: tokens served at pause vs cap",
-            at_pause,
-            "tokens",
-            at_pause / cap,
-            "<= cap",
-            at_pause <= cap,
-            f"cap {cap:,} = {share:.0%} of the plan's {plan.tokens:,}; {said}",
-        ),
-        Row(
-            SECTION,
-            f"{label}: texts bought, pause + resume",
-            texts,
-            "texts",
-            billed,
-            detail=(
-                f"{texts:,} texts embedded ({texts_at_pause:,} before the pause) for {len(after):,} chunks stored "
-                f"({distinct:,} distinct texts); {twice:,} bought more than once"
-            ),
-            **judged("pause and resume against one load", billed),
-        ),
-        Row(
-            SECTION,
-            f"{label}: store == ledger at pause",
-            int(same),
-            "equal",
-            None,
-            "1",
-            same,
-            f"{len(stored):,} chunks stored of the {len(indexed):,} records the ledger holds",
-        ),
-        Row(
-            SECTION,
-            f"{label}: lost / duplicated after resume",
-            lost + duplicated,
-            "chunks",
-            None,
-            "0/0",
-            lost == 0 and duplicated == 0,
-            ended,
-        ),
-    ]
-
-
-def _capped_load(
-    config: Path, database: str, openai: FakeOpenAI, records: int, share: float = CAP_SHARE, *, cached: bool = True
-) -> list[Row]:
-    """``_budget`` on a collection ``capped`` of its own, over a table of ``records`` records like ``notes``'; not
-    ``cached``: ``capped_uncached``, the same records, its workers' embedding cache off (``cache_ttl_days = 0``; the
-    run's total is still shared in the cache's Redis), in settings of their own."""
-    rng = random.Random(12)
-    collection = "capped" if cached else "capped_uncached"
-    crm = CrmTable(database, f"bench_{collection}")
-    if not cached:
-        settings = config.read_text().replace("[embeddings]\n", "[embeddings]\ncache_ttl_days = 0\n", 1)
-        config = config.with_name("uncached.toml")
-        config.write_text(settings)
-    try:
-        crm.insert(_notes(rng, records))
-        collection_toml = sql_collection(database=database, table=crm.name, collection=collection)
-        config.write_text(config.read_text() + collection_toml)
-        with celery_worker(config, concurrency=2, name=f"bench-{collection}"):
-            label = "budget" if cached else "budget, cache off"
-            return _budget(load_settings(config), database, crm, openai, share, collection, label)
-    finally:
-        crm.close()
-
-
 def _million(database: str, config: Path, records: int) -> Row:
     """The plan of a first load of ``records`` records written by SQL (one or two chunks each): its time, and the
     bench process's peak RSS after it."""
@@ -330,7 +162,7 @@ def _million(database: str, config: Path, records: int) -> Row:
         config.read_text() + sql_collection(database=database, table="bench_million", collection="million")
     )
     began = time.perf_counter()
-    plan = _plan(load_settings(config), "million")
+    plan = plan_of(load_settings(config), "million")
     seconds = time.perf_counter() - began
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     detail = (
@@ -352,7 +184,7 @@ def run(quick: bool = False, *, budget_only: bool = False, share: float = CAP_SH
         FakeOpenAI(dimensions=16) as openai,
     ):
         crm = CrmTable(database, "bench_bill")
-        crm.insert(_notes(rng, records))
+        crm.insert(notes(rng, records))
         cache_url = redis_url.rsplit("/", 1)[0] + "/1"
         flush = redis.Redis.from_url(cache_url).flushdb
         config = Path(folder) / "vectorsync.toml"
@@ -378,15 +210,15 @@ def run(quick: bool = False, *, budget_only: bool = False, share: float = CAP_SH
         if budget_only:
             crm.close()
             return [
-                *_capped_load(config, database, openai, records, share),
-                *_capped_load(config, database, openai, records, share, cached=False),
+                *capped_load(config, database, openai, records, share),
+                *capped_load(config, database, openai, records, share, cached=False),
             ]
         compared: list[tuple[Compared, dict[str, bool]]] = []
         reindex: Callable[[Producer], str] = lambda producer: producer.reindex_all("notes")  # noqa: E731
         with celery_worker(config, concurrency=2, name="bench"):
             compared.append((_compare(f"first load, {records:,} records", settings, openai, reindex), {}))
             for i in rng.sample(range(1, records + 1), records // 100):
-                crm.update(i, body=_body(rng, False))
+                crm.update(i, body=body(rng, False))
             compared.append((_compare("1% of bodies edited", settings, openai, reindex), {}))
             for i in rng.sample(range(1, records + 1), records // 100):
                 crm.update(i, kind="email")
@@ -413,8 +245,8 @@ def run(quick: bool = False, *, budget_only: bool = False, share: float = CAP_SH
                 )
             )
         crm.close()
-        budget = _capped_load(config, database, openai, records, share)
-        budget += _capped_load(config, database, openai, records, share, cached=False)
+        budget = capped_load(config, database, openai, records, share)
+        budget += capped_load(config, database, openai, records, share, cached=False)
         rows = [_million(database, config, 100_000 if quick else 1_000_000)]
     kept_row = Row(SECTION, "chunk texts the chunker change keeps", round(kept, 3), "", None, "~0.9", kept >= 0.88, "")
     rows.append(kept_row)

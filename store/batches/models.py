@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from store.errors import ConfigError
 from store.settings import ModelSettings, Settings
-from store.state.generations.base import Generation, generation_settings, parse_name
+from store.state.generations.base import Generation, Generations, generation_settings, parse_name
 
 __all__ = ["CAPPED", "checked_lanes", "lane_models"]
 
@@ -33,10 +33,14 @@ CAPPED = (
 
 
 def checked_lanes(
-    settings: Settings, generations: Sequence[Generation], collection: str, *, capped: bool = False
+    settings: Settings, registry: Generations | None, collection: str, *, capped: bool = False
 ) -> dict[str, ModelSettings]:
-    """``lane_models``, or ConfigError naming the fix when a run of ``collection`` has no lane to go through, or is
-    ``capped`` (its own caps, or its collection's budget)."""
+    """``lane_models`` of the generations a write of ``collection`` goes to (``registry``: the aliases), or
+    ConfigError naming the fix when a run of it has no lane to go through, or is ``capped`` (its own caps, or its
+    collection's budget)."""
+    from store.state.generations.routing import writing
+
+    generations = writing(settings, registry, collection)
     declared = settings.collections.get(parse_name(collection)[0])
     budget = declared.budget if declared is not None else None
     if capped or (budget is not None and (budget.max_tokens is not None or budget.max_cost is not None)):

@@ -263,10 +263,8 @@ class Producer:
 
     def _checked_lane(self, collection: str, *, capped: bool = False) -> None:
         from store.batches.models import checked_lanes
-        from store.state.generations.routing import writing
 
-        generations = writing(self.settings, self.ledger.generations, collection)
-        checked_lanes(self.settings, generations, collection, capped=capped)
+        checked_lanes(self.settings, self.ledger.generations, collection, capped=capped)
 
     def resume(self, run_id: str, *, max_tokens: int | None = None, max_cost: float | None = None) -> int:
         """Resume a paused run with these caps (None: its caps as they were): its parked batches sent again,

@@ -1,7 +1,7 @@
 """What each capped run used, its calls in flight included, shared by every worker process, in the cache's Redis.
 
-A batch's budget (``store.calls.spend.Budget``) asks here before it buys anything, for all its provider calls at
-once (``store.calls.spend.prepaid``), and again only for a call that needs more than that. One Lua script reads
+A batch's budget (``store.calls.caps.Budget``) asks here before it buys anything, for all its provider calls at
+once (``store.calls.caps.prepaid``), and again only for a call that needs more than that. One Lua script reads
 the run's total, refuses the calls when the total and the calls would pass a cap, and else adds them, so two
 processes can never both take the last tokens left. When the call is over, its reservation is settled to what
 the provider counted (``settle``). The total is the run's whole use, not only what is in flight: a call that is

@@ -22,7 +22,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
-from store.calls import accounting, spend
+from store.calls import accounting, caps, spend
 from store.calls.accounting import EmbeddingStats
 from store.calls.failover import DEFAULT_POLICY, ChainPolicy, Failover, named_entries
 from store.calls.ratelimit import Limiter, rate_limiters
@@ -136,7 +136,7 @@ class FailoverChain:
         every entry failed.
         """
         tokens = sum(estimate_tokens(text) for text in texts)
-        with spend.reserved(self.meter, texts):
+        with caps.reserved(self.meter, texts):
             vectors, provider = self._failover.run(lambda provider: self._call(provider, texts), tokens=tokens)
         return vectors, self.spaces[provider.name]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 
-from store.calls import spend
+from store.calls import caps
 from store.calls.accounting import EmbeddingStats
 from store.contract import REDIS_SCHEMES
 from store.embeddings.batching import plan_batches, run_batches
@@ -204,7 +204,7 @@ class Embeddings:
         """Embed ``texts`` in provider calls (``batches`` of their indexes), each call's vectors cached as soon as
         it answers: when a later call fails, what was bought stays bought, and the retry finds it in the cache
         instead of paying for it again. Under a run's cap the calls are all reserved before the first is sent
-        (``store.calls.spend.prepaid``): a batch that meets the cap buys none of them, so a pause never leaves
+        (``store.calls.caps.prepaid``): a batch that meets the cap buys none of them, so a pause never leaves
         bought vectors for its resumed run to buy again, even with the cache off (issue 50)."""
         if batches is None:
             batches = plan_batches(
@@ -218,7 +218,7 @@ class Embeddings:
             self._to_cache(dict(zip(sent, made, strict=True)), scope)
             return made
 
-        with spend.prepaid(self.chain.meter, texts):
+        with caps.prepaid(self.chain.meter, texts):
             embeddings = run_batches(batches, embed, parallelism=self.parallelism)
         return dict(zip(texts, embeddings, strict=True))
 

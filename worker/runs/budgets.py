@@ -1,6 +1,6 @@
 """A run's budget in its batches: a batch of a paused run is parked, not worked; a batch works under its run's
 caps (its own, else the collection's ``[collections.NAME.budget]``); a batch whose model calls would pass a cap
-(reserved together before the first is sent: ``store.calls.spend.prepaid``) pauses the run and is parked, none
+(reserved together before the first is sent: ``store.calls.caps.prepaid``) pauses the run and is parked, none
 of its records written and none of its texts bought (``docs/embeddings.md, Budgets``)."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import logging
 from dataclasses import dataclass
 from typing import Protocol
 
-from store.calls.spend import Budget, total
+from store.calls.caps import Budget
+from store.calls.spend import total
 from store.errors import BudgetExceeded
 from store.state.generations import parse_name
 from store.state.ledger import Parked, RunProgress, RunStatus

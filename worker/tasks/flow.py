@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from celery import Task
 from celery.exceptions import Retry, SoftTimeLimitExceeded
 
-from store.calls import spend
+from store.calls import caps, spend
 from store.contract import BatchMessage
 from store.errors import BudgetExceeded, ConfigError, StoreUnavailable
 from store.state.ledger import RunProgress
@@ -137,7 +137,7 @@ def _worked(work: Work) -> dict[str, BatchResult] | None:
     admitted = budgets.admit(work)
     if admitted.parked:
         return None
-    with spend.tallied(work.batch.run_id) as tally, spend.capped(admitted.budget):
+    with spend.tallied(work.batch.run_id) as tally, caps.capped(admitted.budget):
         try:
             return work()
         except BudgetExceeded as exc:

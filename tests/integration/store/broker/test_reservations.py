@@ -10,8 +10,9 @@ import pytest
 import redis
 
 from store.broker.reservations import Reservations
-from store.calls import spend
-from store.calls.spend import Budget, Meter, Spent
+from store.calls import caps, spend
+from store.calls.caps import Budget
+from store.calls.spend import Meter, Spent
 from store.contract import RESERVED_KEY_PREFIX
 from store.errors import BudgetExceeded, StoreUnavailable
 
@@ -50,7 +51,7 @@ def _race(redis_url: str, run_id: str, calls: int, queue: multiprocessing.Queue)
     taken = 0
     for _ in range(calls):
         try:
-            with spend.capped(budget), spend.reserved(Meter(), ["abcd" * 7]):  # 7 tokens a call
+            with caps.capped(budget), caps.reserved(Meter(), ["abcd" * 7]):  # 7 tokens a call
                 spend.add("m", tokens=7, cost=None, counted_by="estimate")
             taken += 7
         except BudgetExceeded:
@@ -77,7 +78,7 @@ def test_a_call_that_fails_gives_its_reservation_back(redis_url: str, run_id: st
     shared = Reservations.from_url(redis_url)
     assert shared is not None
     budget = Budget(spent=Spent(tokens=5), max_tokens=50, shared=(shared, run_id))
-    with pytest.raises(RuntimeError), spend.capped(budget), spend.reserved(Meter(), ["abcd" * 10]):
+    with pytest.raises(RuntimeError), caps.capped(budget), caps.reserved(Meter(), ["abcd" * 10]):
         raise RuntimeError("the provider failed: nothing spent")
     assert shared.used(run_id) == Spent(tokens=5, cost=0.0)
     shared.close()
@@ -89,7 +90,7 @@ def test_without_its_redis_a_capped_call_is_refused_and_without_a_redis_there_is
     assert gone is not None
     budget = Budget(spent=Spent(), max_tokens=50, shared=(gone, "r1"))
     refused = pytest.raises(StoreUnavailable, match=r"^the budget of run r1 in Redis: .*; its capped batches wait")
-    with refused, spend.capped(budget), spend.reserved(Meter(), ["abcd"]):
+    with refused, caps.capped(budget), caps.reserved(Meter(), ["abcd"]):
         pass
     gone.settle("r1", tokens=-1, cost=0.0)  # logged: the reservation stays, erring toward the cap
     gone.close()

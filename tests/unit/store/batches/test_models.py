@@ -25,7 +25,7 @@ def test_the_chain_s_first_model_with_a_lane_is_found() -> None:
 
 def test_batch_is_refused_where_the_first_model_has_no_lane() -> None:
     with pytest.raises(ConfigError) as refused:
-        checked_lanes(settings(False), [Generation("notes", 1, ("small", "backup"))], "notes")
+        checked_lanes(settings(False), None, "notes")
     assert "small first, which has no batch lane" in str(refused.value) and "[models.NAME.batch]" in str(refused.value)
 
 
@@ -36,10 +36,9 @@ def test_only_an_openai_embedding_model_may_have_a_lane() -> None:
 
 def test_batch_is_refused_for_a_capped_run_and_a_budgeted_collection() -> None:
     laned = settings(True)
-    generations = [Generation("notes", 1, ("small", "backup"))]
     with pytest.raises(ConfigError, match="a capped run cannot go through the batch lane yet"):
-        checked_lanes(laned, generations, "notes", capped=True)
+        checked_lanes(laned, None, "notes", capped=True)
     budgeted = Settings.model_validate(laned.model_dump() | {"collections": {"notes": {"budget": {"max_tokens": 10}}}})
     with pytest.raises(ConfigError, match="a capped run cannot go through the batch lane yet"):
-        checked_lanes(budgeted, generations, "notes")
-    assert list(checked_lanes(laned, generations, "notes")) == ["small"]
+        checked_lanes(budgeted, None, "notes")
+    assert list(checked_lanes(laned, None, "notes")) == ["small"]

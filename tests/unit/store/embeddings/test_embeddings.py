@@ -8,7 +8,7 @@ from typing import Any
 import fakeredis
 import pytest
 
-from store.calls import spend
+from store.calls import caps, spend
 from store.embeddings import Embedding, Embeddings
 from store.embeddings.cache import EmbeddingCache
 from store.embeddings.providers.fake import hash_embed
@@ -114,9 +114,9 @@ def test_under_a_run_s_cap_a_batch_s_calls_are_reserved_together_so_meeting_the_
     texts = [f"renewal call number {i}" for i in range(6)]
     needed = embeddings.chain.meter.counter.total(texts)
     refused = pytest.raises(BudgetExceeded, match=f"the batch's calls need {needed}")
-    with spend.tallied("r1"), spend.capped(spend.Budget(spent=spend.Spent(), max_tokens=needed - 1)), refused:
+    with spend.tallied("r1"), caps.capped(caps.Budget(spent=spend.Spent(), max_tokens=needed - 1)), refused:
         embeddings.embed_many(texts)
     assert fake_openai.requests == []
-    with spend.tallied("r1"), spend.capped(spend.Budget(spent=spend.Spent(), max_tokens=needed)):
+    with spend.tallied("r1"), caps.capped(caps.Budget(spent=spend.Spent(), max_tokens=needed)):
         assert embeddings.embed_many(texts) == [hash_embed(t, 8) for t in texts]
     assert sorted(text for r in fake_openai.requests for text in r.inputs) == sorted(texts)
