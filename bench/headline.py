@@ -39,7 +39,7 @@ RESULTS = Path("bench/results.json")
 #: Where each block goes: file -> the blocks it holds.
 PLACES = {
     "README.md": ("headline", "reliability"),
-    "docs/benchmarks.md": ("headline", "results", "results-capture", "results-verify"),
+    "docs/benchmarks.md": ("headline", "results", "results-capture", "results-verify", "results-lane"),
     "docs/reliability.md": ("reliability", "reliability-runs"),
 }
 #: The bench's own tables in docs/benchmarks.md: block -> the sections (``--only`` names) whose rows it shows.
@@ -47,6 +47,7 @@ TABLES = {
     "results": ("search", "pipeline", "calls", "local", "transport", "broker"),
     "results-capture": ("capture",),
     "results-verify": ("verify",),
+    "results-lane": ("lane",),
 }
 
 
