@@ -15,7 +15,8 @@ parameters (build time, recall and latency per ``hnsw_m`` and
 ``hnsw_ef_construction``, ``bench/hnsw_sweep.py``), halfvec against vector (build, index size,
 recall and latency per ``vectors.precision``, ``bench/precision.py``), ``verify`` on 100,000 and
 1,000,000 chunks (time and peak memory, full and sampled, ``bench/verify_scale.py``), the bill (``bench/bill.py``),
-the whole pipeline at 10,000 to 1,000,000 records (``bench/scale.py``), indexing against
+the batch lane against the synchronous one (``bench/lane.py``), the whole pipeline at 10,000 to 1,000,000 records
+(``bench/scale.py``), indexing against
 LangChain's ``index()`` with ``PGVector`` (``bench/peer.py``; its packages:
 ``scripts/bench-peer``), and how fast the ``vectorsync`` command starts (``bench/cli_start.py``).
 Benchmarks are never collected as tests; ``--quick`` is a smoke run of a few minutes. With ``--only``, the
@@ -55,6 +56,7 @@ SECTIONS = {
     "hnsw": "bench.hnsw_sweep",
     "verify": "bench.verify_scale",
     "bill": "bench.bill",
+    "lane": "bench.lane",
     "scale": "bench.scale",
     "precision": "bench.precision",
     "cli": "bench.cli_start",

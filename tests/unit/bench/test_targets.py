@@ -16,6 +16,7 @@ from bench.targets import TARGETS, Target, judged, rejudge
         (Target("<=", 15, " ms"), "<= 15 ms", 15.0, 15.01),
         (Target("<", 1, " s"), "< 1 s", 0.99, 1.0),
         (Target("==", 1, says="equal"), "equal", 1, 0),
+        (Target("~", 0.5, "x", says="0.5x ± 1%"), "0.5x ± 1%", 0.5049, 0.5051),
     ],
 )
 def test_a_target_reads_as_written_and_judges_its_bound(target: Target, text: str, passes: float, fails: float) -> None:
