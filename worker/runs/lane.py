@@ -23,6 +23,7 @@ from store.batches.state import LaneState
 from store.calls.spend import Spend, cost_of
 from store.contract import LANE_TICK
 from store.embeddings.providers.base import Limits
+from store.errors import PermanentError, StoreUnavailable, TransientError
 from store.settings import BatchLaneSettings, ModelSettings
 from store.state.clock import now
 from store.state.generations import parse_name
@@ -99,9 +100,12 @@ def look(run_id: str, token: str | None) -> None:
         _close(state, run, lanes)
         return
     first = next(iter(lanes.values()), None)
-    with state.ticking(run_id) as mine:
-        if mine:
-            _look(state, run, lanes)
+    try:
+        with state.ticking(run_id) as mine:
+            if mine:
+                _look(state, run, lanes)
+    except (TransientError, PermanentError, StoreUnavailable) as exc:  # the provider or a store is down: look again
+        log.warning("run %s: its batch lane could not be looked at (%s): looking again later", run_id, exc)
     poll = first.lane.poll_seconds if first is not None else 60.0
     new, at = uuid.uuid4().hex, now()
     due, overdue = at + timedelta(seconds=poll), at - timedelta(seconds=2 * poll)

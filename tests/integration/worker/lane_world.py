@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 import redis
+import sqlalchemy as sa
 
 from store.calls.spend import total
+from store.connect.postgres import engine_url
 from store.settings import Settings, load_settings
 from store.state.ledger import RunProgress
 from store.state.ledger.postgres import PostgresLedger
@@ -58,6 +60,16 @@ class Lane:
 
     def expected(self) -> dict[str, tuple[str, dict[str, object]]]:
         return expected_chunks(self.settings, self.collection, self.crm.rows())
+
+    def texts_held(self, run_id: str) -> int:
+        """The run's texts the lane still holds in the state database."""
+        engine = sa.create_engine(engine_url(self.database), poolclass=sa.NullPool)
+        try:
+            with engine.connect() as conn:
+                query = sa.text("SELECT count(*) FROM vectorsync_lane_texts WHERE run_id = :run")
+                return int(conn.execute(query, {"run": run_id}).scalar_one())
+        finally:
+            engine.dispose()
 
     def needed_tokens(self) -> int:
         return sum(cl100k_tokens(text) for text in {text for text, _ in self.expected().values()})

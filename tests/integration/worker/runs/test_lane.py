@@ -6,11 +6,14 @@ the same way; a job that expires half done hands the rest to the failover chain,
 from __future__ import annotations
 
 import signal
+import time
 
+import openai
 import psutil
 import pytest
 
 from store.state.ledger import RunStatus
+from tests.fake_openai import FakeOpenAI
 from tests.integration.worker.lane_world import RECORDS, Lane, assert_bought_once_at_the_lane_s_price, lane, started
 from tests.workers import celery_worker, run_cli, wait_for
 
@@ -86,3 +89,43 @@ def test_a_reconcile_sweep_of_a_collection_whose_runs_go_through_the_lane(lane: 
     assert (done.status, done.kind, done.lane) == (RunStatus.DONE, "reconcile", "batch"), done.error
     assert lane.stored() == lane.expected()
     assert_bought_once_at_the_lane_s_price(lane, run_id)
+
+
+def job_sent(lane: Lane) -> bool:
+    return any(method == "POST" and path == "/v1/batches" for method, path in lane.openai.batch_api_calls)
+
+
+def test_the_provider_down_while_the_job_is_out_then_back_ends_done(lane: Lane) -> None:
+    lane.openai.batch_seconds = 4.0
+    assert run_cli(lane.config, "init").returncode == 0
+    with celery_worker(lane.config, concurrency=2):
+        run_id = started(lane)
+        wait_for(lambda: job_sent(lane), timeout=60, what="the job to be sent")
+        lane.openai.stop()  # looks fail while it is down, and go on
+        time.sleep(3)
+        with FakeOpenAI(dimensions=8, state_dir=lane.openai.state_dir, port=lane.openai.port) as again:
+            done = lane.ended(run_id)
+    assert done.status == RunStatus.DONE, done.error
+    assert lane.stored() == lane.expected()
+    assert again.served_calls == 0 and again.batch_served_tokens == lane.needed_tokens()
+
+
+def test_a_cancelled_run_cancels_its_job_and_keeps_nothing_of_its_texts(lane: Lane) -> None:
+    lane.openai.push_batch(stall_after=0.3)
+    assert run_cli(lane.config, "init").returncode == 0
+    with celery_worker(lane.config, concurrency=2):
+        run_id = started(lane)
+        wait_for(lambda: job_sent(lane), timeout=60, what="the job to be sent")
+        cancelled = run_cli(lane.config, "runs", "cancel", run_id[:10])
+        assert cancelled.returncode == 0 and f"run {run_id} cancelled" in cancelled.stdout, cancelled.stderr
+        ended = lane.run(run_id)
+        assert ended.status == RunStatus.FAILED and "cancelled" in ended.error
+
+        def job_cancelled() -> bool:
+            client = openai.OpenAI(base_url=lane.openai.url, api_key="unused")
+            return [b.status for b in client.batches.list()] == ["cancelled"]
+
+        wait_for(job_cancelled, timeout=60, what="the job to be cancelled at the provider")
+        wait_for(lambda: lane.texts_held(run_id) == 0, timeout=60, what="the run's texts to be forgotten")
+    again = run_cli(lane.config, "runs", "cancel", run_id[:10])
+    assert again.returncode != 0 and "has ended" in again.stderr

@@ -43,3 +43,23 @@ def test_render_prices_and_times_what_is_declared(capsys: pytest.CaptureFixture[
 def test_json_holds_the_plan_in_full() -> None:
     data = json.loads(to_json(plan()))
     assert (data["records"], data["embed"], data["tokens"], data["calls"], data["cost"]) == (100, 25, 1234, 1, None)
+
+
+def test_render_shows_the_batch_lane_s_cost_and_wait_beside_the_chain_s(capsys: pytest.CaptureFixture[str]) -> None:
+    render(plan(price_per_million_tokens=0.02, cost=4.12, batch_price_per_million_tokens=0.01, batch_cost=2.06))
+    assert "--batch" not in capsys.readouterr().out  # no lane, no line
+    laned = plan(
+        price_per_million_tokens=0.02,
+        cost=4.12,
+        batch_price_per_million_tokens=0.01,
+        batch_cost=2.06,
+        batch_wait_hours=24,
+    )
+    render(laned)
+    printed = capsys.readouterr().out
+    assert "$4.12 at $0.02 per million tokens" in printed
+    assert "--batch   $2.06 at $0.01 per million tokens; the answers within 24 h" in printed
+    render(plan(batch_wait_hours=12))
+    assert "no batch price declared (models.small.batch.price_per_million_tokens); the answers within 12 h" in (
+        capsys.readouterr().out
+    )
