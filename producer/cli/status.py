@@ -93,8 +93,10 @@ class Snapshot:
     spend: dict[str, Spent] = field(default_factory=dict)
     #: The index build under way of each ``indexing`` run, by run id (``BuildProgress``, from PostgreSQL).
     builds: dict[str, Any] = field(default_factory=dict)
-    #: Each listed batch-lane run's provider jobs (``store.batches.state.Submission``), by run id.
+    #: Each listed batch-lane run's provider jobs (``store.batches.state.Submission``), by run id; and what went
+    #: another way than the lane (``store.batches.state.OUTCOMES``).
     jobs: dict[str, list[Any]] = field(default_factory=dict)
+    tallies: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def stall_reason(
@@ -143,6 +145,7 @@ def snapshot(producer: Any, *, limit: int = 20, run_id: str | None = None) -> Sn
     now = datetime.now(UTC)
     stall = producer.settings.worker.stall_seconds
     spent = producer.ledger.runs_spend([r.run_id for r in runs])
+    jobs, tallies = _lanes(producer, runs)
     return Snapshot(
         workers,
         queues,
@@ -152,18 +155,20 @@ def snapshot(producer: Any, *, limit: int = 20, run_id: str | None = None) -> Sn
         *_freshness(producer.settings),
         spend={run_id: total(rows) for run_id, rows in spent.items()},
         builds=index_builds(producer.settings, runs),
-        jobs=_jobs(producer, runs),
+        jobs=jobs,
+        tallies=tallies,
     )
 
 
-def _jobs(producer: Any, runs: Sequence[RunProgress]) -> dict[str, list[Any]]:
+def _lanes(producer: Any, runs: Sequence[RunProgress]) -> tuple[dict[str, list[Any]], dict[str, dict[str, int]]]:
+    """Each batch-lane run's jobs, and its tally."""
     laned = [run.run_id for run in runs if run.lane == "batch"]
     if not laned:
-        return {}
+        return {}, {}
     from store.batches.opened import lane_state
 
     state = lane_state(producer.ledger)
-    return {run_id: state.submissions(run_id) for run_id in laned}
+    return {run_id: state.submissions(run_id) for run_id in laned}, {run_id: state.tallies(run_id) for run_id in laned}
 
 
 def _freshness(settings: Any) -> tuple[list[Freshness], str]:
@@ -299,6 +304,15 @@ def _render_builds(view: Snapshot) -> None:
             say(f"{_run(run, ids)} builds its index: {printable(build.describe())}")
 
 
+#: How a batch-lane run's tally reads (``store.batches.state.OUTCOMES``, said shortly).
+_OUTCOMES = {
+    "failed": "texts failed by the provider",
+    "unrun": "texts of an expired or cancelled job",
+    "chain": "texts bought through the chain when written",
+    "deleted": "records deleted meanwhile",
+}
+
+
 def _render_jobs(view: Snapshot) -> None:
     """Each batch-lane run's jobs at the provider: state, lines done and failed of all, age."""
     ids, now = short_ids([r.run_id for r, _ in view.runs]), datetime.now(UTC)
@@ -309,6 +323,10 @@ def _render_jobs(view: Snapshot) -> None:
                 f"{_run(run, ids)} batch job {printable(job.job_id or job.tag)}: {printable(job.status)}, "
                 f"{job.completed} of {job.lines} lines done, {job.failed} failed, {age} old"
             )
+        tally = view.tallies.get(run.run_id)
+        if tally:
+            said = ", ".join(f"{tally[outcome]:,} {what}" for outcome, what in _OUTCOMES.items() if outcome in tally)
+            say(f"{_run(run, ids)} through another way than its batch lane: {said}")
 
 
 def _run(run: RunProgress, ids: dict[str, str]) -> str:
@@ -335,5 +353,6 @@ def to_json(view: Snapshot) -> str:
         "freshness_error": view.freshness_error or None,
         "index_builds": {run_id: asdict(build) for run_id, build in view.builds.items()},
         "batch_jobs": {run_id: [asdict(job) for job in jobs] for run_id, jobs in view.jobs.items()},
+        "batch_tally": view.tallies,
     }
     return json.dumps(data, default=str, indent=2)

@@ -25,14 +25,16 @@ __all__ = ["Collected", "RunLane", "cut", "tick"]
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RunLane:
     """One batch's view of its run's lane: ``gathering``, the models whose texts the run still queues (none for a
-    batch sent again once they are answered: it writes, buying what the lane lacks through the chain)."""
+    batch sent again once they are answered: it writes, buying what the lane lacks through the chain, those texts
+    kept in ``elsewhere``)."""
 
     state: LaneState
     run_id: str
     gathering: frozenset[str] = frozenset()
+    elsewhere: set[str] = field(default_factory=set)
 
     def gathers(self, model: str) -> bool:
         return model in self.gathering
@@ -46,6 +48,8 @@ class RunLane:
             for digest, held in self.state.held(self.run_id, model, list(by_hash)).items():
                 if held.vector is not None:
                     known[by_hash[digest]] = held.vector
+            if not self.gathering:
+                self.elsewhere.update(t for t in texts if t not in known)
             return known
 
         return found
@@ -170,6 +174,9 @@ def _read(
     for number, line in enumerate(lines):  # a refused job answers none of its lines
         if number not in answered:
             errors.update(dict.fromkeys(line, f"job {job.id} ended {job.status} without this line"))
+    if not job.queue_full:
+        unrun = {h for h, error in errors.items() if _unrun(error)}
+        state.tally(run_id, {"failed": len(errors) - len(unrun), "unrun": len(unrun)})
     if job.queue_full or requeue_failed:
         state.answer(run_id, model, vectors, {})
         state.requeue(run_id, model, list(errors))
@@ -186,3 +193,8 @@ def _line_number(custom_id: str, tag: str) -> int | None:
     if not custom_id.startswith(prefix) or not custom_id[len(prefix) :].isdigit():
         return None
     return int(custom_id[len(prefix) :])
+
+
+def _unrun(error: str) -> bool:
+    """Whether a line's error says it never ran (its job expired or was cancelled), not that it failed."""
+    return any(word in error for word in ("batch_expired", "batch_cancelled", "not run", "without this line"))

@@ -35,6 +35,7 @@ class MemoryLaneState:
         self._waiting: dict[tuple[str, int], Parked] = {}
         self._ticking: dict[str, threading.Lock] = {}
         self._looks: dict[str, tuple[str, datetime]] = {}
+        self._tallies: dict[str, dict[str, int]] = {}
 
     def queue(self, run_id: str, model: str, texts: Mapping[str, str]) -> None:
         with self._lock:
@@ -138,6 +139,17 @@ class MemoryLaneState:
                 self._looks[run_id] = (token, due)
                 return True
             return False
+
+    def tally(self, run_id: str, counts: Mapping[str, int]) -> None:
+        with self._lock:
+            kept = self._tallies.setdefault(run_id, {})
+            for outcome, count in counts.items():
+                if count:
+                    kept[outcome] = kept.get(outcome, 0) + count
+
+    def tallies(self, run_id: str) -> dict[str, int]:
+        with self._lock:
+            return dict(self._tallies.get(run_id, {}))
 
     def purge(self, run_id: str) -> None:
         with self._lock:

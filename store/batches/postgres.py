@@ -18,7 +18,7 @@ from store.batches.state import CLAIMED, Held, LaneCounts, Submission
 from store.state.clock import now
 from store.state.database import StateDatabase
 from store.state.ledger.base import Parked
-from store.state.tables import lane_jobs, lane_looks, lane_texts, lane_waiting
+from store.state.tables import lane_jobs, lane_looks, lane_tally, lane_texts, lane_waiting
 
 __all__ = ["PostgresLaneState"]
 
@@ -216,6 +216,22 @@ class PostgresLaneState:
         ).returning(lane_looks.c.token)
         with self.database.transaction() as conn:
             return conn.execute(upsert).first() is not None
+
+    def tally(self, run_id: str, counts: Mapping[str, int]) -> None:
+        rows = [{"run_id": run_id, "outcome": outcome, "count": count} for outcome, count in counts.items() if count]
+        if not rows:
+            return
+        add = postgresql.insert(lane_tally)
+        add = add.on_conflict_do_update(
+            index_elements=["run_id", "outcome"], set_={"count": lane_tally.c.count + add.excluded.count}
+        )
+        with self.database.transaction() as conn:
+            conn.execute(add, rows)
+
+    def tallies(self, run_id: str) -> dict[str, int]:
+        query = sa.select(lane_tally.c.outcome, lane_tally.c.count).where(lane_tally.c.run_id == run_id)
+        with self.database.reading() as conn:
+            return {outcome: int(count) for outcome, count in conn.execute(query)}
 
     def purge(self, run_id: str) -> None:
         with self.database.transaction() as conn:

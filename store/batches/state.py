@@ -18,10 +18,18 @@ from typing import NamedTuple, Protocol
 from store.batches.endpoint import FINISHED, Job
 from store.state.ledger.base import Parked
 
-__all__ = ["CLAIMED", "Held", "LaneCounts", "LaneState", "Submission"]
+__all__ = ["CLAIMED", "OUTCOMES", "Held", "LaneCounts", "LaneState", "Submission"]
 
 #: A submission's status before its job is known to the provider.
 CLAIMED = "claimed"
+#: What a run counts of the texts and records that went another way than the lane, and what each means.
+OUTCOMES = {
+    "failed": "texts whose line the provider failed",
+    "unrun": "texts of a job that expired or was cancelled before their line ran",
+    "chain": "texts bought through the chain when written (their record changed after they were sent, or the lane "
+    "held no vector for them)",
+    "deleted": "records gone from the source when their batch came to write them (they stay deleted)",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +129,15 @@ class LaneState(Protocol):
     def schedule(self, run_id: str, token: str, *, mine: str | None, due: datetime, overdue: datetime) -> bool:
         """Make ``token`` the run's next look, due at ``due``, if the look now scheduled is ``mine`` (the one
         calling), or none is, or it was due before ``overdue`` (its worker died): one chain of looks per run."""
+        ...
+
+    def tally(self, run_id: str, counts: Mapping[str, int]) -> None:
+        """Add ``counts`` (outcome: how many) to what the run counts of what went another way than the lane
+        (``OUTCOMES``)."""
+        ...
+
+    def tallies(self, run_id: str) -> dict[str, int]:
+        """What the run counted, by outcome (none counted: absent)."""
         ...
 
     def purge(self, run_id: str) -> None:

@@ -6,9 +6,9 @@
 - ``vectorsync_failures``: records that failed after their retries, with their error.
 - ``vectorsync_aliases`` and ``vectorsync_generations``: the generations of migrated collections.
 - ``vectorsync_parked_batches``: batches of a paused run, put aside until it is resumed.
-- ``vectorsync_lane_texts``, ``vectorsync_lane_jobs``, ``vectorsync_lane_waiting``, ``vectorsync_lane_looks``: a
-  batch-lane run's texts sent to a provider's batch endpoint and their answers, its jobs there, its batches
-  waiting for them, and its next look at them (``store.batches``).
+- ``vectorsync_lane_texts``, ``vectorsync_lane_jobs``, ``vectorsync_lane_waiting``, ``vectorsync_lane_looks``,
+  ``vectorsync_lane_tally``: a batch-lane run's texts sent to a provider's batch endpoint and their answers, its
+  jobs there, its batches waiting for them, its next look at them, and what went another way (``store.batches``).
 - ``vectorsync_spend``: tokens, calls and cost of model calls per run ("" outside one), collection, model and
   generation (``store.calls.spend``).
 
@@ -27,6 +27,7 @@ __all__ = [
     "generations",
     "lane_jobs",
     "lane_looks",
+    "lane_tally",
     "lane_texts",
     "lane_waiting",
     "ledger",
@@ -161,6 +162,13 @@ lane_jobs = sa.Table(
     sa.Column("error", sa.Text, nullable=False, server_default=""),
     sa.Column("submitted_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("finished_at", sa.DateTime(timezone=True)),
+)
+lane_tally = sa.Table(
+    "vectorsync_lane_tally",
+    metadata,
+    sa.Column("run_id", sa.Text, primary_key=True),
+    sa.Column("outcome", sa.Text, primary_key=True),
+    sa.Column("count", sa.BigInteger, nullable=False),
 )
 lane_looks = sa.Table(
     "vectorsync_lane_looks",

@@ -37,6 +37,9 @@ class LaneBatch(Work):
         lane = run_lane(batch.run_id, gathering=self.gathering, collection=batch.collection)
         ids = batch.ids
         results = ctx.written(batch.collection, ids, lambda jobs: jobs.indexer.index(ids, fresh=fresh, lane=lane))
+        if not self.gathering:
+            deleted = sum(len(result.deleted) for result in results.values())
+            ctx.lane_state().tally(batch.run_id, {"chain": len(lane.elsewhere), "deleted": deleted})
         if not any(result.waiting for result in results.values()):
             return results
         waiting = Parked(

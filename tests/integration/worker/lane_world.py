@@ -71,6 +71,16 @@ class Lane:
         finally:
             engine.dispose()
 
+    def tally(self, run_id: str) -> dict[str, int]:
+        """What the run counted as going another way than the lane (``store.batches.state.OUTCOMES``)."""
+        engine = sa.create_engine(engine_url(self.database), poolclass=sa.NullPool)
+        try:
+            with engine.connect() as conn:
+                query = sa.text("SELECT outcome, count FROM vectorsync_lane_tally WHERE run_id = :run")
+                return {outcome: int(count) for outcome, count in conn.execute(query, {"run": run_id})}
+        finally:
+            engine.dispose()
+
     def needed_tokens(self) -> int:
         return sum(cl100k_tokens(text) for text in {text for text, _ in self.expected().values()})
 

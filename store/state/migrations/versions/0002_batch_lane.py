@@ -49,6 +49,15 @@ def upgrade() -> None:
         {"ix_vectorsync_lane_jobs_run_id": "run_id"},
     )
     ensure_table(
+        "vectorsync_lane_tally",
+        """
+            run_id text NOT NULL,
+            outcome text NOT NULL,
+            count bigint NOT NULL,
+            PRIMARY KEY (run_id, outcome)
+        """,
+    )
+    ensure_table(
         "vectorsync_lane_looks",
         """
             run_id text NOT NULL,

@@ -93,12 +93,21 @@ def test_one_look_at_a_time_and_one_chain_of_looks(state: LaneState) -> None:
     assert not state.schedule("r", "e", mine="c", due=NOW, overdue=NOW - timedelta(minutes=1))
 
 
+def test_a_run_s_tally_adds_up_by_outcome(state: LaneState) -> None:
+    assert state.tallies("r") == {}
+    state.tally("r", {"failed": 2, "unrun": 0, "chain": 5})
+    state.tally("r", {"failed": 1, "deleted": 10})
+    state.tally("other", {"failed": 7})
+    assert state.tallies("r") == {"failed": 3, "chain": 5, "deleted": 10}
+
+
 def test_a_purge_forgets_the_run_s_texts_and_waiting_but_keeps_its_jobs(state: LaneState) -> None:
+    state.tally("r", {"chain": 1})
     state.queue("r", "m", {"h1": "one"})
     state.queue("keep", "m", {"h1": "one"})
     state.claim("r-1", "r", "m", [["h1"]])
     state.wait(Parked(run_id="r", batch=1, collection="notes", ids=["1"]))
     state.purge("r")
     assert state.held("r", "m", ["h1"]) == {} and state.waiting("r") == []
-    assert [s.tag for s in state.submissions("r")] == ["r-1"]
+    assert [s.tag for s in state.submissions("r")] == ["r-1"] and state.tallies("r") == {"chain": 1}
     assert "h1" in state.held("keep", "m", ["h1"])

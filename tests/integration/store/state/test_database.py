@@ -47,6 +47,7 @@ def test_a_fresh_database_upgrades_to_the_head_and_again_to_nothing(database: st
         "vectorsync_lane_jobs",
         "vectorsync_lane_waiting",
         "vectorsync_lane_looks",
+        "vectorsync_lane_tally",
         migrations.VERSION_TABLE,
     }
 

@@ -77,6 +77,11 @@ def test_a_job_that_expires_half_done_hands_the_rest_to_the_chain(lane: Lane) ->
         text for request in lane.openai.requests if request.path.endswith("/embeddings") for text in request.inputs
     }
     assert by_batch | chain == texts and not by_batch & chain  # the chain bought only what the job did not answer
+    tally = lane.tally(run_id)
+    assert tally["unrun"] > 0 and tally["chain"] == len(chain) and "failed" not in tally
+    said = " ".join(run_cli(lane.config, "status", run_id[:10]).stdout.split())
+    assert f"{tally['unrun']:,} texts of an expired or cancelled job" in said
+    assert f"{tally['chain']:,} texts bought through the chain when written" in said
 
 
 def test_a_reconcile_sweep_of_a_collection_whose_runs_go_through_the_lane(lane: Lane) -> None:

@@ -44,3 +44,4 @@ def test_records_edited_and_deleted_while_the_job_is_out_end_as_their_source_say
         text for request in lane.openai.requests if request.path.endswith("/embeddings") for text in request.inputs
     }
     assert edited <= chain and edited.isdisjoint(sent or set())  # the new texts took the normal path
+    assert lane.tally(run_id)["deleted"] == 10

@@ -71,8 +71,10 @@ def test_a_run_lane_finds_held_vectors_after_stored_ones(state: MemoryLaneState,
     def stored(asked: list[str]) -> Mapping[str, Sequence[float]]:
         return {"stored one": [1.0] * DIMENSIONS} if "stored one" in asked else {}
 
-    found = RunLane(state, "run").reuse(stored, "fake")(["a b", "stored one", "never queued"])
+    writing = RunLane(state, "run")
+    found = writing.reuse(stored, "fake")(["a b", "stored one", "never queued"])
     assert found == {"stored one": [1.0] * DIMENSIONS, "a b": hash_embed("a b", DIMENSIONS)}
+    assert writing.elsewhere == {"never queued"}  # what the chain will buy, counted by the batch
     assert not RunLane(state, "run").gathers("fake") and RunLane(state, "run", frozenset({"fake"})).gathers("fake")
 
 
@@ -85,6 +87,7 @@ def test_failed_and_unrun_lines_go_to_the_chain_counted(state: MemoryLaneState, 
     assert (counts.held, counts.failed, counts.queued, counts.out) == (3, 3, 0, 0)
     failed = [h for h, x in state.held("run", "fake", [text_digest(t) for t in texts(6)]).items() if x.error]
     assert all("not run" in (state.held("run", "fake", [h])[h].error or "") for h in failed)
+    assert state.tallies("run") == {"unrun": 3}
 
 
 def test_with_requeue_failed_lines_go_out_again_in_a_new_job(state: MemoryLaneState, endpoint: MemoryEndpoint) -> None:
@@ -92,6 +95,7 @@ def test_with_requeue_failed_lines_go_out_again_in_a_new_job(state: MemoryLaneSt
     look(state, endpoint, requeue=True)
     endpoint.finish(endpoint.open()[0], fail=[1])
     look(state, endpoint, requeue=True)  # read, requeued and sent again in one look
+    assert state.tallies("run") == {"failed": 3}
     assert len(state.submissions("run")) == 2 and len(endpoint.open()) == 1
     endpoint.finish(endpoint.open()[0])
     look(state, endpoint, requeue=True)

@@ -36,5 +36,6 @@ def test_a_database_at_0001_gains_the_lane_and_keeps_its_runs(database: str) -> 
         assert ledger.run("run1").lane == "sync" and ledger.run("run1").total == 10
     finally:
         ledger.close()
-    for table in ("vectorsync_lane_texts", "vectorsync_lane_jobs", "vectorsync_lane_waiting", "vectorsync_lane_looks"):
+    lane = ("texts", "jobs", "waiting", "looks", "tally")
+    for table in (f"vectorsync_lane_{name}" for name in lane):
         assert execute(database, f"SELECT count(*) FROM {table}") == [(0,)]
