@@ -35,7 +35,7 @@ import numpy as np
 import redis
 import sqlalchemy as sa
 
-from bench.bill import _chunks_off, _rows
+from bench.bill_budget import chunks_off, rows_of
 from bench.pipeline import LIMITS, notes
 from bench.provider_calls import wait_done
 from bench.report import Row, print_table
@@ -202,7 +202,7 @@ def _load(rig: Rig, collection: str, records: int) -> tuple[Loaded, str]:
         expected_chunks(rig.settings, collection, rig.crm.rows()),
         stored_chunks(rig.database, rig.table(collection)),
     )
-    lost, duplicated = _chunks_off(expected, stored, _rows(rig.database, rig.table(collection)))
+    lost, duplicated = chunks_off(expected, stored, rows_of(rig.database, rig.table(collection)))
     lane = "batch lane" if collection == "batched" else "sync lane"
     loaded = Loaded(lane, records, phases["ended"], spent, lost, duplicated, stored == expected, live, phases)
     return loaded, run_id
