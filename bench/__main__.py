@@ -57,6 +57,7 @@ SECTIONS = {
     "verify": "bench.verify_scale",
     "bill": "bench.bill",
     "lane": "bench.lane",
+    "lane-live": "bench.lane_live",
     "scale": "bench.scale",
     "precision": "bench.precision",
     "cli": "bench.cli_start",

@@ -47,7 +47,7 @@ TABLES = {
     "results": ("search", "pipeline", "calls", "local", "transport", "broker"),
     "results-capture": ("capture",),
     "results-verify": ("verify",),
-    "results-lane": ("lane",),
+    "results-lane": ("lane", "lane-live"),
 }
 
 

@@ -43,6 +43,7 @@ from bench.targets import judged
 from store.broker.producer import Producer
 from store.calls.spend import Spent, total
 from store.connect.postgres import engine_url
+from store.contract import BULK_QUEUE, LIVE_QUEUE
 from store.settings import Settings, load_settings
 from tests.crm import CrmTable, expected_chunks, stored_chunks
 from tests.fake_openai import FakeOpenAI, cl100k_tokens
@@ -341,7 +342,7 @@ def _configure(folder: Path, database: str, redis_url: str, openai: FakeOpenAI, 
     return config
 
 
-def run(quick: bool = False, keep: Path | None = None) -> list[Row]:
+def run(quick: bool = False, keep: Path | None = None, *, live_worker: bool = False) -> list[Row]:
     """The live baseline, then a first load of 20,000 records (2,000 when ``quick``) through each lane."""
     records, samples = (2_000, 30) if quick else (20_000, SAMPLES)
     rng = random.Random(17)
@@ -360,7 +361,10 @@ def run(quick: bool = False, keep: Path | None = None) -> list[Row]:
         settings = load_settings(config)
         flush = redis.Redis.from_url(settings.cache.url).flushdb
         rig = Rig(settings, database, openai, crm, live, flush)
-        with celery_worker(config, concurrency=2, name="bench"):
+        if live_worker:  # the deploy files' answer for live latency: a worker of the live queue's own
+            stack.enter_context(celery_worker(config, concurrency=1, name="bench-live", queues=(LIVE_QUEUE,)))
+        queues = (BULK_QUEUE,) if live_worker else (LIVE_QUEUE, BULK_QUEUE)
+        with celery_worker(config, concurrency=2, name="bench", queues=queues):
             producer = Producer(settings)
             try:
                 wait_done(producer, producer.reindex_all("live"))
@@ -378,5 +382,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="2,000 records instead of 20,000")
     parser.add_argument("--keep", type=Path, help="a folder for the run's files (worker logs), kept")
+    parser.add_argument(
+        "--live-worker", action="store_true", help="a worker of the live queue alone beside the bulk one"
+    )
     args = parser.parse_args()
-    print_table(run(quick=args.quick, keep=args.keep))
+    print_table(run(quick=args.quick, keep=args.keep, live_worker=args.live_worker))
