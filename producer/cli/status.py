@@ -304,15 +304,6 @@ def _render_builds(view: Snapshot) -> None:
             say(f"{_run(run, ids)} builds its index: {printable(build.describe())}")
 
 
-#: How a batch-lane run's tally reads (``store.batches.state.OUTCOMES``, said shortly).
-_OUTCOMES = {
-    "failed": "texts failed by the provider",
-    "unrun": "texts of an expired or cancelled job",
-    "chain": "texts bought through the chain when written",
-    "deleted": "records deleted meanwhile",
-}
-
-
 def _render_jobs(view: Snapshot) -> None:
     """Each batch-lane run's jobs at the provider: state, lines done and failed of all, age."""
     ids, now = short_ids([r.run_id for r, _ in view.runs]), datetime.now(UTC)
@@ -325,7 +316,9 @@ def _render_jobs(view: Snapshot) -> None:
             )
         tally = view.tallies.get(run.run_id)
         if tally:
-            said = ", ".join(f"{tally[outcome]:,} {what}" for outcome, what in _OUTCOMES.items() if outcome in tally)
+            from store.batches.state import OUTCOMES
+
+            said = ", ".join(f"{tally[outcome]:,} {what}" for outcome, what in OUTCOMES.items() if outcome in tally)
             say(f"{_run(run, ids)} through another way than its batch lane: {said}")
 
 

@@ -20,7 +20,7 @@ from store.embeddings.embeddings import Reuse
 from store.embeddings.providers.base import Limits
 from store.vectors.records import text_digest
 
-__all__ = ["Collected", "RunLane", "cut", "tick"]
+__all__ = ["RunLane", "cut", "tick"]
 
 log = logging.getLogger(__name__)
 
@@ -76,15 +76,6 @@ def cut(
     return lines
 
 
-@dataclass(slots=True)
-class Collected:
-    """What one tick read back: tokens the answers' usage reported, and lines failed, per model."""
-
-    tokens: dict[str, int] = field(default_factory=dict)
-    failed: int = 0
-    jobs_finished: int = 0
-
-
 def tick(
     state: LaneState,
     endpoint_of: Callable[[str], BatchEndpoint],
@@ -92,11 +83,11 @@ def tick(
     *,
     models: Mapping[str, tuple[Limits, str]],
     requeue_failed: bool,
-) -> Collected:
+) -> dict[str, int]:
     """One look at run ``run_id``'s lane: jobs claimed but not known sent found or sent, finished jobs read,
-    queued texts sent. ``models``: each model's (limits, API name); ``requeue_failed``: a failed line goes into a
-    new job rather than to the failover chain."""
-    collected = Collected()
+    queued texts sent; the tokens the answers read reported, by model. ``models``: each model's (limits, API
+    name); ``requeue_failed``: a failed line goes into a new job rather than to the failover chain."""
+    tokens: dict[str, int] = {}
     queue_full: set[str] = set()
     for submission in state.submissions(run_id):
         endpoint = endpoint_of(submission.model)
@@ -107,13 +98,15 @@ def tick(
             if job.finished:
                 if job.queue_full:
                     queue_full.add(submission.model)
-                _read(state, endpoint, submission, job, collected, requeue_failed)
+                tokens[submission.model] = tokens.get(submission.model, 0) + _read(
+                    state, endpoint, submission, job, requeue_failed
+                )
             else:
                 state.update(submission.tag, job)
     for model, (limits, name) in models.items():
         if model not in queue_full:  # a full queue drains before anything more is sent
             _submit_queued(state, endpoint_of(model), run_id, model, limits, name)
-    return collected
+    return tokens
 
 
 def _send(state: LaneState, endpoint: BatchEndpoint, tag: str) -> None:
@@ -150,10 +143,10 @@ def _read(
     endpoint: BatchEndpoint,
     submission: Submission,
     job: Job,
-    collected: Collected,
     requeue_failed: bool,
-) -> None:
-    """Hold a finished job's answers; its failed and unrun lines go to the chain, or back in the queue."""
+) -> int:
+    """Hold a finished job's answers; its failed and unrun lines go to the chain, or back in the queue. The tokens
+    its answers' usage reported."""
     tag, run_id, model = submission.tag, submission.run_id, submission.model
     lines = state.lines(tag)
     vectors: dict[str, list[float]] = {}
@@ -183,9 +176,7 @@ def _read(
     else:
         state.answer(run_id, model, vectors, errors)
     state.update(tag, job, tokens=tokens)
-    collected.tokens[model] = collected.tokens.get(model, 0) + tokens
-    collected.failed += 0 if job.queue_full else len(errors)
-    collected.jobs_finished += 1
+    return tokens
 
 
 def _line_number(custom_id: str, tag: str) -> int | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from store.batches.endpoint import Answer, Job, Request
@@ -34,7 +35,6 @@ class OpenAIBatchEndpoint:
         self.max_requests, self.max_bytes = lane.max_requests, lane.max_bytes
         self._dimensions = settings.dimensions if settings.send_dimensions else None
         self._endpoint = redact_url(settings.base_url or DEFAULT_OPENAI_URL)
-        self._key_env = settings.api_key_env
         self._client = client if client is not None else make_client(name=name, settings=settings)
 
     def submit(self, requests: Sequence[Request], *, tag: str) -> Job:
@@ -85,24 +85,19 @@ class OpenAIBatchEndpoint:
             body["dimensions"] = self._dimensions
         return {"custom_id": request.custom_id, "method": "POST", "url": "/v1/embeddings", "body": body}
 
-    def _calling(self) -> Any:
-        return _Translated(self.model, self._endpoint)
+    def _calling(self) -> AbstractContextManager[None]:
+        return _translated(self.model, self._endpoint)
 
 
-class _Translated:
+@contextmanager
+def _translated(model: str, endpoint: str) -> Iterator[None]:
     """openai's exceptions as the error tree's, naming the model and the endpoint, never the key."""
+    import openai
 
-    def __init__(self, model: str, endpoint: str) -> None:
-        self.model, self.endpoint = model, endpoint
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, exc: BaseException | None, traceback: Any) -> None:
-        import openai
-
-        if isinstance(exc, openai.OpenAIError):
-            raise translate_error(exc, model=self.model, endpoint=self.endpoint, api_key=None) from exc
+    try:
+        yield
+    except openai.OpenAIError as exc:
+        raise translate_error(exc, model=model, endpoint=endpoint, api_key=None) from exc
 
 
 def _job(batch: Any) -> Job:

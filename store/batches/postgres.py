@@ -190,10 +190,9 @@ class PostgresLaneState:
             ]
 
     def counts(self, run_id: str) -> LaneCounts:
-        unanswered = sa.and_(lane_texts.c.vector.is_(None), lane_texts.c.error.is_(None))
         query = sa.select(
-            sa.func.count().filter(unanswered, lane_texts.c.submission.is_(None)).label("queued"),
-            sa.func.count().filter(unanswered, lane_texts.c.submission.is_not(None)).label("out"),
+            sa.func.count().filter(_unanswered, lane_texts.c.submission.is_(None)).label("queued"),
+            sa.func.count().filter(_unanswered, lane_texts.c.submission.is_not(None)).label("out"),
             sa.func.count().filter(lane_texts.c.vector.is_not(None)).label("held"),
             sa.func.count().filter(lane_texts.c.vector.is_(None), lane_texts.c.error.is_not(None)).label("failed"),
         ).where(lane_texts.c.run_id == run_id)

@@ -22,13 +22,15 @@ __all__ = ["CLAIMED", "OUTCOMES", "Held", "LaneCounts", "LaneState", "Submission
 
 #: A submission's status before its job is known to the provider.
 CLAIMED = "claimed"
-#: What a run counts of the texts and records that went another way than the lane, and what each means.
+#: What a run counts of the texts and records that went another way than the lane, as ``status`` says each:
+#: texts whose line the provider failed; texts of a job that expired or was cancelled before their line ran;
+#: texts bought through the chain when their batch wrote (their record changed after they were sent, or the lane
+#: held no vector for them); records gone from the source when their batch came to write them.
 OUTCOMES = {
-    "failed": "texts whose line the provider failed",
-    "unrun": "texts of a job that expired or was cancelled before their line ran",
-    "chain": "texts bought through the chain when written (their record changed after they were sent, or the lane "
-    "held no vector for them)",
-    "deleted": "records gone from the source when their batch came to write them (they stay deleted)",
+    "failed": "texts failed by the provider",
+    "unrun": "texts of an expired or cancelled job",
+    "chain": "texts bought through the chain when written",
+    "deleted": "records deleted meanwhile",
 }
 
 

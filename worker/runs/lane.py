@@ -125,14 +125,14 @@ def _look(state: LaneState, run: RunProgress, lanes: dict[str, LaneModel]) -> No
     full_job = min(m.lane.max_requests * m.limits.max_inputs for m in lanes.values())
     sending = gathered or counts.queued >= full_job
     models = {space: (m.limits, m.model) for space, m in lanes.items()} if sending else {}
-    collected = tick(
+    tokens = tick(
         state,
         lambda space: endpoint_of(lanes[space]),
         run.run_id,
         models=models,
         requeue_failed=rules.on_failure == "batch",
     )
-    _spend(run, lanes, collected.tokens)
+    _spend(run, lanes, tokens)
     _cancel_overdue(state, run.run_id, lanes)
     counts, open_jobs = state.counts(run.run_id), any(s.open for s in state.submissions(run.run_id))
     if gathered and not open_jobs and counts.queued == 0 and counts.out == 0:
@@ -172,9 +172,8 @@ def _spend(run: RunProgress, lanes: dict[str, LaneModel], tokens: dict[str, int]
 def _cancel_overdue(state: LaneState, run_id: str, lanes: dict[str, LaneModel]) -> None:
     """Cancel the jobs that have been out longer than their lane's ``max_wait_hours``; the next look reads what
     they did, and their other lines go the way ``on_failure`` says."""
-    by_model = {space: m for space, m in lanes.items()}
     for submission in state.submissions(run_id):
-        lane = by_model.get(submission.model)
+        lane = lanes.get(submission.model)
         if lane is None or not submission.open or submission.job_id is None or submission.submitted_at is None:
             continue
         if now() - submission.submitted_at > timedelta(hours=lane.lane.max_wait_hours):

@@ -36,11 +36,12 @@ def reconcile(self: Task, collection: str, run_id: str | None = None) -> str:
     """
     ctx = context()
     run_id = ctx.ledger.create_run(collection, run_id=run_id or message_run_id(self), kind="reconcile")
-    declared = ctx.settings.collections.get(parse_name(collection)[0])
-    if declared is not None and declared.lane == "batch":
-        ctx.ledger.set_lane(run_id, "batch")
     begun = ctx.ledger.run(run_id)
     lane = begun.lane
+    declared = ctx.settings.collections.get(parse_name(collection)[0])
+    if declared is not None and declared.lane == "batch" and lane != "batch":  # started by beat: no producer set it
+        ctx.ledger.set_lane(run_id, "batch")
+        lane = "batch"
     if begun.status.ended or begun.total is not None:  # delivered again after an attempt that sent batches
         if not begun.status.ended:
             ctx.ledger.fail_run(
