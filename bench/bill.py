@@ -202,7 +202,8 @@ def run(quick: bool = False, *, budget_only: bool = False, share: float = CAP_SH
                     batch_size=WORKER_BATCH,
                     max_tokens=max_tokens,
                     extra=SAME_MODEL.format(url=openai.url),
-                ).replace('"text-embedding-test"', '"text-embedding-3-small"')
+                    model="text-embedding-3-small",
+                )
             )
             return load_settings(config)
 

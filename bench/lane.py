@@ -332,11 +332,11 @@ def _configure(folder: Path, database: str, redis_url: str, openai: FakeOpenAI, 
         dimensions=16,
         batch_size=WORKER_BATCH,
         limits=LIMITS,
+        model="text-embedding-3-small",
         extra=sql_collection(database=database, table=tables[0], collection="synced")
         + sql_collection(database=database, table=tables[1], collection="live")
         + LANE,
     )
-    text = text.replace('model = "text-embedding-test"', 'model = "text-embedding-3-small"')
     config = folder / "vectorsync.toml"
     config.write_text(text.replace("[models.fake_openai]", MODEL, 1))
     return config

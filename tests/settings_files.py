@@ -26,9 +26,12 @@ def settings_toml(
     capture: bool = False,
     source_url: str | None = None,
     limits: Mapping[str, float] | None = None,
+    model: str = "text-embedding-test",
 ) -> str:
     """A vectorsync.toml for integration tests: SQL source (``capture``: with triggers; ``source_url``: read
-    through a role of its own), fake OpenAI server, pgvector; ``limits`` in place of ``SHORT_LIMITS``."""
+    through a role of its own), fake OpenAI server, pgvector; ``limits`` in place of ``SHORT_LIMITS``; ``model``: the
+    name the server is asked for (an OpenAI model's, ``text-embedding-3-small``: its calls counted with cl100k
+    before they are sent, as the server counts them)."""
     worker = {"batch_size": batch_size, "max_retries": 2, "retry_delay": 0.2, "metrics_port": metrics_port}
     head = worker_sections(broker=broker, database=database, dimensions=dimensions, **worker, **(limits or {}))
     source = sql_collection(
@@ -46,7 +49,7 @@ url = "{cache}"
 
 [models.fake_openai]
 provider = "openai"
-model = "text-embedding-test"
+model = "{model}"
 dimensions = {dimensions}
 base_url = "{openai_url}"
 timeout = 5

@@ -100,8 +100,8 @@ def lane(tmp_path: Path, broker_redis_url: str, scratch_redis_url: str, postgres
             openai_url=openai.url,
             table=crm.name,
             collection=collection,
+            model="text-embedding-3-small",
         )
-        text = text.replace('model = "text-embedding-test"', 'model = "text-embedding-3-small"')
         # 16 texts a request: a job of several lines, of which an expired one answers some
         model = f"[models.fake_openai]\nprice_per_million_tokens = {PRICE}\nmax_inputs = 16"
         text = text.replace("[models.fake_openai]", model)

@@ -68,10 +68,10 @@ def capped(tmp_path: Path, broker_redis_url: str, scratch_redis_url: str, postgr
             openai_url=openai.url,
             table=crm.name,
             collection=collection,
+            model="text-embedding-3-small",  # counted before they are sent with cl100k, as the server counts them
         )
-        # An OpenAI model's name: its calls are counted before they are sent with cl100k, as the server counts them.
         config = tmp_path / "vectorsync.toml"
-        config.write_text(text.replace('model = "text-embedding-test"', 'model = "text-embedding-3-small"'))
+        config.write_text(text)
         try:
             yield Capped(config, load_settings(config), collection, crm, openai, postgres_url)
         finally:

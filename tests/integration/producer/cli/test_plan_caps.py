@@ -63,15 +63,12 @@ def _rig(tmp_path: Path, urls: tuple[str, str, str], openai: FakeOpenAI, crm: Cr
         max_tokens=32,
         overlap=4,
         batch_size=8,
+        model="text-embedding-3-small",
         extra=f"[collections.{collection}.budget]\n{budget}\n" if budget else "",
     )
     # Calls of 16 texts, counted by cl100k on both sides (an OpenAI model's name); a call a loaded machine answers
     # late is not sent again (the server would count it twice).
-    toml = (
-        toml.replace("\nbatch_size = 64\n", "\nbatch_size = 16\n")
-        .replace('"text-embedding-test"', '"text-embedding-3-small"')
-        .replace("\ntimeout = 5\n", "\ntimeout = 30\n")
-    )
+    toml = toml.replace("\nbatch_size = 64\n", "\nbatch_size = 16\n").replace("\ntimeout = 5\n", "\ntimeout = 30\n")
     config = tmp_path / "vectorsync.toml"
     config.write_text(toml)
     app = Celery(set_as_current=False)
